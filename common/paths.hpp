@@ -1,0 +1,24 @@
+// Default locations of the daemon's socket and database (SPEC §2, §6), and the helpers that
+// create private directories for them. Environment overrides are resolved here and nowhere else.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+namespace ralph::paths {
+
+// $RALPH_SOCKET, else $XDG_RUNTIME_DIR/ralph/ralphd.sock, else /tmp/ralph-$UID/ralphd.sock.
+std::filesystem::path default_socket();
+
+// $XDG_STATE_HOME/ralph/ralph.db, else ~/.local/state/ralph/ralph.db.
+std::filesystem::path default_database();
+
+// Creates `dir` (and parents) and makes sure the last component is owned by us with mode 0700.
+// Throws std::runtime_error naming the directory when that is not possible.
+void make_private_directory(const std::filesystem::path& dir);
+
+// Resolves `program` like execvp would: a name with a slash is taken as is, otherwise each
+// entry of `search_path` (colon-separated) is tried. Returns an empty path when not found.
+std::filesystem::path find_executable(const std::string& program, const std::string& search_path);
+
+}  // namespace ralph::paths

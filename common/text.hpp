@@ -1,0 +1,34 @@
+// Text utilities shared by both programs: shell-like word splitting (without a shell),
+// base64 for carrying raw agent bytes in JSON, UTF-8 repair, and time formatting.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ralph::text {
+
+// Splits a command template into words the way a POSIX shell would for plain words,
+// single quotes, double quotes (with \" \\ \$ \` escapes) and backslash escapes — but nothing
+// is ever expanded or executed. Throws std::invalid_argument on an unterminated quote.
+std::vector<std::string> split_command_words(std::string_view command);
+
+std::string base64_encode(std::string_view bytes);
+// Throws std::invalid_argument on a character outside the base64 alphabet.
+std::string base64_decode(std::string_view text);
+
+// Replaces every invalid UTF-8 sequence with U+FFFD so the text can go into JSON.
+std::string to_valid_utf8(std::string_view bytes);
+
+// Milliseconds since the Unix epoch.
+std::int64_t now_ms();
+// "2026-11-22T10:11:12.345Z"; an empty string for 0 (never happened).
+std::string format_iso8601(std::int64_t epoch_ms);
+// Parses durations like "90", "90s", "15m", "2h", "1d" into seconds. Throws std::invalid_argument.
+double parse_duration_seconds(std::string_view text);
+// "1h02m", "3m05s", "42s".
+std::string format_duration(std::int64_t ms);
+
+}  // namespace ralph::text

@@ -1,0 +1,71 @@
+// The method registry and JSON-RPC 2.0 dispatcher: maps "loop.submit" to a handler and is the
+// one place where requests are validated, batches are split, notifications are kept silent and
+// exceptions become error objects (rpc_error → its code; anything else → -32603, logged).
+#pragma once
+
+#include "daemon/server/subscriber_hub.hpp"
+#include "proto/errors.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace ralph::rpc {
+
+// What a handler may know about the connection its call came on.
+struct call_context {
+    // The WebSocket session, able to carry notifications; nullptr for a plain HTTP POST.
+    tail_sink* session = nullptr;
+};
+
+struct dispatch_limits {
+    std::size_t max_batch = 100;  // more requests in one batch → one -32600 error
+};
+
+class method_registry {
+public:
+    using handler = std::function<nlohmann::json(const nlohmann::json& params, call_context& ctx)>;
+
+    // Registers `name`; registering a name twice is a programming error (throws logic_error).
+    void add(std::string name, handler fn);
+
+    // Registers a handler taking typed params: Params is read with from_json, whose failures
+    // (rpc_error or nlohmann errors) become -32602 naming the bad field.
+    template <typename Params, typename Fn>
+    void add_typed(std::string name, Fn fn) {
+        add(std::move(name), [fn = std::move(fn)](const nlohmann::json& params, call_context& ctx) {
+            Params typed{};
+            try {
+                from_json(params, typed);
+            } catch (const proto::rpc_error&) {
+                throw;
+            } catch (const nlohmann::json::exception& e) {
+                throw proto::rpc_error(proto::error_kind::invalid_params,
+                                       std::string("invalid params: ") + e.what());
+            }
+            return fn(typed, ctx);
+        });
+    }
+
+    // Handles one parsed request object. Returns the response, or nullopt for a notification.
+    std::optional<nlohmann::json> handle(const nlohmann::json& request, call_context& ctx) const;
+
+    // Handles a request body: a single request or a batch. Returns the serialized response,
+    // or nullopt when nothing must be sent (notifications only).
+    std::optional<std::string> handle_text(std::string_view body, call_context& ctx) const;
+
+    void set_limits(dispatch_limits limits) { limits_ = limits; }
+
+private:
+    std::map<std::string, handler, std::less<>> handlers_;
+    dispatch_limits limits_;
+};
+
+// Builds {"jsonrpc":"2.0","method":name,"params":params} (a notification from the daemon).
+nlohmann::json make_notification(std::string_view method, nlohmann::json params);
+
+}  // namespace ralph::rpc

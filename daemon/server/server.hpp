@@ -1,0 +1,56 @@
+// The API server: accepts connections on the Unix socket, checks the peer's uid, speaks
+// HTTP/1.1 (POST /rpc) and WebSocket (GET /rpc upgrade) and hands requests to the registry.
+// Bounds: body size, header size, connection count, idle timeouts, per-session queue.
+#pragma once
+
+#include "common/asio.hpp"
+
+#include <chrono>
+#include <cstddef>
+#include <filesystem>
+#include <memory>
+
+namespace ralph {
+
+namespace rpc {
+class method_registry;
+}
+class subscriber_hub;
+class output_log;
+
+struct server_limits {
+    std::size_t max_body_bytes = 1 << 20;       // one HTTP body or WebSocket message
+    std::size_t max_header_bytes = 8 << 10;
+    std::size_t max_connections = 128;
+    std::chrono::seconds http_idle_timeout{30};  // keep-alive connection with no request
+    std::size_t max_session_queue = 256;        // queued messages per WebSocket session
+    std::size_t max_tails_per_session = 64;
+};
+
+// What sessions share. Everything lives on the io_context thread.
+struct server_context {
+    rpc::method_registry& registry;
+    subscriber_hub& hub;
+    output_log& output;
+    server_limits limits;
+};
+
+class server {
+public:
+    // Binds the socket at `path` (directory must exist, mode 0700); the socket file gets 0600.
+    // A stale socket file (nobody answering) is replaced; a live one makes this throw
+    // std::runtime_error("another ralphd is listening on PATH").
+    server(net::io_context& io, server_context context, const std::filesystem::path& path);
+    // Adopts an already listening socket (systemd socket activation).
+    server(net::io_context& io, server_context context, int listening_fd);
+    ~server();
+
+    void start();  // begins accepting
+    void stop();   // stops accepting and closes every session
+
+private:
+    struct impl;
+    std::unique_ptr<impl> impl_;
+};
+
+}  // namespace ralph

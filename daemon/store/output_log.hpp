@@ -1,0 +1,91 @@
+// The persisted output of every loop: one append-only file per loop under <state>/output/,
+// byte offsets continuing across iterations, and an index in SQLite (output_chunks) saying which
+// attempt and stream each byte range came from and when. append() writes the bytes to the file
+// at once (cheap, never blocks the agent on SQLite); the index rows and the loop's committed end
+// are written in one transaction per flush (every flush_interval or when much is pending), and
+// only then are subscribers told. So a byte reaches a tail client only after it is on disk and
+// indexed. Readers never see past the committed end.
+#pragma once
+
+#include "common/asio.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ralph {
+
+class store;
+
+enum class output_stream { stdout_stream, stderr_stream, recovered };
+std::string_view to_string(output_stream stream);
+
+class output_log {
+public:
+    using committed_callback = std::function<void(std::int64_t loop_id, std::int64_t end)>;
+
+    output_log(net::io_context& io, store& db, std::filesystem::path directory,
+               committed_callback on_committed);
+    ~output_log();
+    output_log(const output_log&) = delete;
+    output_log& operator=(const output_log&) = delete;
+
+    // Appends agent bytes to the loop's file. Throws std::system_error if the write fails.
+    void append(std::int64_t loop_id, std::int64_t attempt_id, output_stream stream,
+                std::string_view bytes);
+    // Writes pending index rows and committed ends in one transaction, then notifies.
+    void flush();
+    // Flushes and closes the loop's file (the loop stopped running).
+    void close(std::int64_t loop_id);
+
+    // End of the persisted, indexed output of the loop (0 when it has none).
+    std::int64_t committed_end(std::int64_t loop_id) const;
+    // Offset of the loop's output where it would be if this many more bytes were appended
+    // (committed plus pending bytes); used to record attempt output ranges.
+    std::int64_t written_end(std::int64_t loop_id) const;
+    // Reads up to max_bytes from `offset`, never past the committed end.
+    std::string read(std::int64_t loop_id, std::int64_t offset, std::int64_t max_bytes) const;
+    // Offset of the start of the last `lines` lines of the committed output.
+    std::int64_t offset_of_last_lines(std::int64_t loop_id, std::int64_t lines) const;
+
+    // At start-up: bytes in a loop's file past its committed end (written by a daemon that died
+    // before indexing them) are indexed as stream "recovered" of `attempt_id`.
+    void recover(std::int64_t loop_id, std::int64_t attempt_id);
+
+    std::filesystem::path file_of(std::int64_t loop_id) const;
+
+private:
+    struct pending_chunk {
+        std::int64_t loop_id;
+        std::int64_t attempt_id;
+        output_stream stream;
+        std::int64_t offset;
+        std::int64_t length;
+        std::int64_t ts_ms;
+    };
+    struct open_file {
+        int fd = -1;
+        std::int64_t written = 0;  // file size
+    };
+
+    void schedule_flush();
+    open_file& file_for(std::int64_t loop_id);
+
+    net::io_context& io_;
+    store& db_;
+    std::filesystem::path directory_;
+    committed_callback on_committed_;
+    net::steady_timer flush_timer_;
+    bool flush_scheduled_ = false;
+    std::vector<pending_chunk> pending_;
+    std::int64_t pending_bytes_ = 0;
+    std::map<std::int64_t, open_file> files_;
+    mutable std::map<std::int64_t, std::int64_t> committed_;  // cache of loops.output_bytes
+};
+
+}  // namespace ralph

@@ -1,0 +1,78 @@
+// The daemon's SQLite database (WAL): loops, attempts (one append-only row per agent run) and
+// the index of persisted output. Opening migrates the schema forward (PRAGMA user_version).
+// Each state change is one transaction. Used only from the io_context thread.
+#pragma once
+
+#include "proto/types.hpp"
+
+#include <SQLiteCpp/SQLiteCpp.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ralph {
+
+// An attempt that was still running when the daemon stopped, for recovery.
+struct unfinished_attempt {
+    std::int64_t id = 0;
+    std::int64_t loop_id = 0;
+    std::int64_t pgid = 0;
+    std::int64_t process_start_time = 0;  // /proc/<pid>/stat starttime, to detect pid reuse
+};
+
+class store {
+public:
+    explicit store(const std::filesystem::path& db_path);
+
+    int schema_version();
+    static int latest_schema_version();
+
+    // ---- loops
+    std::int64_t insert_loop(const proto::submit_params& spec, std::int64_t now_ms);
+    std::optional<proto::loop_info> find_loop(std::int64_t id);
+    // Throws rpc_error(loop_not_found).
+    proto::loop_info get_loop(std::int64_t id);
+    // Newest first; empty `states` = all; limit 0 = no limit.
+    std::vector<proto::loop_info> list_loops(const std::vector<proto::loop_state>& states,
+                                             std::int64_t limit);
+    // Queued loops in run order: priority (high first), then submit order.
+    std::vector<std::int64_t> queued_loop_ids();
+    std::map<std::string, std::int64_t> count_by_state();
+
+    // Sets state (and stop_reason/resume_at); sets started_at on first running and finished_at
+    // on a terminal state.
+    void set_state(std::int64_t loop_id, proto::loop_state state, const std::string& stop_reason,
+                   std::int64_t resume_at_ms, std::int64_t now_ms);
+    void set_iterations(std::int64_t loop_id, std::int64_t iterations, std::int64_t now_ms);
+
+    // ---- attempts
+    // Inserts the attempt (how = running) and bumps the loop's attempts/retries counters.
+    std::int64_t begin_attempt(const proto::attempt_info& attempt);
+    void set_attempt_process(std::int64_t attempt_id, std::int64_t pid,
+                             std::int64_t process_start_time);
+    void finish_attempt(const proto::attempt_info& attempt);
+    std::vector<proto::attempt_info> attempts_of(std::int64_t loop_id);
+    std::vector<unfinished_attempt> unfinished_attempts();
+
+    // ---- output index (used by output_log)
+    struct output_chunk_row {
+        std::int64_t loop_id, attempt_id, offset, length, ts_ms;
+        std::string stream;
+    };
+    // One transaction: inserts the rows and sets each loop's output_bytes.
+    void record_output(const std::vector<output_chunk_row>& rows,
+                       const std::map<std::int64_t, std::int64_t>& loop_ends);
+    std::int64_t output_bytes(std::int64_t loop_id);
+
+    SQLite::Database& database() { return db_; }
+
+private:
+    void migrate();
+    SQLite::Database db_;
+};
+
+}  // namespace ralph

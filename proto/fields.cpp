@@ -1,0 +1,78 @@
+#include "proto/fields.hpp"
+
+namespace ralph::proto {
+namespace {
+
+[[noreturn]] void wrong_type(const char* name, const char* expected, const nlohmann::json& got) {
+    throw rpc_error(error_kind::invalid_params, std::string("params.") + name + ": expected " +
+                                                    expected + ", got " + got.type_name());
+}
+
+const nlohmann::json* present(const nlohmann::json& obj, const char* name) {
+    auto it = obj.find(name);
+    if (it == obj.end() || it->is_null()) return nullptr;
+    return &*it;
+}
+
+}  // namespace
+
+const nlohmann::json& params_object(const nlohmann::json& params) {
+    static const nlohmann::json empty = nlohmann::json::object();
+    if (params.is_null()) return empty;
+    if (!params.is_object())
+        throw rpc_error(error_kind::invalid_params, "params must be an object with named fields");
+    return params;
+}
+
+void read_field(const nlohmann::json& obj, const char* name, std::string& out) {
+    if (auto* v = present(obj, name)) {
+        if (!v->is_string()) wrong_type(name, "a string", *v);
+        out = v->get<std::string>();
+    }
+}
+
+void read_field(const nlohmann::json& obj, const char* name, std::int64_t& out) {
+    if (auto* v = present(obj, name)) {
+        if (!v->is_number_integer()) wrong_type(name, "an integer", *v);
+        out = v->get<std::int64_t>();
+    }
+}
+
+void read_field(const nlohmann::json& obj, const char* name, double& out) {
+    if (auto* v = present(obj, name)) {
+        if (!v->is_number()) wrong_type(name, "a number", *v);
+        out = v->get<double>();
+    }
+}
+
+void read_field(const nlohmann::json& obj, const char* name, bool& out) {
+    if (auto* v = present(obj, name)) {
+        if (!v->is_boolean()) wrong_type(name, "a boolean", *v);
+        out = v->get<bool>();
+    }
+}
+
+void read_field(const nlohmann::json& obj, const char* name, std::vector<std::string>& out) {
+    if (auto* v = present(obj, name)) {
+        if (!v->is_array()) wrong_type(name, "an array of strings", *v);
+        out.clear();
+        for (const auto& item : *v) {
+            if (!item.is_string()) wrong_type(name, "an array of strings", item);
+            out.push_back(item.get<std::string>());
+        }
+    }
+}
+
+void read_field(const nlohmann::json& obj, const char* name,
+                std::map<std::string, std::string>& out) {
+    if (auto* v = present(obj, name)) {
+        if (!v->is_object()) wrong_type(name, "an object of strings", *v);
+        out.clear();
+        for (const auto& [key, value] : v->items()) {
+            if (!value.is_string()) wrong_type(name, "an object of strings", value);
+            out[key] = value.get<std::string>();
+        }
+    }
+}
+
+}  // namespace ralph::proto

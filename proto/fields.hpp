@@ -1,0 +1,46 @@
+// Reading typed fields out of JSON-RPC params. Every failure is an rpc_error(invalid_params)
+// whose message names the field ("params.max_iterations: expected an integer, got string"),
+// so handlers never see nlohmann's internal exception texts.
+#pragma once
+
+#include "proto/errors.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ralph::proto {
+
+// Throws invalid_params unless `params` is an object (null counts as an empty object).
+const nlohmann::json& params_object(const nlohmann::json& params);
+
+// Optional fields: left unchanged when absent or null.
+void read_field(const nlohmann::json& obj, const char* name, std::string& out);
+void read_field(const nlohmann::json& obj, const char* name, std::int64_t& out);
+void read_field(const nlohmann::json& obj, const char* name, double& out);
+void read_field(const nlohmann::json& obj, const char* name, bool& out);
+void read_field(const nlohmann::json& obj, const char* name, std::vector<std::string>& out);
+void read_field(const nlohmann::json& obj, const char* name,
+                std::map<std::string, std::string>& out);
+
+template <typename T>
+void read_field(const nlohmann::json& obj, const char* name, std::optional<T>& out) {
+    if (!obj.contains(name) || obj.at(name).is_null()) return;
+    T value{};
+    read_field(obj, name, value);
+    out = std::move(value);
+}
+
+// Required field: throws invalid_params "params.NAME is required" when absent.
+template <typename T>
+void read_required(const nlohmann::json& obj, const char* name, T& out) {
+    if (!obj.contains(name) || obj.at(name).is_null())
+        throw rpc_error(error_kind::invalid_params, std::string("params.") + name + " is required");
+    read_field(obj, name, out);
+}
+
+}  // namespace ralph::proto

@@ -1,0 +1,25 @@
+// Method and notification names of the API (documented with examples in proto/API.md).
+#pragma once
+
+namespace ralph::proto::method {
+
+inline constexpr const char* daemon_info = "daemon.info";
+inline constexpr const char* daemon_shutdown = "daemon.shutdown";
+inline constexpr const char* loop_submit = "loop.submit";
+inline constexpr const char* loop_list = "loop.list";
+inline constexpr const char* loop_get = "loop.get";
+inline constexpr const char* loop_cancel = "loop.cancel";
+inline constexpr const char* loop_iterations = "loop.iterations";
+inline constexpr const char* loop_output = "loop.output";
+inline constexpr const char* loop_tail = "loop.tail";
+
+}  // namespace ralph::proto::method
+
+namespace ralph::proto::notification {
+
+// A piece of a tailed loop's output: {id, offset, length, stream?, data, encoding}.
+inline constexpr const char* loop_output = "loop.output";
+// A tailed loop changed state: {id, state, stop_reason, final}.
+inline constexpr const char* loop_state = "loop.state";
+
+}  // namespace ralph::proto::notification

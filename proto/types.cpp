@@ -1,0 +1,235 @@
+#include "proto/types.hpp"
+
+#include "common/text.hpp"
+#include "proto/errors.hpp"
+#include "proto/fields.hpp"
+
+#include <array>
+#include <ctime>
+#include <stdexcept>
+
+namespace ralph::proto {
+namespace {
+
+constexpr std::array<std::string_view, 9> state_names{
+    "queued", "running", "waiting", "paused", "completed", "exhausted", "failed", "cancelled", "stalled"};
+
+constexpr std::array<std::string_view, 8> termination_names{
+    "running", "exited", "failed", "crashed", "timeout", "cancelled", "interrupted", "spawn_failed"};
+
+nlohmann::json time_to_json(std::int64_t ms) {
+    return ms == 0 ? nlohmann::json(nullptr) : nlohmann::json(text::format_iso8601(ms));
+}
+
+std::int64_t time_from_json(const nlohmann::json& j, const char* name) {
+    auto it = j.find(name);
+    if (it == j.end() || !it->is_string()) return 0;
+    std::string s = it->get<std::string>();
+    std::tm tm{};
+    int millis = 0;
+    if (std::sscanf(s.c_str(), "%d-%d-%dT%d:%d:%d.%dZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+                    &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &millis) < 6)
+        return 0;
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    return std::int64_t(::timegm(&tm)) * 1000 + millis;
+}
+
+template <typename T>
+T value_or(const nlohmann::json& j, const char* name, T fallback) {
+    auto it = j.find(name);
+    if (it == j.end() || it->is_null()) return fallback;
+    return it->get<T>();
+}
+
+}  // namespace
+
+std::string_view to_string(loop_state state) { return state_names[static_cast<std::size_t>(state)]; }
+
+loop_state loop_state_from_string(std::string_view name) {
+    for (std::size_t i = 0; i < state_names.size(); ++i)
+        if (state_names[i] == name) return static_cast<loop_state>(i);
+    throw std::invalid_argument("unknown loop state '" + std::string(name) + "'");
+}
+
+bool is_terminal(loop_state state) {
+    switch (state) {
+        case loop_state::completed:
+        case loop_state::exhausted:
+        case loop_state::failed:
+        case loop_state::cancelled:
+        case loop_state::stalled:
+            return true;
+        default:
+            return false;
+    }
+}
+
+std::string_view to_string(termination value) {
+    return termination_names[static_cast<std::size_t>(value)];
+}
+
+termination termination_from_string(std::string_view name) {
+    for (std::size_t i = 0; i < termination_names.size(); ++i)
+        if (termination_names[i] == name) return static_cast<termination>(i);
+    throw std::invalid_argument("unknown termination '" + std::string(name) + "'");
+}
+
+void from_json(const nlohmann::json& j, submit_params& p) {
+    const auto& obj = params_object(j);
+    read_field(obj, "name", p.name);
+    read_field(obj, "workspace", p.workspace);
+    read_field(obj, "agent", p.agent);
+    read_field(obj, "model", p.model);
+    read_field(obj, "command", p.command);
+    read_field(obj, "args", p.args);
+    read_field(obj, "env", p.env);
+    read_field(obj, "prompt", p.prompt);
+    read_field(obj, "prompt_file", p.prompt_file);
+    read_field(obj, "completion_phrase", p.completion_phrase);
+    read_field(obj, "max_iterations", p.max_iterations);
+    read_field(obj, "min_iterations", p.min_iterations);
+    read_field(obj, "timeout_s", p.timeout_s);
+    read_field(obj, "delay_s", p.delay_s);
+    read_field(obj, "max_retries", p.max_retries);
+    read_field(obj, "retry_backoff_s", p.retry_backoff_s);
+    read_field(obj, "priority", p.priority);
+}
+
+void to_json(nlohmann::json& j, const submit_params& p) {
+    j = nlohmann::json{{"name", p.name},
+                       {"workspace", p.workspace},
+                       {"agent", p.agent},
+                       {"model", p.model},
+                       {"command", p.command},
+                       {"args", p.args},
+                       {"env", p.env},
+                       {"prompt", p.prompt},
+                       {"prompt_file", p.prompt_file},
+                       {"completion_phrase", p.completion_phrase},
+                       {"max_iterations", p.max_iterations},
+                       {"min_iterations", p.min_iterations},
+                       {"timeout_s", p.timeout_s},
+                       {"delay_s", p.delay_s},
+                       {"max_retries", p.max_retries},
+                       {"retry_backoff_s", p.retry_backoff_s},
+                       {"priority", p.priority}};
+}
+
+void to_json(nlohmann::json& j, const loop_info& loop) {
+    j = loop.spec;
+    j["id"] = loop.id;
+    j["state"] = to_string(loop.state);
+    j["stop_reason"] = loop.stop_reason;
+    j["iterations"] = loop.iterations;
+    j["attempts"] = loop.attempts;
+    j["retries"] = loop.retries;
+    j["created_at"] = time_to_json(loop.created_at);
+    j["started_at"] = time_to_json(loop.started_at);
+    j["finished_at"] = time_to_json(loop.finished_at);
+    j["updated_at"] = time_to_json(loop.updated_at);
+    j["resume_at"] = time_to_json(loop.resume_at);
+    j["output_bytes"] = loop.output_bytes;
+}
+
+void from_json(const nlohmann::json& j, loop_info& loop) {
+    from_json(j, loop.spec);
+    loop.id = value_or<std::int64_t>(j, "id", 0);
+    loop.state = loop_state_from_string(value_or<std::string>(j, "state", "queued"));
+    loop.stop_reason = value_or<std::string>(j, "stop_reason", "");
+    loop.iterations = value_or<std::int64_t>(j, "iterations", 0);
+    loop.attempts = value_or<std::int64_t>(j, "attempts", 0);
+    loop.retries = value_or<std::int64_t>(j, "retries", 0);
+    loop.created_at = time_from_json(j, "created_at");
+    loop.started_at = time_from_json(j, "started_at");
+    loop.finished_at = time_from_json(j, "finished_at");
+    loop.updated_at = time_from_json(j, "updated_at");
+    loop.resume_at = time_from_json(j, "resume_at");
+    loop.output_bytes = value_or<std::int64_t>(j, "output_bytes", 0);
+}
+
+void to_json(nlohmann::json& j, const attempt_info& a) {
+    j = nlohmann::json{{"id", a.id},
+                       {"loop_id", a.loop_id},
+                       {"iteration", a.iteration},
+                       {"attempt", a.attempt},
+                       {"argv", a.argv},
+                       {"pid", a.pid},
+                       {"started_at", time_to_json(a.started_at)},
+                       {"ended_at", time_to_json(a.ended_at)},
+                       {"termination", to_string(a.how)},
+                       {"exit_code", a.exit_code ? nlohmann::json(*a.exit_code) : nlohmann::json()},
+                       {"signal", a.signal ? nlohmann::json(*a.signal) : nlohmann::json()},
+                       {"completion_signal", a.completion_signal},
+                       {"error", a.error},
+                       {"output_start", a.output_start},
+                       {"output_end", a.output_end}};
+}
+
+void from_json(const nlohmann::json& j, attempt_info& a) {
+    a.id = value_or<std::int64_t>(j, "id", 0);
+    a.loop_id = value_or<std::int64_t>(j, "loop_id", 0);
+    a.iteration = value_or<std::int64_t>(j, "iteration", 0);
+    a.attempt = value_or<std::int64_t>(j, "attempt", 0);
+    a.argv = value_or<std::vector<std::string>>(j, "argv", {});
+    a.pid = value_or<std::int64_t>(j, "pid", 0);
+    a.started_at = time_from_json(j, "started_at");
+    a.ended_at = time_from_json(j, "ended_at");
+    a.how = termination_from_string(value_or<std::string>(j, "termination", "running"));
+    if (j.contains("exit_code") && j["exit_code"].is_number()) a.exit_code = j["exit_code"].get<int>();
+    if (j.contains("signal") && j["signal"].is_number()) a.signal = j["signal"].get<int>();
+    a.completion_signal = value_or<bool>(j, "completion_signal", false);
+    a.error = value_or<std::string>(j, "error", "");
+    a.output_start = value_or<std::int64_t>(j, "output_start", 0);
+    a.output_end = value_or<std::int64_t>(j, "output_end", 0);
+}
+
+void to_json(nlohmann::json& j, const daemon_info& info) {
+    j = nlohmann::json{{"version", info.version},
+                       {"protocol_version", info.protocol_version},
+                       {"pid", info.pid},
+                       {"socket", info.socket},
+                       {"database", info.database},
+                       {"started_at", time_to_json(info.started_at)},
+                       {"max_concurrent", info.max_concurrent},
+                       {"loops_by_state", info.loops_by_state}};
+}
+
+void from_json(const nlohmann::json& j, daemon_info& info) {
+    info.version = value_or<std::string>(j, "version", "");
+    info.protocol_version = value_or<int>(j, "protocol_version", 0);
+    info.pid = value_or<std::int64_t>(j, "pid", 0);
+    info.socket = value_or<std::string>(j, "socket", "");
+    info.database = value_or<std::string>(j, "database", "");
+    info.started_at = time_from_json(j, "started_at");
+    info.max_concurrent = value_or<std::int64_t>(j, "max_concurrent", 1);
+    info.loops_by_state = value_or<std::map<std::string, std::int64_t>>(j, "loops_by_state", {});
+}
+
+void from_json(const nlohmann::json& j, output_request& r) {
+    const auto& obj = params_object(j);
+    read_required(obj, "id", r.id);
+    read_field(obj, "offset", r.offset);
+    read_field(obj, "last_lines", r.last_lines);
+    read_field(obj, "max_bytes", r.max_bytes);
+    read_field(obj, "encoding", r.encoding);
+    read_field(obj, "output", r.output);
+    if (r.offset && *r.offset < 0)
+        throw rpc_error(error_kind::invalid_params, "params.offset: must not be negative");
+    if (r.last_lines && *r.last_lines < 0)
+        throw rpc_error(error_kind::invalid_params, "params.last_lines: must not be negative");
+    if (r.max_bytes <= 0 || r.max_bytes > (4 << 20))
+        throw rpc_error(error_kind::invalid_params, "params.max_bytes: must be in 1..4194304");
+    if (r.encoding != "utf8" && r.encoding != "base64")
+        throw rpc_error(error_kind::invalid_params, "params.encoding: must be \"utf8\" or \"base64\"");
+}
+
+std::string encode_output(std::string_view bytes, std::string_view encoding) {
+    return encoding == "base64" ? text::base64_encode(bytes) : text::to_valid_utf8(bytes);
+}
+
+std::string decode_output(std::string_view data, std::string_view encoding) {
+    return encoding == "base64" ? text::base64_decode(data) : std::string(data);
+}
+
+}  // namespace ralph::proto

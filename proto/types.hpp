@@ -1,0 +1,135 @@
+// Parameter and result types of the API with their JSON conversion. The daemon's store and the
+// client use these same types, so a field added here is added everywhere.
+// Times are epoch milliseconds in memory (0 = not yet) and ISO 8601 UTC strings (or null) in JSON.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ralph::proto {
+
+// SPEC §3: queued → running ⇄ waiting → completed | exhausted | failed | cancelled | stalled;
+// paused from queued/running/waiting.
+enum class loop_state { queued, running, waiting, paused, completed, exhausted, failed, cancelled, stalled };
+
+std::string_view to_string(loop_state state);
+// Throws std::invalid_argument for an unknown name.
+loop_state loop_state_from_string(std::string_view name);
+bool is_terminal(loop_state state);
+
+// How one attempt (one run of the agent process) ended.
+enum class termination {
+    running,       // not ended yet
+    exited,        // exited with status 0
+    failed,        // exited with a non-zero status
+    crashed,       // killed by a signal it did not get from us
+    timeout,       // ran past the per-iteration timeout and was killed
+    cancelled,     // killed because the loop was cancelled
+    interrupted,   // the daemon stopped or crashed while it ran
+    spawn_failed,  // could not be started
+};
+
+std::string_view to_string(termination value);
+termination termination_from_string(std::string_view name);
+
+struct submit_params {
+    std::string name;
+    std::string workspace;             // absolute, must exist
+    std::string agent = "command";
+    std::string model;
+    std::string command;               // argv template for agent "command"
+    std::vector<std::string> args;     // extra arguments appended to the agent's argv
+    std::map<std::string, std::string> env;  // added to the daemon's environment
+    std::string prompt;                // inline prompt text (first prompt source)
+    std::string prompt_file;           // absolute path (second prompt source)
+    std::string completion_phrase = "COMPLETE";
+    std::int64_t max_iterations = 30;  // 0 = unlimited
+    std::int64_t min_iterations = 1;
+    double timeout_s = 1800;           // per attempt
+    double delay_s = 2;                // between iterations
+    std::int64_t max_retries = 3;      // per iteration, for failed attempts
+    double retry_backoff_s = 5;        // first retry delay, doubled each time, capped at 10 min
+    std::int64_t priority = 0;
+};
+
+void from_json(const nlohmann::json& j, submit_params& p);  // throws rpc_error(invalid_params)
+void to_json(nlohmann::json& j, const submit_params& p);
+
+struct loop_info {
+    std::int64_t id = 0;
+    submit_params spec;                // what was submitted (flattened into the JSON object)
+    loop_state state = loop_state::queued;
+    std::string stop_reason;
+    std::int64_t iterations = 0;       // iterations finished
+    std::int64_t attempts = 0;         // agent runs, retries included
+    std::int64_t retries = 0;
+    std::int64_t created_at = 0;
+    std::int64_t started_at = 0;
+    std::int64_t finished_at = 0;
+    std::int64_t updated_at = 0;
+    std::int64_t resume_at = 0;        // when a waiting loop goes on
+    std::int64_t output_bytes = 0;     // persisted output, = end offset of the loop's output
+};
+
+void to_json(nlohmann::json& j, const loop_info& loop);
+void from_json(const nlohmann::json& j, loop_info& loop);
+
+struct attempt_info {
+    std::int64_t id = 0;
+    std::int64_t loop_id = 0;
+    std::int64_t iteration = 0;
+    std::int64_t attempt = 0;          // 1 for the first try of an iteration, 2 for its retry...
+    std::vector<std::string> argv;
+    std::int64_t pid = 0;
+    std::int64_t started_at = 0;
+    std::int64_t ended_at = 0;
+    termination how = termination::running;
+    std::optional<int> exit_code;
+    std::optional<int> signal;
+    bool completion_signal = false;    // the completion rule matched in this attempt's output
+    std::string error;                 // why it could not start, or other detail
+    std::int64_t output_start = 0;     // [start, end) byte range in the loop's output
+    std::int64_t output_end = 0;
+};
+
+void to_json(nlohmann::json& j, const attempt_info& attempt);
+void from_json(const nlohmann::json& j, attempt_info& attempt);
+
+struct daemon_info {
+    std::string version;
+    int protocol_version = 0;
+    std::int64_t pid = 0;
+    std::string socket;
+    std::string database;
+    std::int64_t started_at = 0;
+    std::int64_t max_concurrent = 1;
+    std::map<std::string, std::int64_t> loops_by_state;
+};
+
+void to_json(nlohmann::json& j, const daemon_info& info);
+void from_json(const nlohmann::json& j, daemon_info& info);
+
+// loop.output: a page of persisted output. loop.tail takes the same selection.
+struct output_request {
+    std::int64_t id = 0;
+    std::optional<std::int64_t> offset;      // byte offset; default 0
+    std::optional<std::int64_t> last_lines;  // start at the beginning of the last N lines instead
+    std::int64_t max_bytes = 1 << 20;        // loop.output only; at most 4 MiB
+    std::string encoding = "utf8";           // "utf8" (invalid bytes replaced) or "base64" (exact)
+    bool output = true;                      // loop.tail only: false = state notifications only
+};
+
+void from_json(const nlohmann::json& j, output_request& r);  // throws rpc_error(invalid_params)
+
+// Encodes raw bytes for the wire in the requested encoding.
+std::string encode_output(std::string_view bytes, std::string_view encoding);
+// Decodes a `data` field back to raw bytes.
+std::string decode_output(std::string_view data, std::string_view encoding);
+
+}  // namespace ralph::proto
