@@ -1,0 +1,85 @@
+#include "daemon/daemon.hpp"
+
+#include "common/paths.hpp"
+#include "common/text.hpp"
+#include "daemon/runner/process.hpp"
+#include "proto/version.hpp"
+
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+namespace ralph {
+namespace {
+
+std::filesystem::path state_dir_of(const daemon_options& options) {
+    return options.db_path.parent_path();
+}
+
+}  // namespace
+
+ralphd::ralphd(net::io_context& io, daemon_options options)
+    : io_(io),
+      options_(std::move(options)),
+      db_(options_.db_path),
+      output_(io, db_, state_dir_of(options_) / "output",
+              [this](std::int64_t loop_id, std::int64_t end) { hub_.output_committed(loop_id, end); }),
+      reaper_(io),
+      runner_ctx_{io, db_, output_, reaper_, state_dir_of(options_) / "prompts", options_.kill_grace,
+                  [this](const proto::loop_info& loop) { hub_.state_changed(loop); }},
+      scheduler_(runner_ctx_, options_.max_concurrent),
+      services_{db_, scheduler_, output_,
+                proto::daemon_info{proto::daemon_version, proto::protocol_version, ::getpid(),
+                                   options_.socket_path.string(), options_.db_path.string(),
+                                   text::now_ms(), options_.max_concurrent, {}},
+                [this] { net::post(io_, [this] { shutdown(); }); }} {
+    paths::make_private_directory(runner_ctx_.prompt_dir);
+    rpc::register_daemon_methods(registry_, services_);
+    rpc::register_loop_methods(registry_, services_);
+}
+
+void ralphd::recover() {
+    std::int64_t now = text::now_ms();
+    for (const auto& attempt : db_.unfinished_attempts()) {
+        if (kill_leftover_group(pid_t(attempt.pgid), attempt.process_start_time))
+            spdlog::warn("loop {}: killed the agent process group {} left by the previous ralphd",
+                         attempt.loop_id, attempt.pgid);
+        output_.recover(attempt.loop_id, attempt.id);
+        db_.interrupt_attempt(attempt.id, output_.committed_end(attempt.loop_id), now);
+    }
+    for (const auto& loop :
+         db_.list_loops({proto::loop_state::running, proto::loop_state::waiting}, 0)) {
+        db_.set_state(loop.id, proto::loop_state::queued,
+                      "ralphd stopped unexpectedly; continues with its next iteration", 0, now);
+        spdlog::info("loop {}: re-queued after an unexpected stop of ralphd", loop.id);
+    }
+}
+
+void ralphd::start() {
+    recover();
+    server_context context{registry_, hub_, output_, options_.limits};
+    server_ = options_.listen_fd >= 0
+                  ? std::make_unique<server>(io_, context, options_.listen_fd)
+                  : std::make_unique<server>(io_, context, options_.socket_path);
+    server_->start();
+    scheduler_.schedule();
+    spdlog::info("ralphd {} ready on {} (database {})", proto::daemon_version,
+                 options_.socket_path.string(), options_.db_path.string());
+    ::sd_notify(0, "READY=1");
+}
+
+void ralphd::shutdown() {
+    if (shutting_down_) return;
+    shutting_down_ = true;
+    ::sd_notify(0, "STOPPING=1");
+    spdlog::info("ralphd stopping: ending running agents");
+    if (server_) server_->stop();
+    scheduler_.shutdown([this] {
+        output_.flush();
+        spdlog::info("ralphd stopped");
+        io_.stop();
+    });
+}
+
+}  // namespace ralph

@@ -1,1 +1,93 @@
-int main() { return 0; }
+// ralphd: the Ralph loop daemon. Parses flags, takes the database lock (one daemon per
+// database), and runs the daemon on one io_context thread until SIGTERM/SIGINT or
+// daemon.shutdown.
+#include "common/asio.hpp"
+#include "common/logging.hpp"
+#include "common/paths.hpp"
+#include "daemon/daemon.hpp"
+#include "proto/version.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <iostream>
+
+namespace {
+
+// Holds an exclusive flock on "<db>.lock" for the life of the process: a second daemon on the
+// same database (whatever its socket) is refused before it touches anything.
+int lock_database(const std::filesystem::path& db_path) {
+    auto lock_path = db_path.string() + ".lock";
+    int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) throw std::runtime_error("cannot open lock file " + lock_path);
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0)
+        throw std::runtime_error("another ralphd is already running with database " +
+                                 db_path.string());
+    return fd;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"ralphd: runs queued Ralph loops of AI coding agents"};
+    std::string socket_path = ralph::paths::default_socket().string();
+    std::string db_path;
+    std::string log_level = "info";
+    std::string log_file;
+    double kill_grace_s = 10;
+    std::int64_t max_concurrent = 1;
+    app.add_option("--socket", socket_path, "Unix socket to listen on (env RALPH_SOCKET)")
+        ->capture_default_str();
+    app.add_option("--db", db_path, "SQLite database (default $XDG_STATE_HOME/ralph/ralph.db)");
+    app.add_option("--kill-grace", kill_grace_s, "Seconds between SIGTERM and SIGKILL for agents")
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber);
+    app.add_option("--max-concurrent", max_concurrent, "Loops running at once")
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber);
+    app.add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str();
+    app.add_option("--log-file", log_file, "Also log to this file");
+    app.set_version_flag("--version", std::string("ralphd ") + ralph::proto::daemon_version);
+    CLI11_PARSE(app, argc, argv);
+
+    ralph::logging::setup("ralphd", log_level, log_file);
+    try {
+        ralph::daemon_options options;
+        options.socket_path = socket_path;
+        options.db_path = db_path.empty() ? ralph::paths::default_database() : std::filesystem::path(db_path);
+        options.db_path = std::filesystem::absolute(options.db_path);
+        options.kill_grace = std::chrono::milliseconds(std::llround(kill_grace_s * 1000));
+        options.max_concurrent = max_concurrent;
+        // systemd socket activation hands us the listening socket as fd 3.
+        if (::sd_listen_fds(1) == 1) options.listen_fd = SD_LISTEN_FDS_START;
+        else ralph::paths::make_private_directory(options.socket_path.parent_path());
+        ralph::paths::make_private_directory(options.db_path.parent_path());
+        int lock_fd = lock_database(options.db_path);
+
+        // Agents' output pipes and clients may go away at any time: handle EPIPE, never die of it.
+        ::signal(SIGPIPE, SIG_IGN);
+        ralph::net::io_context io;
+        ralph::ralphd daemon(io, options);
+        ralph::net::signal_set stop_signals(io, SIGTERM, SIGINT);
+        stop_signals.async_wait([&daemon](boost::system::error_code ec, int signal) {
+            if (ec) return;
+            spdlog::info("received signal {}", signal);
+            daemon.shutdown();
+        });
+        daemon.start();
+        io.run();
+        ::close(lock_fd);
+        return 0;
+    } catch (const std::exception& e) {
+        spdlog::error("{}", e.what());
+        return 1;
+    }
+}

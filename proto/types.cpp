@@ -132,6 +132,27 @@ void to_json(nlohmann::json& j, const loop_info& loop) {
     j["output_bytes"] = loop.output_bytes;
 }
 
+nlohmann::json summary_json(const loop_info& loop) {
+    return nlohmann::json{{"id", loop.id},
+                          {"name", loop.spec.name},
+                          {"state", to_string(loop.state)},
+                          {"stop_reason", loop.stop_reason},
+                          {"workspace", loop.spec.workspace},
+                          {"agent", loop.spec.agent},
+                          {"priority", loop.spec.priority},
+                          {"iterations", loop.iterations},
+                          {"max_iterations", loop.spec.max_iterations},
+                          {"min_iterations", loop.spec.min_iterations},
+                          {"attempts", loop.attempts},
+                          {"retries", loop.retries},
+                          {"created_at", time_to_json(loop.created_at)},
+                          {"started_at", time_to_json(loop.started_at)},
+                          {"finished_at", time_to_json(loop.finished_at)},
+                          {"updated_at", time_to_json(loop.updated_at)},
+                          {"resume_at", time_to_json(loop.resume_at)},
+                          {"output_bytes", loop.output_bytes}};
+}
+
 void from_json(const nlohmann::json& j, loop_info& loop) {
     from_json(j, loop.spec);
     loop.id = value_or<std::int64_t>(j, "id", 0);

@@ -1,0 +1,72 @@
+// Agent "command": any argv template, split like a shell would split words but never run
+// through a shell. "{prompt}" and "{prompt_file}" are replaced as whole arguments (and inside
+// arguments: "--prompt-file={prompt_file}"), so user text is never re-split or interpreted.
+#include "common/paths.hpp"
+#include "common/text.hpp"
+#include "daemon/agents/agent.hpp"
+#include "proto/errors.hpp"
+
+namespace ralph {
+namespace {
+
+std::vector<std::string> split_template(const std::string& command) {
+    if (command.empty())
+        throw proto::rpc_error(proto::error_kind::invalid_params,
+                               "agent \"command\" needs a command template (--command)");
+    std::vector<std::string> words;
+    try {
+        words = text::split_command_words(command);
+    } catch (const std::invalid_argument& e) {
+        throw proto::rpc_error(proto::error_kind::invalid_params,
+                               std::string("command template: ") + e.what());
+    }
+    if (words.empty())
+        throw proto::rpc_error(proto::error_kind::invalid_params, "command template is empty");
+    return words;
+}
+
+void replace_all(std::string& word, std::string_view placeholder, const std::string& value) {
+    for (auto pos = word.find(placeholder); pos != std::string::npos;
+         pos = word.find(placeholder, pos + value.size()))
+        word.replace(pos, placeholder.size(), value);
+}
+
+class command_agent_impl : public agent {
+public:
+    std::string_view name() const override { return "command"; }
+
+    void validate(const proto::submit_params& spec, const std::string& search_path) const override {
+        auto words = split_template(spec.command);
+        if (paths::find_executable(words[0], search_path).empty())
+            throw proto::rpc_error(proto::error_kind::agent_unavailable,
+                                   "command not found: " + words[0] + " (looked in PATH=" +
+                                       search_path + ")");
+    }
+
+    invocation invoke(const invocation_input& input) const override {
+        invocation result;
+        result.argv = split_template(input.spec.command);
+        bool prompt_in_argv = false;
+        for (auto& word : result.argv) {
+            if (word.find("{prompt}") != std::string::npos) prompt_in_argv = true;
+            replace_all(word, "{prompt_file}", input.prompt_file);
+            replace_all(word, "{prompt}", input.prompt);
+        }
+        for (const auto& arg : input.spec.args) result.argv.push_back(arg);
+        result.prompt_on_stdin = !prompt_in_argv;
+        return result;
+    }
+
+    std::unique_ptr<output_parser> make_parser() const override {
+        return std::make_unique<text_output_parser>();
+    }
+};
+
+}  // namespace
+
+const agent& command_agent() {
+    static const command_agent_impl instance;
+    return instance;
+}
+
+}  // namespace ralph

@@ -1,0 +1,24 @@
+// daemon.info and daemon.shutdown.
+#include "common/asio.hpp"
+#include "daemon/rpc/methods.hpp"
+#include "daemon/rpc/registry.hpp"
+#include "daemon/scheduler/scheduler.hpp"
+#include "daemon/store/store.hpp"
+#include "proto/methods.hpp"
+
+namespace ralph::rpc {
+
+void register_daemon_methods(method_registry& registry, method_services& services) {
+    registry.add(proto::method::daemon_info, [&services](const nlohmann::json&, call_context&) {
+        proto::daemon_info info = services.identity;
+        info.max_concurrent = services.loops.max_concurrent();
+        info.loops_by_state = services.db.count_by_state();
+        return nlohmann::json(info);
+    });
+    registry.add(proto::method::daemon_shutdown, [&services](const nlohmann::json&, call_context&) {
+        services.request_shutdown();
+        return nlohmann::json::object();
+    });
+}
+
+}  // namespace ralph::rpc

@@ -1,0 +1,170 @@
+// loop.submit, loop.list, loop.get, loop.cancel, loop.iterations, loop.output, loop.tail.
+#include "common/paths.hpp"
+#include "daemon/agents/agent.hpp"
+#include "daemon/rpc/methods.hpp"
+#include "daemon/rpc/registry.hpp"
+#include "daemon/scheduler/scheduler.hpp"
+#include "daemon/store/output_log.hpp"
+#include "daemon/store/store.hpp"
+#include "proto/fields.hpp"
+#include "proto/methods.hpp"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+namespace ralph::rpc {
+namespace {
+
+using proto::error_kind;
+using proto::rpc_error;
+
+struct id_params {
+    std::int64_t id = 0;
+};
+void from_json(const nlohmann::json& j, id_params& p) {
+    proto::read_required(proto::params_object(j), "id", p.id);
+}
+
+struct list_params {
+    std::vector<proto::loop_state> states;
+    std::int64_t limit = 0;
+};
+void from_json(const nlohmann::json& j, list_params& p) {
+    const auto& obj = proto::params_object(j);
+    std::vector<std::string> names;
+    proto::read_field(obj, "states", names);
+    for (const auto& name : names) {
+        try {
+            p.states.push_back(proto::loop_state_from_string(name));
+        } catch (const std::invalid_argument& e) {
+            throw rpc_error(error_kind::invalid_params, std::string("params.states: ") + e.what());
+        }
+    }
+    proto::read_field(obj, "limit", p.limit);
+}
+
+std::string search_path_for(const proto::submit_params& spec) {
+    if (auto it = spec.env.find("PATH"); it != spec.env.end()) return it->second;
+    const char* path = std::getenv("PATH");
+    return path ? path : "";
+}
+
+// Checks everything that can be known at submit and normalizes the spec.
+proto::submit_params validated(proto::submit_params spec) {
+    namespace fs = std::filesystem;
+    if (spec.workspace.empty())
+        throw rpc_error(error_kind::invalid_workspace, "a workspace is required");
+    fs::path workspace(spec.workspace);
+    if (!workspace.is_absolute())
+        throw rpc_error(error_kind::invalid_workspace,
+                        "workspace " + spec.workspace + " is not an absolute path");
+    std::error_code ec;
+    if (!fs::is_directory(workspace, ec))
+        throw rpc_error(error_kind::invalid_workspace,
+                        "cannot use workspace " + spec.workspace + ": no such directory");
+    spec.workspace = fs::canonical(workspace, ec).string();
+    if (spec.name.empty()) spec.name = fs::path(spec.workspace).filename().string();
+    if (!spec.prompt_file.empty()) {
+        if (!fs::path(spec.prompt_file).is_absolute())
+            throw rpc_error(error_kind::invalid_prompt,
+                            "prompt file " + spec.prompt_file + " is not an absolute path");
+        if (::access(spec.prompt_file.c_str(), R_OK) != 0)
+            throw rpc_error(error_kind::invalid_prompt,
+                            "cannot read prompt file " + spec.prompt_file);
+    }
+    auto invalid = [](const std::string& message) { throw rpc_error(error_kind::invalid_params, message); };
+    if (spec.max_iterations < 0) invalid("params.max_iterations: must be 0 (unlimited) or more");
+    if (spec.min_iterations < 1) invalid("params.min_iterations: must be at least 1");
+    if (spec.max_iterations > 0 && spec.min_iterations > spec.max_iterations)
+        invalid("params.min_iterations: must not exceed max_iterations");
+    if (!(spec.timeout_s > 0)) invalid("params.timeout_s: must be positive");
+    if (!(spec.delay_s >= 0)) invalid("params.delay_s: must not be negative");
+    if (spec.max_retries < 0) invalid("params.max_retries: must not be negative");
+    if (!(spec.retry_backoff_s >= 0)) invalid("params.retry_backoff_s: must not be negative");
+    if (spec.completion_phrase.find_first_not_of(" \t\r\n") == std::string::npos)
+        invalid("params.completion_phrase: must not be empty");
+    for (const auto& [key, value] : spec.env)
+        if (key.empty() || key.find('=') != std::string::npos)
+            invalid("params.env: invalid variable name '" + key + "'");
+    find_agent(spec.agent).validate(spec, search_path_for(spec));
+    return spec;
+}
+
+std::int64_t start_offset(const proto::output_request& request, const output_log& output) {
+    if (request.last_lines) return output.offset_of_last_lines(request.id, *request.last_lines);
+    return request.offset.value_or(0);
+}
+
+}  // namespace
+
+void register_loop_methods(method_registry& registry, method_services& services) {
+    registry.add_typed<proto::submit_params>(
+        proto::method::loop_submit, [&services](const proto::submit_params& spec, call_context&) {
+            return nlohmann::json(services.loops.submit(validated(spec)));
+        });
+
+    registry.add_typed<list_params>(
+        proto::method::loop_list, [&services](const list_params& params, call_context&) {
+            nlohmann::json loops = nlohmann::json::array();
+            for (const auto& loop : services.db.list_loops(params.states, params.limit))
+                loops.push_back(proto::summary_json(loop));
+            return nlohmann::json{{"loops", std::move(loops)}};
+        });
+
+    registry.add_typed<id_params>(proto::method::loop_get,
+                                  [&services](const id_params& params, call_context&) {
+                                      return nlohmann::json(services.db.get_loop(params.id));
+                                  });
+
+    registry.add_typed<id_params>(proto::method::loop_cancel,
+                                  [&services](const id_params& params, call_context&) {
+                                      return nlohmann::json(services.loops.cancel(params.id));
+                                  });
+
+    registry.add_typed<id_params>(
+        proto::method::loop_iterations, [&services](const id_params& params, call_context&) {
+            services.db.get_loop(params.id);  // loop_not_found for an unknown id
+            return nlohmann::json{{"attempts", services.db.attempts_of(params.id)}};
+        });
+
+    registry.add_typed<proto::output_request>(
+        proto::method::loop_output,
+        [&services](const proto::output_request& request, call_context&) {
+            proto::loop_info loop = services.db.get_loop(request.id);
+            std::int64_t offset = start_offset(request, services.output);
+            std::string bytes = services.output.read(request.id, offset, request.max_bytes);
+            std::int64_t next = offset + std::int64_t(bytes.size());
+            std::int64_t end = services.output.committed_end(request.id);
+            return nlohmann::json{{"id", request.id},
+                                  {"offset", offset},
+                                  {"next_offset", next},
+                                  {"end_offset", end},
+                                  {"data", proto::encode_output(bytes, request.encoding)},
+                                  {"encoding", request.encoding},
+                                  {"state", proto::to_string(loop.state)},
+                                  {"final", proto::is_terminal(loop.state) && next >= end}};
+        });
+
+    registry.add_typed<proto::output_request>(
+        proto::method::loop_tail,
+        [&services](const proto::output_request& request, call_context& ctx) {
+            if (ctx.session == nullptr)
+                throw rpc_error(error_kind::invalid_params,
+                                "loop.tail sends notifications and needs a WebSocket session "
+                                "(GET /rpc with Upgrade: websocket)");
+            tail_request tail;
+            tail.loop = services.db.get_loop(request.id);
+            tail.loop_id = request.id;
+            tail.offset = start_offset(request, services.output);
+            tail.output = request.output;
+            tail.encoding = request.encoding;
+            ctx.session->add_tail(tail);
+            return nlohmann::json{{"id", request.id},
+                                  {"offset", tail.offset},
+                                  {"state", proto::to_string(tail.loop.state)}};
+        });
+}
+
+}  // namespace ralph::rpc

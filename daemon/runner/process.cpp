@@ -1,0 +1,166 @@
+#include "daemon/runner/process.hpp"
+
+#include "common/paths.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <system_error>
+
+extern char** environ;
+
+namespace ralph {
+namespace {
+
+// Field 5 (pgrp) and field 22 (starttime) of /proc/<pid>/stat; the command name (field 2)
+// may contain spaces and parentheses, so parsing starts after its last ')'.
+bool read_stat(pid_t pid, pid_t& pgrp, std::int64_t& start_time) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(in, line)) return false;
+    auto close = line.rfind(')');
+    if (close == std::string::npos) return false;
+    std::istringstream fields(line.substr(close + 2));
+    std::string field;
+    // fields after ')' start at field 3 (state)
+    for (int index = 3; fields >> field; ++index) {
+        if (index == 5) pgrp = pid_t(std::stoll(field));
+        if (index == 22) {
+            start_time = std::stoll(field);
+            return true;
+        }
+    }
+    return false;
+}
+
+std::string search_path_of(const std::vector<std::string>& env) {
+    for (const auto& entry : env)
+        if (entry.rfind("PATH=", 0) == 0) return entry.substr(5);
+    return "/usr/local/bin:/usr/bin:/bin";
+}
+
+void make_pipe(int fds[2]) {
+    if (::pipe2(fds, O_CLOEXEC) != 0)
+        throw std::system_error(errno, std::generic_category(), "cannot create a pipe");
+}
+
+}  // namespace
+
+spawned_process spawn_process(const spawn_request& request) {
+    if (request.argv.empty()) throw std::system_error(EINVAL, std::generic_category(), "empty command");
+    const std::string& program = request.argv[0];
+    auto executable = paths::find_executable(program, search_path_of(request.env));
+    if (executable.empty())
+        throw std::system_error(ENOENT, std::generic_category(),
+                                "cannot run " + program + ": not found or not executable");
+
+    int out[2], err[2];
+    make_pipe(out);
+    make_pipe(err);
+    int in = ::open(request.stdin_path.empty() ? "/dev/null" : request.stdin_path.c_str(),
+                    O_RDONLY | O_CLOEXEC);
+    if (in < 0) {
+        int saved = errno;
+        for (int fd : {out[0], out[1], err[0], err[1]}) ::close(fd);
+        throw std::system_error(saved, std::generic_category(), "cannot open agent stdin " + request.stdin_path);
+    }
+
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, in, STDIN_FILENO);
+    posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+    posix_spawn_file_actions_adddup2(&actions, err[1], STDERR_FILENO);
+    posix_spawn_file_actions_addchdir_np(&actions, request.cwd.c_str());
+
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    // Own process group; default signal dispositions and an empty mask, whatever the daemon
+    // blocks or ignores (SIGPIPE, SIGCHLD handling).
+    sigset_t all, none;
+    sigfillset(&all);
+    sigemptyset(&none);
+    posix_spawnattr_setsigdefault(&attr, &all);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setpgroup(&attr, 0);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF |
+                                        POSIX_SPAWN_SETSIGMASK);
+
+    std::vector<char*> argv, envp;
+    for (const auto& arg : request.argv) argv.push_back(const_cast<char*>(arg.c_str()));
+    argv.push_back(nullptr);
+    for (const auto& entry : request.env) envp.push_back(const_cast<char*>(entry.c_str()));
+    envp.push_back(nullptr);
+
+    pid_t pid = -1;
+    int rc = ::posix_spawn(&pid, executable.c_str(), &actions, &attr, argv.data(), envp.data());
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attr);
+    ::close(in);
+    ::close(out[1]);
+    ::close(err[1]);
+    if (rc != 0) {
+        ::close(out[0]);
+        ::close(err[0]);
+        throw std::system_error(rc, std::generic_category(),
+                                "cannot run " + program + " in " + request.cwd);
+    }
+    ::fcntl(out[0], F_SETFL, O_NONBLOCK);
+    ::fcntl(err[0], F_SETFL, O_NONBLOCK);
+    // A larger pipe lets a flooding agent write more per wake-up of the daemon.
+    ::fcntl(out[0], F_SETPIPE_SZ, 1 << 20);
+    spawned_process process{pid, out[0], err[0], process_start_time(pid)};
+    return process;
+}
+
+void signal_group(pid_t pgid, int signal) {
+    if (pgid > 1) ::kill(-pgid, signal);
+}
+
+bool group_alive(pid_t pgid) { return pgid > 1 && (::kill(-pgid, 0) == 0 || errno == EPERM); }
+
+std::int64_t process_start_time(pid_t pid) {
+    pid_t pgrp = 0;
+    std::int64_t start = 0;
+    return read_stat(pid, pgrp, start) ? start : 0;
+}
+
+bool kill_leftover_group(pid_t pgid, std::int64_t leader_start_time) {
+    if (pgid <= 1) return false;
+    pid_t leader_pgrp = 0;
+    std::int64_t leader_start = 0;
+    if (read_stat(pgid, leader_pgrp, leader_start)) {
+        // A process now has the leader's pid: ours only if it is the same process.
+        if (leader_start != leader_start_time) return false;
+    } else if (!group_alive(pgid)) {
+        return false;
+    }
+    signal_group(pgid, SIGKILL);
+    return true;
+}
+
+std::vector<std::string> environment_with(
+    const std::vector<std::pair<std::string, std::string>>& overrides) {
+    std::map<std::string, std::string> env;
+    for (char** entry = environ; *entry != nullptr; ++entry) {
+        std::string_view kv(*entry);
+        auto eq = kv.find('=');
+        if (eq == std::string_view::npos) continue;
+        env[std::string(kv.substr(0, eq))] = std::string(kv.substr(eq + 1));
+    }
+    for (const auto& [key, value] : overrides) env[key] = value;
+    std::vector<std::string> result;
+    result.reserve(env.size());
+    for (const auto& [key, value] : env) result.push_back(key + "=" + value);
+    return result;
+}
+
+}  // namespace ralph

@@ -1,0 +1,85 @@
+#include "daemon/scheduler/scheduler.hpp"
+
+#include "common/text.hpp"
+#include "daemon/store/store.hpp"
+#include "proto/errors.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace ralph {
+
+scheduler::scheduler(runner_context& ctx, std::int64_t max_concurrent)
+    : ctx_(ctx), max_concurrent_(max_concurrent) {}
+
+proto::loop_info scheduler::submit(const proto::submit_params& spec) {
+    if (shutting_down_)
+        throw proto::rpc_error(proto::error_kind::shutting_down,
+                               "ralphd is shutting down and takes no new loops");
+    std::int64_t id = ctx_.db.insert_loop(spec, text::now_ms());
+    spdlog::info("loop {} submitted: agent {} in {}", id, spec.agent, spec.workspace);
+    proto::loop_info loop = ctx_.db.get_loop(id);
+    ctx_.on_state(loop);
+    schedule();
+    return ctx_.db.get_loop(id);
+}
+
+proto::loop_info scheduler::cancel(std::int64_t loop_id) {
+    proto::loop_info loop = ctx_.db.get_loop(loop_id);
+    if (proto::is_terminal(loop.state))
+        throw proto::rpc_error(proto::error_kind::invalid_state,
+                               "loop " + std::to_string(loop_id) + " has already ended (" +
+                                   std::string(proto::to_string(loop.state)) + ")");
+    if (auto it = running_.find(loop_id); it != running_.end()) {
+        it->second.runner->cancel();
+        return ctx_.db.get_loop(loop_id);
+    }
+    ctx_.db.set_state(loop_id, proto::loop_state::cancelled, "cancelled by the user", 0, text::now_ms());
+    loop = ctx_.db.get_loop(loop_id);
+    ctx_.on_state(loop);
+    return loop;
+}
+
+void scheduler::schedule() {
+    if (shutting_down_) return;
+    if (std::int64_t(running_.size()) >= max_concurrent_) return;
+    std::set<std::string> busy_workspaces;
+    for (const auto& [id, run] : running_) busy_workspaces.insert(run.workspace);
+    for (std::int64_t id : ctx_.db.queued_loop_ids()) {
+        if (std::int64_t(running_.size()) >= max_concurrent_) break;
+        proto::loop_info loop = ctx_.db.get_loop(id);
+        // A second loop on the same workspace waits for the first to end.
+        if (!busy_workspaces.insert(loop.spec.workspace).second) continue;
+        start(id, loop.spec.workspace);
+    }
+}
+
+void scheduler::start(std::int64_t loop_id, const std::string& workspace) {
+    auto runner = std::make_unique<loop_runner>(ctx_, loop_id);
+    loop_runner& ref = *runner;
+    running_.emplace(loop_id, running_loop{std::move(runner), workspace});
+    net::co_spawn(ctx_.io, ref.run(), [this, loop_id](std::exception_ptr) {
+        // Let the finished coroutine unwind before its runner is destroyed.
+        net::post(ctx_.io, [this, loop_id] { finished(loop_id); });
+    });
+}
+
+void scheduler::finished(std::int64_t loop_id) {
+    running_.erase(loop_id);
+    if (shutting_down_) {
+        if (running_.empty() && on_all_stopped_) std::exchange(on_all_stopped_, nullptr)();
+        return;
+    }
+    schedule();
+}
+
+void scheduler::shutdown(std::function<void()> done) {
+    shutting_down_ = true;
+    on_all_stopped_ = std::move(done);
+    if (running_.empty()) {
+        std::exchange(on_all_stopped_, nullptr)();
+        return;
+    }
+    for (auto& [id, run] : running_) run.runner->stop();
+}
+
+}  // namespace ralph

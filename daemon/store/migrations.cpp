@@ -1,0 +1,68 @@
+// Versioned schema migrations. migrations[i] takes the schema from version i to i+1; the
+// version is PRAGMA user_version. Never edit a released migration: add a new one.
+#include "daemon/store/migrations.hpp"
+
+namespace ralph {
+
+const std::vector<std::string_view>& schema_migrations() {
+    static const std::vector<std::string_view> migrations = {
+        // 0 → 1: loops, attempts, output index.
+        R"sql(
+CREATE TABLE loops (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    workspace TEXT NOT NULL,
+    agent TEXT NOT NULL,
+    max_iterations INTEGER NOT NULL,
+    min_iterations INTEGER NOT NULL,
+    priority INTEGER NOT NULL,
+    spec TEXT NOT NULL,                  -- the submitted parameters, JSON
+    state TEXT NOT NULL,
+    stop_reason TEXT NOT NULL DEFAULT '',
+    iterations INTEGER NOT NULL DEFAULT 0,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    retries INTEGER NOT NULL DEFAULT 0,
+    created_at INTEGER NOT NULL,         -- epoch ms
+    started_at INTEGER NOT NULL DEFAULT 0,
+    finished_at INTEGER NOT NULL DEFAULT 0,
+    updated_at INTEGER NOT NULL,
+    resume_at INTEGER NOT NULL DEFAULT 0,
+    output_bytes INTEGER NOT NULL DEFAULT 0  -- committed end of the loop's output file
+);
+CREATE INDEX loops_by_state ON loops (state, priority DESC, id);
+
+CREATE TABLE attempts (
+    id INTEGER PRIMARY KEY,
+    loop_id INTEGER NOT NULL REFERENCES loops (id) ON DELETE CASCADE,
+    iteration INTEGER NOT NULL,
+    attempt INTEGER NOT NULL,
+    argv TEXT NOT NULL,                  -- JSON array
+    pid INTEGER NOT NULL DEFAULT 0,      -- also the process group id
+    process_start_time INTEGER NOT NULL DEFAULT 0,
+    started_at INTEGER NOT NULL,
+    ended_at INTEGER NOT NULL DEFAULT 0,
+    termination TEXT NOT NULL DEFAULT 'running',
+    exit_code INTEGER,
+    signal INTEGER,
+    completion_signal INTEGER NOT NULL DEFAULT 0,
+    error TEXT NOT NULL DEFAULT '',
+    output_start INTEGER NOT NULL DEFAULT 0,
+    output_end INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX attempts_by_loop ON attempts (loop_id, id);
+
+CREATE TABLE output_chunks (
+    loop_id INTEGER NOT NULL REFERENCES loops (id) ON DELETE CASCADE,
+    offset INTEGER NOT NULL,
+    length INTEGER NOT NULL,
+    attempt_id INTEGER NOT NULL,
+    stream TEXT NOT NULL,                -- stdout, stderr, recovered
+    ts INTEGER NOT NULL,                 -- epoch ms of the first byte
+    PRIMARY KEY (loop_id, offset)
+) WITHOUT ROWID;
+)sql",
+    };
+    return migrations;
+}
+
+}  // namespace ralph

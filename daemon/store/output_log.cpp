@@ -1,0 +1,217 @@
+#include "daemon/store/output_log.hpp"
+
+#include "common/text.hpp"
+#include "daemon/store/store.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include <cerrno>
+#include <system_error>
+
+namespace ralph {
+namespace {
+
+// Index rows are committed at this pace, so a flood costs one SQLite transaction per interval.
+constexpr auto flush_interval = std::chrono::milliseconds(50);
+// ... or sooner when this much is waiting, to keep tail latency and recovery gaps small.
+constexpr std::int64_t flush_threshold_bytes = 8 << 20;
+
+struct fd_guard {
+    int fd;
+    ~fd_guard() {
+        if (fd >= 0) ::close(fd);
+    }
+};
+
+}  // namespace
+
+std::string_view to_string(output_stream stream) {
+    switch (stream) {
+        case output_stream::stdout_stream: return "stdout";
+        case output_stream::stderr_stream: return "stderr";
+        case output_stream::recovered: return "recovered";
+    }
+    return "stdout";
+}
+
+output_log::output_log(net::io_context& io, store& db, std::filesystem::path directory,
+                       committed_callback on_committed)
+    : io_(io),
+      db_(db),
+      directory_(std::move(directory)),
+      on_committed_(std::move(on_committed)),
+      flush_timer_(io) {
+    std::filesystem::create_directories(directory_);
+}
+
+output_log::~output_log() {
+    for (auto& [loop_id, file] : files_) ::close(file.fd);
+}
+
+std::filesystem::path output_log::file_of(std::int64_t loop_id) const {
+    return directory_ / (std::to_string(loop_id) + ".log");
+}
+
+output_log::open_file& output_log::file_for(std::int64_t loop_id) {
+    auto it = files_.find(loop_id);
+    if (it != files_.end()) return it->second;
+    int fd = ::open(file_of(loop_id).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (fd < 0)
+        throw std::system_error(errno, std::generic_category(),
+                                "cannot open output file " + file_of(loop_id).string());
+    open_file file{fd, committed_end(loop_id)};
+    // Bytes past the committed end belong to nobody (see recover()); writing after them would
+    // shift every offset, so cut them.
+    if (::ftruncate(fd, file.written) != 0)
+        throw std::system_error(errno, std::generic_category(), "cannot truncate output file");
+    return files_.emplace(loop_id, file).first->second;
+}
+
+void output_log::append(std::int64_t loop_id, std::int64_t attempt_id, output_stream stream,
+                        std::string_view bytes) {
+    if (bytes.empty()) return;
+    open_file& file = file_for(loop_id);
+    const char* data = bytes.data();
+    std::size_t left = bytes.size();
+    while (left > 0) {
+        ssize_t n = ::write(file.fd, data, left);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            throw std::system_error(errno, std::generic_category(),
+                                    "cannot write output file " + file_of(loop_id).string());
+        }
+        data += n;
+        left -= std::size_t(n);
+    }
+    // Coalesce with the previous pending chunk of the same attempt and stream.
+    auto length = std::int64_t(bytes.size());
+    if (!pending_.empty()) {
+        auto& last = pending_.back();
+        if (last.loop_id == loop_id && last.attempt_id == attempt_id && last.stream == stream &&
+            last.offset + last.length == file.written) {
+            last.length += length;
+            file.written += length;
+            pending_bytes_ += length;
+            schedule_flush();
+            return;
+        }
+    }
+    pending_.push_back({loop_id, attempt_id, stream, file.written, length, text::now_ms()});
+    file.written += length;
+    pending_bytes_ += length;
+    schedule_flush();
+}
+
+void output_log::schedule_flush() {
+    if (pending_bytes_ >= flush_threshold_bytes) {
+        flush();
+        return;
+    }
+    if (flush_scheduled_) return;
+    flush_scheduled_ = true;
+    flush_timer_.expires_after(flush_interval);
+    flush_timer_.async_wait([this](boost::system::error_code ec) {
+        flush_scheduled_ = false;
+        if (!ec) flush();
+    });
+}
+
+void output_log::flush() {
+    if (pending_.empty()) return;
+    std::vector<store::output_chunk_row> rows;
+    rows.reserve(pending_.size());
+    std::map<std::int64_t, std::int64_t> ends;
+    for (const auto& chunk : pending_) {
+        rows.push_back({chunk.loop_id, chunk.attempt_id, chunk.offset, chunk.length, chunk.ts_ms,
+                        std::string(to_string(chunk.stream))});
+        ends[chunk.loop_id] = chunk.offset + chunk.length;
+    }
+    db_.record_output(rows, ends);
+    pending_.clear();
+    pending_bytes_ = 0;
+    for (const auto& [loop_id, end] : ends) {
+        committed_[loop_id] = end;
+        on_committed_(loop_id, end);
+    }
+}
+
+void output_log::close(std::int64_t loop_id) {
+    flush();
+    auto it = files_.find(loop_id);
+    if (it == files_.end()) return;
+    ::close(it->second.fd);
+    files_.erase(it);
+}
+
+std::int64_t output_log::committed_end(std::int64_t loop_id) const {
+    auto it = committed_.find(loop_id);
+    if (it != committed_.end()) return it->second;
+    std::int64_t end = db_.output_bytes(loop_id);
+    committed_[loop_id] = end;
+    return end;
+}
+
+std::int64_t output_log::written_end(std::int64_t loop_id) const {
+    auto it = files_.find(loop_id);
+    return it != files_.end() ? it->second.written : committed_end(loop_id);
+}
+
+std::string output_log::read(std::int64_t loop_id, std::int64_t offset,
+                             std::int64_t max_bytes) const {
+    std::int64_t end = committed_end(loop_id);
+    if (offset >= end || max_bytes <= 0) return {};
+    std::int64_t count = std::min(max_bytes, end - offset);
+    fd_guard file{::open(file_of(loop_id).c_str(), O_RDONLY | O_CLOEXEC)};
+    if (file.fd < 0)
+        throw std::system_error(errno, std::generic_category(),
+                                "cannot read output file " + file_of(loop_id).string());
+    std::string bytes(std::size_t(count), '\0');
+    std::size_t got = 0;
+    while (got < bytes.size()) {
+        ssize_t n = ::pread(file.fd, bytes.data() + got, bytes.size() - got, off_t(offset + got));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        got += std::size_t(n);
+    }
+    bytes.resize(got);
+    return bytes;
+}
+
+std::int64_t output_log::offset_of_last_lines(std::int64_t loop_id, std::int64_t lines) const {
+    std::int64_t end = committed_end(loop_id);
+    if (lines <= 0) return end;
+    // Walk backwards in blocks, counting newlines; a trailing newline ends the last line.
+    constexpr std::int64_t block = 64 << 10;
+    std::int64_t newlines_needed = lines + 1;
+    std::int64_t pos = end;
+    while (pos > 0) {
+        std::int64_t start = std::max<std::int64_t>(0, pos - block);
+        std::string bytes = read(loop_id, start, pos - start);
+        for (std::int64_t i = std::int64_t(bytes.size()) - 1; i >= 0; --i) {
+            if (bytes[std::size_t(i)] != '\n') continue;
+            if (start + i == end - 1) continue;  // the final newline
+            if (--newlines_needed == 1) return start + i + 1;
+        }
+        pos = start;
+    }
+    return 0;
+}
+
+void output_log::recover(std::int64_t loop_id, std::int64_t attempt_id) {
+    std::int64_t end = committed_end(loop_id);
+    struct stat st {};
+    if (::stat(file_of(loop_id).c_str(), &st) != 0 || st.st_size <= end) return;
+    std::int64_t extra = st.st_size - end;
+    db_.record_output({{loop_id, attempt_id, end, extra, text::now_ms(),
+                        std::string(to_string(output_stream::recovered))}},
+                      {{loop_id, st.st_size}});
+    committed_[loop_id] = st.st_size;
+    spdlog::info("loop {}: indexed {} bytes of output written before the daemon stopped",
+                 loop_id, extra);
+}
+
+}  // namespace ralph

@@ -1,0 +1,297 @@
+#include "daemon/store/store.hpp"
+
+#include "daemon/store/migrations.hpp"
+#include "proto/errors.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace ralph {
+namespace {
+
+constexpr const char* loop_columns =
+    "id, name, workspace, agent, max_iterations, min_iterations, priority, spec, state, "
+    "stop_reason, iterations, attempts, retries, created_at, started_at, finished_at, updated_at, "
+    "resume_at, output_bytes";
+
+proto::loop_info loop_from_row(SQLite::Statement& q, bool with_spec) {
+    proto::loop_info loop;
+    loop.id = q.getColumn(0).getInt64();
+    if (with_spec) from_json(nlohmann::json::parse(q.getColumn(7).getString()), loop.spec);
+    loop.spec.name = q.getColumn(1).getString();
+    loop.spec.workspace = q.getColumn(2).getString();
+    loop.spec.agent = q.getColumn(3).getString();
+    loop.spec.max_iterations = q.getColumn(4).getInt64();
+    loop.spec.min_iterations = q.getColumn(5).getInt64();
+    loop.spec.priority = q.getColumn(6).getInt64();
+    loop.state = proto::loop_state_from_string(q.getColumn(8).getString());
+    loop.stop_reason = q.getColumn(9).getString();
+    loop.iterations = q.getColumn(10).getInt64();
+    loop.attempts = q.getColumn(11).getInt64();
+    loop.retries = q.getColumn(12).getInt64();
+    loop.created_at = q.getColumn(13).getInt64();
+    loop.started_at = q.getColumn(14).getInt64();
+    loop.finished_at = q.getColumn(15).getInt64();
+    loop.updated_at = q.getColumn(16).getInt64();
+    loop.resume_at = q.getColumn(17).getInt64();
+    loop.output_bytes = q.getColumn(18).getInt64();
+    return loop;
+}
+
+proto::attempt_info attempt_from_row(SQLite::Statement& q) {
+    proto::attempt_info a;
+    a.id = q.getColumn(0).getInt64();
+    a.loop_id = q.getColumn(1).getInt64();
+    a.iteration = q.getColumn(2).getInt64();
+    a.attempt = q.getColumn(3).getInt64();
+    a.argv = nlohmann::json::parse(q.getColumn(4).getString()).get<std::vector<std::string>>();
+    a.pid = q.getColumn(5).getInt64();
+    a.started_at = q.getColumn(6).getInt64();
+    a.ended_at = q.getColumn(7).getInt64();
+    a.how = proto::termination_from_string(q.getColumn(8).getString());
+    if (!q.getColumn(9).isNull()) a.exit_code = q.getColumn(9).getInt();
+    if (!q.getColumn(10).isNull()) a.signal = q.getColumn(10).getInt();
+    a.completion_signal = q.getColumn(11).getInt() != 0;
+    a.error = q.getColumn(12).getString();
+    a.output_start = q.getColumn(13).getInt64();
+    a.output_end = q.getColumn(14).getInt64();
+    return a;
+}
+
+}  // namespace
+
+store::store(const std::filesystem::path& db_path)
+    : db_(db_path.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE) {
+    db_.exec("PRAGMA journal_mode = WAL");
+    // WAL + NORMAL: a commit survives a crash of ralphd; only a power loss may lose the last
+    // transactions, never corrupt the database.
+    db_.exec("PRAGMA synchronous = NORMAL");
+    db_.exec("PRAGMA foreign_keys = ON");
+    db_.setBusyTimeout(5000);
+    migrate();
+}
+
+int store::latest_schema_version() { return static_cast<int>(schema_migrations().size()); }
+
+int store::schema_version() { return db_.execAndGet("PRAGMA user_version").getInt(); }
+
+void store::migrate() {
+    const auto& migrations = schema_migrations();
+    int version = schema_version();
+    if (version > latest_schema_version())
+        throw std::runtime_error("the database has schema version " + std::to_string(version) +
+                                 ", newer than this ralphd understands (" +
+                                 std::to_string(latest_schema_version()) + "): upgrade ralphd");
+    for (; version < latest_schema_version(); ++version) {
+        SQLite::Transaction tx(db_);
+        db_.exec(std::string(migrations[version]));
+        db_.exec("PRAGMA user_version = " + std::to_string(version + 1));
+        tx.commit();
+        spdlog::info("database migrated to schema version {}", version + 1);
+    }
+}
+
+std::int64_t store::insert_loop(const proto::submit_params& spec, std::int64_t now_ms) {
+    SQLite::Statement q(db_,
+                        "INSERT INTO loops (name, workspace, agent, max_iterations, min_iterations, "
+                        "priority, spec, state, created_at, updated_at) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?)");
+    q.bind(1, spec.name);
+    q.bind(2, spec.workspace);
+    q.bind(3, spec.agent);
+    q.bind(4, spec.max_iterations);
+    q.bind(5, spec.min_iterations);
+    q.bind(6, spec.priority);
+    q.bind(7, nlohmann::json(spec).dump());
+    q.bind(8, now_ms);
+    q.bind(9, now_ms);
+    q.exec();
+    return db_.getLastInsertRowid();
+}
+
+std::optional<proto::loop_info> store::find_loop(std::int64_t id) {
+    SQLite::Statement q(db_, std::string("SELECT ") + loop_columns + " FROM loops WHERE id = ?");
+    q.bind(1, id);
+    if (!q.executeStep()) return std::nullopt;
+    return loop_from_row(q, true);
+}
+
+proto::loop_info store::get_loop(std::int64_t id) {
+    auto loop = find_loop(id);
+    if (!loop)
+        throw proto::rpc_error(proto::error_kind::loop_not_found,
+                               "no loop with id " + std::to_string(id));
+    return *loop;
+}
+
+std::vector<proto::loop_info> store::list_loops(const std::vector<proto::loop_state>& states,
+                                                std::int64_t limit) {
+    std::string sql = std::string("SELECT ") + loop_columns + " FROM loops";
+    if (!states.empty()) {
+        sql += " WHERE state IN (";
+        for (std::size_t i = 0; i < states.size(); ++i) sql += i ? ", ?" : "?";
+        sql += ")";
+    }
+    sql += " ORDER BY id DESC";
+    if (limit > 0) sql += " LIMIT " + std::to_string(limit);
+    SQLite::Statement q(db_, sql);
+    for (std::size_t i = 0; i < states.size(); ++i)
+        q.bind(int(i + 1), std::string(proto::to_string(states[i])));
+    std::vector<proto::loop_info> loops;
+    while (q.executeStep()) loops.push_back(loop_from_row(q, false));
+    return loops;
+}
+
+std::vector<std::int64_t> store::queued_loop_ids() {
+    SQLite::Statement q(db_, "SELECT id FROM loops WHERE state = 'queued' ORDER BY priority DESC, id");
+    std::vector<std::int64_t> ids;
+    while (q.executeStep()) ids.push_back(q.getColumn(0).getInt64());
+    return ids;
+}
+
+std::map<std::string, std::int64_t> store::count_by_state() {
+    SQLite::Statement q(db_, "SELECT state, count(*) FROM loops GROUP BY state");
+    std::map<std::string, std::int64_t> counts;
+    while (q.executeStep()) counts[q.getColumn(0).getString()] = q.getColumn(1).getInt64();
+    return counts;
+}
+
+void store::set_state(std::int64_t loop_id, proto::loop_state state, const std::string& stop_reason,
+                      std::int64_t resume_at_ms, std::int64_t now_ms) {
+    SQLite::Statement q(db_,
+                        "UPDATE loops SET state = ?1, stop_reason = ?2, resume_at = ?3, updated_at = ?4, "
+                        "started_at = CASE WHEN ?1 = 'running' AND started_at = 0 THEN ?4 ELSE started_at END, "
+                        "finished_at = CASE WHEN ?5 THEN ?4 ELSE 0 END "
+                        "WHERE id = ?6");
+    q.bind(1, std::string(proto::to_string(state)));
+    q.bind(2, stop_reason);
+    q.bind(3, resume_at_ms);
+    q.bind(4, now_ms);
+    q.bind(5, proto::is_terminal(state) ? 1 : 0);
+    q.bind(6, loop_id);
+    q.exec();
+}
+
+void store::set_iterations(std::int64_t loop_id, std::int64_t iterations, std::int64_t now_ms) {
+    SQLite::Statement q(db_, "UPDATE loops SET iterations = ?, updated_at = ? WHERE id = ?");
+    q.bind(1, iterations);
+    q.bind(2, now_ms);
+    q.bind(3, loop_id);
+    q.exec();
+}
+
+std::int64_t store::begin_attempt(const proto::attempt_info& a) {
+    SQLite::Transaction tx(db_);
+    SQLite::Statement q(db_,
+                        "INSERT INTO attempts (loop_id, iteration, attempt, argv, started_at, "
+                        "output_start, output_end) VALUES (?, ?, ?, ?, ?, ?, ?)");
+    q.bind(1, a.loop_id);
+    q.bind(2, a.iteration);
+    q.bind(3, a.attempt);
+    q.bind(4, nlohmann::json(a.argv).dump());
+    q.bind(5, a.started_at);
+    q.bind(6, a.output_start);
+    q.bind(7, a.output_start);
+    q.exec();
+    std::int64_t id = db_.getLastInsertRowid();
+    SQLite::Statement counters(db_,
+                               "UPDATE loops SET attempts = attempts + 1, "
+                               "retries = retries + CASE WHEN ? > 1 THEN 1 ELSE 0 END, updated_at = ? "
+                               "WHERE id = ?");
+    counters.bind(1, a.attempt);
+    counters.bind(2, a.started_at);
+    counters.bind(3, a.loop_id);
+    counters.exec();
+    tx.commit();
+    return id;
+}
+
+void store::set_attempt_process(std::int64_t attempt_id, std::int64_t pid,
+                                std::int64_t process_start_time) {
+    SQLite::Statement q(db_, "UPDATE attempts SET pid = ?, process_start_time = ? WHERE id = ?");
+    q.bind(1, pid);
+    q.bind(2, process_start_time);
+    q.bind(3, attempt_id);
+    q.exec();
+}
+
+void store::finish_attempt(const proto::attempt_info& a) {
+    SQLite::Statement q(db_,
+                        "UPDATE attempts SET ended_at = ?, termination = ?, exit_code = ?, signal = ?, "
+                        "completion_signal = ?, error = ?, output_end = ? WHERE id = ?");
+    q.bind(1, a.ended_at);
+    q.bind(2, std::string(proto::to_string(a.how)));
+    if (a.exit_code) q.bind(3, *a.exit_code); else q.bind(3);
+    if (a.signal) q.bind(4, *a.signal); else q.bind(4);
+    q.bind(5, a.completion_signal ? 1 : 0);
+    q.bind(6, a.error);
+    q.bind(7, a.output_end);
+    q.bind(8, a.id);
+    q.exec();
+}
+
+std::vector<proto::attempt_info> store::attempts_of(std::int64_t loop_id) {
+    SQLite::Statement q(db_,
+                        "SELECT id, loop_id, iteration, attempt, argv, pid, started_at, ended_at, "
+                        "termination, exit_code, signal, completion_signal, error, output_start, "
+                        "output_end FROM attempts WHERE loop_id = ? ORDER BY id");
+    q.bind(1, loop_id);
+    std::vector<proto::attempt_info> attempts;
+    while (q.executeStep()) attempts.push_back(attempt_from_row(q));
+    return attempts;
+}
+
+std::vector<unfinished_attempt> store::unfinished_attempts() {
+    SQLite::Statement q(db_,
+                        "SELECT id, loop_id, pid, process_start_time FROM attempts "
+                        "WHERE termination = 'running' ORDER BY id");
+    std::vector<unfinished_attempt> result;
+    while (q.executeStep())
+        result.push_back({q.getColumn(0).getInt64(), q.getColumn(1).getInt64(),
+                          q.getColumn(2).getInt64(), q.getColumn(3).getInt64()});
+    return result;
+}
+
+void store::interrupt_attempt(std::int64_t attempt_id, std::int64_t output_end,
+                              std::int64_t now_ms) {
+    SQLite::Statement q(db_,
+                        "UPDATE attempts SET termination = 'interrupted', ended_at = ?, "
+                        "output_end = ?, error = 'ralphd stopped while the agent ran' WHERE id = ?");
+    q.bind(1, now_ms);
+    q.bind(2, output_end);
+    q.bind(3, attempt_id);
+    q.exec();
+}
+
+void store::record_output(const std::vector<output_chunk_row>& rows,
+                          const std::map<std::int64_t, std::int64_t>& loop_ends) {
+    SQLite::Transaction tx(db_);
+    SQLite::Statement insert(db_,
+                             "INSERT INTO output_chunks (loop_id, offset, length, attempt_id, stream, ts) "
+                             "VALUES (?, ?, ?, ?, ?, ?)");
+    for (const auto& row : rows) {
+        insert.bind(1, row.loop_id);
+        insert.bind(2, row.offset);
+        insert.bind(3, row.length);
+        insert.bind(4, row.attempt_id);
+        insert.bind(5, row.stream);
+        insert.bind(6, row.ts_ms);
+        insert.exec();
+        insert.reset();
+    }
+    SQLite::Statement end(db_, "UPDATE loops SET output_bytes = ? WHERE id = ?");
+    for (const auto& [loop_id, bytes] : loop_ends) {
+        end.bind(1, bytes);
+        end.bind(2, loop_id);
+        end.exec();
+        end.reset();
+    }
+    tx.commit();
+}
+
+std::int64_t store::output_bytes(std::int64_t loop_id) {
+    SQLite::Statement q(db_, "SELECT output_bytes FROM loops WHERE id = ?");
+    q.bind(1, loop_id);
+    return q.executeStep() ? q.getColumn(0).getInt64() : 0;
+}
+
+}  // namespace ralph

@@ -57,6 +57,8 @@ public:
     void finish_attempt(const proto::attempt_info& attempt);
     std::vector<proto::attempt_info> attempts_of(std::int64_t loop_id);
     std::vector<unfinished_attempt> unfinished_attempts();
+    // Recovery: the attempt was running when the daemon died.
+    void interrupt_attempt(std::int64_t attempt_id, std::int64_t output_end, std::int64_t now_ms);
 
     // ---- output index (used by output_log)
     struct output_chunk_row {
@@ -67,8 +69,6 @@ public:
     void record_output(const std::vector<output_chunk_row>& rows,
                        const std::map<std::int64_t, std::int64_t>& loop_ends);
     std::int64_t output_bytes(std::int64_t loop_id);
-
-    SQLite::Database& database() { return db_; }
 
 private:
     void migrate();

@@ -1,1 +1,71 @@
+#include "common/text.hpp"
+
 #include <doctest/doctest.h>
+
+using ralph::text::split_command_words;
+using words = std::vector<std::string>;
+
+TEST_CASE("split: plain words are separated by any run of blanks") {
+    CHECK(split_command_words("prog  --flag\tvalue\n") == words{"prog", "--flag", "value"});
+    CHECK(split_command_words("") == words{});
+    CHECK(split_command_words("   ") == words{});
+}
+
+TEST_CASE("split: single quotes keep everything literally, including $ and backslashes") {
+    CHECK(split_command_words("echo 'a b' '$(rm -rf /)' 'x\\y'") ==
+          words{"echo", "a b", "$(rm -rf /)", "x\\y"});
+}
+
+TEST_CASE("split: double quotes allow the shell's four escapes and nothing else") {
+    CHECK(split_command_words(R"(say "a \"b\" \\ \$HOME \n")") == words{"say", R"(a "b" \ $HOME \n)"});
+}
+
+TEST_CASE("split: quoted parts join with adjacent text into one word") {
+    CHECK(split_command_words(R"(--prompt-file='{prompt_file}'x "" '')") ==
+          words{"--prompt-file={prompt_file}x", "", ""});
+}
+
+TEST_CASE("split: a backslash escapes the next character outside quotes") {
+    CHECK(split_command_words(R"(a\ b c\"d)") == words{"a b", "c\"d"});
+}
+
+TEST_CASE("split: an unterminated quote is an error, not a guess") {
+    CHECK_THROWS_AS(split_command_words("echo 'abc"), std::invalid_argument);
+    CHECK_THROWS_AS(split_command_words("echo \"abc"), std::invalid_argument);
+}
+
+TEST_CASE("base64: round-trips every byte value and every padding length") {
+    std::string all;
+    for (int i = 0; i < 256; ++i) all.push_back(char(i));
+    for (std::size_t n = 0; n < 8; ++n) {
+        std::string part = all.substr(0, n);
+        CHECK(ralph::text::base64_decode(ralph::text::base64_encode(part)) == part);
+    }
+    CHECK(ralph::text::base64_decode(ralph::text::base64_encode(all)) == all);
+    CHECK(ralph::text::base64_encode("foobar") == "Zm9vYmFy");
+    CHECK(ralph::text::base64_encode("fo") == "Zm8=");
+    CHECK_THROWS_AS(ralph::text::base64_decode("Zm9v!"), std::invalid_argument);
+}
+
+TEST_CASE("utf8: invalid sequences become U+FFFD and valid text is untouched") {
+    CHECK(ralph::text::to_valid_utf8("héllo ✓") == "héllo ✓");
+    CHECK(ralph::text::to_valid_utf8("a\xff" "b") == "a\xEF\xBF\xBD" "b");
+    CHECK(ralph::text::to_valid_utf8("\xE2\x9C") == "\xEF\xBF\xBD\xEF\xBF\xBD");  // truncated
+    CHECK(ralph::text::to_valid_utf8("\xC0\xAF") == "\xEF\xBF\xBD\xEF\xBF\xBD");  // overlong
+}
+
+TEST_CASE("durations: plain seconds and s/m/h/d units; garbage is refused") {
+    CHECK(ralph::text::parse_duration_seconds("90") == 90);
+    CHECK(ralph::text::parse_duration_seconds("1.5s") == 1.5);
+    CHECK(ralph::text::parse_duration_seconds("15m") == 900);
+    CHECK(ralph::text::parse_duration_seconds("2h") == 7200);
+    CHECK(ralph::text::parse_duration_seconds("1d") == 86400);
+    CHECK_THROWS_AS(ralph::text::parse_duration_seconds("soon"), std::invalid_argument);
+    CHECK_THROWS_AS(ralph::text::parse_duration_seconds("5 parsecs"), std::invalid_argument);
+    CHECK_THROWS_AS(ralph::text::parse_duration_seconds("-3"), std::invalid_argument);
+}
+
+TEST_CASE("time: ISO 8601 in UTC with milliseconds") {
+    CHECK(ralph::text::format_iso8601(0) == "");
+    CHECK(ralph::text::format_iso8601(1795000000123) == "2026-11-18T11:06:40.123Z");
+}

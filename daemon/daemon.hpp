@@ -1,0 +1,59 @@
+// ralphd itself: owns the store, the output log, the reaper, the scheduler, the registry and
+// the server, wires them together, recovers what an earlier daemon left at start, and shuts
+// down in order. Everything runs on one io_context thread (see ARCHITECTURE.md).
+#pragma once
+
+#include "common/asio.hpp"
+#include "daemon/rpc/methods.hpp"
+#include "daemon/rpc/registry.hpp"
+#include "daemon/runner/child_reaper.hpp"
+#include "daemon/runner/loop_runner.hpp"
+#include "daemon/scheduler/scheduler.hpp"
+#include "daemon/server/server.hpp"
+#include "daemon/server/subscriber_hub.hpp"
+#include "daemon/store/output_log.hpp"
+#include "daemon/store/store.hpp"
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+
+namespace ralph {
+
+struct daemon_options {
+    std::filesystem::path socket_path;
+    std::filesystem::path db_path;
+    int listen_fd = -1;  // an inherited listening socket (systemd), or -1 to bind socket_path
+    std::chrono::milliseconds kill_grace{10000};
+    std::int64_t max_concurrent = 1;
+    server_limits limits;
+};
+
+class ralphd {
+public:
+    ralphd(net::io_context& io, daemon_options options);
+
+    // Recovers interrupted work, starts listening and scheduling.
+    void start();
+    // Stops accepting, ends the agents (loops go back to queued), then stops the io_context.
+    // Idempotent.
+    void shutdown();
+
+private:
+    void recover();
+
+    net::io_context& io_;
+    daemon_options options_;
+    store db_;
+    subscriber_hub hub_;
+    output_log output_;
+    child_reaper reaper_;
+    runner_context runner_ctx_;
+    scheduler scheduler_;
+    rpc::method_registry registry_;
+    rpc::method_services services_;
+    std::unique_ptr<server> server_;
+    bool shutting_down_ = false;
+};
+
+}  // namespace ralph

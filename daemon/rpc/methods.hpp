@@ -1,0 +1,30 @@
+// Registration of the API's methods, one function per method family (one file each).
+#pragma once
+
+#include "proto/types.hpp"
+
+#include <functional>
+
+namespace ralph {
+class store;
+class scheduler;
+class output_log;
+}  // namespace ralph
+
+namespace ralph::rpc {
+
+class method_registry;
+
+// What the methods work on; owned by the daemon.
+struct method_services {
+    store& db;
+    scheduler& loops;
+    output_log& output;
+    proto::daemon_info identity;            // the static part of daemon.info
+    std::function<void()> request_shutdown;  // runs after the reply is on its way
+};
+
+void register_daemon_methods(method_registry& registry, method_services& services);
+void register_loop_methods(method_registry& registry, method_services& services);
+
+}  // namespace ralph::rpc

@@ -1,0 +1,50 @@
+// Starting agent processes and ending process groups. An agent runs without a shell, as the
+// leader of its own process group (pgid = pid), in its workspace, with stdin from a file or
+// /dev/null and stdout/stderr on pipes. Everything it starts stays in that group unless it
+// calls setsid itself, so signalling the group ends the whole tree.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ralph {
+
+struct spawn_request {
+    std::vector<std::string> argv;     // argv[0] resolved against PATH of `env`, like execvp
+    std::vector<std::string> env;      // "KEY=VALUE", the complete environment
+    std::string cwd;
+    std::string stdin_path;            // empty = /dev/null
+};
+
+struct spawned_process {
+    pid_t pid = -1;                    // also the process group id
+    int stdout_fd = -1;                // read ends, non-blocking, close-on-exec
+    int stderr_fd = -1;
+    std::int64_t start_time = 0;       // /proc/<pid>/stat starttime, identifies this process
+};
+
+// Throws std::system_error with a message naming the program when it cannot be started
+// (not found, not executable, cwd missing...): the exec failure is reported back from the child.
+spawned_process spawn_process(const spawn_request& request);
+
+// Sends `signal` to every process of group `pgid`; a group that is already gone is fine.
+void signal_group(pid_t pgid, int signal);
+// True while any process of the group exists.
+bool group_alive(pid_t pgid);
+
+// The kernel's start time of `pid` (clock ticks since boot), 0 if there is no such process.
+std::int64_t process_start_time(pid_t pid);
+
+// Recovery: kills (SIGKILL) what remains of a process group started by an earlier daemon.
+// The group is ours if its leader still has the recorded start time, or if the leader is gone
+// but members remain (a pgid cannot be reused while a member exists). Returns true if it
+// signalled anything.
+bool kill_leftover_group(pid_t pgid, std::int64_t leader_start_time);
+
+// The environment of this process as "KEY=VALUE" strings, with `overrides` applied.
+std::vector<std::string> environment_with(const std::vector<std::pair<std::string, std::string>>& overrides);
+
+}  // namespace ralph
