@@ -1,0 +1,853 @@
+"""Test harness for the integration suite: starts the real ralphd in private temporary XDG
+directories, talks to it with raw JSON-RPC over HTTP or WebSocket on its Unix socket and with the
+real ralphctl, and inspects processes through /proc. Standard library only.
+
+Environment (set by tests/integration/meson.build):
+  RALPHD, RALPHCTL      the binaries under test
+  RALPH_DEMO_AGENT      the bundled demo agent (passed on to ralphd)
+  RALPH_TEST_AGENTS     directory of the fake agents (tests/agents)
+  RALPH_FIXTURES        ../shared/fixtures
+  RALPH_TEST_TIMEOUT_SCALE  multiplies every wait (e.g. 2 under sanitizers)
+  RALPH_TEST_KEEP       keep the temporary directories (for debugging)
+
+Every wait polls with a deadline; nothing relies on a fixed sleep for correctness. Each Daemon
+tags its environment with RALPH_IT_TAG=<its temp dir>, which every agent inherits, so cleanup
+can find and kill whatever a failed test left running.
+"""
+
+import base64
+import datetime
+import hashlib
+import http.client
+import json
+import os
+import shlex
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+SCALE = float(os.environ.get("RALPH_TEST_TIMEOUT_SCALE", "1") or "1")
+RALPHD = os.environ.get("RALPHD", "")
+RALPHCTL = os.environ.get("RALPHCTL", "")
+DEMO_AGENT = os.environ.get("RALPH_DEMO_AGENT", "")
+AGENTS = os.environ.get(
+    "RALPH_TEST_AGENTS",
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "agents"))
+FIXTURES = os.environ.get(
+    "RALPH_FIXTURES",
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared",
+                 "fixtures"))
+
+TERMINAL_STATES = ("completed", "exhausted", "failed", "cancelled", "stalled")
+# The line flood.sh and slow-counter.sh repeat.
+PATTERN_LINE = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ\n"
+MAX_PAGE = 4 << 20  # loop.output's max_bytes bound
+
+
+def scaled(seconds):
+    return seconds * SCALE
+
+
+# --------------------------------------------------------------------------- expected outputs
+
+def pattern_bytes(n):
+    """The first n bytes of the flood pattern (what `flood.sh n` prints)."""
+    reps = n // len(PATTERN_LINE) + 1
+    return (PATTERN_LINE * reps)[:n]
+
+
+def count_to_complete_output(runs, n):
+    """What `count-to-complete.sh n` prints over its first `runs` runs."""
+    out = b""
+    for k in range(1, runs + 1):
+        out += b"count-to-complete: run %d of %d\n" % (k, n)
+        if k >= n:
+            out += b"<promise>COMPLETE</promise>\n"
+    return out
+
+
+def slow_counter_output(k, n, nbytes=0, finished=True):
+    """What run k of `slow-counter.sh n SLEEP nbytes` prints (only its start if not finished)."""
+    out = b"slow-counter: iteration %d of %d started\n" % (k, n) + pattern_bytes(nbytes)
+    if finished:
+        out += b"slow-counter: iteration %d of %d finished\n" % (k, n)
+        if k >= n:
+            out += b"<promise>COMPLETE</promise>\n"
+    return out
+
+
+def agent_path(name):
+    return os.path.abspath(os.path.join(AGENTS, name))
+
+
+def agent_command(name, *args):
+    """A `command` template running a fake agent (quoted like a shell would need)."""
+    return " ".join(shlex.quote(str(part)) for part in (agent_path(name),) + args)
+
+
+def parse_time(value):
+    """ISO 8601 UTC string of the API ("2026-11-22T10:11:12.345Z") → epoch seconds (float)."""
+    if value is None:
+        return None
+    text = value.rstrip("Z")
+    for fmt in ("%Y-%m-%dT%H:%M:%S.%f", "%Y-%m-%dT%H:%M:%S"):
+        try:
+            parsed = datetime.datetime.strptime(text, fmt)
+            return parsed.replace(tzinfo=datetime.timezone.utc).timestamp()
+        except ValueError:
+            continue
+    raise ValueError("not an ISO 8601 time: %r" % value)
+
+
+def wait_until(predicate, timeout, what, interval=0.05):
+    """Polls predicate() until it returns something truthy; fails the test after timeout."""
+    deadline = time.monotonic() + scaled(timeout)
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out after %.1f s waiting for %s" % (scaled(timeout), what))
+        time.sleep(interval)
+
+
+# --------------------------------------------------------------------------- processes (/proc)
+
+def proc_stat(pid):
+    """(state, ppid, pgid) of a process from /proc/PID/stat, or None if it does not exist."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            data = f.read()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    # The command name is in parentheses and may itself contain spaces and parentheses.
+    fields = data[data.rindex(b")") + 2:].split()
+    return fields[0].decode(), int(fields[1]), int(fields[2])
+
+
+def proc_cmdline(pid):
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return ""
+
+
+def all_pids():
+    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+
+
+def is_alive(pid):
+    """True if the process exists and is not a zombie (a zombie no longer runs anything; in a
+    container pid 1 may never reap reparented ones)."""
+    stat = proc_stat(pid)
+    return stat is not None and stat[0] != "Z"
+
+
+def processes_in_group(pgid):
+    """Live (non-zombie) processes of a process group: [(pid, cmdline)]."""
+    found = []
+    for pid in all_pids():
+        stat = proc_stat(pid)
+        if stat and stat[2] == pgid and stat[0] != "Z":
+            found.append((pid, proc_cmdline(pid)))
+    return found
+
+
+def processes_with_env(key, value):
+    """Pids of processes whose environment holds KEY=VALUE (root may read every environ)."""
+    needle = ("%s=%s" % (key, value)).encode() + b"\0"
+    found = []
+    for pid in all_pids():
+        if pid == os.getpid():
+            continue
+        try:
+            with open("/proc/%d/environ" % pid, "rb") as f:
+                env = f.read() + b"\0"
+        except OSError:
+            continue
+        if (b"\0" + env).find(b"\0" + needle) >= 0:
+            found.append(pid)
+    return found
+
+
+def wait_group_gone(pgid, timeout=10):
+    """Waits until no live process is left in the process group; fails listing the survivors."""
+    deadline = time.monotonic() + scaled(timeout)
+    while True:
+        left = processes_in_group(pgid)
+        if not left:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError("process group %d still has live processes after %.1f s: %r"
+                                 % (pgid, scaled(timeout), left))
+        time.sleep(0.05)
+
+
+# --------------------------------------------------------------------------- git workspaces
+
+def make_workspace(parent, name="ws"):
+    """A fresh git repository with one (empty) commit, so it is clean."""
+    path = tempfile.mkdtemp(prefix=name + "-", dir=parent)
+    git = ["git", "-c", "user.name=ralph tests", "-c", "user.email=tests@ralph.invalid",
+           "-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false"]
+    subprocess.run(git + ["init", "-q", path], check=True, stdin=subprocess.DEVNULL)
+    subprocess.run(git + ["-C", path, "commit", "-q", "--allow-empty", "-m", "init"], check=True,
+                   stdin=subprocess.DEVNULL)
+    return path
+
+
+# --------------------------------------------------------------------------- HTTP over AF_UNIX
+
+class UnixHTTPConnection(http.client.HTTPConnection):
+    """http.client over a Unix stream socket (the host name only fills the Host header)."""
+
+    def __init__(self, path, timeout=30):
+        super().__init__("ralph", timeout=timeout)
+        self.unix_path = path
+
+    def connect(self):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.settimeout(self.timeout)
+            sock.connect(self.unix_path)
+        except BaseException:
+            sock.close()
+            raise
+        self.sock = sock
+
+
+class RpcError(Exception):
+    def __init__(self, error):
+        super().__init__("JSON-RPC error %s: %s" % (error.get("code"), error.get("message")))
+        self.code = error.get("code")
+        self.message = error.get("message")
+        self.data = error.get("data")
+
+
+def http_post(socket_path, body, timeout=30, path="/rpc", headers=None):
+    """POSTs body (bytes) and returns (status, headers dict (lower-case names), body bytes)."""
+    conn = UnixHTTPConnection(socket_path, timeout=scaled(timeout))
+    try:
+        hdrs = {"Content-Type": "application/json"}
+        hdrs.update(headers or {})
+        conn.request("POST", path, body=body, headers=hdrs)
+        resp = conn.getresponse()
+        data = resp.read()
+        return resp.status, {k.lower(): v for k, v in resp.getheaders()}, data
+    finally:
+        conn.close()
+
+
+def post_raw_streaming(socket_path, body, timeout=30, path="/rpc"):
+    """Like http_post, for bodies the server may refuse before reading them all (413): the body
+    is sent from a thread while this one reads the response, so neither side can block the
+    other. Returns (status, headers, body); status None if the connection closed without one."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(scaled(timeout))
+        sock.connect(socket_path)
+    except BaseException:
+        sock.close()
+        raise
+    head = ("POST %s HTTP/1.1\r\nHost: ralph\r\nContent-Type: application/json\r\n"
+            "Content-Length: %d\r\n\r\n" % (path, len(body))).encode()
+
+    def send():
+        try:
+            sock.sendall(head + body)
+        except OSError:
+            pass  # the server stopped reading: expected for a refused body
+
+    sender = threading.Thread(target=send, daemon=True)
+    sender.start()
+    try:
+        resp = http.client.HTTPResponse(sock, method="POST")
+        try:
+            resp.begin()
+        except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+            return None, {}, b""
+        try:
+            data = resp.read()
+        except (http.client.IncompleteRead, ConnectionResetError) as e:
+            data = getattr(e, "partial", b"")
+        return resp.status, {k.lower(): v for k, v in resp.getheaders()}, data
+    finally:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        sock.close()
+        sender.join(timeout=scaled(10))
+
+
+# --------------------------------------------------------------------------- WebSocket client
+
+def _xor_mask(payload, mask):
+    n = len(payload)
+    if n == 0:
+        return b""
+    key = (mask * (n // 4 + 1))[:n]
+    return (int.from_bytes(payload, "big") ^ int.from_bytes(key, "big")).to_bytes(n, "big")
+
+
+class WebSocket:
+    """A minimal RFC 6455 client for `GET /rpc` sessions: text frames only, masked as a client
+    must, answers pings, understands fragmented messages and close frames."""
+
+    GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+
+    def __init__(self, socket_path, path="/rpc", timeout=30):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self.sock.settimeout(scaled(timeout))
+            self.sock.connect(socket_path)
+        except BaseException:
+            self.sock.close()
+            raise
+        self.buf = b""
+        self.closed = False
+        key = base64.b64encode(os.urandom(16))
+        self.sock.sendall(b"GET " + path.encode() + b" HTTP/1.1\r\nHost: ralph\r\n"
+                          b"Upgrade: websocket\r\nConnection: Upgrade\r\n"
+                          b"Sec-WebSocket-Key: " + key + b"\r\nSec-WebSocket-Version: 13\r\n\r\n")
+        while b"\r\n\r\n" not in self.buf:
+            self._fill()
+        head, self.buf = self.buf.split(b"\r\n\r\n", 1)
+        lines = head.decode("latin-1").split("\r\n")
+        status = lines[0].split(" ")
+        if len(status) < 2 or status[1] != "101":
+            raise AssertionError("WebSocket upgrade refused: %r" % lines[0])
+        headers = {}
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        expected = base64.b64encode(hashlib.sha1(key + self.GUID).digest()).decode()
+        if headers.get("sec-websocket-accept") != expected:
+            raise AssertionError("bad Sec-WebSocket-Accept: %r" % headers)
+
+    def _fill(self):
+        chunk = self.sock.recv(65536)
+        if not chunk:
+            raise ConnectionError("WebSocket connection closed by the daemon")
+        self.buf += chunk
+
+    def _read_exact(self, n):
+        while len(self.buf) < n:
+            self._fill()
+        data, self.buf = self.buf[:n], self.buf[n:]
+        return data
+
+    def _send_frame(self, opcode, payload):
+        header = bytes([0x80 | opcode])
+        n = len(payload)
+        if n < 126:
+            header += bytes([0x80 | n])
+        elif n < 65536:
+            header += bytes([0x80 | 126]) + struct.pack("!H", n)
+        else:
+            header += bytes([0x80 | 127]) + struct.pack("!Q", n)
+        mask = os.urandom(4)
+        self.sock.sendall(header + mask + _xor_mask(payload, mask))
+
+    def _read_frame(self):
+        b0, b1 = self._read_exact(2)
+        fin, opcode = bool(b0 & 0x80), b0 & 0x0F
+        n = b1 & 0x7F
+        if n == 126:
+            n = struct.unpack("!H", self._read_exact(2))[0]
+        elif n == 127:
+            n = struct.unpack("!Q", self._read_exact(8))[0]
+        mask = self._read_exact(4) if b1 & 0x80 else None
+        payload = self._read_exact(n)
+        if mask:
+            payload = _xor_mask(payload, mask)
+        return fin, opcode, payload
+
+    def send_text(self, text):
+        self._send_frame(0x1, text.encode())
+
+    def send_json(self, obj):
+        self.send_text(json.dumps(obj))
+
+    def recv_text(self):
+        """The next text (or binary) message as str; None once the daemon closed the session."""
+        if self.closed:
+            return None
+        message, message_opcode = b"", None
+        while True:
+            fin, opcode, payload = self._read_frame()
+            if opcode == 0x9:  # ping
+                self._send_frame(0xA, payload)
+                continue
+            if opcode == 0xA:  # pong
+                continue
+            if opcode == 0x8:  # close: echo it and stop
+                self.closed = True
+                try:
+                    self._send_frame(0x8, payload[:2])
+                except OSError:
+                    pass
+                return None
+            if opcode in (0x1, 0x2):
+                message_opcode, message = opcode, payload
+            elif opcode == 0x0:
+                message += payload
+            if fin and message_opcode is not None:
+                return message.decode()
+
+    def recv_json(self):
+        text = self.recv_text()
+        return None if text is None else json.loads(text)
+
+    def close(self):
+        if not self.closed:
+            try:
+                self._send_frame(0x8, struct.pack("!H", 1000))
+            except OSError:
+                pass
+            self.closed = True
+        self.sock.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+# --------------------------------------------------------------------------- the daemon
+
+def _private_dir(path):
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    os.chmod(path, 0o700)
+    return path
+
+
+def _short_tmp_parent():
+    """A temp parent short enough for Unix socket paths (108 bytes)."""
+    parent = tempfile.gettempdir()
+    return parent if len(parent) < 40 else "/tmp"
+
+
+class Daemon:
+    """A real ralphd in its own temporary XDG directories.
+
+    with Daemon() as d:
+        d.call("daemon.info")
+        d.ctl("list")
+
+    Paths: d.root (temp dir), d.socket, d.db, d.runtime_dir, d.state_dir, d.config_dir, d.home.
+    default_paths=True starts ralphd without --socket/--db, so it must pick them from the XDG
+    variables (then d.socket and d.db are where SPEC §2/§6 put them).
+    """
+
+    def __init__(self, extra_args=(), env=None, kill_grace=1, default_paths=False,
+                 socket_path=None, start=True):
+        self.root = tempfile.mkdtemp(prefix="ralph-it-", dir=_short_tmp_parent())
+        os.chmod(self.root, 0o700)
+        self.runtime_dir = _private_dir(os.path.join(self.root, "run"))
+        self.state_dir = _private_dir(os.path.join(self.root, "state"))
+        self.config_dir = _private_dir(os.path.join(self.root, "config"))
+        self.home = _private_dir(os.path.join(self.root, "home"))
+        self.work_dir = _private_dir(os.path.join(self.root, "work"))
+        self.default_paths = default_paths
+        if default_paths:
+            self.socket = os.path.join(self.runtime_dir, "ralph", "ralphd.sock")
+            self.db = os.path.join(self.state_dir, "ralph", "ralph.db")
+        else:
+            self.socket = socket_path or os.path.join(self.runtime_dir, "ralphd.sock")
+            _private_dir(os.path.join(self.state_dir, "ralph"))
+            self.db = os.path.join(self.state_dir, "ralph", "ralph.db")
+        self.kill_grace = kill_grace
+        self.extra_args = list(extra_args)
+        self.env = self._make_env(env or {})
+        self.proc = None
+        self.killed = False  # set by kill9(): the exit status of the current process is ours
+        self.starts = 0
+        self.logs = []
+        if start:
+            self.start()
+
+    def _make_env(self, extra):
+        env = dict(os.environ)
+        # Never let the daemon under test talk to a real service manager or a real daemon.
+        for name in ("NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES",
+                     "WATCHDOG_USEC", "WATCHDOG_PID", "JOURNAL_STREAM", "INVOCATION_ID",
+                     "RALPH_SOCKET"):
+            env.pop(name, None)
+        env.update({
+            "XDG_RUNTIME_DIR": self.runtime_dir,
+            "XDG_STATE_HOME": self.state_dir,
+            "XDG_CONFIG_HOME": self.config_dir,
+            "HOME": self.home,
+            "NO_COLOR": "1",
+            "RALPH_IT_TAG": self.root,
+        })
+        if DEMO_AGENT:
+            env["RALPH_DEMO_AGENT"] = DEMO_AGENT
+        env.update(extra)
+        return env
+
+    # ---- lifecycle
+
+    def argv(self):
+        args = [RALPHD]
+        if not self.default_paths:
+            args += ["--socket", self.socket, "--db", self.db]
+        args += ["--kill-grace", str(self.kill_grace)] + self.extra_args
+        return args
+
+    def start(self, wait=True):
+        if not RALPHD or not os.access(RALPHD, os.X_OK):
+            raise unittest.SkipTest("RALPHD is not set to an executable (run through meson test)")
+        self.starts += 1
+        self.killed = False
+        log_path = os.path.join(self.root, "ralphd.%d.log" % self.starts)
+        self.logs.append(log_path)
+        with open(log_path, "wb") as log:
+            self.proc = subprocess.Popen(self.argv(), env=self.env, stdin=subprocess.DEVNULL,
+                                         stdout=log, stderr=subprocess.STDOUT,
+                                         cwd=self.root, start_new_session=True)
+        if wait:
+            self.wait_ready()
+        return self
+
+    def wait_ready(self, timeout=10):
+        deadline = time.monotonic() + scaled(timeout)
+        last_error = None
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError("ralphd exited with %s while starting:\n%s"
+                                     % (self.proc.returncode, self.log_text()))
+            try:
+                body = self.rpc("daemon.info", timeout=2)
+                if "result" in body:
+                    return body["result"]
+                last_error = body
+            except (OSError, http.client.HTTPException, ValueError) as e:
+                last_error = e
+            time.sleep(0.05)
+        raise AssertionError("ralphd did not answer daemon.info within %.1f s (%r):\n%s"
+                             % (scaled(timeout), last_error, self.log_text()))
+
+    @property
+    def pid(self):
+        return self.proc.pid if self.proc else None
+
+    def running(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def kill9(self):
+        """kill -9 of ralphd (its agents are left behind, as after a crash)."""
+        self.killed = True
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(timeout=scaled(10))
+
+    def restart(self):
+        """Starts a new ralphd on the same socket and database."""
+        if self.running():
+            self.stop()
+        return self.start()
+
+    def stop(self, timeout=20):
+        """SIGTERM and wait; ralphd must exit 0."""
+        if not self.running():
+            return self.proc.returncode if self.proc else None
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = self.proc.wait(timeout=scaled(timeout))
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError("ralphd did not exit within %.1f s of SIGTERM:\n%s"
+                                 % (scaled(timeout), self.log_text()))
+        if rc != 0:
+            raise AssertionError("ralphd exited with %d after SIGTERM:\n%s" % (rc, self.log_text()))
+        return rc
+
+    def finish(self):
+        """End of a test: a ralphd still running must stop cleanly on SIGTERM (exit 0, which
+        under the sanitizers also means no leak and no error at shutdown); one that ended by
+        itself (e.g. `ralphctl daemon stop`) must have exited 0, unless kill9() ended it."""
+        if self.proc is None:
+            return
+        if self.running():
+            self.stop()
+        elif not self.killed and self.proc.returncode != 0:
+            raise AssertionError("ralphd exited with %s during the test:\n%s"
+                                 % (self.proc.returncode, self.log_text()))
+
+    def leftover_processes(self):
+        """Processes (agents and their children) that carry this daemon's tag, ralphd excluded."""
+        me = self.proc.pid if self.running() else None
+        return [pid for pid in processes_with_env("RALPH_IT_TAG", self.root) if pid != me]
+
+    def kill_everything(self):
+        """Ends ralphd and every process that inherited its environment (after a failure)."""
+        if self.running():
+            self.proc.kill()
+            self.proc.wait()
+        own_group = os.getpgrp()
+        for pid in self.leftover_processes():
+            stat = proc_stat(pid)
+            try:
+                if stat and stat[2] > 1 and stat[2] != own_group:
+                    os.killpg(stat[2], signal.SIGKILL)
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+    def cleanup(self, keep=False):
+        self.kill_everything()
+        if not keep and not os.environ.get("RALPH_TEST_KEEP"):
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    def log_text(self):
+        parts = []
+        for path in self.logs:
+            try:
+                with open(path, "rb") as f:
+                    text = f.read().decode(errors="replace")
+            except OSError:
+                text = "(no log)"
+            parts.append("----- %s -----\n%s" % (path, text[-20000:]))
+        return "\n".join(parts)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is not None:
+            sys.stderr.write("\n" + self.log_text() + "\n")
+        self.cleanup()
+
+    # ---- raw JSON-RPC
+
+    def post_raw(self, body, timeout=30, path="/rpc", headers=None):
+        """POSTs raw bytes to /rpc: (status, headers, body bytes)."""
+        if isinstance(body, str):
+            body = body.encode()
+        return http_post(self.socket, body, timeout=timeout, path=path, headers=headers)
+
+    def rpc(self, method, params=None, id=1, timeout=30):
+        """One JSON-RPC request over HTTP POST; returns the parsed response object."""
+        request = {"jsonrpc": "2.0", "id": id, "method": method}
+        if params is not None:
+            request["params"] = params
+        status, _, body = self.post_raw(json.dumps(request).encode(), timeout=timeout)
+        if not body:
+            raise AssertionError("HTTP %s with an empty body for %s" % (status, method))
+        return json.loads(body)
+
+    def call(self, method, params=None, timeout=30):
+        """The result of a JSON-RPC call; raises RpcError on an error response."""
+        body = self.rpc(method, params, timeout=timeout)
+        if "error" in body:
+            raise RpcError(body["error"])
+        return body["result"]
+
+    def websocket(self, timeout=30):
+        return WebSocket(self.socket, timeout=timeout)
+
+    # ---- the real client
+
+    def ctl_env(self, extra=None):
+        env = dict(self.env)
+        env["RALPH_SOCKET"] = self.socket
+        for name, value in (extra or {}).items():
+            if value is None:
+                env.pop(name, None)  # None removes a variable
+            else:
+                env[name] = value
+        return env
+
+    def ctl(self, *args, check=True, timeout=60, text=True, env=None):
+        """Runs the real ralphctl against this daemon; returns the CompletedProcess."""
+        if not RALPHCTL or not os.access(RALPHCTL, os.X_OK):
+            raise unittest.SkipTest("RALPHCTL is not set to an executable (run through meson test)")
+        try:
+            proc = subprocess.run([RALPHCTL] + [str(a) for a in args], env=self.ctl_env(env),
+                                  stdin=subprocess.DEVNULL, capture_output=True, text=text,
+                                  timeout=scaled(timeout), cwd=self.work_dir)
+        except subprocess.TimeoutExpired as e:
+            raise AssertionError("ralphctl %s did not finish within %.1f s; stderr: %r"
+                                 % (" ".join(map(str, args)), scaled(timeout), e.stderr))
+        if check and proc.returncode != 0:
+            raise AssertionError("ralphctl %s exited %d\nstdout: %r\nstderr: %r"
+                                 % (" ".join(map(str, args)), proc.returncode,
+                                    proc.stdout, proc.stderr))
+        return proc
+
+    def ctl_json(self, *args, check=True, timeout=60):
+        """`ralphctl --json ARGS`, parsed; checks schema_version."""
+        proc = self.ctl("--json", *args, check=check, timeout=timeout)
+        try:
+            out = json.loads(proc.stdout)
+        except ValueError:
+            raise AssertionError("ralphctl --json %s printed no JSON: %r (stderr %r)"
+                                 % (" ".join(map(str, args)), proc.stdout, proc.stderr))
+        if out.get("schema_version") != 1:
+            raise AssertionError("--json output without schema_version 1: %r" % out)
+        return out
+
+    def ctl_popen(self, *args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=None):
+        """Starts ralphctl in the background (e.g. tail -f, submit --wait)."""
+        if not RALPHCTL or not os.access(RALPHCTL, os.X_OK):
+            raise unittest.SkipTest("RALPHCTL is not set to an executable (run through meson test)")
+        return subprocess.Popen([RALPHCTL] + [str(a) for a in args], env=self.ctl_env(env),
+                                stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
+                                cwd=self.work_dir)
+
+    # ---- loops
+
+    def workspace(self, name="ws"):
+        return make_workspace(self.work_dir, name)
+
+    def submit(self, workspace, command, **params):
+        """loop.submit over raw JSON-RPC with fast defaults; returns the loop object."""
+        request = {
+            "name": params.pop("name", "it-loop"),
+            "workspace": workspace,
+            "agent": "command",
+            "command": command,
+            "prompt": "integration test prompt",
+            "max_iterations": 10,
+            "delay_s": 0,
+            "timeout_s": 60,
+            "max_retries": 0,
+            "retry_backoff_s": 0.1,
+        }
+        request.update(params)
+        return self.call("loop.submit", request)
+
+    def ctl_submit(self, workspace, prompt, *options, name="it-loop", delay="0s", retries="0"):
+        """`ralphctl --json submit` with fast defaults (no delay, no retries; None leaves the
+        option out) and `options`; returns the loop object it printed."""
+        defaults = ["--workspace", workspace, "--name", name]
+        if delay is not None:
+            defaults += ["--delay", delay]
+        if retries is not None:
+            defaults += ["--retries", retries]
+        out = self.ctl_json("submit", *defaults, *options, prompt)
+        if "loop" not in out or "id" not in out["loop"]:
+            raise AssertionError("submit --json printed no loop: %r" % out)
+        return out["loop"]
+
+    def find_loop(self, name):
+        """The loop with this name (loop.list), or None."""
+        for loop in self.call("loop.list", {})["loops"]:
+            if loop["name"] == name:
+                return loop
+        return None
+
+    def get(self, loop_id):
+        return self.call("loop.get", {"id": loop_id})
+
+    def attempts(self, loop_id):
+        return self.call("loop.iterations", {"id": loop_id})["attempts"]
+
+    def wait_state(self, loop_id, states, timeout=30):
+        """Polls loop.get until the loop is in one of `states`; returns the loop object."""
+        if isinstance(states, str):
+            states = (states,)
+        deadline = time.monotonic() + scaled(timeout)
+        loop = None
+        while True:
+            loop = self.get(loop_id)
+            if loop["state"] in states:
+                return loop
+            if time.monotonic() > deadline:
+                break
+            if loop["state"] in TERMINAL_STATES:
+                break  # it will never get there
+            time.sleep(0.05)
+        try:
+            attempts = self.attempts(loop_id)
+        except Exception as e:  # noqa: BLE001 - only for the message
+            attempts = repr(e)
+        raise AssertionError("loop %s is %r, not one of %r (waited up to %.1f s)\nloop: %s\n"
+                             "attempts: %s" % (loop_id, loop["state"], states, scaled(timeout),
+                                               json.dumps(loop, indent=1),
+                                               json.dumps(attempts, indent=1)))
+
+    def output(self, loop_id, offset=0):
+        """All persisted output of a loop from `offset`, as exact bytes (base64 pages)."""
+        data = b""
+        while True:
+            page = self.call("loop.output", {"id": loop_id, "offset": offset,
+                                             "max_bytes": MAX_PAGE, "encoding": "base64"})
+            if page["offset"] != offset:
+                raise AssertionError("loop.output answered offset %r for offset %r"
+                                     % (page["offset"], offset))
+            chunk = base64.b64decode(page["data"])
+            if page["next_offset"] != offset + len(chunk):
+                raise AssertionError("loop.output: next_offset %r after %d bytes from %d"
+                                     % (page["next_offset"], len(chunk), offset))
+            data += chunk
+            offset = page["next_offset"]
+            if offset >= page["end_offset"] or not chunk:
+                return data
+
+    def wait_output_contains(self, loop_id, needle, timeout=20):
+        return wait_until(lambda: needle in self.output(loop_id), timeout,
+                          "loop %s output to contain %r" % (loop_id, needle), interval=0.05)
+
+    def running_attempt(self, loop_id, timeout=20):
+        """The attempt currently running (with its pid known)."""
+        def find():
+            for attempt in self.attempts(loop_id):
+                if attempt["termination"] == "running" and attempt.get("pid"):
+                    return attempt
+            return None
+        return wait_until(find, timeout, "a running attempt of loop %s" % loop_id)
+
+
+class DaemonTestCase(unittest.TestCase):
+    """Base class: self.daemon(...) starts a Daemon that is cleaned up after the test (its log
+    is printed when the test failed)."""
+
+    def run(self, result=None):
+        self._daemons = []
+        if result is None:
+            return super().run(result)
+        before = len(result.failures) + len(result.errors)
+        try:
+            return super().run(result)
+        finally:
+            failed = len(result.failures) + len(result.errors) > before
+            for d in self._daemons:
+                if failed:
+                    sys.stderr.write("\n===== ralphd log of %s (%s) =====\n%s\n"
+                                     % (self.id(), d.root, d.log_text()))
+                d.cleanup(keep=failed and bool(os.environ.get("RALPH_TEST_KEEP")))
+
+    def daemon(self, **kwargs):
+        d = Daemon(start=False, **kwargs)
+        self._register(d)
+        d.start()
+        return d
+
+    def new_daemon_unstarted(self, **kwargs):
+        d = Daemon(start=False, **kwargs)
+        self._register(d)
+        return d
+
+    def _register(self, d):
+        self._daemons.append(d)
+        # Cleanups run last-in first-out: first a clean SIGTERM stop that must exit 0, then
+        # (always, even if that failed) SIGKILL of whatever is left: never leak agents.
+        self.addCleanup(d.kill_everything)
+        self.addCleanup(d.finish)
+
+
+def main():
+    """Runs the tests of the calling module; exits non-zero on failure."""
+    unittest.main(module="__main__", verbosity=2)

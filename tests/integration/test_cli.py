@@ -1,0 +1,126 @@
+"""ralphctl as a user meets it: exit codes (0 completed, 1 exhausted/failed, 130 cancelled,
+2 usage, 3 no daemon), --json shapes with schema_version, daemon status/stop."""
+
+import re
+import socket
+
+from harness import (DaemonTestCase, agent_command, main, scaled, wait_until)
+
+
+class CliTest(DaemonTestCase):
+
+    def assertNoDaemonMessage(self, proc):
+        self.assertEqual(proc.returncode, 3, proc)
+        self.assertRegex(proc.stderr, re.compile("not running", re.I))
+        self.assertIn("ralphd", proc.stderr, "the hint says how to start the daemon")
+        self.assertEqual(proc.stdout, "", "diagnostics go to stderr")
+
+    def test_without_a_daemon_ralphctl_exits_3_with_a_hint_how_to_start_it(self):
+        d = self.new_daemon_unstarted()  # temp dirs only: nothing listens on d.socket
+        self.assertNoDaemonMessage(d.ctl("list", check=False))
+        self.assertNoDaemonMessage(d.ctl("show", "1", check=False))
+        self.assertNotEqual(d.ctl("daemon", "status", check=False).returncode, 0)
+
+        stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        stale.bind(d.socket)  # a socket file nobody listens on
+        stale.close()
+        self.assertNoDaemonMessage(d.ctl("list", check=False))
+
+    def test_submit_wait_exits_0_when_completed_and_1_when_exhausted_or_failed(self):
+        d = self.daemon()
+        completed = d.ctl("submit", "--workspace", d.workspace(), "--name", "ok",
+                          "--command", agent_command("count-to-complete.sh", 2),
+                          "--delay", "0s", "--wait", "Two steps", check=False)
+        self.assertEqual(completed.returncode, 0, completed)
+        self.assertEqual(d.find_loop("ok")["state"], "completed")
+
+        exhausted = d.ctl("submit", "--workspace", d.workspace(), "--name", "exhausted",
+                          "--command", agent_command("never-complete.sh"), "-m", "2",
+                          "--delay", "0s", "--wait", "Endless", check=False)
+        self.assertEqual(exhausted.returncode, 1, exhausted)
+        self.assertEqual(d.find_loop("exhausted")["state"], "exhausted")
+
+        failed = d.ctl("submit", "--workspace", d.workspace(), "--name", "failed",
+                       "--command", agent_command("fail.sh", 2), "--retries", "0",
+                       "--delay", "0s", "--wait", "Broken", check=False)
+        self.assertEqual(failed.returncode, 1, failed)
+        self.assertEqual(d.find_loop("failed")["state"], "failed")
+
+        # tail -f of a finished loop ends at once with the same exit codes.
+        for name, code in (("ok", 0), ("exhausted", 1), ("failed", 1)):
+            proc = d.ctl("tail", "-f", d.find_loop(name)["id"], check=False, timeout=30)
+            self.assertEqual(proc.returncode, code, (name, proc))
+
+    def test_submit_wait_exits_130_when_the_loop_is_cancelled(self):
+        d = self.daemon()
+        waiter = d.ctl_popen("submit", "--workspace", d.workspace(), "--name", "to-cancel",
+                             "--command", agent_command("sleep.sh", 60), "--delay", "0s",
+                             "--wait", "Wait for me")
+        try:
+            loop = wait_until(lambda: d.find_loop("to-cancel"), 20, "the submitted loop")
+            d.wait_state(loop["id"], "running", timeout=20)
+            cancelled = d.ctl_json("cancel", loop["id"])
+            self.assertEqual(cancelled["loop"]["id"], loop["id"])
+            rc = waiter.wait(timeout=scaled(30))
+            self.assertEqual(rc, 130, waiter.stderr.read())
+        finally:
+            waiter.kill()
+            waiter.wait()
+            waiter.stdout.close()
+            waiter.stderr.close()
+        self.assertEqual(d.get(loop["id"])["state"], "cancelled")
+        self.assertEqual(d.ctl("tail", "-f", loop["id"], check=False).returncode, 130)
+
+    def test_json_outputs_carry_schema_version_1_and_wrap_their_objects(self):
+        d = self.daemon()
+        ws = d.workspace()
+        submitted = d.ctl_json("submit", "--workspace", ws, "--name", "json",
+                               "--command", agent_command("count-to-complete.sh", 1),
+                               "--delay", "0s", "-m", "5", "-n", "1", "-p", "COMPLETE",
+                               "--timeout", "30s", "JSON please")
+        loop = submitted["loop"]
+        for field in ("id", "name", "state", "workspace", "agent", "iterations",
+                      "max_iterations", "min_iterations", "created_at", "started_at",
+                      "finished_at", "stop_reason"):
+            self.assertIn(field, loop)
+        self.assertEqual((loop["name"], loop["agent"], loop["max_iterations"]),
+                         ("json", "command", 5))
+        d.wait_state(loop["id"], "completed", timeout=20)
+
+        listed = d.ctl_json("list")
+        self.assertEqual([l["id"] for l in listed["loops"]], [loop["id"]])
+        self.assertEqual(listed["loops"][0]["state"], "completed")
+
+        shown = d.ctl_json("show", loop["id"])
+        self.assertEqual(shown["loop"]["id"], loop["id"])
+        self.assertEqual(len(shown["attempts"]), 1)
+        self.assertEqual(shown["attempts"][0]["loop_id"], loop["id"])
+
+        other = d.ctl_json("submit", "--workspace", d.workspace(), "--name", "cancel-me",
+                           "--command", agent_command("sleep.sh", 60), "-m", "1",
+                           "--delay", "0s", "Sleep")
+        cancelled = d.ctl_json("cancel", other["loop"]["id"])
+        self.assertEqual(cancelled["loop"]["id"], other["loop"]["id"])
+        d.wait_state(other["loop"]["id"], "cancelled", timeout=20)
+
+        human = d.ctl("list").stdout
+        self.assertIn("json", human)
+        self.assertIn("completed", human)
+
+    def test_usage_errors_exit_2(self):
+        d = self.daemon()
+        self.assertEqual(d.ctl("no-such-command", check=False).returncode, 2)
+        self.assertEqual(d.ctl("submit", "--workspace", d.workspace(), "-m", "many", "x",
+                               check=False).returncode, 2)
+        self.assertEqual(d.ctl("show", check=False).returncode, 2)
+
+    def test_daemon_status_succeeds_and_daemon_stop_makes_ralphd_exit_0(self):
+        d = self.daemon()
+        status = d.ctl("daemon", "status")
+        self.assertIn(str(d.pid), status.stdout + status.stderr)
+        d.ctl("daemon", "stop")
+        self.assertEqual(d.proc.wait(timeout=scaled(20)), 0, d.log_text())
+
+
+if __name__ == "__main__":
+    main()

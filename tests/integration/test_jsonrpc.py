@@ -1,0 +1,143 @@
+"""JSON-RPC 2.0 over HTTP on the real daemon: the examples of the specification
+(../shared/fixtures/jsonrpc-spec-vectors.json), malformed and oversize bodies, invalid params
+and the documented application error codes, and requests over a WebSocket session."""
+
+import json
+import os
+
+from harness import FIXTURES, DaemonTestCase, main, post_raw_streaming
+
+# ralphd has none of the example methods (subtract, sum, get_data, ...), so where the
+# specification expects a result, ralphd must answer "method not found" for the same id.
+METHOD_NOT_FOUND = -32601
+
+
+def expected_from_vector(response):
+    """The vector's expected response with results of unknown methods turned into -32601."""
+    def one(obj):
+        if "result" in obj:
+            return {"jsonrpc": "2.0", "id": obj["id"], "error": {"code": METHOD_NOT_FOUND}}
+        return {"jsonrpc": "2.0", "id": obj["id"], "error": {"code": obj["error"]["code"]}}
+    if response is None:
+        return None
+    if isinstance(response, list):
+        return [one(r) for r in response]
+    return one(response)
+
+
+def normalized(obj, test):
+    """{jsonrpc, id, error: {code}} of a response object, checking its shape."""
+    test.assertIsInstance(obj, dict, obj)
+    test.assertEqual(obj.get("jsonrpc"), "2.0", obj)
+    test.assertIn("id", obj, "a response always has an id (null when unknown)")
+    test.assertIn("error", obj, obj)
+    test.assertNotIn("result", obj, "result and error never come together")
+    test.assertIsInstance(obj["error"].get("code"), int, obj)
+    test.assertIsInstance(obj["error"].get("message"), str, obj)
+    test.assertTrue(obj["error"]["message"], obj)
+    return {"jsonrpc": "2.0", "id": obj["id"], "error": {"code": obj["error"]["code"]}}
+
+
+def sort_key(obj):
+    return json.dumps(obj, sort_keys=True)
+
+
+class JsonRpcTest(DaemonTestCase):
+
+    def test_the_json_rpc_specification_examples_get_the_specified_responses_over_http(self):
+        path = os.path.join(FIXTURES, "jsonrpc-spec-vectors.json")
+        self.assertTrue(os.path.isfile(path), "missing fixture %s" % path)
+        with open(path) as f:
+            vectors = json.load(f)
+        self.assertEqual(len(vectors), 15)
+        d = self.daemon()
+        for vector in vectors:
+            with self.subTest(vector["name"]):
+                status, headers, body = d.post_raw(vector["request"].encode())
+                expected = expected_from_vector(vector["response"])
+                if expected is None:
+                    self.assertEqual(status, 204, body)
+                    self.assertEqual(body, b"", "nothing is returned for notifications")
+                    continue
+                self.assertIn(status, (200, 400), body)
+                self.assertTrue(headers.get("content-type", "").startswith("application/json"),
+                                headers)
+                got = json.loads(body)
+                if isinstance(expected, list):
+                    self.assertIsInstance(got, list, "a batch gets an array: %r" % got)
+                    got = [normalized(r, self) for r in got]
+                    if vector["response_order_insensitive"]:
+                        got, expected = sorted(got, key=sort_key), sorted(expected, key=sort_key)
+                    self.assertEqual(got, expected)
+                else:
+                    self.assertIsInstance(got, dict, "a single response object: %r" % got)
+                    self.assertEqual(normalized(got, self), expected)
+        self.assertEqual(d.call("daemon.info")["pid"], d.pid)
+
+    def test_malformed_json_gets_a_parse_error_and_the_daemon_goes_on(self):
+        d = self.daemon()
+        for body in (b'{"jsonrpc": "2.0", "method": "daemon.info", "id": 1',
+                     b"\xff\xfe not json at all", b'{"jsonrpc": "2.0", "id": 1} trailing'):
+            with self.subTest(body=body):
+                status, _, reply = d.post_raw(body)
+                self.assertIn(status, (200, 400))
+                got = json.loads(reply)
+                self.assertEqual(got["error"]["code"], -32700, got)
+                self.assertIsNone(got["id"])
+        self.assertEqual(d.call("daemon.info")["pid"], d.pid)
+
+    def test_a_2_mib_body_gets_http_413_and_the_daemon_still_answers(self):
+        d = self.daemon()
+        padding = b"x" * (2 << 20)
+        body = (b'{"jsonrpc":"2.0","id":1,"method":"daemon.info","params":{"pad":"' + padding
+                + b'"}}')
+        status, _, _ = post_raw_streaming(d.socket, body)
+        self.assertEqual(status, 413)
+        self.assertEqual(d.call("daemon.info")["pid"], d.pid)
+        self.assertTrue(d.running())
+
+    def test_a_parameter_of_the_wrong_type_gets_invalid_params_naming_the_field(self):
+        d = self.daemon()
+        reply = d.rpc("loop.submit", {"workspace": d.workspace(), "command": "true",
+                                      "max_iterations": "ten"})
+        self.assertEqual(reply["error"]["code"], -32602, reply)
+        self.assertIn("max_iterations", reply["error"]["message"])
+        reply = d.rpc("loop.get", {})
+        self.assertEqual(reply["error"]["code"], -32602, reply)
+        self.assertIn("id", reply["error"]["message"])
+        self.assertEqual(d.call("loop.list", {})["loops"], [], "nothing was submitted")
+
+    def test_application_errors_carry_their_documented_codes(self):
+        d = self.daemon()
+        ws = d.workspace()
+        cases = [
+            ("loop.get", {"id": 4242}, -32001),
+            ("loop.cancel", {"id": 4242}, -32001),
+            ("loop.submit", {"workspace": "relative/dir", "command": "true"}, -32003),
+            ("loop.submit", {"workspace": os.path.join(ws, "missing"), "command": "true"}, -32003),
+            ("loop.submit", {"workspace": ws, "agent": "no-such-agent"}, -32004),
+        ]
+        for method, params, code in cases:
+            with self.subTest(method=method, params=params):
+                reply = d.rpc(method, params)
+                self.assertEqual(reply.get("error", {}).get("code"), code, reply)
+                self.assertTrue(reply["error"]["message"])
+
+    def test_a_websocket_session_answers_requests_and_batches(self):
+        d = self.daemon()
+        with d.websocket() as session:
+            session.send_json({"jsonrpc": "2.0", "id": "a", "method": "daemon.info"})
+            reply = session.recv_json()
+            self.assertEqual(reply["id"], "a")
+            self.assertEqual(reply["result"]["pid"], d.pid)
+            session.send_text('[{"jsonrpc":"2.0","id":1,"method":"loop.list","params":{}},'
+                              '{"jsonrpc":"2.0","id":2,"method":"nope"}]')
+            replies = sorted(session.recv_json(), key=lambda r: r["id"])
+            self.assertEqual(replies[0]["result"]["loops"], [])
+            self.assertEqual(replies[1]["error"]["code"], METHOD_NOT_FOUND)
+            session.send_text("{oops")
+            self.assertEqual(session.recv_json()["error"]["code"], -32700)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,167 @@
+"""Agent output: every byte of a 50 MiB flood is persisted while the daemon stays responsive;
+`ralphctl tail` clients attached at different times see identical full output; `tail -n`,
+`--from-offset`; and loop.tail over a WebSocket session (output, then the final loop.state)."""
+
+import base64
+import tempfile
+import threading
+import time
+
+from harness import (DaemonTestCase, agent_command, count_to_complete_output, main,
+                     pattern_bytes, scaled, slow_counter_output)
+
+
+def first_difference(a, b):
+    for i in range(min(len(a), len(b))):
+        if a[i] != b[i]:
+            return i
+    return min(len(a), len(b)) if len(a) != len(b) else None
+
+
+class OutputTest(DaemonTestCase):
+
+    def assertSameBytes(self, got, expected, what):
+        if got != expected:
+            at = first_difference(got, expected)
+            self.fail("%s: %d bytes instead of %d, first difference at byte %s: %r vs %r"
+                      % (what, len(got), len(expected), at, got[at:at + 40],
+                         expected[at:at + 40]))
+
+    def test_an_agent_flooding_50_mib_has_every_byte_stored_while_the_daemon_keeps_answering(self):
+        d = self.daemon()
+        ws = d.workspace()
+        size = 50 * 1024 * 1024
+        latencies, errors = [], []
+        stop = threading.Event()
+
+        def probe():
+            while not stop.is_set():
+                started = time.monotonic()
+                try:
+                    d.call("daemon.info", timeout=60)
+                except Exception as e:  # noqa: BLE001 - reported below
+                    errors.append(e)
+                    return
+                latencies.append(time.monotonic() - started)
+                time.sleep(0.01)
+
+        prober = threading.Thread(target=probe, daemon=True)
+        prober.start()
+        try:
+            loop = d.submit(ws, agent_command("flood.sh", size), max_iterations=1)
+            final = d.wait_state(loop["id"], "exhausted", timeout=90)
+        finally:
+            stop.set()
+            prober.join(timeout=scaled(60))
+        self.assertEqual(errors, [])
+        self.assertTrue(latencies)
+        self.assertLess(max(latencies), scaled(2.0),
+                        "daemon.info took %.2f s during the flood" % max(latencies))
+
+        self.assertEqual(final["output_bytes"], size)
+        attempts = d.attempts(loop["id"])
+        self.assertEqual(len(attempts), 1)
+        self.assertEqual(attempts[0]["termination"], "exited")
+        self.assertEqual(attempts[0]["output_end"] - attempts[0]["output_start"], size)
+
+        expected = pattern_bytes(size)
+        self.assertSameBytes(d.output(loop["id"]), expected, "loop.output")
+        tail = d.ctl("tail", loop["id"], text=False, timeout=90).stdout
+        self.assertSameBytes(tail, expected, "ralphctl tail")
+
+    def test_two_tail_clients_attached_at_different_times_get_identical_full_output(self):
+        d = self.daemon()
+        ws = d.workspace()
+        block = 200000
+        loop = d.submit(ws, agent_command("slow-counter.sh", 3, "0.5", block), max_iterations=5)
+        expected = b"".join(slow_counter_output(k, 3, block) for k in (1, 2, 3))
+
+        files = [tempfile.TemporaryFile(dir=d.root) for _ in range(4)]
+        clients = []
+        try:
+            clients.append(d.ctl_popen("tail", "-f", loop["id"], stdout=files[0],
+                                       stderr=files[1]))
+            # The second client comes when part of the output is already persisted.
+            d.wait_output_contains(loop["id"], b"slow-counter: iteration 1 of 3 finished\n")
+            clients.append(d.ctl_popen("tail", "-f", loop["id"], stdout=files[2],
+                                       stderr=files[3]))
+            codes = [c.wait(timeout=scaled(60)) for c in clients]
+            contents = []
+            for f in files:
+                f.seek(0)
+                contents.append(f.read())
+        finally:
+            for c in clients:
+                c.kill()
+                c.wait()
+            for f in files:
+                f.close()
+        first, second = contents[0], contents[2]
+        self.assertEqual(codes, [0, 0], "stderr: %r / %r" % (contents[1], contents[3]))
+
+        self.assertEqual(d.get(loop["id"])["state"], "completed")
+        self.assertSameBytes(d.output(loop["id"]), expected, "loop.output")
+        self.assertSameBytes(first, expected, "tail -f attached at submit")
+        self.assertSameBytes(second, expected, "tail -f attached later")
+
+    def test_tail_prints_the_last_lines_or_resumes_from_a_byte_offset(self):
+        d = self.daemon()
+        ws = d.workspace()
+        loop = d.submit(ws, agent_command("count-to-complete.sh", 3))
+        d.wait_state(loop["id"], "completed", timeout=30)
+        full = count_to_complete_output(3, 3)
+        self.assertEqual(d.ctl("tail", loop["id"], text=False).stdout, full)
+        self.assertEqual(d.ctl("tail", "-n", "2", loop["id"], text=False).stdout,
+                         b"count-to-complete: run 3 of 3\n<promise>COMPLETE</promise>\n")
+        offset = len(b"count-to-complete: run 1 of 3\n") + 5
+        self.assertEqual(d.ctl("tail", "--from-offset", offset, loop["id"], text=False).stdout,
+                         full[offset:])
+        page = d.call("loop.output", {"id": loop["id"], "last_lines": 1})
+        self.assertEqual(page["data"], "<promise>COMPLETE</promise>\n")
+        self.assertEqual(page["offset"], len(full) - len(b"<promise>COMPLETE</promise>\n"))
+        self.assertEqual(page["end_offset"], len(full))
+        self.assertEqual(page["state"], "completed")
+        self.assertTrue(page["final"])
+
+    def test_loop_tail_over_a_websocket_streams_output_then_the_final_state(self):
+        d = self.daemon()
+        ws = d.workspace()
+        loop = d.submit(ws, agent_command("slow-counter.sh", 2, "0.3", 5000), max_iterations=5)
+        expected = b"".join(slow_counter_output(k, 2, 5000) for k in (1, 2))
+
+        got, result, final = b"", None, None
+        with d.websocket(timeout=30) as session:
+            session.send_json({"jsonrpc": "2.0", "id": 7, "method": "loop.tail",
+                               "params": {"id": loop["id"], "offset": 0, "encoding": "base64"}})
+            deadline = time.monotonic() + scaled(60)
+            while final is None:
+                self.assertLess(time.monotonic(), deadline, "no final loop.state")
+                message = session.recv_json()
+                self.assertIsNotNone(message, "the session closed before the final loop.state")
+                if message.get("id") == 7:
+                    self.assertNotIn("error", message)
+                    result = message["result"]
+                    self.assertEqual(result["id"], loop["id"])
+                    self.assertEqual(result["offset"], 0)
+                    continue
+                params = message.get("params", {})
+                self.assertEqual(params.get("id"), loop["id"], message)
+                if message.get("method") == "loop.output":
+                    self.assertEqual(params["encoding"], "base64")
+                    self.assertEqual(params["offset"], len(got), "no gap, no duplicate")
+                    chunk = base64.b64decode(params["data"])
+                    self.assertEqual(len(chunk), params["length"])
+                    got += chunk
+                elif message.get("method") == "loop.state":
+                    if params.get("final"):
+                        final = params
+                else:
+                    self.fail("unexpected message %r" % message)
+        self.assertIsNotNone(result, "loop.tail got no result")
+        self.assertEqual(final["state"], "completed")
+        self.assertEqual(final["iterations"], 2)
+        self.assertSameBytes(got, expected, "loop.tail notifications")
+
+
+if __name__ == "__main__":
+    main()
