@@ -47,6 +47,8 @@ void ralphd::recover() {
                          attempt.loop_id, attempt.pgid);
         output_.recover(attempt.loop_id, attempt.id);
         db_.interrupt_attempt(attempt.id, output_.committed_end(attempt.loop_id), now);
+        // The interrupted iteration counts as spent: the loop continues with the next one.
+        db_.set_iterations(attempt.loop_id, attempt.iteration, now);
     }
     for (const auto& loop :
          db_.list_loops({proto::loop_state::running, proto::loop_state::waiting}, 0)) {

@@ -101,11 +101,8 @@ awaitable<void> loop_runner::run_iterations() {
             co_return;
         }
         const std::int64_t iteration = loop.iterations + 1;
-        // An attempt interrupted by a daemon stop does not count as a failure.
         std::int64_t failures = 0;
         std::int64_t attempt_number = 0;
-        for (const auto& a : ctx_.db.attempts_of(loop_id_))
-            if (a.iteration == iteration) attempt_number = a.attempt;
         attempt_outcome outcome;
         while (true) {
             outcome = co_await run_attempt(loop, iteration, ++attempt_number);
@@ -114,6 +111,9 @@ awaitable<void> loop_runner::run_iterations() {
                 co_return;
             }
             if (stop_ == stop_kind::shutdown) {
+                // The interrupted iteration counts as spent (the agent may have done work);
+                // the loop continues with the next one at the next start.
+                ctx_.db.set_iterations(loop_id_, iteration, text::now_ms());
                 set_state(proto::loop_state::queued, "daemon stopped; continues at the next start");
                 co_return;
             }

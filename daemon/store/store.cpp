@@ -242,12 +242,13 @@ std::vector<proto::attempt_info> store::attempts_of(std::int64_t loop_id) {
 
 std::vector<unfinished_attempt> store::unfinished_attempts() {
     SQLite::Statement q(db_,
-                        "SELECT id, loop_id, pid, process_start_time FROM attempts "
+                        "SELECT id, loop_id, iteration, pid, process_start_time FROM attempts "
                         "WHERE termination = 'running' ORDER BY id");
     std::vector<unfinished_attempt> result;
     while (q.executeStep())
         result.push_back({q.getColumn(0).getInt64(), q.getColumn(1).getInt64(),
-                          q.getColumn(2).getInt64(), q.getColumn(3).getInt64()});
+                          q.getColumn(2).getInt64(), q.getColumn(3).getInt64(),
+                          q.getColumn(4).getInt64()});
     return result;
 }
 

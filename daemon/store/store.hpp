@@ -20,6 +20,7 @@ namespace ralph {
 struct unfinished_attempt {
     std::int64_t id = 0;
     std::int64_t loop_id = 0;
+    std::int64_t iteration = 0;
     std::int64_t pgid = 0;
     std::int64_t process_start_time = 0;  // /proc/<pid>/stat starttime, to detect pid reuse
 };

@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# ralph benchmarks (issue 2's speed and memory goals). Builds nothing: run scripts/build.sh
+# first. Each benchmark starts its own ralphd in a temporary XDG tree and compares against a
+# baseline measured in the same run on the same machine. Prints one result line per goal.
+#   bench/run.sh [flood|submit|iterations|idle|list]...   (default: all)
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ralphd="$root/build/daemon/ralphd"
+ralphctl="$root/build/client/ralphctl"
+[[ -x $ralphd && -x $ralphctl ]] || { echo "bench: build first (scripts/build.sh)" >&2; exit 2; }
+
+tmp=$(mktemp -d /tmp/ralph-bench-XXXXXX)
+daemon_pid=
+cleanup() {
+    [[ -n $daemon_pid ]] && kill "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+export XDG_RUNTIME_DIR="$tmp/run" XDG_STATE_HOME="$tmp/state" XDG_CONFIG_HOME="$tmp/config"
+mkdir -p "$XDG_RUNTIME_DIR" "$XDG_STATE_HOME" "$XDG_CONFIG_HOME"
+chmod 700 "$XDG_RUNTIME_DIR"
+export RALPH_SOCKET="$XDG_RUNTIME_DIR/ralph/ralphd.sock"
+workspace="$tmp/ws"
+mkdir -p "$workspace"
+
+now_ns() { date +%s%N; }
+ms_since() { echo $((($(now_ns) - $1) / 1000000)); }
+
+start_daemon() {
+    "$ralphd" --log-level warn "$@" 2>>"$tmp/ralphd.log" &
+    daemon_pid=$!
+    for _ in $(seq 100); do "$ralphctl" daemon status >/dev/null 2>&1 && return; sleep 0.05; done
+    echo "bench: ralphd did not start" >&2; cat "$tmp/ralphd.log" >&2; exit 1
+}
+stop_daemon() {
+    "$ralphctl" daemon stop >/dev/null 2>&1 || true
+    wait "$daemon_pid" 2>/dev/null || true
+    daemon_pid=
+}
+# Milliseconds between an attempt's start and end, as recorded by ralphd.
+attempt_ms() {
+    "$ralphctl" --json show "$1" | python3 -c '
+import json, sys, datetime
+def t(s): return datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%S.%fZ").timestamp()
+a = json.load(sys.stdin)["attempts"][0]
+print(round((t(a["ended_at"]) - t(a["started_at"])) * 1000))'
+}
+
+bench_flood() {
+    local bytes=$((200 << 20)) runs=3
+    # The agent: writes 200 MiB of text lines as fast as it can.
+    local agent="bash -c 'yes \"ralph flood line: the quick brown fox jumps over the lazy dog 0123456789\" | head -c $bytes'"
+    local base_best=999999 ralph_best=999999
+    start_daemon
+    for _ in $(seq $runs); do
+        local t0; t0=$(now_ns)
+        bash -c "yes 'ralph flood line: the quick brown fox jumps over the lazy dog 0123456789' | head -c $bytes" >"$tmp/plain.out"
+        local base; base=$(ms_since "$t0"); rm -f "$tmp/plain.out"
+        ((base < base_best)) && base_best=$base
+
+        local id; id=$("$ralphctl" --json submit --workspace "$workspace" --command "$agent" -m 1 --delay 0 "flood" |
+            python3 -c 'import json,sys; print(json.load(sys.stdin)["loop"]["id"])')
+        "$ralphctl" tail -f "$id" >/dev/null || true   # a live tail client the whole time
+        local ralph; ralph=$(attempt_ms "$id")
+        ((ralph < ralph_best)) && ralph_best=$ralph
+        local stored; stored=$("$ralphctl" --json show "$id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["loop"]["output_bytes"])')
+        [[ $stored == "$bytes" ]] || { echo "bench: flood stored $stored bytes, expected $bytes" >&2; exit 1; }
+    done
+    stop_daemon
+    echo "flood 200 MiB: plain file ${base_best} ms, through ralphd + live tail ${ralph_best} ms, slowdown $(python3 -c "print(f'{($ralph_best/$base_best-1)*100:.1f}%')") (goal < 20%)"
+}
+
+bench_submit() {
+    local n=100
+    export TS_SOCKET="$tmp/tsp.sock" TS_MAXFINISHED=1000 TMPDIR="$tmp"
+    tsp -K >/dev/null 2>&1 || true
+    local t0; t0=$(now_ns)
+    for _ in $(seq $n); do tsp true >/dev/null; done
+    local tsp_ms; tsp_ms=$(ms_since "$t0")
+    tsp -K >/dev/null 2>&1 || true
+
+    start_daemon --max-concurrent 1
+    t0=$(now_ns)
+    for i in $(seq $n); do
+        "$ralphctl" submit --workspace "$workspace" --command true -m 1 --delay 0 "job $i" >/dev/null
+    done
+    local ralph_ms; ralph_ms=$(ms_since "$t0")
+    stop_daemon
+    echo "submit x$n: tsp ${tsp_ms} ms, ralphctl ${ralph_ms} ms (goal: ralphctl <= tsp)"
+}
+
+bench_iterations() {
+    local n=300
+    local t0; t0=$(now_ns)
+    for _ in $(seq $n); do /bin/true; done
+    local bash_ms; bash_ms=$(ms_since "$t0")
+
+    start_daemon
+    t0=$(now_ns)
+    "$ralphctl" submit --workspace "$workspace" --command /bin/true -m $n --delay 0 --wait "iterate" >/dev/null || true
+    local ralph_ms; ralph_ms=$(ms_since "$t0")
+    stop_daemon
+    echo "iterations x$n of /bin/true: bash loop ${bash_ms} ms, ralphd ${ralph_ms} ms, ratio $(python3 -c "print(f'{$ralph_ms/$bash_ms:.2f}')") (goal <= 1.5)"
+}
+
+bench_idle() {
+    start_daemon
+    sleep 1
+    local rss; rss=$(awk '/VmRSS/ {print $2}' "/proc/$daemon_pid/status")
+    stop_daemon
+    echo "idle RSS: $((rss / 1024)) MiB ($rss KiB) (goal < 20 MiB)"
+}
+
+bench_list() {
+    local n=10000 runs=20
+    start_daemon
+    "$ralphctl" submit --workspace "$workspace" --command true -m 1 --delay 0 --wait "seed" >/dev/null
+    stop_daemon
+    # Clone the finished loop into a history of 10,000 (faster than 10,000 submissions).
+    sqlite3 "$XDG_STATE_HOME/ralph/ralph.db" "
+        WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < $n - 1)
+        INSERT INTO loops (name, workspace, agent, max_iterations, min_iterations, priority, spec,
+            state, stop_reason, iterations, attempts, retries, created_at, started_at, finished_at,
+            updated_at, resume_at, output_bytes)
+        SELECT name || '-' || i, workspace, agent, max_iterations, min_iterations, priority, spec,
+            state, stop_reason, iterations, attempts, retries, created_at, started_at, finished_at,
+            updated_at, resume_at, output_bytes FROM loops, k WHERE loops.id = 1;"
+    start_daemon
+    local count; count=$("$ralphctl" --json list | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["loops"]))')
+    [[ $count == "$n" ]] || { echo "bench: expected $n loops, got $count" >&2; exit 1; }
+    local best=999999
+    for _ in $(seq $runs); do
+        local t0; t0=$(now_ns)
+        "$ralphctl" list >/dev/null
+        local ms; ms=$(ms_since "$t0")
+        ((ms < best)) && best=$ms
+    done
+    local t0; t0=$(now_ns)
+    for _ in $(seq $runs); do "$ralphctl" list >/dev/null; done
+    local mean=$(( $(ms_since "$t0") / runs ))
+    stop_daemon
+    echo "list with $n loops: best ${best} ms, mean ${mean} ms over $runs runs (goal < 50 ms)"
+}
+
+benches=("$@")
+[[ ${#benches[@]} -gt 0 ]] || benches=(flood submit iterations idle list)
+for b in "${benches[@]}"; do "bench_$b"; done
