@@ -1,0 +1,155 @@
+// JSON-RPC 2.0 dispatch (https://www.jsonrpc.org/specification): request validation, batches,
+// silent notifications, and the single place where exceptions become error objects.
+#include "daemon/rpc/registry.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <stdexcept>
+#include <utility>
+
+namespace ralph::rpc {
+namespace {
+
+using nlohmann::json;
+
+// The message of a kind as the error table spells it ("Invalid Request", "Method not found"...).
+std::string standard_message(proto::error_kind kind) {
+    return proto::make_error_code(kind).message();
+}
+
+json error_response(json id, int code, std::string message, json data = nullptr) {
+    json error{{"code", code}, {"message", std::move(message)}};
+    if (!data.is_null()) error["data"] = std::move(data);
+    return json{{"jsonrpc", "2.0"}, {"error", std::move(error)}, {"id", std::move(id)}};
+}
+
+// An error whose message is the standard text of its kind; the detail goes to "data".
+json standard_error(json id, proto::error_kind kind, std::string detail) {
+    return error_response(std::move(id), proto::rpc_code(kind), standard_message(kind),
+                          std::move(detail));
+}
+
+json error_from(json id, const proto::rpc_error& e) {
+    switch (e.kind()) {
+        case proto::error_kind::parse_error:
+        case proto::error_kind::invalid_request:
+        case proto::error_kind::method_not_found:
+            // Clients match these three on the message text the specification gives them.
+            return error_response(std::move(id), e.code(), standard_message(e.kind()),
+                                  e.data().is_null() ? json(e.what()) : e.data());
+        default:
+            return error_response(std::move(id), e.code(), e.what(), e.data());
+    }
+}
+
+// Why `request` is not a valid request object, or an empty string when it is one.
+std::string request_problem(const json& request) {
+    if (!request.is_object())
+        return std::string("a request must be an object, not ") + request.type_name();
+    auto version = request.find("jsonrpc");
+    if (version == request.end() || *version != "2.0") return "\"jsonrpc\" must be \"2.0\"";
+    auto method = request.find("method");
+    if (method == request.end() || !method->is_string()) return "\"method\" must be a string";
+    auto params = request.find("params");
+    if (params != request.end() && !params->is_array() && !params->is_object())
+        return "\"params\" must be an array or an object";
+    auto id = request.find("id");
+    if (id != request.end() && !id->is_string() && !id->is_number() && !id->is_null())
+        return "\"id\" must be a string, a number or null";
+    return {};
+}
+
+std::string serialize(const json& value) {
+    // Handlers may return text with invalid UTF-8 (agent output); never fail on it.
+    return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+}  // namespace
+
+void method_registry::add(std::string name, handler fn) {
+    if (handlers_.contains(name)) throw std::logic_error("method registered twice: " + name);
+    handlers_.emplace(std::move(name), std::move(fn));
+}
+
+std::optional<json> method_registry::handle(const json& request, call_context& ctx) const {
+    if (std::string problem = request_problem(request); !problem.empty())
+        return standard_error(nullptr, proto::error_kind::invalid_request, std::move(problem));
+
+    const std::string& method = request.at("method").get_ref<const std::string&>();
+    auto id_it = request.find("id");
+    const bool notification = id_it == request.end();
+    json id = notification ? json(nullptr) : *id_it;
+
+    auto handler_it = handlers_.find(method);
+    if (handler_it == handlers_.end()) {
+        if (notification) return std::nullopt;
+        return standard_error(std::move(id), proto::error_kind::method_not_found,
+                              "no method named '" + method + "'");
+    }
+
+    static const json no_params;  // null: the handler sees absent params as null
+    auto params_it = request.find("params");
+    const json& params = params_it == request.end() ? no_params : *params_it;
+
+    json response;
+    try {
+        response =
+            json{{"jsonrpc", "2.0"}, {"result", handler_it->second(params, ctx)}, {"id", id}};
+    } catch (const proto::rpc_error& e) {
+        response = error_from(std::move(id), e);
+    } catch (const std::exception& e) {
+        spdlog::error("method {} failed: {}", method, e.what());
+        response = error_response(std::move(id), proto::rpc_code(proto::error_kind::internal_error),
+                                  standard_message(proto::error_kind::internal_error));
+    } catch (...) {
+        spdlog::error("method {} failed with a non-standard exception", method);
+        response = error_response(std::move(id), proto::rpc_code(proto::error_kind::internal_error),
+                                  standard_message(proto::error_kind::internal_error));
+    }
+    if (notification) return std::nullopt;
+    return response;
+}
+
+std::optional<std::string> method_registry::handle_text(std::string_view body,
+                                                        call_context& ctx) const {
+    json request;
+    try {
+        request = json::parse(body);
+    } catch (const json::parse_error& e) {
+        // e.what() reads "[json.exception.parse_error.101] parse error at line 1, column 9: ...";
+        // the client only needs the part after the tag.
+        std::string detail = e.what();
+        if (auto tag_end = detail.find("] "); tag_end != std::string::npos)
+            detail.erase(0, tag_end + 2);
+        return serialize(
+            standard_error(nullptr, proto::error_kind::parse_error, std::move(detail)));
+    }
+
+    if (!request.is_array()) {
+        auto response = handle(request, ctx);
+        if (!response) return std::nullopt;
+        return serialize(*response);
+    }
+
+    if (request.empty())
+        return serialize(standard_error(nullptr, proto::error_kind::invalid_request,
+                                        "a batch must hold at least one request"));
+    if (request.size() > limits_.max_batch)
+        return serialize(
+            standard_error(nullptr, proto::error_kind::invalid_request,
+                           "a batch may hold at most " + std::to_string(limits_.max_batch) +
+                               " requests, this one has " + std::to_string(request.size())));
+
+    json responses = json::array();
+    for (const auto& element : request)
+        if (auto response = handle(element, ctx)) responses.push_back(std::move(*response));
+    // A batch of notifications gets no reply at all, not an empty array.
+    if (responses.empty()) return std::nullopt;
+    return serialize(responses);
+}
+
+json make_notification(std::string_view method, json params) {
+    return json{{"jsonrpc", "2.0"}, {"method", method}, {"params", std::move(params)}};
+}
+
+}  // namespace ralph::rpc

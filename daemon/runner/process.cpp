@@ -80,6 +80,9 @@ spawned_process spawn_process(const spawn_request& request) {
     posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
     posix_spawn_file_actions_adddup2(&actions, err[1], STDERR_FILENO);
     posix_spawn_file_actions_addchdir_np(&actions, request.cwd.c_str());
+    // The agent gets stdin/stdout/stderr and nothing else: not the listening socket, client
+    // connections, the database or other agents' pipes (Asio does not open sockets CLOEXEC).
+    posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
 
     posix_spawnattr_t attr;
     posix_spawnattr_init(&attr);

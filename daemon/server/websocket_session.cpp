@@ -1,0 +1,302 @@
+// The WebSocket JSON-RPC session: replies, notifications and tail output over one connection.
+#include "daemon/server/websocket_session.hpp"
+
+#include "daemon/rpc/registry.hpp"
+#include "daemon/store/output_log.hpp"
+#include "proto/errors.hpp"
+#include "proto/methods.hpp"
+
+#include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <stdexcept>
+#include <string_view>
+#include <utility>
+
+namespace ralph {
+namespace {
+
+namespace websocket = beast::websocket;
+using nlohmann::json;
+
+// Output sent per loop.output notification.
+constexpr std::int64_t tail_chunk_bytes = 64 * 1024;
+// How long a close frame may wait behind a write the client does not read.
+constexpr std::chrono::seconds close_deadline{2};
+
+std::string serialize(const json& message) {
+    return message.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string state_notification(const proto::loop_info& loop, bool final) {
+    return serialize(rpc::make_notification(proto::notification::loop_state,
+                                            {{"id", loop.id},
+                                             {"state", proto::to_string(loop.state)},
+                                             {"stop_reason", loop.stop_reason},
+                                             {"iterations", loop.iterations},
+                                             {"final", final}}));
+}
+
+// Length of `bytes` without a multi-byte UTF-8 sequence cut off at its end, so that a chunk
+// boundary never splits a character (which the "utf8" encoding would turn into two U+FFFD).
+std::size_t without_split_character(std::string_view bytes) {
+    const std::size_t size = bytes.size();
+    for (std::size_t back = 1; back <= 4 && back <= size; ++back) {
+        const auto byte = static_cast<unsigned char>(bytes[size - back]);
+        if ((byte & 0xC0) == 0x80) continue;  // a continuation byte: its lead byte is further back
+        const std::size_t length = byte >= 0xF0 ? 4 : byte >= 0xE0 ? 3 : byte >= 0xC0 ? 2 : 1;
+        return length > back ? size - back : size;
+    }
+    return size;
+}
+
+}  // namespace
+
+websocket_session::websocket_session(std::shared_ptr<shared_state> state,
+                                     local_stream::socket socket, std::uint64_t id)
+    : state_(std::move(state)), ws_(std::move(socket)), id_(id), wake_(ws_.get_executor()) {
+    state_->connections.add(this);
+}
+
+websocket_session::~websocket_session() {
+    // close() has normally left the hub already; this covers a session destroyed along with its
+    // io_context without having been closed: the hub must not keep a dangling pointer.
+    if (serving_) state_->context.hub.leave_all(this);
+    state_->connections.remove(this);
+}
+
+void websocket_session::start(beast::http::request<beast::http::string_body> upgrade) {
+    // The lambda, and so `self`, lives as long as the coroutine it starts.
+    net::co_spawn(
+        ws_.get_executor(),
+        [self = shared_from_this(), upgrade = std::move(upgrade)]() mutable {
+            return self->read_loop(std::move(upgrade));
+        },
+        net::detached);
+}
+
+void websocket_session::close() {
+    stop_serving();
+    beast::error_code ignored;
+    ws_.next_layer().close(ignored);
+}
+
+awaitable<void> websocket_session::read_loop(
+    beast::http::request<beast::http::string_body> upgrade) {
+    // Handshake and idle timeouts, with pings keeping a quiet but healthy client connected.
+    ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
+    ws_.set_option(websocket::stream_base::decorator(
+        [](websocket::response_type& res) { set_server_headers(res); }));
+    ws_.read_message_max(state_->context.limits.max_body_bytes);
+
+    beast::error_code ec;
+    co_await ws_.async_accept(upgrade, net::redirect_error(use_awaitable, ec));
+    if (ec) {
+        spdlog::debug("connection {}: WebSocket handshake failed: {}", id_, ec.message());
+        close();
+        co_return;
+    }
+    spdlog::debug("connection {}: WebSocket session open", id_);
+    ws_.text(true);
+    net::co_spawn(
+        ws_.get_executor(), [self = shared_from_this()] { return self->write_loop(); },
+        net::detached);
+
+    try {
+        beast::flat_buffer buffer;
+        for (;;) {
+            co_await ws_.async_read(buffer, net::redirect_error(use_awaitable, ec));
+            if (ec) break;
+            // While the session is being closed, messages are read (to get the peer's close
+            // frame) but no longer answered.
+            if (serving_) dispatch(beast::buffers_to_string(buffer.data()));
+            buffer.consume(buffer.size());
+        }
+        spdlog::debug("connection {}: WebSocket session ended: {}", id_, ec.message());
+    } catch (const std::exception& e) {
+        spdlog::error("connection {}: WebSocket session failed: {}", id_, e.what());
+    }
+    close();
+}
+
+awaitable<void> websocket_session::write_loop() {
+    try {
+        while (serving_) {
+            std::optional<std::string> message = next_message();
+            if (!message) {
+                // Sleep until on_output, on_state or a queued message cancels the wait.
+                beast::error_code woken;
+                wake_.expires_at(net::steady_timer::time_point::max());
+                co_await wake_.async_wait(net::redirect_error(use_awaitable, woken));
+                continue;
+            }
+            beast::error_code ec;
+            co_await ws_.async_write(net::buffer(*message), net::redirect_error(use_awaitable, ec));
+            if (ec) {
+                spdlog::debug("connection {}: WebSocket write failed: {}", id_, ec.message());
+                close();
+                co_return;
+            }
+        }
+    } catch (const std::exception& e) {
+        // Reading the persisted output failed: the session cannot keep its promise of no gaps.
+        spdlog::error("connection {}: cannot send tail output: {}", id_, e.what());
+        close();
+    }
+}
+
+awaitable<void> websocket_session::close_with(websocket::close_code code) {
+    // The close frame has to wait for the write in progress, which a client that stopped
+    // reading never lets finish: past the deadline, cut the connection.
+    net::steady_timer deadline(ws_.get_executor(), close_deadline);
+    deadline.async_wait([self = shared_from_this()](beast::error_code ec) {
+        if (!ec) self->close();
+    });
+    beast::error_code ec;
+    co_await ws_.async_close(code, net::redirect_error(use_awaitable, ec));
+    close();
+}
+
+void websocket_session::dispatch(const std::string& message) {
+    spdlog::debug("connection {}: WebSocket message of {} bytes", id_, message.size());
+    rpc::call_context ctx{this};
+    // Handling a request may queue notifications (e.g. a state change it caused); its reply
+    // goes before them, hence the insertion at the position the queue had before.
+    const std::size_t reply_position = outbox_.size();
+    std::optional<std::string> reply = state_->context.registry.handle_text(message, ctx);
+    if (!reply || !serving_) return;
+    if (outbox_.size() >= state_->context.limits.max_session_queue) {
+        drop_slow_client();
+        return;
+    }
+    outbox_.insert(outbox_.begin() + static_cast<std::ptrdiff_t>(reply_position),
+                   std::move(*reply));
+    wake_writer();
+}
+
+void websocket_session::enqueue(std::string message) {
+    if (!serving_) return;
+    if (outbox_.size() >= state_->context.limits.max_session_queue) {
+        drop_slow_client();
+        return;
+    }
+    outbox_.push_back(std::move(message));
+    wake_writer();
+}
+
+std::optional<std::string> websocket_session::next_message() {
+    if (!outbox_.empty()) {
+        std::string message = std::move(outbox_.front());
+        outbox_.pop_front();
+        return message;
+    }
+    // Take turns, starting after the loop served last, so one busy loop cannot starve the others.
+    const auto after_last = tails_.upper_bound(last_served_);
+    for (auto it = after_last; it != tails_.end(); ++it)
+        if (auto message = next_tail_message(it->first, it->second)) return message;
+    for (auto it = tails_.begin(); it != after_last; ++it)
+        if (auto message = next_tail_message(it->first, it->second)) return message;
+    return std::nullopt;
+}
+
+// May erase `tail` from tails_; the callers return right after a message.
+std::optional<std::string> websocket_session::next_tail_message(std::int64_t loop_id,
+                                                                cursor& tail) {
+    const output_log& output = state_->context.output;
+    const std::int64_t end = output.committed_end(loop_id);
+
+    if (tail.output && tail.offset < end) {
+        const std::string bytes = output.read(loop_id, tail.offset, tail_chunk_bytes);
+        if (bytes.empty())
+            throw std::runtime_error("output of loop " + std::to_string(loop_id) +
+                                     " ends before its committed end");
+        std::size_t length = bytes.size();
+        if (tail.encoding != "base64") {
+            // The rest of a split character comes with the next chunk; a lone fragment (the
+            // output really ends there) is sent as it is.
+            const std::size_t whole = without_split_character(bytes);
+            if (whole > 0) length = whole;
+        }
+        const std::string_view piece(bytes.data(), length);
+        json params{{"id", loop_id},
+                    {"offset", tail.offset},
+                    {"length", length},
+                    {"data", proto::encode_output(piece, tail.encoding)},
+                    {"encoding", tail.encoding}};
+        tail.offset += static_cast<std::int64_t>(length);
+        last_served_ = loop_id;
+        return serialize(
+            rpc::make_notification(proto::notification::loop_output, std::move(params)));
+    }
+
+    if (proto::is_terminal(tail.loop.state) && (!tail.output || tail.offset >= end)) {
+        std::string message = state_notification(tail.loop, true);
+        state_->context.hub.leave(loop_id, this);
+        tails_.erase(loop_id);
+        last_served_ = loop_id;
+        return message;
+    }
+    return std::nullopt;
+}
+
+void websocket_session::drop_slow_client() {
+    spdlog::warn("connection {}: WebSocket client is not reading ({} messages queued); dropping it",
+                 id_, outbox_.size());
+    stop_serving();
+    net::co_spawn(
+        ws_.get_executor(),
+        [self = shared_from_this()] {
+            return self->close_with(websocket::close_code::policy_error);
+        },
+        net::detached);
+}
+
+void websocket_session::stop_serving() {
+    if (!serving_) return;
+    serving_ = false;
+    state_->context.hub.leave_all(this);
+    tails_.clear();
+    outbox_.clear();
+    wake_writer();
+}
+
+void websocket_session::add_tail(const tail_request& request) {
+    const std::size_t max_tails = state_->context.limits.max_tails_per_session;
+    if (!serving_)
+        throw proto::rpc_error(proto::error_kind::limit_exceeded, "this session is being closed");
+    if (request.offset < 0)
+        throw proto::rpc_error(proto::error_kind::invalid_params,
+                               "params.offset must not be negative");
+    if (tails_.contains(request.loop_id))
+        throw proto::rpc_error(
+            proto::error_kind::invalid_params,
+            "this session already tails loop " + std::to_string(request.loop_id));
+    if (tails_.size() >= max_tails)
+        throw proto::rpc_error(
+            proto::error_kind::limit_exceeded,
+            "a session may tail at most " + std::to_string(max_tails) + " loops");
+    tails_.emplace(request.loop_id,
+                   cursor{request.offset, request.output, request.encoding, request.loop});
+    state_->context.hub.join(request.loop_id, this);
+    // The writer runs only after the current request's reply is queued, so that reply is sent
+    // before the first notification of this tail.
+    wake_writer();
+}
+
+void websocket_session::on_output(std::int64_t loop_id, std::int64_t /*end*/) {
+    // The cursor reads the committed end itself when the writer gets to it.
+    if (tails_.contains(loop_id)) wake_writer();
+}
+
+void websocket_session::on_state(const proto::loop_info& loop) {
+    auto it = tails_.find(loop.id);
+    if (it == tails_.end()) return;
+    it->second.loop = loop;
+    if (proto::is_terminal(loop.state))
+        wake_writer();  // announced (final: true) once the remaining output is sent
+    else
+        enqueue(state_notification(loop, false));
+}
+
+}  // namespace ralph

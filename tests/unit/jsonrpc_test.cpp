@@ -1,1 +1,375 @@
+// The JSON-RPC dispatcher against the examples of the JSON-RPC 2.0 specification
+// (fixtures/jsonrpc-spec-vectors.json) and ralph's own rules: batch bound, typed params,
+// internal errors that do not leak. Also the subscriber hub's bookkeeping.
+#include "daemon/rpc/registry.hpp"
+#include "daemon/server/subscriber_hub.hpp"
+#include "proto/errors.hpp"
+#include "proto/fields.hpp"
+
 #include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+using nlohmann::json;
+using ralph::rpc::call_context;
+using ralph::rpc::method_registry;
+
+namespace {
+
+std::int64_t subtract(const json& params) {
+    if (params.is_array())
+        return params.at(0).get<std::int64_t>() - params.at(1).get<std::int64_t>();
+    return params.at("minuend").get<std::int64_t>() - params.at("subtrahend").get<std::int64_t>();
+}
+
+// The methods the specification's examples call; "foobar" and "foo.get" stay unknown.
+method_registry spec_registry() {
+    method_registry registry;
+    registry.add("subtract",
+                 [](const json& params, call_context&) { return json(subtract(params)); });
+    registry.add("sum", [](const json& params, call_context&) {
+        std::int64_t total = 0;
+        for (const auto& term : params) total += term.get<std::int64_t>();
+        return json(total);
+    });
+    registry.add("update", [](const json&, call_context&) { return json(nullptr); });
+    registry.add("notify_hello", [](const json&, call_context&) { return json(nullptr); });
+    registry.add("get_data", [](const json&, call_context&) { return json::array({"hello", 5}); });
+    return registry;
+}
+
+json load_vectors() {
+    std::ifstream file(std::string(RALPH_FIXTURES_DIR) + "/jsonrpc-spec-vectors.json");
+    REQUIRE(file.good());
+    return json::parse(file);
+}
+
+bool is_standard_code(int code) { return code == -32700 || code == -32600 || code == -32601; }
+
+// Compares one response object: jsonrpc, id, result, and for errors the code (plus the message
+// of the standard codes, whose text the specification fixes).
+void check_response(const json& actual, const json& expected) {
+    CHECK(actual.at("jsonrpc") == "2.0");
+    CHECK(actual.at("id") == expected.at("id"));
+    if (expected.contains("result")) {
+        CHECK_FALSE(actual.contains("error"));
+        CHECK(actual.at("result") == expected.at("result"));
+        return;
+    }
+    CHECK_FALSE(actual.contains("result"));
+    const int code = expected.at("error").at("code").get<int>();
+    CHECK(actual.at("error").at("code") == code);
+    if (is_standard_code(code))
+        CHECK(actual.at("error").at("message") == expected.at("error").at("message"));
+}
+
+// Batch responses may come in any order: sorted by their serialization, id first.
+std::vector<json> sorted(const json& responses) {
+    std::vector<json> items(responses.begin(), responses.end());
+    std::sort(items.begin(), items.end(), [](const json& a, const json& b) {
+        return a.at("id").dump() + a.dump() < b.at("id").dump() + b.dump();
+    });
+    return items;
+}
+
+json call(const method_registry& registry, const std::string& body) {
+    call_context ctx;
+    auto reply = registry.handle_text(body, ctx);
+    REQUIRE(reply.has_value());
+    return json::parse(*reply);
+}
+
+struct typed_params {
+    std::int64_t count = 0;
+};
+
+void from_json(const json& j, typed_params& p) {
+    ralph::proto::read_required(ralph::proto::params_object(j), "count", p.count);
+}
+
+class recording_sink : public ralph::tail_sink {
+  public:
+    void add_tail(const ralph::tail_request&) override {}
+    void on_output(std::int64_t loop_id, std::int64_t end) override {
+        outputs.emplace_back(loop_id, end);
+    }
+    void on_state(const ralph::proto::loop_info& loop) override { states.push_back(loop.id); }
+
+    std::vector<std::pair<std::int64_t, std::int64_t>> outputs;
+    std::vector<std::int64_t> states;
+};
+
+}  // namespace
+
+TEST_CASE("jsonrpc: every example of the JSON-RPC 2.0 specification gets the specified reply") {
+    const method_registry registry = spec_registry();
+    const json vectors = load_vectors();
+    REQUIRE(vectors.size() == 15);
+
+    for (const auto& vector : vectors) {
+        CAPTURE(vector.at("name").get<std::string>());
+        call_context ctx;
+        const auto reply = registry.handle_text(vector.at("request").get<std::string>(), ctx);
+        const json& expected = vector.at("response");
+
+        if (expected.is_null()) {
+            CHECK_FALSE(reply.has_value());
+            continue;
+        }
+        REQUIRE(reply.has_value());
+        const json actual = json::parse(*reply);
+        if (!expected.is_array()) {
+            REQUIRE(actual.is_object());
+            check_response(actual, expected);
+            continue;
+        }
+        REQUIRE(actual.is_array());
+        REQUIRE(actual.size() == expected.size());
+        const bool any_order = vector.value("response_order_insensitive", false);
+        const std::vector<json> actual_items =
+            any_order ? sorted(actual) : std::vector<json>(actual.begin(), actual.end());
+        const std::vector<json> expected_items =
+            any_order ? sorted(expected) : std::vector<json>(expected.begin(), expected.end());
+        for (std::size_t i = 0; i < expected_items.size(); ++i)
+            check_response(actual_items[i], expected_items[i]);
+    }
+}
+
+TEST_CASE("jsonrpc: a batch over the limit gets one Invalid Request error naming the limit") {
+    method_registry registry = spec_registry();
+    registry.set_limits({.max_batch = 3});
+    const json one = {{"jsonrpc", "2.0"}, {"method", "get_data"}, {"id", 1}};
+
+    const json reply = call(registry, json::array({one, one, one, one}).dump());
+    REQUIRE(reply.is_object());
+    CHECK(reply.at("id").is_null());
+    CHECK(reply.at("error").at("code") == -32600);
+    CHECK(reply.at("error").at("message") == "Invalid Request");
+    CHECK(reply.at("error").at("data").get<std::string>().find("at most 3") != std::string::npos);
+
+    const json at_limit = call(registry, json::array({one, one, one}).dump());
+    CHECK(at_limit.is_array());
+    CHECK(at_limit.size() == 3);
+}
+
+TEST_CASE("jsonrpc: params of the wrong type give Invalid params naming the field") {
+    method_registry registry;
+    registry.add_typed<typed_params>(
+        "count", [](const typed_params& p, call_context&) { return json(p.count); });
+
+    const json wrong_type =
+        call(registry, R"({"jsonrpc":"2.0","method":"count","params":{"count":"3"},"id":7})");
+    CHECK(wrong_type.at("id") == 7);
+    CHECK(wrong_type.at("error").at("code") == -32602);
+    CHECK(wrong_type.at("error").at("message").get<std::string>().find("params.count") !=
+          std::string::npos);
+
+    const json missing = call(registry, R"({"jsonrpc":"2.0","method":"count","params":{},"id":8})");
+    CHECK(missing.at("error").at("code") == -32602);
+    CHECK(missing.at("error").at("message") == "params.count is required");
+
+    const json positional =
+        call(registry, R"({"jsonrpc":"2.0","method":"count","params":[3],"id":9})");
+    CHECK(positional.at("error").at("code") == -32602);
+
+    const json good =
+        call(registry, R"({"jsonrpc":"2.0","method":"count","params":{"count":3},"id":10})");
+    CHECK(good.at("result") == 3);
+}
+
+TEST_CASE(
+    "jsonrpc: a handler failing with an unexpected exception gives Internal error without its "
+    "text") {
+    method_registry registry;
+    registry.add("explode", [](const json&, call_context&) -> json {
+        throw std::runtime_error("secret detail /home/user/.ralph");
+    });
+
+    call_context ctx;
+    const auto reply =
+        registry.handle_text(R"({"jsonrpc":"2.0","method":"explode","id":"x"})", ctx);
+    REQUIRE(reply.has_value());
+    CHECK(reply->find("secret") == std::string::npos);
+    const json response = json::parse(*reply);
+    CHECK(response.at("id") == "x");
+    CHECK(response.at("error").at("code") == -32603);
+    CHECK(response.at("error").at("message") == "Internal error");
+    CHECK_FALSE(response.at("error").contains("data"));
+}
+
+TEST_CASE("jsonrpc: a notification never gets a reply, not even for an error") {
+    method_registry registry;
+    registry.add("explode",
+                 [](const json&, call_context&) -> json { throw std::runtime_error("boom"); });
+    registry.add("refuse", [](const json&, call_context&) -> json {
+        throw ralph::proto::rpc_error(ralph::proto::error_kind::loop_not_found, "no loop 4");
+    });
+    call_context ctx;
+    CHECK_FALSE(registry.handle_text(R"({"jsonrpc":"2.0","method":"explode"})", ctx).has_value());
+    CHECK_FALSE(registry.handle_text(R"({"jsonrpc":"2.0","method":"refuse"})", ctx).has_value());
+    CHECK_FALSE(registry.handle_text(R"({"jsonrpc":"2.0","method":"missing","params":[1]})", ctx)
+                    .has_value());
+}
+
+TEST_CASE("jsonrpc: an application error keeps its code, its message and its data") {
+    method_registry registry;
+    registry.add("find", [](const json&, call_context&) -> json {
+        throw ralph::proto::rpc_error(ralph::proto::error_kind::loop_not_found, "no loop with id 4",
+                                      json{{"id", 4}});
+    });
+    const json reply = call(registry, R"({"jsonrpc":"2.0","method":"find","id":1})");
+    CHECK(reply.at("error").at("code") == -32001);
+    CHECK(reply.at("error").at("message") == "no loop with id 4");
+    CHECK(reply.at("error").at("data") == json{{"id", 4}});
+}
+
+TEST_CASE(
+    "jsonrpc: a standard error thrown by a handler keeps the standard message, its detail in "
+    "data") {
+    method_registry registry;
+    registry.add("strict", [](const json&, call_context&) -> json {
+        throw ralph::proto::rpc_error(ralph::proto::error_kind::invalid_request, "batch too deep");
+    });
+    const json reply = call(registry, R"({"jsonrpc":"2.0","method":"strict","id":1})");
+    CHECK(reply.at("error").at("code") == -32600);
+    CHECK(reply.at("error").at("message") == "Invalid Request");
+    CHECK(reply.at("error").at("data") == "batch too deep");
+}
+
+TEST_CASE("jsonrpc: malformed request objects are Invalid Request with a null id") {
+    const method_registry registry = spec_registry();
+    const char* bodies[] = {
+        R"({"jsonrpc":"1.0","method":"get_data","id":1})",
+        R"({"method":"get_data","id":1})",
+        R"({"jsonrpc":"2.0","id":1})",
+        R"({"jsonrpc":"2.0","method":"get_data","params":"text","id":1})",
+        R"({"jsonrpc":"2.0","method":"get_data","params":3,"id":1})",
+        R"({"jsonrpc":"2.0","method":"get_data","id":{"a":1}})",
+        R"({"jsonrpc":"2.0","method":"get_data","id":[1]})",
+        R"({"jsonrpc":"2.0","method":"get_data","id":true})",
+        R"("just a string")",
+        R"(null)",
+    };
+    for (const char* body : bodies) {
+        CAPTURE(body);
+        const json reply = call(registry, body);
+        CHECK(reply.at("id").is_null());
+        CHECK(reply.at("error").at("code") == -32600);
+        CHECK(reply.at("error").at("message") == "Invalid Request");
+        CHECK(reply.at("error").at("data").is_string());
+    }
+}
+
+TEST_CASE("jsonrpc: ids may be strings, numbers or null and come back unchanged") {
+    const method_registry registry = spec_registry();
+    CHECK(call(registry, R"({"jsonrpc":"2.0","method":"get_data","id":"abc"})").at("id") == "abc");
+    CHECK(call(registry, R"({"jsonrpc":"2.0","method":"get_data","id":-12})").at("id") == -12);
+    CHECK(call(registry, R"({"jsonrpc":"2.0","method":"get_data","id":1.5})").at("id") == 1.5);
+    const json null_id = call(registry, R"({"jsonrpc":"2.0","method":"get_data","id":null})");
+    CHECK(null_id.at("id").is_null());
+    CHECK(null_id.at("result") == json::array({"hello", 5}));
+}
+
+TEST_CASE("jsonrpc: unparsable input is a Parse error with the position in data") {
+    const method_registry registry = spec_registry();
+    for (const char* body :
+         {"", "{", "[1,", "{\"jsonrpc\":\"2.0\",\"method\":\"\xff\",\"id\":1}"}) {
+        CAPTURE(body);
+        const json reply = call(registry, body);
+        CHECK(reply.at("id").is_null());
+        CHECK(reply.at("error").at("code") == -32700);
+        CHECK(reply.at("error").at("message") == "Parse error");
+        CHECK(reply.at("error").at("data").get<std::string>().find("json.exception") ==
+              std::string::npos);
+    }
+}
+
+TEST_CASE("jsonrpc: a result holding invalid UTF-8 is still sent, with the bad bytes replaced") {
+    method_registry registry;
+    registry.add("bytes", [](const json&, call_context&) { return json(std::string("ok\xff")); });
+    const json reply = call(registry, R"({"jsonrpc":"2.0","method":"bytes","id":1})");
+    CHECK(reply.at("result") == "ok\xEF\xBF\xBD");
+}
+
+TEST_CASE("jsonrpc: the handler sees the call context of its connection") {
+    method_registry registry;
+    registry.add("who",
+                 [](const json&, call_context& ctx) { return json(ctx.session != nullptr); });
+    recording_sink sink;
+    call_context ws_ctx{&sink};
+    const auto reply = registry.handle_text(R"({"jsonrpc":"2.0","method":"who","id":1})", ws_ctx);
+    REQUIRE(reply.has_value());
+    CHECK(json::parse(*reply).at("result") == true);
+    CHECK(call(registry, R"({"jsonrpc":"2.0","method":"who","id":1})").at("result") == false);
+}
+
+TEST_CASE("jsonrpc: registering a method twice is a programming error") {
+    method_registry registry;
+    registry.add("once", [](const json&, call_context&) { return json(1); });
+    CHECK_THROWS_AS(registry.add("once", [](const json&, call_context&) { return json(2); }),
+                    std::logic_error);
+}
+
+TEST_CASE("jsonrpc: a notification from the daemon has no id") {
+    const json n = ralph::rpc::make_notification("loop.state", {{"id", 3}});
+    CHECK(n == json{{"jsonrpc", "2.0"}, {"method", "loop.state"}, {"params", {{"id", 3}}}});
+}
+
+TEST_CASE("subscriber hub: only the sinks of a loop hear about it, until they leave") {
+    ralph::subscriber_hub hub;
+    recording_sink a;
+    recording_sink b;
+    hub.join(1, &a);
+    hub.join(1, &b);
+    hub.join(2, &b);
+
+    hub.output_committed(1, 100);
+    ralph::proto::loop_info loop;
+    loop.id = 2;
+    hub.state_changed(loop);
+    CHECK(a.outputs == std::vector<std::pair<std::int64_t, std::int64_t>>{{1, 100}});
+    CHECK(b.outputs == std::vector<std::pair<std::int64_t, std::int64_t>>{{1, 100}});
+    CHECK(a.states.empty());
+    CHECK(b.states == std::vector<std::int64_t>{2});
+
+    hub.leave(1, &a);
+    hub.leave_all(&b);
+    hub.output_committed(1, 200);
+    hub.state_changed(loop);
+    CHECK(a.outputs.size() == 1);
+    CHECK(b.outputs.size() == 1);
+    CHECK(b.states.size() == 1);
+}
+
+TEST_CASE("subscriber hub: a sink removed while the hub notifies is not called afterwards") {
+    ralph::subscriber_hub hub;
+    struct leaving_sink : recording_sink {
+        ralph::subscriber_hub* hub = nullptr;
+        recording_sink* other = nullptr;
+        void on_output(std::int64_t loop_id, std::int64_t end) override {
+            recording_sink::on_output(loop_id, end);
+            hub->leave_all(other);
+            hub->leave_all(this);
+        }
+    };
+    recording_sink other;
+    leaving_sink first;
+    first.hub = &hub;
+    first.other = &other;
+    hub.join(1, &first);
+    hub.join(1, &other);
+
+    hub.output_committed(1, 10);
+    // The set is ordered by address; whichever came first, `other` is called at most before
+    // `first` removed it, and nobody is called after leaving.
+    CHECK(first.outputs.size() == 1);
+    CHECK(other.outputs.size() <= 1);
+    hub.output_committed(1, 20);
+    CHECK(first.outputs.size() == 1);
+    CHECK(other.outputs.size() <= 1);
+}

@@ -1,0 +1,49 @@
+// The commands of ralphctl: one register_*_command per file in client/commands/, called
+// explicitly by main. A command's CLI11 callback runs it after parsing and stores its exit code
+// in the context; failures are thrown as client_error and reported by main.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ralph::client {
+
+// What every command gets from the global options.
+struct client_context {
+    std::string socket;   // --socket
+    bool json = false;    // --json: one JSON document on stdout instead of human output
+    bool colour = false;  // human output may use colours
+    int exit_code = 0;    // set by the command that ran
+};
+
+void register_submit_command(CLI::App& app, client_context& ctx);
+void register_list_command(CLI::App& app, client_context& ctx);
+void register_show_command(CLI::App& app, client_context& ctx);
+void register_tail_command(CLI::App& app, client_context& ctx);
+void register_cancel_command(CLI::App& app, client_context& ctx);
+void register_daemon_command(CLI::App& app, client_context& ctx);
+
+// Where tailing starts (the daemon's default: at offset 0) and what is followed.
+struct tail_selection {
+    std::optional<std::int64_t> offset;      // byte offset in the loop's output
+    std::optional<std::int64_t> last_lines;  // start at the last N lines instead
+    bool output = true;                      // false: follow only the state (submit --wait)
+};
+
+// Follows the loops over a WebSocket session until each has ended; prints their output as it
+// comes and a one-line summary per loop to stderr. Returns the exit code of SPEC §7 (tail.cpp).
+int follow_loops(const client_context& ctx, const std::vector<std::int64_t>& ids,
+                 const tail_selection& selection);
+
+// Validators shared by the commands (options.cpp); a failure is a usage error (exit 2).
+// A whole number >= 0.
+CLI::Validator non_negative();
+// "90", "90s", "15m", "2h", "1d": replaced by the number of seconds (give the option
+// type_name("DURATION")).
+CLI::Validator duration_seconds();
+
+}  // namespace ralph::client

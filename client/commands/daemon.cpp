@@ -1,0 +1,76 @@
+// `ralphctl daemon status` (daemon.info: version, protocol, pid, paths, uptime, loops by state;
+// --json {"daemon": {...}}) and `ralphctl daemon stop` (daemon.shutdown: the daemon stops its
+// agents and exits; this command does not wait for that).
+// Both exit 3 with a hint when the daemon is not running.
+#include "client/commands/commands.hpp"
+
+#include "client/connection.hpp"
+#include "client/output.hpp"
+#include "common/text.hpp"
+#include "proto/methods.hpp"
+#include "proto/types.hpp"
+
+#include <fmt/format.h>
+
+namespace ralph::client {
+namespace {
+
+// "running 1, queued 2, completed 30" in the order of the state machine.
+std::string loops_by_state(const std::map<std::string, std::int64_t>& counts) {
+    std::string text;
+    for (auto state :
+         {proto::loop_state::queued, proto::loop_state::running, proto::loop_state::waiting,
+          proto::loop_state::paused, proto::loop_state::completed, proto::loop_state::exhausted,
+          proto::loop_state::failed, proto::loop_state::cancelled, proto::loop_state::stalled}) {
+        auto it = counts.find(std::string(proto::to_string(state)));
+        if (it == counts.end() || it->second == 0) continue;
+        if (!text.empty()) text += ", ";
+        text += fmt::format("{} {}", it->first, it->second);
+    }
+    return text.empty() ? "none" : text;
+}
+
+int run_status(const client_context& ctx) {
+    nlohmann::json info_json = connection(ctx.socket).call(proto::method::daemon_info, {});
+    if (ctx.json) {
+        print_json({{"daemon", std::move(info_json)}});
+        return exit_code::ok;
+    }
+    const auto info = info_json.get<proto::daemon_info>();
+    fmt::memory_buffer out;
+    append_field(out, "version", info.version);
+    append_field(out, "protocol", fmt::format("{}", info.protocol_version));
+    append_field(out, "pid", fmt::format("{}", info.pid));
+    append_field(out, "socket", info.socket);
+    append_field(out, "database", info.database);
+    append_field(out, "uptime",
+                 info.started_at == 0 ? std::string("-")
+                                      : text::format_duration(text::now_ms() - info.started_at));
+    append_field(out, "concurrency", fmt::format("{}", info.max_concurrent));
+    append_field(out, "loops", loops_by_state(info.loops_by_state));
+    write_stdout(out);
+    return exit_code::ok;
+}
+
+int run_stop(const client_context& ctx) {
+    connection(ctx.socket).call(proto::method::daemon_shutdown, {});
+    if (ctx.json)
+        print_json({{"stopping", true}});
+    else
+        fmt::print("ralphd is stopping\n");
+    return exit_code::ok;
+}
+
+}  // namespace
+
+void register_daemon_command(CLI::App& app, client_context& ctx) {
+    auto* cmd = app.add_subcommand("daemon", "Status of ralphd, or stop it");
+    cmd->require_subcommand(1);
+    cmd->add_subcommand("status", "Version, paths, uptime and loop counts of ralphd")
+        ->callback([&ctx] { ctx.exit_code = run_status(ctx); });
+    cmd->add_subcommand("stop", "Ask ralphd to stop (running agents are ended)")->callback([&ctx] {
+        ctx.exit_code = run_stop(ctx);
+    });
+}
+
+}  // namespace ralph::client

@@ -1,0 +1,39 @@
+// Option validators shared by several commands. CLI11 runs them on the text of an option before
+// converting it, and turns a non-empty answer into a usage error naming the option.
+#include "client/commands/commands.hpp"
+
+#include "common/text.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <stdexcept>
+
+namespace ralph::client {
+
+CLI::Validator non_negative() {
+    return CLI::Validator(
+        [](std::string& value) -> std::string {
+            std::int64_t n = 0;
+            const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+            if (ec != std::errc() || end != value.data() + value.size() || n < 0)
+                return fmt::format("'{}' is not a whole number >= 0", value);
+            return {};
+        },
+        "N>=0");
+}
+
+CLI::Validator duration_seconds() {
+    return CLI::Validator(
+        [](std::string& value) -> std::string {
+            try {
+                value = fmt::format("{}", text::parse_duration_seconds(value));
+                return {};
+            } catch (const std::invalid_argument& e) {
+                return e.what();
+            }
+        },
+        "");
+}
+
+}  // namespace ralph::client

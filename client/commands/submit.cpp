@@ -1,0 +1,167 @@
+// `ralphctl submit [PROMPT] [options]`: creates a loop (loop.submit) and prints its id, or with
+// --json the loop object. Only the options given on the command line are sent, so everything
+// else takes the daemon's defaults. Paths (workspace, prompt file) are made absolute here, since
+// the daemon does not share our working directory.
+// --follow tails the new loop right away (the "submitted" line then goes to stderr); --wait
+// blocks until it ends, printing only its state. Both exit like `tail -f` (SPEC §7); with
+// --json they print the loop object and then the NDJSON events of `tail --json`.
+#include "client/commands/commands.hpp"
+
+#include "client/connection.hpp"
+#include "client/output.hpp"
+#include "proto/methods.hpp"
+#include "proto/types.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <memory>
+#include <utility>
+
+namespace ralph::client {
+namespace {
+
+struct submit_options {
+    proto::submit_params spec;
+    std::vector<std::string> env;  // K=V
+    bool follow = false;
+    bool wait = false;
+    // Options that map to a field of submit_params of the same JSON name; sent only if given.
+    std::vector<std::pair<CLI::Option*, const char*>> fields;
+};
+
+std::string absolute_path(const std::string& path) {
+    std::filesystem::path p = std::filesystem::absolute(path).lexically_normal();
+    // "/a/b/" normalises to "/a/b/": drop the empty last component.
+    if (!p.has_filename() && p.has_parent_path() && p != p.root_path()) p = p.parent_path();
+    return p.string();
+}
+
+int run_submit(const client_context& ctx, submit_options& options) {
+    auto& spec = options.spec;
+    spec.workspace = absolute_path(spec.workspace.empty() ? "." : spec.workspace);
+    if (!spec.prompt_file.empty()) spec.prompt_file = absolute_path(spec.prompt_file);
+    for (const auto& assignment : options.env) {
+        const auto equals = assignment.find('=');
+        spec.env[assignment.substr(0, equals)] = assignment.substr(equals + 1);
+    }
+
+    const nlohmann::json all = spec;
+    nlohmann::json params{{"workspace", spec.workspace}};
+    for (const auto& [option, name] : options.fields)
+        if (option->count() > 0) params[name] = all.at(name);
+    if (!spec.env.empty()) params["env"] = all.at("env");
+
+    const nlohmann::json loop_json =
+        connection(ctx.socket).call(proto::method::loop_submit, params);
+    const auto loop = loop_json.get<proto::loop_info>();
+    if (ctx.json) {
+        print_json({{"loop", loop_json}});
+    } else {
+        const std::string name = loop.spec.name.empty() ? "" : fmt::format(" ({})", loop.spec.name);
+        // With --follow, stdout is for the loop's output.
+        fmt::print(options.follow ? stderr : stdout, "submitted loop {}{} in {}\n", loop.id, name,
+                   loop.spec.workspace);
+        std::fflush(stdout);
+    }
+    if (!options.follow && !options.wait) return exit_code::ok;
+    tail_selection selection;
+    selection.output = options.follow;
+    return follow_loops(ctx, {loop.id}, selection);
+}
+
+CLI::Validator env_assignment() {
+    return CLI::Validator(
+        [](std::string& value) -> std::string {
+            const auto equals = value.find('=');
+            if (equals == std::string::npos || equals == 0)
+                return fmt::format("'{}' is not of the form NAME=VALUE", value);
+            return {};
+        },
+        "NAME=VALUE");
+}
+
+}  // namespace
+
+void register_submit_command(CLI::App& app, client_context& ctx) {
+    auto options = std::make_shared<submit_options>();
+    auto& spec = options->spec;
+    auto* cmd = app.add_subcommand("submit", "Submit a new loop");
+    auto field = [&](CLI::Option* option, const char* name) {
+        options->fields.emplace_back(option, name);
+        return option;
+    };
+
+    auto* prompt = field(cmd->add_option("prompt", spec.prompt,
+                                         "Prompt text (else --prompt-file, else PROMPT.md in the "
+                                         "workspace, else the built-in prompt)"),
+                         "prompt");
+    field(cmd->add_option("-f,--prompt-file", spec.prompt_file,
+                          "File holding the prompt, re-read at every iteration")
+              ->check(CLI::ExistingFile)
+              ->excludes(prompt),
+          "prompt_file");
+    field(cmd->add_option("--agent", spec.agent,
+                          "claude, codex, opencode, gemini, aider, kiro or command")
+              ->capture_default_str(),
+          "agent");
+    field(cmd->add_option("--command", spec.command,
+                          "Argv template for --agent command; {prompt} and {prompt_file} are "
+                          "replaced, nothing goes through a shell"),
+          "command");
+    field(cmd->add_option("--model", spec.model, "Model passed to the agent"), "model");
+    field(cmd->add_option("--arg", spec.args,
+                          "Extra argument for the agent (repeatable; write --arg=-x for one "
+                          "starting with -)")
+              ->allow_extra_args(false),
+          "args");
+    cmd->add_option("--env", options->env, "Variable for the agent's environment (repeatable)")
+        ->allow_extra_args(false)
+        ->check(env_assignment());
+    field(cmd->add_option("-m,--max-iterations", spec.max_iterations, "0 = unlimited")
+              ->check(non_negative())
+              ->capture_default_str(),
+          "max_iterations");
+    field(cmd->add_option("-n,--min-iterations", spec.min_iterations,
+                          "Completion signals before this are ignored")
+              ->check(non_negative())
+              ->capture_default_str(),
+          "min_iterations");
+    field(cmd->add_option("-p,--promise", spec.completion_phrase,
+                          "Completion phrase: the agent answers <promise>PHRASE</promise>")
+              ->capture_default_str(),
+          "completion_phrase");
+    field(cmd->add_option("--timeout", spec.timeout_s,
+                          "Per-attempt timeout, e.g. 90s, 15m, 2h (default in seconds)")
+              ->transform(duration_seconds())
+              ->type_name("DURATION")
+              ->capture_default_str(),
+          "timeout_s");
+    field(cmd->add_option("--delay", spec.delay_s, "Pause between iterations")
+              ->transform(duration_seconds())
+              ->type_name("DURATION")
+              ->capture_default_str(),
+          "delay_s");
+    field(cmd->add_option("--retries", spec.max_retries, "Retries of a failed attempt")
+              ->check(non_negative())
+              ->capture_default_str(),
+          "max_retries");
+    field(cmd->add_option("--backoff", spec.retry_backoff_s,
+                          "First retry delay, doubled for each further retry")
+              ->transform(duration_seconds())
+              ->type_name("DURATION")
+              ->capture_default_str(),
+          "retry_backoff_s");
+    field(cmd->add_option("--priority", spec.priority, "Higher runs first")->capture_default_str(),
+          "priority");
+    cmd->add_option("--workspace", spec.workspace, "Directory the agent works in (default: .)")
+        ->check(CLI::ExistingDirectory);
+    field(cmd->add_option("--name", spec.name, "Name shown in lists"), "name");
+    auto* follow = cmd->add_flag("--follow", options->follow,
+                                 "Print the loop's output until it ends (like tail -f)");
+    cmd->add_flag("--wait", options->wait, "Wait until the loop ends, without printing its output")
+        ->excludes(follow);
+    cmd->callback([&ctx, options] { ctx.exit_code = run_submit(ctx, *options); });
+}
+
+}  // namespace ralph::client

@@ -1,0 +1,258 @@
+// `ralphctl tail ID... [-f] [-n N] [--from-offset N] [--raw]`: a loop's output.
+// Without -f: the output persisted so far, read page by page with loop.output, then exit 0.
+// With -f (and for submit --follow/--wait): a WebSocket session with one loop.tail subscription
+// per loop, printing bytes as they come until every loop has sent its final loop.state.
+// Output is requested base64-encoded so the bytes written are exactly those the agent wrote.
+// Several loops: every line is prefixed with "[id] ", and a loop's partial line is held back
+// until its end, so lines of different loops never mix.
+// --json: NDJSON, one line per piece of output or state change, each the notification's params
+// plus "event" ("loop.output" | "loop.state") and "schema_version"; data stays base64.
+#include "client/commands/commands.hpp"
+
+#include "client/connection.hpp"
+#include "client/output.hpp"
+#include "proto/methods.hpp"
+#include "proto/types.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <memory>
+
+namespace ralph::client {
+namespace {
+
+// The largest page loop.output gives.
+constexpr std::int64_t max_page_bytes = 4 << 20;
+
+// Writes one loop's output to stdout, with a "[id] " prefix on every line when `prefixed`.
+class output_writer {
+  public:
+    output_writer(std::int64_t id, bool prefixed)
+        : prefix_(prefixed ? fmt::format("[{}] ", id) : std::string()) {}
+
+    void write(std::string_view bytes) {
+        if (prefix_.empty()) {
+            std::fwrite(bytes.data(), 1, bytes.size(), stdout);
+            if (!bytes.empty()) at_line_start_ = bytes.back() == '\n';
+            return;
+        }
+        pending_.append(bytes);
+        std::size_t start = 0;
+        for (std::size_t end; (end = pending_.find('\n', start)) != std::string::npos;
+             start = end + 1) {
+            std::fwrite(prefix_.data(), 1, prefix_.size(), stdout);
+            std::fwrite(pending_.data() + start, 1, end + 1 - start, stdout);
+        }
+        pending_.erase(0, start);
+    }
+
+    // The loop has ended: a last line without a newline gets one.
+    void finish() {
+        if (pending_.empty()) return;
+        pending_.push_back('\n');
+        std::fwrite(prefix_.data(), 1, prefix_.size(), stdout);
+        std::fwrite(pending_.data(), 1, pending_.size(), stdout);
+        pending_.clear();
+    }
+
+    // False when unprefixed output ended in the middle of a line.
+    bool at_line_start() const { return at_line_start_; }
+
+  private:
+    std::string prefix_;
+    std::string pending_;
+    bool at_line_start_ = true;
+};
+
+// Parses a message that carries output in a "data" string: a loop.output page ("result") or
+// notification ("params"). nlohmann lexes strings a byte at a time (~90 MB/s, most of the cost
+// of tailing a busy loop), so the base64 "data" is cut out at memory speed first and only the
+// small rest is parsed. Base64 holds no quote or backslash: a cut containing a backslash ended
+// at an escaped quote, and such a message (or one whose "data" sits elsewhere) is parsed whole.
+nlohmann::json parse_output_message(std::string_view text) {
+    constexpr std::string_view key = R"("data":")";
+    constexpr auto npos = std::string_view::npos;
+    const std::size_t found = text.find(key);
+    const std::size_t end = found == npos ? npos : text.find('"', found + key.size());
+    if (end == npos) return parse_reply(text);
+    const std::size_t start = found + key.size();
+    const std::string_view data = text.substr(start, end - start);
+    if (data.find('\\') != npos) return parse_reply(text);
+
+    std::string rest;
+    rest.reserve(text.size() - data.size());
+    rest.append(text.substr(0, start)).append(text.substr(end));
+    nlohmann::json message = parse_reply(rest);
+    for (const char* member : {"result", "params"}) {
+        auto holder = message.find(member);
+        if (holder != message.end() && holder->is_object() &&
+            holder->value("data", std::string("-")).empty()) {
+            (*holder)["data"] = std::string(data);
+            return message;
+        }
+    }
+    return parse_reply(text);
+}
+
+nlohmann::json selection_params(std::int64_t id, const tail_selection& selection) {
+    nlohmann::json params{{"id", id}, {"encoding", "base64"}};
+    if (selection.offset) params["offset"] = *selection.offset;
+    if (selection.last_lines) params["last_lines"] = *selection.last_lines;
+    return params;
+}
+
+void print_event(std::string_view event, nlohmann::json params) {
+    params["event"] = event;
+    print_json(std::move(params));
+}
+
+// Prints the output persisted up to now; a running loop's output written meanwhile is left
+// for the next call (or for -f), so this always ends.
+void print_persisted(const client_context& ctx, const std::vector<std::int64_t>& ids,
+                     const tail_selection& selection) {
+    connection daemon(ctx.socket);
+    for (std::int64_t id : ids) {
+        output_writer writer(id, ids.size() > 1);
+        nlohmann::json params = selection_params(id, selection);
+        params["max_bytes"] = max_page_bytes;
+        std::optional<std::int64_t> end;
+        for (;;) {
+            nlohmann::json page = result_of(
+                parse_output_message(daemon.call_text(proto::method::loop_output, params)));
+            const auto offset = page.at("offset").get<std::int64_t>();
+            const auto next = page.at("next_offset").get<std::int64_t>();
+            if (!end) end = page.at("end_offset").get<std::int64_t>();
+            if (next > offset) {
+                if (ctx.json)
+                    print_event(proto::notification::loop_output,
+                                {{"id", id},
+                                 {"offset", offset},
+                                 {"length", next - offset},
+                                 {"data", std::move(page.at("data"))},
+                                 {"encoding", page.at("encoding")}});
+                else
+                    writer.write(
+                        proto::decode_output(page.at("data").get_ref<const std::string&>(),
+                                             page.at("encoding").get_ref<const std::string&>()));
+            }
+            if (page.value("final", false) || next >= *end || next == offset) break;
+            params["offset"] = next;
+            params.erase("last_lines");
+        }
+        writer.finish();
+    }
+    std::fflush(stdout);
+}
+
+std::string summary(std::int64_t id, const nlohmann::json& state) {
+    const std::string stop_reason = state.value("stop_reason", "");
+    const auto iterations = state.value("iterations", std::int64_t(0));
+    return fmt::format("loop {} {}{}{} after {} iteration{}", id, state.value("state", "ended"),
+                       stop_reason.empty() ? "" : ": ", stop_reason, iterations,
+                       iterations == 1 ? "" : "s");
+}
+
+struct tail_options {
+    std::vector<std::int64_t> ids;
+    bool follow = false;
+    std::optional<std::int64_t> lines;
+    std::optional<std::int64_t> from_offset;
+    bool raw = false;
+};
+
+int run_tail(const client_context& ctx, const tail_options& options) {
+    // Each loop once, in the order given.
+    std::vector<std::int64_t> ids;
+    for (std::int64_t id : options.ids)
+        if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+    // --raw: output is stored as the agent wrote it and printed as is; the flag is accepted now
+    // so that scripts keep working once structured agent streams are rendered by default.
+    const tail_selection selection{options.from_offset, options.lines, true};
+    if (options.follow) return follow_loops(ctx, ids, selection);
+    print_persisted(ctx, ids, selection);
+    return exit_code::ok;
+}
+
+}  // namespace
+
+int follow_loops(const client_context& ctx, const std::vector<std::int64_t>& ids,
+                 const tail_selection& selection) {
+    session daemon(ctx.socket);
+    std::map<std::int64_t, output_writer> writers;
+    for (std::int64_t id : ids) {
+        nlohmann::json params = selection_params(id, selection);
+        params["output"] = selection.output;
+        daemon.send(proto::method::loop_tail, std::move(params));
+        writers.emplace(id, output_writer(id, ids.size() > 1));
+    }
+
+    // The worst outcome wins: cancelled (130) over failed (1) over completed (0).
+    int code = exit_code::ok;
+    std::size_t following = writers.size();
+    while (following > 0) {
+        nlohmann::json message = parse_output_message(daemon.receive());
+        const auto method = message.find("method");
+        if (method == message.end()) {
+            // The answer to a loop.tail request; an error (no such loop) ends the command.
+            const nlohmann::json result = result_of(std::move(message));
+            const std::string state = result.value("state", "");
+            if (state == "queued" || state == "waiting" || state == "paused")
+                fmt::print(stderr, "ralphctl: loop {} is {}; waiting for it to run\n",
+                           result.value("id", std::int64_t(0)), state);
+            continue;
+        }
+        nlohmann::json& params = message.at("params");
+        const auto id = params.at("id").get<std::int64_t>();
+        auto writer = writers.find(id);
+        if (writer == writers.end()) continue;
+        if (*method == proto::notification::loop_output) {
+            if (ctx.json) {
+                print_event(proto::notification::loop_output, std::move(params));
+                continue;
+            }
+            writer->second.write(
+                proto::decode_output(params.at("data").get_ref<const std::string&>(),
+                                     params.at("encoding").get_ref<const std::string&>()));
+            std::fflush(stdout);
+        } else if (*method == proto::notification::loop_state) {
+            if (ctx.json) print_event(proto::notification::loop_state, params);
+            if (!params.value("final", false)) continue;
+            writer->second.finish();
+            std::fflush(stdout);
+            // On a terminal, keep the summary off the end of an unfinished last line; a file
+            // or a pipe gets the bytes exactly.
+            if (!writer->second.at_line_start() && ::isatty(STDOUT_FILENO) == 1)
+                std::fputc('\n', stderr);
+            fmt::print(stderr, "{}\n", summary(id, params));
+            const auto state = proto::loop_state_from_string(params.at("state").get<std::string>());
+            code = std::max(code, exit_code_for(state));
+            --following;
+        }
+    }
+    daemon.close();
+    return code;
+}
+
+void register_tail_command(CLI::App& app, client_context& ctx) {
+    auto options = std::make_shared<tail_options>();
+    auto* cmd = app.add_subcommand("tail", "Print the output of loops");
+    cmd->add_option("id", options->ids, "Loop ids; several are interleaved with [id] prefixes")
+        ->required();
+    cmd->add_flag("-f,--follow", options->follow,
+                  "Keep printing new output until the loops end; exit 0 completed, "
+                  "1 exhausted/failed/stalled, 130 cancelled or Ctrl-C");
+    auto* lines = cmd->add_option("-n,--lines", options->lines, "Start at the last N lines")
+                      ->check(non_negative());
+    cmd->add_option("--from-offset", options->from_offset,
+                    "Start at this byte offset (where an earlier tail stopped)")
+        ->check(non_negative())
+        ->excludes(lines);
+    cmd->add_flag("--raw", options->raw, "Print the output exactly as stored");
+    cmd->callback([&ctx, options] { ctx.exit_code = run_tail(ctx, *options); });
+}
+
+}  // namespace ralph::client

@@ -1,0 +1,162 @@
+// HTTP and WebSocket clients of ralphd's JSON-RPC API (see connection.hpp).
+#include "client/connection.hpp"
+
+#include "client/output.hpp"
+#include "proto/version.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <limits>
+
+namespace ralph::client {
+namespace {
+
+namespace http = beast::http;
+namespace websocket = beast::websocket;
+
+constexpr const char* host = "ralph";
+constexpr const char* target = "/rpc";
+
+// Beast 1.74 has its own string_view.
+std::string_view to_std(beast::string_view text) { return {text.data(), text.size()}; }
+
+local_stream::socket connect_to(net::io_context& io, const std::string& path) {
+    local_stream::socket socket(io);
+    try {
+        // The endpoint itself throws when the path does not fit in sockaddr_un.
+        socket.connect(local_stream::endpoint(path));
+    } catch (const boost::system::system_error& e) {
+        throw client_error(
+            exit_code::unreachable,
+            fmt::format("ralphd is not running (cannot connect to {}: {})", path,
+                        e.code().message()),
+            "start it with: systemctl --user start ralphd   (or in the foreground: ralphd)");
+    }
+    return socket;
+}
+
+client_error lost_connection(const std::string& path, const boost::system::error_code& ec) {
+    return client_error(exit_code::unreachable,
+                        fmt::format("lost the connection to ralphd at {}: {}", path, ec.message()));
+}
+
+// Every reply of ralphd names its protocol version; refuse to go on with any other.
+void check_protocol(const http::fields& fields, const std::string& path) {
+    const std::string_view value = to_std(fields[proto::protocol_header]);
+    int version = 0;
+    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), version);
+    const bool is_number = ec == std::errc() && end == value.data() + value.size();
+    if (is_number && version == proto::protocol_version) return;
+    std::string_view advice = "restart the daemon or upgrade ralphctl";
+    if (is_number && version < proto::protocol_version)
+        advice = "restart the daemon so that the installed version runs";
+    else if (is_number)
+        advice = "upgrade ralphctl";
+    throw client_error(
+        exit_code::failure,
+        fmt::format("ralphd at {} speaks protocol {}, this ralphctl speaks {}: {}", path,
+                    is_number ? value : "unknown", proto::protocol_version, advice));
+}
+
+std::string make_request(std::int64_t id, std::string_view method, nlohmann::json params) {
+    nlohmann::json request{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}};
+    // JSON-RPC allows params to be absent, an array or an object, never null.
+    if (!params.is_null()) request["params"] = std::move(params);
+    return request.dump();
+}
+
+}  // namespace
+
+nlohmann::json parse_reply(std::string_view text) {
+    auto reply = nlohmann::json::parse(text, nullptr, false);
+    if (reply.is_discarded() || !reply.is_object())
+        throw client_error(exit_code::failure, "ralphd sent a reply that is not a JSON object");
+    return reply;
+}
+
+nlohmann::json result_of(nlohmann::json response) {
+    if (auto error = response.find("error"); error != response.end()) {
+        const std::string message =
+            error->is_object() ? error->value("message", "unknown error") : "unknown error";
+        throw client_error(exit_code::failure, message);
+    }
+    auto result = response.find("result");
+    if (result == response.end())
+        throw client_error(exit_code::failure, "ralphd sent a response without a result");
+    return std::move(*result);
+}
+
+connection::connection(const std::string& socket_path)
+    : socket_path_(socket_path), socket_(connect_to(io_, socket_path)) {}
+
+nlohmann::json connection::call(std::string_view method, nlohmann::json params) {
+    return result_of(parse_reply(call_text(method, std::move(params))));
+}
+
+std::string connection::call_text(std::string_view method, nlohmann::json params) {
+    http::request<http::string_body> request{http::verb::post, target, 11};
+    request.set(http::field::host, host);
+    request.set(http::field::content_type, "application/json");
+    request.keep_alive(true);
+    request.body() = make_request(next_id_++, method, std::move(params));
+    request.prepare_payload();
+
+    boost::system::error_code ec;
+    http::write(socket_, request, ec);
+    if (ec) throw lost_connection(socket_path_, ec);
+
+    http::response_parser<http::string_body> parser;
+    // The list of every loop can be megabytes; the daemon is ours, so no limit.
+    parser.body_limit(std::numeric_limits<std::uint64_t>::max());
+    http::read(socket_, buffer_, parser, ec);
+    if (ec) throw lost_connection(socket_path_, ec);
+
+    auto& response = parser.get();
+    check_protocol(response, socket_path_);
+    if (response.result() != http::status::ok)
+        throw client_error(exit_code::failure,
+                           fmt::format("ralphd answered HTTP {} {}: {}", response.result_int(),
+                                       to_std(response.reason()), response.body()));
+    return std::move(response.body());
+}
+
+session::session(const std::string& socket_path)
+    : socket_path_(socket_path), ws_(connect_to(io_, socket_path)) {
+    websocket::response_type response;
+    boost::system::error_code ec;
+    ws_.handshake(response, host, target, ec);
+    // An error of the WebSocket category means the daemon answered, but not with an upgrade
+    // (Beast 1.74 then leaves `response` empty).
+    if (ec && ec.category() == make_error_code(websocket::error::upgrade_declined).category())
+        throw client_error(exit_code::failure,
+                           fmt::format("ralphd refused the WebSocket session: {}", ec.message()));
+    if (ec) throw lost_connection(socket_path_, ec);
+    check_protocol(response, socket_path_);
+    ws_.text(true);
+}
+
+std::int64_t session::send(std::string_view method, nlohmann::json params) {
+    const std::int64_t id = next_id_++;
+    const std::string text = make_request(id, method, std::move(params));
+    boost::system::error_code ec;
+    ws_.write(net::buffer(text), ec);
+    if (ec) throw lost_connection(socket_path_, ec);
+    return id;
+}
+
+std::string_view session::receive() {
+    buffer_.clear();
+    boost::system::error_code ec;
+    ws_.read(buffer_, ec);
+    if (ec) throw lost_connection(socket_path_, ec);
+    const auto data = buffer_.cdata();
+    return std::string_view(static_cast<const char*>(data.data()), data.size());
+}
+
+void session::close() {
+    boost::system::error_code ec;
+    ws_.close(websocket::close_code::normal, ec);
+}
+
+}  // namespace ralph::client

@@ -1,0 +1,119 @@
+// What ralphctl prints and how it ends: exit codes (SPEC §7), the error that carries one,
+// colours (only on a TTY, never with NO_COLOR), aligned tables, the `--json` envelope and the
+// formatting of times, durations and paths. stdout carries only data; diagnostics go to stderr.
+#pragma once
+
+#include "proto/types.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <iterator>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace ralph::client {
+
+namespace exit_code {
+inline constexpr int ok = 0;
+inline constexpr int failure = 1;  // an RPC error, or a followed loop that did not complete
+inline constexpr int usage = 2;
+inline constexpr int unreachable = 3;    // the daemon's socket cannot be reached
+inline constexpr int interrupted = 130;  // Ctrl-C, or a followed loop was cancelled
+}  // namespace exit_code
+
+// Ends the command: main prints "ralphctl: <what>" (and the hint on its own line) to stderr
+// and exits with `code`.
+class client_error : public std::runtime_error {
+  public:
+    client_error(int code, const std::string& what, std::string hint = {})
+        : std::runtime_error(what), code_(code), hint_(std::move(hint)) {}
+    int code() const { return code_; }
+    const std::string& hint() const { return hint_; }
+
+  private:
+    int code_;
+    std::string hint_;
+};
+
+// The exit code of `tail -f` / `submit --follow|--wait` for a loop that ended in `state`.
+int exit_code_for(proto::loop_state state);
+
+enum class colour { none, bold, dim, red, green, yellow, magenta, cyan };
+
+// True when stdout is a terminal, NO_COLOR is not set and TERM is not "dumb".
+bool stdout_wants_colour();
+
+colour state_colour(proto::loop_state state);
+colour termination_colour(proto::termination how);
+
+// Appends `text`, wrapped in the escape codes of `c` when `enabled`.
+void append_coloured(fmt::memory_buffer& out, std::string_view text, colour c, bool enabled);
+
+// A table with a header line and left-aligned columns separated by two spaces (right-aligned
+// where asked). Cells are appended row by row into one string, so a table of thousands of rows
+// costs a couple of allocations, not one per cell.
+class table {
+  public:
+    struct column {
+        std::string_view header;
+        bool right_aligned = false;
+    };
+
+    explicit table(std::vector<column> columns);
+
+    void add(std::string_view text, colour c = colour::none);
+    template <typename... Args>
+    void add_format(fmt::format_string<Args...> format, Args&&... args) {
+        std::size_t start = text_.size();
+        fmt::format_to(std::back_inserter(text_), format, std::forward<Args>(args)...);
+        finish_cell(start, colour::none);
+    }
+
+    // Appends the table to `out`; the last column is not padded.
+    void render(fmt::memory_buffer& out, bool use_colour) const;
+
+  private:
+    struct cell {
+        std::size_t start;
+        std::size_t length;
+        std::size_t width;
+        colour c;
+    };
+    void finish_cell(std::size_t start, colour c);
+
+    std::vector<column> columns_;
+    std::vector<std::size_t> widths_;
+    std::vector<cell> cells_;
+    std::string text_;
+};
+
+// Appends "key          value\n" with the keys of a block aligned.
+void append_field(fmt::memory_buffer& out, std::string_view key, std::string_view value,
+                  colour c = colour::none, bool use_colour = false);
+
+// Writes `out` to stdout in one go.
+void write_stdout(const fmt::memory_buffer& out);
+
+// Prints one `--json` document: the members of `members` plus "schema_version", on one line.
+void print_json(nlohmann::json members);
+
+// Columns a string takes on a terminal (UTF-8 code points; wide characters count as one).
+std::size_t display_width(std::string_view text);
+
+// Parses an API timestamp ("2026-11-22T10:11:12.345Z"); 0 for anything else.
+std::int64_t parse_time(std::string_view s);
+// Local time "2026-11-22 10:11:12"; "-" for 0.
+std::string format_local_time(std::int64_t epoch_ms);
+// Compact age for tables: "42s", "5m", "3h", "12d".
+std::string format_age(std::int64_t ms);
+// Seconds from the API (timeouts, delays) as "30m00s".
+std::string format_seconds(double seconds);
+// Replaces a leading $HOME with "~".
+std::string shorten_home(std::string_view path);
+
+}  // namespace ralph::client

@@ -1,0 +1,45 @@
+// One HTTP/1.1 connection: reads requests with bounded header and body, answers POST /rpc
+// through the registry, keeps the connection alive between requests until it idles out, and
+// hands a GET /rpc WebSocket upgrade over to a websocket_session.
+#pragma once
+
+#include "common/asio.hpp"
+#include "daemon/server/connection.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+namespace ralph {
+
+class http_session : public connection, public std::enable_shared_from_this<http_session> {
+  public:
+    http_session(std::shared_ptr<shared_state> state, local_stream::socket socket,
+                 std::uint64_t id);
+    ~http_session() override;
+
+    void start();
+    void close() override;
+
+  private:
+    using request = beast::http::request<beast::http::string_body>;
+    using response = beast::http::response<beast::http::string_body>;
+
+    awaitable<void> serve();
+    // Reads one request; nullopt when the connection must end (an error reply was sent, or the
+    // peer went away or idled out).
+    awaitable<std::optional<request>> read_request();
+    response answer(const request& req);
+    // A client still sending a body we refused would fail with EPIPE before reading our 413:
+    // read and drop its input for a moment (bounded in time) before closing.
+    awaitable<void> discard_input();
+    // Writes a response; false when the peer is gone.
+    awaitable<bool> send(response res);
+
+    std::shared_ptr<shared_state> state_;
+    beast::basic_stream<local_stream> stream_;
+    beast::flat_buffer buffer_;
+    std::uint64_t id_;
+};
+
+}  // namespace ralph

@@ -1,0 +1,79 @@
+// One WebSocket JSON-RPC session (GET /rpc upgrade). A reader coroutine dispatches each message
+// to the registry and queues the reply; a writer coroutine sends, one message at a time, the
+// queued messages first and then the output of the session's tails, read from the persisted
+// log through a cursor per tailed loop. Invariants:
+// - the outbox never holds more than max_session_queue messages: a client that does not read
+//   its replies is dropped (close code "policy violation");
+// - tailed output is never queued: a cursor only remembers the next offset, so a slow client
+//   falls behind and catches up from disk, without gaps or duplicates;
+// - the reply to a request precedes every notification that request caused (e.g. the first
+//   loop.output of a loop.tail);
+// - a loop's terminal loop.state (final: true) comes after the last byte of its output;
+// - once closed, the session is in no hub list.
+#pragma once
+
+#include "common/asio.hpp"
+#include "daemon/server/connection.hpp"
+#include "daemon/server/subscriber_hub.hpp"
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace ralph {
+
+class websocket_session : public connection,
+                          public tail_sink,
+                          public std::enable_shared_from_this<websocket_session> {
+  public:
+    websocket_session(std::shared_ptr<shared_state> state, local_stream::socket socket,
+                      std::uint64_t id);
+    ~websocket_session() override;
+
+    // Completes the handshake answering `upgrade`, then serves the session.
+    void start(beast::http::request<beast::http::string_body> upgrade);
+    void close() override;
+
+    void add_tail(const tail_request& request) override;
+    void on_output(std::int64_t loop_id, std::int64_t end) override;
+    void on_state(const proto::loop_info& loop) override;
+
+  private:
+    struct cursor {
+        std::int64_t offset = 0;  // next byte of the loop's output to send
+        bool output = true;
+        std::string encoding;
+        proto::loop_info loop;  // latest known state of the loop
+    };
+
+    awaitable<void> read_loop(beast::http::request<beast::http::string_body> upgrade);
+    awaitable<void> write_loop();
+    awaitable<void> close_with(beast::websocket::close_code code);
+
+    void dispatch(const std::string& message);
+    // Queues a message for the writer; a full queue drops the session.
+    void enqueue(std::string message);
+    // The next message to send: the oldest queued one, else a tail notification; nullopt when
+    // there is nothing to send now.
+    std::optional<std::string> next_message();
+    std::optional<std::string> next_tail_message(std::int64_t loop_id, cursor& tail);
+    // The client does not read: stop serving it and send a policy-violation close.
+    void drop_slow_client();
+    // Leaves the hub and forgets all queued work; the socket stays open. Idempotent.
+    void stop_serving();
+    void wake_writer() { wake_.cancel(); }
+
+    std::shared_ptr<shared_state> state_;
+    beast::websocket::stream<local_stream::socket> ws_;
+    std::uint64_t id_;
+    net::steady_timer wake_;  // the idle writer waits on it; cancelled when there is work
+    std::deque<std::string> outbox_;
+    std::map<std::int64_t, cursor> tails_;  // by loop id
+    std::int64_t last_served_ = 0;          // loop id last sent, to take turns between tails
+    bool serving_ = true;                   // false once closing: no more work is accepted
+};
+
+}  // namespace ralph
