@@ -21,6 +21,9 @@ std::string base64_decode(std::string_view text);
 
 // Replaces every invalid UTF-8 sequence with U+FFFD so the text can go into JSON.
 std::string to_valid_utf8(std::string_view bytes);
+// Length of `bytes` without a multi-byte UTF-8 sequence cut off at its end, so that a chunk
+// boundary never splits a character (which to_valid_utf8 would turn into two U+FFFD).
+std::size_t utf8_complete_prefix(std::string_view bytes);
 
 // Milliseconds since the Unix epoch.
 std::int64_t now_ms();

@@ -33,7 +33,15 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
                 proto::daemon_info{proto::daemon_version, proto::protocol_version, ::getpid(),
                                    options_.socket_path.string(), options_.db_path.string(),
                                    text::now_ms(), options_.max_concurrent, {}},
-                [this] { net::post(io_, [this] { shutdown(); }); }} {
+                [this] {
+                    // Stopping closes every session: give the reply to daemon.shutdown a moment
+                    // to reach its client first (a WebSocket reply is written asynchronously).
+                    shutdown_delay_.expires_after(std::chrono::milliseconds(100));
+                    shutdown_delay_.async_wait([this](boost::system::error_code ec) {
+                        if (!ec) shutdown();
+                    });
+                }},
+      shutdown_delay_(io) {
     paths::make_private_directory(runner_ctx_.prompt_dir);
     rpc::register_daemon_methods(registry_, services_);
     rpc::register_loop_methods(registry_, services_);

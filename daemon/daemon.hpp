@@ -53,6 +53,7 @@ private:
     rpc::method_registry registry_;
     rpc::method_services services_;
     std::unique_ptr<server> server_;
+    net::steady_timer shutdown_delay_;
     bool shutting_down_ = false;
 };
 

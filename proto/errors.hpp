@@ -22,7 +22,7 @@ enum class error_kind {
     invalid_workspace,     // -32003 workspace missing, not a directory, not absolute
     agent_unavailable,     // -32004 unknown agent, or its binary is not found
     shutting_down,         // -32005 the daemon is stopping and takes no new work
-    limit_exceeded,        // -32006 a bound of the server was hit (batch size, subscriptions)
+    limit_exceeded,        // -32006 a bound of the server was hit (tails per session)
     invalid_prompt,        // -32007 prompt file unreadable
 };
 

@@ -17,9 +17,9 @@ inline constexpr const char* loop_tail = "loop.tail";
 
 namespace ralph::proto::notification {
 
-// A piece of a tailed loop's output: {id, offset, length, stream?, data, encoding}.
+// A piece of a tailed loop's output: {id, offset, length, data, encoding}.
 inline constexpr const char* loop_output = "loop.output";
-// A tailed loop changed state: {id, state, stop_reason, final}.
+// A tailed loop changed state: {id, state, stop_reason, iterations, final}.
 inline constexpr const char* loop_state = "loop.state";
 
 }  // namespace ralph::proto::notification

@@ -1,5 +1,6 @@
 // loop.submit, loop.list, loop.get, loop.cancel, loop.iterations, loop.output, loop.tail.
 #include "common/paths.hpp"
+#include "common/text.hpp"
 #include "daemon/agents/agent.hpp"
 #include "daemon/rpc/methods.hpp"
 #include "daemon/rpc/registry.hpp"
@@ -135,6 +136,12 @@ void register_loop_methods(method_registry& registry, method_services& services)
             proto::loop_info loop = services.db.get_loop(request.id);
             std::int64_t offset = start_offset(request, services.output);
             std::string bytes = services.output.read(request.id, offset, request.max_bytes);
+            // A page boundary must not split a character of lossy "utf8" output (unless the
+            // page holds nothing else, which only a corrupt sequence can cause).
+            if (request.encoding == "utf8") {
+                std::size_t whole = text::utf8_complete_prefix(bytes);
+                if (whole > 0) bytes.resize(whole);
+            }
             std::int64_t next = offset + std::int64_t(bytes.size());
             std::int64_t end = services.output.committed_end(request.id);
             return nlohmann::json{{"id", request.id},

@@ -1,6 +1,8 @@
 // The WebSocket JSON-RPC session: replies, notifications and tail output over one connection.
 #include "daemon/server/websocket_session.hpp"
 
+#include "common/text.hpp"
+
 #include "daemon/rpc/registry.hpp"
 #include "daemon/store/output_log.hpp"
 #include "proto/errors.hpp"
@@ -36,19 +38,6 @@ std::string state_notification(const proto::loop_info& loop, bool final) {
                                              {"stop_reason", loop.stop_reason},
                                              {"iterations", loop.iterations},
                                              {"final", final}}));
-}
-
-// Length of `bytes` without a multi-byte UTF-8 sequence cut off at its end, so that a chunk
-// boundary never splits a character (which the "utf8" encoding would turn into two U+FFFD).
-std::size_t without_split_character(std::string_view bytes) {
-    const std::size_t size = bytes.size();
-    for (std::size_t back = 1; back <= 4 && back <= size; ++back) {
-        const auto byte = static_cast<unsigned char>(bytes[size - back]);
-        if ((byte & 0xC0) == 0x80) continue;  // a continuation byte: its lead byte is further back
-        const std::size_t length = byte >= 0xF0 ? 4 : byte >= 0xE0 ? 3 : byte >= 0xC0 ? 2 : 1;
-        return length > back ? size - back : size;
-    }
-    return size;
 }
 
 }  // namespace
@@ -215,7 +204,7 @@ std::optional<std::string> websocket_session::next_tail_message(std::int64_t loo
         if (tail.encoding != "base64") {
             // The rest of a split character comes with the next chunk; a lone fragment (the
             // output really ends there) is sent as it is.
-            const std::size_t whole = without_split_character(bytes);
+            const std::size_t whole = text::utf8_complete_prefix(bytes);
             if (whole > 0) length = whole;
         }
         const std::string_view piece(bytes.data(), length);

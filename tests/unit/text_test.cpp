@@ -69,3 +69,13 @@ TEST_CASE("time: ISO 8601 in UTC with milliseconds") {
     CHECK(ralph::text::format_iso8601(0) == "");
     CHECK(ralph::text::format_iso8601(1795000000123) == "2026-11-18T11:06:40.123Z");
 }
+
+TEST_CASE("utf8: a complete prefix never ends inside a multi-byte character") {
+    using ralph::text::utf8_complete_prefix;
+    CHECK(utf8_complete_prefix("abc") == 3);
+    CHECK(utf8_complete_prefix("a\xE2\x9C\x93") == 4);  // "a✓" complete
+    CHECK(utf8_complete_prefix("a\xE2\x9C") == 1);      // cut inside ✓
+    CHECK(utf8_complete_prefix("a\xF0\x9F\x98") == 1);  // cut inside a 4-byte emoji
+    CHECK(utf8_complete_prefix("\xC3") == 0);
+    CHECK(utf8_complete_prefix("") == 0);
+}
