@@ -106,17 +106,12 @@ awaitable<void> loop_runner::run_iterations() {
         attempt_outcome outcome;
         while (true) {
             outcome = co_await run_attempt(loop, iteration, ++attempt_number);
-            if (stop_ == stop_kind::cancel) {
-                set_state(proto::loop_state::cancelled, "cancelled by the user");
-                co_return;
-            }
             if (stop_ == stop_kind::shutdown) {
                 // The interrupted iteration counts as spent (the agent may have done work);
                 // the loop continues with the next one at the next start.
                 ctx_.db.set_iterations(loop_id_, iteration, text::now_ms());
-                set_state(proto::loop_state::queued, "daemon stopped; continues at the next start");
-                co_return;
             }
+            if (finish_if_stopped()) co_return;
             if (outcome.how == proto::termination::exited) break;
             if (outcome.how == proto::termination::spawn_failed) {
                 set_state(proto::loop_state::failed, outcome.error);
@@ -133,7 +128,7 @@ awaitable<void> loop_runner::run_iterations() {
                                       spec.retry_backoff_s * std::pow(2.0, double(failures - 1)));
             co_await wait(backoff, fmt::format("retry {} of {} after {}", failures, spec.max_retries,
                                                describe_failure(outcome.how, outcome.error)));
-            if (stop_ != stop_kind::none) continue;  // handled at the top of the retry loop
+            if (finish_if_stopped()) co_return;
         }
         ctx_.db.set_iterations(loop_id_, iteration, text::now_ms());
         if (outcome.completion_signal && iteration >= spec.min_iterations) {
@@ -148,15 +143,22 @@ awaitable<void> loop_runner::run_iterations() {
             co_return;
         }
         if (spec.delay_s > 0) co_await wait(spec.delay_s, "delay between iterations");
-        if (stop_ == stop_kind::cancel) {
-            set_state(proto::loop_state::cancelled, "cancelled by the user");
-            co_return;
-        }
-        if (stop_ == stop_kind::shutdown) {
-            set_state(proto::loop_state::queued, "daemon stopped; continues at the next start");
-            co_return;
-        }
+        if (finish_if_stopped()) co_return;
     }
+}
+
+bool loop_runner::finish_if_stopped() {
+    switch (stop_) {
+        case stop_kind::none:
+            return false;
+        case stop_kind::cancel:
+            set_state(proto::loop_state::cancelled, "cancelled by the user");
+            return true;
+        case stop_kind::shutdown:
+            set_state(proto::loop_state::queued, "daemon stopped; continues at the next start");
+            return true;
+    }
+    return false;
 }
 
 awaitable<void> loop_runner::wait(double seconds, const std::string& reason) {

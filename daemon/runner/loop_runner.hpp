@@ -68,6 +68,8 @@ private:
     // Sleeps in state `waiting` until now + seconds (or until cancel/stop).
     awaitable<void> wait(double seconds, const std::string& reason);
     void set_state(proto::loop_state state, const std::string& reason, std::int64_t resume_at = 0);
+    // If a cancel or a daemon stop came, records the loop's resulting state and returns true.
+    bool finish_if_stopped();
     // SIGTERM to the agent's group now, SIGKILL after the grace if anything is left.
     void terminate_agent();
 

@@ -45,6 +45,20 @@ class CancelTest(DaemonTestCase):
         self.assertIsNotNone(attempts[0]["ended_at"])
         self.assertTrue(d.running(), "ralphd survives the cancel")
 
+    def test_cancelling_a_loop_waiting_to_retry_starts_no_further_attempt(self):
+        d = self.daemon()
+        ws = d.workspace()
+        loop = d.submit(ws, agent_command("fail.sh", 3), max_retries=5, retry_backoff_s=30)
+        waiting = d.wait_state(loop["id"], "waiting", timeout=10)
+        self.assertIn("retry 1 of 5", waiting["stop_reason"])
+        self.assertIsNotNone(waiting["resume_at"])
+
+        d.ctl("cancel", loop["id"])
+        d.wait_state(loop["id"], "cancelled", timeout=5)
+        attempts = d.attempts(loop["id"])
+        self.assertEqual([a["termination"] for a in attempts], ["failed"],
+                         "no attempt after the cancel")
+
 
 if __name__ == "__main__":
     main()
