@@ -37,8 +37,11 @@ local_stream::socket connect_to(net::io_context& io, const std::string& path) {
 }
 
 client_error lost_connection(const std::string& path, const boost::system::error_code& ec) {
+    const bool closed =
+        ec == websocket::error::closed || ec == http::error::end_of_stream || ec == net::error::eof;
     return client_error(exit_code::unreachable,
-                        fmt::format("lost the connection to ralphd at {}: {}", path, ec.message()));
+                        fmt::format("lost the connection to ralphd at {}: {}", path,
+                                    closed ? "the daemon closed it" : ec.message()));
 }
 
 // Every reply of ralphd names its protocol version; refuse to go on with any other.

@@ -88,10 +88,16 @@ std::string base64_encode(std::string_view bytes) {
     return out;
 }
 
+// Value of each base64 character, -1 for bytes outside the alphabet.
+constexpr std::array<int, 256> base64_values = [] {
+    std::array<int, 256> values{};
+    values.fill(-1);
+    for (int k = 0; k < 64; ++k) values[std::uint8_t(base64_alphabet[k])] = k;
+    return values;
+}();
+
 std::string base64_decode(std::string_view text) {
-    std::array<int, 256> value{};
-    value.fill(-1);
-    for (int k = 0; k < 64; ++k) value[std::uint8_t(base64_alphabet[k])] = k;
+    const auto& value = base64_values;
     std::string out;
     out.reserve(text.size() / 4 * 3);
     std::uint32_t acc = 0;

@@ -4,6 +4,7 @@
 #include "proto/errors.hpp"
 #include "proto/fields.hpp"
 
+#include <algorithm>
 #include <array>
 #include <ctime>
 #include <stdexcept>
@@ -132,25 +133,50 @@ void to_json(nlohmann::json& j, const loop_info& loop) {
     j["output_bytes"] = loop.output_bytes;
 }
 
-nlohmann::json summary_json(const loop_info& loop) {
-    return nlohmann::json{{"id", loop.id},
-                          {"name", loop.spec.name},
-                          {"state", to_string(loop.state)},
-                          {"stop_reason", loop.stop_reason},
-                          {"workspace", loop.spec.workspace},
-                          {"agent", loop.spec.agent},
-                          {"priority", loop.spec.priority},
-                          {"iterations", loop.iterations},
-                          {"max_iterations", loop.spec.max_iterations},
-                          {"min_iterations", loop.spec.min_iterations},
-                          {"attempts", loop.attempts},
-                          {"retries", loop.retries},
-                          {"created_at", time_to_json(loop.created_at)},
-                          {"started_at", time_to_json(loop.started_at)},
-                          {"finished_at", time_to_json(loop.finished_at)},
-                          {"updated_at", time_to_json(loop.updated_at)},
-                          {"resume_at", time_to_json(loop.resume_at)},
-                          {"output_bytes", loop.output_bytes}};
+namespace {
+
+using summary_getter = nlohmann::json (*)(const loop_info&);
+struct summary_field {
+    std::string_view name;
+    summary_getter get;
+};
+
+// The fields of summary_json, in output order.
+const std::array<summary_field, 18> summary_fields{{
+    {"id", [](const loop_info& l) { return nlohmann::json(l.id); }},
+    {"name", [](const loop_info& l) { return nlohmann::json(l.spec.name); }},
+    {"state", [](const loop_info& l) { return nlohmann::json(to_string(l.state)); }},
+    {"stop_reason", [](const loop_info& l) { return nlohmann::json(l.stop_reason); }},
+    {"workspace", [](const loop_info& l) { return nlohmann::json(l.spec.workspace); }},
+    {"agent", [](const loop_info& l) { return nlohmann::json(l.spec.agent); }},
+    {"priority", [](const loop_info& l) { return nlohmann::json(l.spec.priority); }},
+    {"iterations", [](const loop_info& l) { return nlohmann::json(l.iterations); }},
+    {"max_iterations", [](const loop_info& l) { return nlohmann::json(l.spec.max_iterations); }},
+    {"min_iterations", [](const loop_info& l) { return nlohmann::json(l.spec.min_iterations); }},
+    {"attempts", [](const loop_info& l) { return nlohmann::json(l.attempts); }},
+    {"retries", [](const loop_info& l) { return nlohmann::json(l.retries); }},
+    {"created_at", [](const loop_info& l) { return time_to_json(l.created_at); }},
+    {"started_at", [](const loop_info& l) { return time_to_json(l.started_at); }},
+    {"finished_at", [](const loop_info& l) { return time_to_json(l.finished_at); }},
+    {"updated_at", [](const loop_info& l) { return time_to_json(l.updated_at); }},
+    {"resume_at", [](const loop_info& l) { return time_to_json(l.resume_at); }},
+    {"output_bytes", [](const loop_info& l) { return nlohmann::json(l.output_bytes); }},
+}};
+
+}  // namespace
+
+bool is_summary_field(std::string_view name) {
+    for (const auto& field : summary_fields)
+        if (field.name == name) return true;
+    return false;
+}
+
+nlohmann::json summary_json(const loop_info& loop, const std::vector<std::string>& fields) {
+    nlohmann::json j = nlohmann::json::object();
+    for (const auto& field : summary_fields)
+        if (fields.empty() || std::find(fields.begin(), fields.end(), field.name) != fields.end())
+            j[std::string(field.name)] = field.get(loop);
+    return j;
 }
 
 void from_json(const nlohmann::json& j, loop_info& loop) {

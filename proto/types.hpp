@@ -80,8 +80,10 @@ struct loop_info {
 void to_json(nlohmann::json& j, const loop_info& loop);
 void from_json(const nlohmann::json& j, loop_info& loop);
 // The loop as loop.list gives it: identity, state, limits and counters, not the whole spec
-// (keeps a list of thousands of loops small). from_json reads it back.
-nlohmann::json summary_json(const loop_info& loop);
+// (keeps a list of thousands of loops small). `fields` selects some of them (empty = all), so a
+// client asks only for what it shows. from_json reads it back.
+nlohmann::json summary_json(const loop_info& loop, const std::vector<std::string>& fields = {});
+bool is_summary_field(std::string_view name);
 
 struct attempt_info {
     std::int64_t id = 0;

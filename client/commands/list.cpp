@@ -1,7 +1,7 @@
-// `ralphctl list [--state S]... [--limit N]`: the loops, newest first, as a table
-// (ID NAME STATE ITER AGENT AGE WORKSPACE) or with --json {"loops": [...]}.
-// Must stay fast for 10,000 loops (< 50 ms with the daemon): one request asking only for the
-// fields the table shows, rows read while the reply is parsed (SAX, no JSON tree: building and
+// `ralphctl list [--all] [--state S]... [--limit N]`: the loops, newest first, as a table
+// (ID NAME STATE ITER AGENT AGE WORKSPACE) or with --json {"loops": [...]}. By default: every
+// loop that has not ended and the 50 most recent that have (see list_requests).
+// Must stay fast with a long history: requests asking only for the fields the table shows, rows read while the reply is parsed (SAX, no JSON tree: building and
 // freeing the tree of 10,000 objects was most of the time), and the table rendered into one
 // buffer written at once.
 #include "client/commands/commands.hpp"
@@ -12,6 +12,7 @@
 #include "proto/methods.hpp"
 #include "proto/types.hpp"
 
+#include <algorithm>
 #include <array>
 #include <memory>
 #include <optional>
@@ -113,7 +114,30 @@ class list_reader final : public nlohmann::json_sax<nlohmann::json> {
 struct list_options {
     std::vector<std::string> states;
     std::int64_t limit = 0;
+    bool all = false;
 };
+
+// Without --all, --state or --limit: every loop that has not ended, plus the most recent ended
+// ones, so that the list stays short and fast however long the history grows.
+constexpr std::int64_t recent_ended_loops = 50;
+
+// The loop.list requests the options stand for (two for the default view).
+std::vector<nlohmann::json> list_requests(const list_options& options) {
+    nlohmann::json params = nlohmann::json::object();
+    if (!options.all && options.states.empty() && options.limit == 0) {
+        std::vector<std::string> active, ended;
+        for (auto state : {proto::loop_state::queued, proto::loop_state::running,
+                           proto::loop_state::waiting, proto::loop_state::paused,
+                           proto::loop_state::completed, proto::loop_state::exhausted,
+                           proto::loop_state::failed, proto::loop_state::cancelled,
+                           proto::loop_state::stalled})
+            (proto::is_terminal(state) ? ended : active).emplace_back(proto::to_string(state));
+        return {{{"states", active}}, {{"states", ended}, {"limit", recent_ended_loops}}};
+    }
+    if (!options.states.empty()) params["states"] = options.states;
+    if (options.limit > 0) params["limit"] = options.limit;
+    return {params};
+}
 
 void print_table(const client_context& ctx, const std::vector<list_row>& loops) {
     table rows({{"ID", true},
@@ -142,21 +166,30 @@ void print_table(const client_context& ctx, const std::vector<list_row>& loops) 
 }
 
 int run_list(const client_context& ctx, const list_options& options) {
-    nlohmann::json params = nlohmann::json::object();
-    if (!options.states.empty()) params["states"] = options.states;
-    if (options.limit > 0) params["limit"] = options.limit;
+    const std::vector<nlohmann::json> requests = list_requests(options);
     connection daemon(ctx.socket);
     if (ctx.json) {
-        nlohmann::json result = daemon.call(proto::method::loop_list, params);
-        print_json({{"loops", std::move(result.at("loops"))}});
+        nlohmann::json loops = nlohmann::json::array();
+        for (const auto& params : requests) {
+            nlohmann::json result = daemon.call(proto::method::loop_list, params);
+            for (auto& loop : result.at("loops")) loops.push_back(std::move(loop));
+        }
+        std::stable_sort(loops.begin(), loops.end(), [](const auto& a, const auto& b) {
+            return a.at("id").template get<std::int64_t>() > b.at("id").template get<std::int64_t>();
+        });
+        print_json({{"loops", std::move(loops)}});
         return exit_code::ok;
     }
-    params["fields"] = {"id",    "name",       "state",    "iterations", "max_iterations",
-                        "agent", "created_at", "workspace"};
     list_reader reader;
-    if (!nlohmann::json::sax_parse(daemon.call_text(proto::method::loop_list, params), &reader))
-        throw client_error(exit_code::failure, "ralphd sent a reply that is not valid JSON");
-    if (reader.error) throw client_error(exit_code::failure, *reader.error);
+    for (nlohmann::json params : requests) {
+        params["fields"] = {"id",    "name",       "state",    "iterations", "max_iterations",
+                            "agent", "created_at", "workspace"};
+        if (!nlohmann::json::sax_parse(daemon.call_text(proto::method::loop_list, params), &reader))
+            throw client_error(exit_code::failure, "ralphd sent a reply that is not valid JSON");
+        if (reader.error) throw client_error(exit_code::failure, *reader.error);
+    }
+    std::stable_sort(reader.rows.begin(), reader.rows.end(),
+                     [](const list_row& a, const list_row& b) { return a.id > b.id; });
     print_table(ctx, reader.rows);
     return exit_code::ok;
 }
@@ -187,6 +220,9 @@ void register_list_command(CLI::App& app, client_context& ctx) {
     cmd->add_option("--limit", options->limit, "At most N loops (0 = all)")
         ->check(non_negative())
         ->capture_default_str();
+    cmd->add_flag("--all", options->all,
+                  "Every loop in the history (default: loops that have not ended, and the 50 "
+                  "most recent that have)");
     cmd->callback([&ctx, options] { ctx.exit_code = run_list(ctx, *options); });
 }
 

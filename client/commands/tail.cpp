@@ -156,6 +156,25 @@ std::string summary(std::int64_t id, const nlohmann::json& state) {
                        iterations == 1 ? "" : "s");
 }
 
+// A loop followed by follow_loops.
+struct followed_loop {
+    output_writer writer;
+    std::int64_t next_offset;  // where its output goes on
+    bool ended;                // its final state has come
+};
+
+// "resume with: ralphctl tail -f --from-offset N ID", a line per loop that has not ended.
+std::string resume_hint(const std::map<std::int64_t, followed_loop>& loops) {
+    std::string hint;
+    for (const auto& [id, loop] : loops) {
+        if (loop.ended) continue;
+        if (!hint.empty()) hint += '\n';
+        hint +=
+            fmt::format("resume with: ralphctl tail -f --from-offset {} {}", loop.next_offset, id);
+    }
+    return hint;
+}
+
 struct tail_options {
     std::vector<std::int64_t> ids;
     bool follow = false;
@@ -182,50 +201,64 @@ int run_tail(const client_context& ctx, const tail_options& options) {
 int follow_loops(const client_context& ctx, const std::vector<std::int64_t>& ids,
                  const tail_selection& selection) {
     session daemon(ctx.socket);
-    std::map<std::int64_t, output_writer> writers;
+    std::map<std::int64_t, followed_loop> loops;
     for (std::int64_t id : ids) {
         nlohmann::json params = selection_params(id, selection);
         params["output"] = selection.output;
         daemon.send(proto::method::loop_tail, std::move(params));
-        writers.emplace(id, output_writer(id, ids.size() > 1));
+        loops.emplace(id, followed_loop{output_writer(id, ids.size() > 1),
+                                        selection.offset.value_or(0), false});
     }
 
     // The worst outcome wins: cancelled (130) over failed (1) over completed (0).
     int code = exit_code::ok;
-    std::size_t following = writers.size();
+    std::size_t following = loops.size();
     while (following > 0) {
-        nlohmann::json message = parse_output_message(daemon.receive());
+        nlohmann::json message;
+        try {
+            message = parse_output_message(daemon.receive());
+        } catch (const client_error& e) {
+            // A stopping daemon closes the session without final states: say where to go on.
+            if (e.code() != exit_code::unreachable || !selection.output) throw;
+            throw client_error(e.code(), e.what(), resume_hint(loops));
+        }
         const auto method = message.find("method");
         if (method == message.end()) {
             // The answer to a loop.tail request; an error (no such loop) ends the command.
             const nlohmann::json result = result_of(std::move(message));
+            const auto id = result.at("id").get<std::int64_t>();
             const std::string state = result.value("state", "");
+            if (auto loop = loops.find(id); loop != loops.end())
+                loop->second.next_offset = result.value("offset", std::int64_t(0));
             if (state == "queued" || state == "waiting" || state == "paused")
-                fmt::print(stderr, "ralphctl: loop {} is {}; waiting for it to run\n",
-                           result.value("id", std::int64_t(0)), state);
+                fmt::print(stderr, "ralphctl: loop {} is {}; waiting for it to run\n", id, state);
             continue;
         }
         nlohmann::json& params = message.at("params");
         const auto id = params.at("id").get<std::int64_t>();
-        auto writer = writers.find(id);
-        if (writer == writers.end()) continue;
+        auto loop = loops.find(id);
+        if (loop == loops.end()) continue;
+        followed_loop& followed = loop->second;
         if (*method == proto::notification::loop_output) {
+            followed.next_offset =
+                params.at("offset").get<std::int64_t>() + params.at("length").get<std::int64_t>();
             if (ctx.json) {
                 print_event(proto::notification::loop_output, std::move(params));
                 continue;
             }
-            writer->second.write(
+            followed.writer.write(
                 proto::decode_output(params.at("data").get_ref<const std::string&>(),
                                      params.at("encoding").get_ref<const std::string&>()));
             std::fflush(stdout);
         } else if (*method == proto::notification::loop_state) {
             if (ctx.json) print_event(proto::notification::loop_state, params);
             if (!params.value("final", false)) continue;
-            writer->second.finish();
+            followed.ended = true;
+            followed.writer.finish();
             std::fflush(stdout);
             // On a terminal, keep the summary off the end of an unfinished last line; a file
             // or a pipe gets the bytes exactly.
-            if (!writer->second.at_line_start() && ::isatty(STDOUT_FILENO) == 1)
+            if (!followed.writer.at_line_start() && ::isatty(STDOUT_FILENO) == 1)
                 std::fputc('\n', stderr);
             fmt::print(stderr, "{}\n", summary(id, params));
             const auto state = proto::loop_state_from_string(params.at("state").get<std::string>());

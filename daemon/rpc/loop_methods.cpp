@@ -31,6 +31,7 @@ void from_json(const nlohmann::json& j, id_params& p) {
 struct list_params {
     std::vector<proto::loop_state> states;
     std::int64_t limit = 0;
+    std::vector<std::string> fields;  // empty = every summary field
 };
 void from_json(const nlohmann::json& j, list_params& p) {
     const auto& obj = proto::params_object(j);
@@ -44,6 +45,11 @@ void from_json(const nlohmann::json& j, list_params& p) {
         }
     }
     proto::read_field(obj, "limit", p.limit);
+    if (p.limit < 0) throw rpc_error(error_kind::invalid_params, "params.limit: must not be negative");
+    proto::read_field(obj, "fields", p.fields);
+    for (const auto& field : p.fields)
+        if (!proto::is_summary_field(field))
+            throw rpc_error(error_kind::invalid_params, "params.fields: unknown field '" + field + "'");
 }
 
 std::string search_path_for(const proto::submit_params& spec) {
@@ -110,7 +116,7 @@ void register_loop_methods(method_registry& registry, method_services& services)
         proto::method::loop_list, [&services](const list_params& params, call_context&) {
             nlohmann::json loops = nlohmann::json::array();
             for (const auto& loop : services.db.list_loops(params.states, params.limit))
-                loops.push_back(proto::summary_json(loop));
+                loops.push_back(proto::summary_json(loop, params.fields));
             return nlohmann::json{{"loops", std::move(loops)}};
         });
 

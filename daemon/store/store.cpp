@@ -127,7 +127,10 @@ std::vector<proto::loop_info> store::list_loops(const std::vector<proto::loop_st
                                                 std::int64_t limit) {
     std::string sql = std::string("SELECT ") + loop_columns + " FROM loops";
     if (!states.empty()) {
-        sql += " WHERE state IN (";
+        // With a limit, walking the table newest first and stopping after `limit` matches beats
+        // collecting every match through the state index and sorting them ("+" keeps SQLite
+        // from using the index); without one, the index finds the few active loops directly.
+        sql += limit > 0 ? " WHERE +state IN (" : " WHERE state IN (";
         for (std::size_t i = 0; i < states.size(); ++i) sql += i ? ", ?" : "?";
         sql += ")";
     }

@@ -71,6 +71,23 @@ class CliTest(DaemonTestCase):
         self.assertEqual(d.get(loop["id"])["state"], "cancelled")
         self.assertEqual(d.ctl("tail", "-f", loop["id"], check=False).returncode, 130)
 
+    def test_list_shows_every_unfinished_loop_and_the_50_latest_ended_and_all_with_all(self):
+        d = self.daemon(extra_args=["--max-concurrent", "2"])
+        old_running = d.submit(d.workspace("long"), agent_command("sleep.sh", 60), max_iterations=1)
+        d.wait_state(old_running["id"], "running", timeout=10)
+        quick = d.workspace("quick")
+        ids = [d.submit(quick, "true", max_iterations=1)["id"] for _ in range(55)]
+        d.wait_state(ids[-1], "exhausted", timeout=60)
+
+        shown = [row["id"] for row in d.ctl_json("list")["loops"]]
+        self.assertEqual(shown, sorted(ids[-50:], reverse=True) + [old_running["id"]],
+                         "the 50 latest ended loops, and the older one still running")
+        table = d.ctl("list").stdout.splitlines()
+        self.assertEqual(len(table), 1 + 51, "header and 51 rows")
+        everything = [row["id"] for row in d.ctl_json("list", "--all")["loops"]]
+        self.assertEqual(everything, sorted(ids + [old_running["id"]], reverse=True))
+        d.ctl("cancel", old_running["id"])
+
     def test_json_outputs_carry_schema_version_1_and_wrap_their_objects(self):
         d = self.daemon()
         ws = d.workspace()
