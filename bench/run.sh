@@ -115,6 +115,8 @@ bench_idle() {
 
 bench_list() {
     local n=10000 runs=20
+    # A history of exactly n loops, not counting the other benchmarks' loops.
+    export XDG_STATE_HOME="$tmp/list-state"
     start_daemon
     "$ralphctl" submit --workspace "$workspace" --command true -m 1 --delay 0 --wait "seed" >/dev/null || true  # exhausted: exit 1
     stop_daemon
@@ -128,7 +130,7 @@ bench_list() {
             state, stop_reason, iterations, attempts, retries, created_at, started_at, finished_at,
             updated_at, resume_at, output_bytes FROM loops, k WHERE loops.id = 1;"
     start_daemon
-    local count; count=$("$ralphctl" --json list | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["loops"]))')
+    local count; count=$("$ralphctl" --json list --all | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["loops"]))')
     [[ $count == "$n" ]] || { echo "bench: expected $n loops, got $count" >&2; exit 1; }
     local best=999999
     for _ in $(seq $runs); do
