@@ -52,7 +52,7 @@ bench_flood() {
     local bytes=$((200 << 20)) runs=3
     # The agent: writes 200 MiB of text lines as fast as it can.
     local agent="bash -c 'yes \"ralph flood line: the quick brown fox jumps over the lazy dog 0123456789\" | head -c $bytes'"
-    local base_best=999999 ralph_best=999999
+    local base_best=999999 ralph_best=999999 quiet_best=999999
     start_daemon
     for _ in $(seq $runs); do
         local t0; t0=$(now_ns)
@@ -67,9 +67,15 @@ bench_flood() {
         ((ralph < ralph_best)) && ralph_best=$ralph
         local stored; stored=$("$ralphctl" --json show "$id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["loop"]["output_bytes"])')
         [[ $stored == "$bytes" ]] || { echo "bench: flood stored $stored bytes, expected $bytes" >&2; exit 1; }
+
+        # The same without a tail client: the cost of persisting alone.
+        id=$("$ralphctl" --json submit --workspace "$workspace" --command "$agent" -m 1 --delay 0 --wait "flood" |
+            python3 -c 'import json,sys; print(json.loads(sys.stdin.readline())["loop"]["id"])') || true
+        local quiet; quiet=$(attempt_ms "$id")
+        ((quiet < quiet_best)) && quiet_best=$quiet
     done
     stop_daemon
-    echo "flood 200 MiB: plain file ${base_best} ms, through ralphd + live tail ${ralph_best} ms, slowdown $(python3 -c "print(f'{($ralph_best/$base_best-1)*100:.1f}%')") (goal < 20%)"
+    echo "flood 200 MiB: plain file ${base_best} ms, through ralphd + live tail ${ralph_best} ms, slowdown $(python3 -c "print(f'{($ralph_best/$base_best-1)*100:.1f}%')") (goal < 20%); through ralphd without a tail ${quiet_best} ms ($(python3 -c "print(f'{($quiet_best/$base_best-1)*100:+.1f}%')"))"
 }
 
 bench_submit() {
