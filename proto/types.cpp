@@ -271,6 +271,12 @@ void from_json(const nlohmann::json& j, output_request& r) {
         throw rpc_error(error_kind::invalid_params, "params.encoding: must be \"utf8\" or \"base64\"");
 }
 
+std::size_t sendable_length(std::string_view bytes, std::string_view encoding) {
+    if (encoding == "base64") return bytes.size();
+    std::size_t whole = text::utf8_complete_prefix(bytes);
+    return whole > 0 ? whole : bytes.size();
+}
+
 std::string encode_output(std::string_view bytes, std::string_view encoding) {
     return encoding == "base64" ? text::base64_encode(bytes) : text::to_valid_utf8(bytes);
 }

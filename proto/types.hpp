@@ -132,6 +132,10 @@ struct output_request {
 
 void from_json(const nlohmann::json& j, output_request& r);  // throws rpc_error(invalid_params)
 
+// How many of `bytes` (a piece of output) to send in `encoding`: in lossy "utf8" a piece must
+// not end inside a character (its rest comes with the next piece) unless the piece holds nothing
+// else, which only a truncated sequence at the very end of the output can cause.
+std::size_t sendable_length(std::string_view bytes, std::string_view encoding);
 // Encodes raw bytes for the wire in the requested encoding.
 std::string encode_output(std::string_view bytes, std::string_view encoding);
 // Decodes a `data` field back to raw bytes.

@@ -1,9 +1,9 @@
 // loop.submit, loop.list, loop.get, loop.cancel, loop.iterations, loop.output, loop.tail.
 #include "common/paths.hpp"
-#include "common/text.hpp"
 #include "daemon/agents/agent.hpp"
 #include "daemon/rpc/methods.hpp"
 #include "daemon/rpc/registry.hpp"
+#include "daemon/runner/process.hpp"
 #include "daemon/scheduler/scheduler.hpp"
 #include "daemon/store/output_log.hpp"
 #include "daemon/store/store.hpp"
@@ -12,7 +12,6 @@
 
 #include <unistd.h>
 
-#include <cstdlib>
 #include <filesystem>
 
 namespace ralph::rpc {
@@ -52,12 +51,6 @@ void from_json(const nlohmann::json& j, list_params& p) {
             throw rpc_error(error_kind::invalid_params, "params.fields: unknown field '" + field + "'");
 }
 
-std::string search_path_for(const proto::submit_params& spec) {
-    if (auto it = spec.env.find("PATH"); it != spec.env.end()) return it->second;
-    const char* path = std::getenv("PATH");
-    return path ? path : "";
-}
-
 // Checks everything that can be known at submit and normalizes the spec.
 proto::submit_params validated(proto::submit_params spec) {
     namespace fs = std::filesystem;
@@ -71,7 +64,7 @@ proto::submit_params validated(proto::submit_params spec) {
     if (!fs::is_directory(workspace, ec))
         throw rpc_error(error_kind::invalid_workspace,
                         "cannot use workspace " + spec.workspace + ": no such directory");
-    spec.workspace = fs::canonical(workspace, ec).string();
+    if (auto canonical = fs::canonical(workspace, ec); !ec) spec.workspace = canonical.string();
     if (spec.name.empty()) spec.name = fs::path(spec.workspace).filename().string();
     if (!spec.prompt_file.empty()) {
         if (!fs::path(spec.prompt_file).is_absolute())
@@ -95,7 +88,8 @@ proto::submit_params validated(proto::submit_params spec) {
     for (const auto& [key, value] : spec.env)
         if (key.empty() || key.find('=') != std::string::npos)
             invalid("params.env: invalid variable name '" + key + "'");
-    find_agent(spec.agent).validate(spec, search_path_for(spec));
+    std::vector<std::pair<std::string, std::string>> env(spec.env.begin(), spec.env.end());
+    find_agent(spec.agent).validate(spec, search_path_of(environment_with(env)));
     return spec;
 }
 
@@ -142,12 +136,7 @@ void register_loop_methods(method_registry& registry, method_services& services)
             proto::loop_info loop = services.db.get_loop(request.id);
             std::int64_t offset = start_offset(request, services.output);
             std::string bytes = services.output.read(request.id, offset, request.max_bytes);
-            // A page boundary must not split a character of lossy "utf8" output (unless the
-            // page holds nothing else, which only a corrupt sequence can cause).
-            if (request.encoding == "utf8") {
-                std::size_t whole = text::utf8_complete_prefix(bytes);
-                if (whole > 0) bytes.resize(whole);
-            }
+            bytes.resize(proto::sendable_length(bytes, request.encoding));
             std::int64_t next = offset + std::int64_t(bytes.size());
             std::int64_t end = services.output.committed_end(request.id);
             return nlohmann::json{{"id", request.id},

@@ -42,6 +42,16 @@ json error_from(json id, const proto::rpc_error& e) {
     }
 }
 
+std::string describe_current_exception() {
+    try {
+        throw;
+    } catch (const std::exception& e) {
+        return e.what();
+    } catch (...) {
+        return "a non-standard exception";
+    }
+}
+
 // Why `request` is not a valid request object, or an empty string when it is one.
 std::string request_problem(const json& request) {
     if (!request.is_object())
@@ -57,11 +67,6 @@ std::string request_problem(const json& request) {
     if (id != request.end() && !id->is_string() && !id->is_number() && !id->is_null())
         return "\"id\" must be a string, a number or null";
     return {};
-}
-
-std::string serialize(const json& value) {
-    // Handlers may return text with invalid UTF-8 (agent output); never fail on it.
-    return value.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 }  // namespace
@@ -97,12 +102,9 @@ std::optional<json> method_registry::handle(const json& request, call_context& c
             json{{"jsonrpc", "2.0"}, {"result", handler_it->second(params, ctx)}, {"id", id}};
     } catch (const proto::rpc_error& e) {
         response = error_from(std::move(id), e);
-    } catch (const std::exception& e) {
-        spdlog::error("method {} failed: {}", method, e.what());
-        response = error_response(std::move(id), proto::rpc_code(proto::error_kind::internal_error),
-                                  standard_message(proto::error_kind::internal_error));
     } catch (...) {
-        spdlog::error("method {} failed with a non-standard exception", method);
+        // A bug: the details go to the log, never to the client.
+        spdlog::error("method {} failed: {}", method, describe_current_exception());
         response = error_response(std::move(id), proto::rpc_code(proto::error_kind::internal_error),
                                   standard_message(proto::error_kind::internal_error));
     }
@@ -146,6 +148,14 @@ std::optional<std::string> method_registry::handle_text(std::string_view body,
     // A batch of notifications gets no reply at all, not an empty array.
     if (responses.empty()) return std::nullopt;
     return serialize(responses);
+}
+
+json standard_error_response(proto::error_kind kind, std::string detail) {
+    return standard_error(nullptr, kind, std::move(detail));
+}
+
+std::string serialize(const json& message) {
+    return message.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 json make_notification(std::string_view method, json params) {

@@ -68,4 +68,11 @@ private:
 // Builds {"jsonrpc":"2.0","method":name,"params":params} (a notification from the daemon).
 nlohmann::json make_notification(std::string_view method, nlohmann::json params);
 
+// An error response (id null) whose message is the standard text of `kind` and whose "data" is
+// `detail`; also the body of the HTTP errors, so a client reads every reply the same way.
+nlohmann::json standard_error_response(proto::error_kind kind, std::string detail);
+
+// The wire form of a message. Text with invalid UTF-8 (agent output) is repaired, never fatal.
+std::string serialize(const nlohmann::json& message);
+
 }  // namespace ralph::rpc

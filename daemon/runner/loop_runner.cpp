@@ -25,12 +25,6 @@ namespace {
 constexpr std::size_t read_buffer_bytes = 256 << 10;
 constexpr double max_backoff_seconds = 600;
 
-std::string search_path_of(const std::vector<std::string>& env) {
-    for (const auto& entry : env)
-        if (entry.rfind("PATH=", 0) == 0) return entry.substr(5);
-    return {};
-}
-
 std::string describe_failure(proto::termination how, const std::string& error) {
     if (!error.empty()) return error;
     return std::string(proto::to_string(how));

@@ -42,12 +42,6 @@ bool read_stat(pid_t pid, pid_t& pgrp, std::int64_t& start_time) {
     return false;
 }
 
-std::string search_path_of(const std::vector<std::string>& env) {
-    for (const auto& entry : env)
-        if (entry.rfind("PATH=", 0) == 0) return entry.substr(5);
-    return "/usr/local/bin:/usr/bin:/bin";
-}
-
 void make_pipe(int fds[2]) {
     if (::pipe2(fds, O_CLOEXEC) != 0)
         throw std::system_error(errno, std::generic_category(), "cannot create a pipe");
@@ -126,6 +120,12 @@ spawned_process spawn_process(const spawn_request& request) {
 
 void signal_group(pid_t pgid, int signal) {
     if (pgid > 1) ::kill(-pgid, signal);
+}
+
+std::string search_path_of(const std::vector<std::string>& env) {
+    for (const auto& entry : env)
+        if (entry.rfind("PATH=", 0) == 0) return entry.substr(5);
+    return "/usr/local/bin:/usr/bin:/bin";
 }
 
 bool group_alive(pid_t pgid) { return pgid > 1 && (::kill(-pgid, 0) == 0 || errno == EPERM); }

@@ -44,6 +44,10 @@ std::int64_t process_start_time(pid_t pid);
 // signalled anything.
 bool kill_leftover_group(pid_t pgid, std::int64_t leader_start_time);
 
+// The PATH an agent with environment `env` resolves its program against (a default when unset),
+// used both to check a loop at submit and to start its agent, so the two always agree.
+std::string search_path_of(const std::vector<std::string>& env);
+
 // The environment of this process as "KEY=VALUE" strings, with `overrides` applied.
 std::vector<std::string> environment_with(const std::vector<std::pair<std::string, std::string>>& overrides);
 

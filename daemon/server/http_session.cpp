@@ -34,14 +34,8 @@ std::string_view path_of(beast::string_view target) {
 
 // Error bodies have the shape of a JSON-RPC error, so a client parses every reply the same way.
 std::string error_body(std::string detail) {
-    const auto kind = proto::error_kind::invalid_request;
-    return nlohmann::json{{"jsonrpc", "2.0"},
-                          {"error",
-                           {{"code", proto::rpc_code(kind)},
-                            {"message", proto::make_error_code(kind).message()},
-                            {"data", std::move(detail)}}},
-                          {"id", nullptr}}
-        .dump();
+    return rpc::serialize(
+        rpc::standard_error_response(proto::error_kind::invalid_request, std::move(detail)));
 }
 
 // Read errors after which the peer simply went away: nothing to answer.

@@ -1,7 +1,6 @@
 // The WebSocket JSON-RPC session: replies, notifications and tail output over one connection.
 #include "daemon/server/websocket_session.hpp"
 
-#include "common/text.hpp"
 
 #include "daemon/rpc/registry.hpp"
 #include "daemon/store/output_log.hpp"
@@ -27,12 +26,8 @@ constexpr std::int64_t tail_chunk_bytes = 64 * 1024;
 // How long a close frame may wait behind a write the client does not read.
 constexpr std::chrono::seconds close_deadline{2};
 
-std::string serialize(const json& message) {
-    return message.dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
 std::string state_notification(const proto::loop_info& loop, bool final) {
-    return serialize(rpc::make_notification(proto::notification::loop_state,
+    return rpc::serialize(rpc::make_notification(proto::notification::loop_state,
                                             {{"id", loop.id},
                                              {"state", proto::to_string(loop.state)},
                                              {"stop_reason", loop.stop_reason},
@@ -200,13 +195,7 @@ std::optional<std::string> websocket_session::next_tail_message(std::int64_t loo
         if (bytes.empty())
             throw std::runtime_error("output of loop " + std::to_string(loop_id) +
                                      " ends before its committed end");
-        std::size_t length = bytes.size();
-        if (tail.encoding != "base64") {
-            // The rest of a split character comes with the next chunk; a lone fragment (the
-            // output really ends there) is sent as it is.
-            const std::size_t whole = text::utf8_complete_prefix(bytes);
-            if (whole > 0) length = whole;
-        }
+        const std::size_t length = proto::sendable_length(bytes, tail.encoding);
         const std::string_view piece(bytes.data(), length);
         json params{{"id", loop_id},
                     {"offset", tail.offset},
@@ -215,7 +204,7 @@ std::optional<std::string> websocket_session::next_tail_message(std::int64_t loo
                     {"encoding", tail.encoding}};
         tail.offset += static_cast<std::int64_t>(length);
         last_served_ = loop_id;
-        return serialize(
+        return rpc::serialize(
             rpc::make_notification(proto::notification::loop_output, std::move(params)));
     }
 
