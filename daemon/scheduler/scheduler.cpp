@@ -44,12 +44,11 @@ void scheduler::schedule() {
     if (std::int64_t(running_.size()) >= max_concurrent_) return;
     std::set<std::string> busy_workspaces;
     for (const auto& [id, run] : running_) busy_workspaces.insert(run.workspace);
-    for (std::int64_t id : ctx_.db.queued_loop_ids()) {
+    for (const auto& loop : ctx_.db.queued_loops()) {
         if (std::int64_t(running_.size()) >= max_concurrent_) break;
-        proto::loop_info loop = ctx_.db.get_loop(id);
         // A second loop on the same workspace waits for the first to end.
-        if (!busy_workspaces.insert(loop.spec.workspace).second) continue;
-        start(id, loop.spec.workspace);
+        if (!busy_workspaces.insert(loop.workspace).second) continue;
+        start(loop.id, loop.workspace);
     }
 }
 

@@ -88,19 +88,15 @@ void output_log::append(std::int64_t loop_id, std::int64_t attempt_id, output_st
         left -= std::size_t(n);
     }
     // Coalesce with the previous pending chunk of the same attempt and stream.
-    auto length = std::int64_t(bytes.size());
-    if (!pending_.empty()) {
-        auto& last = pending_.back();
-        if (last.loop_id == loop_id && last.attempt_id == attempt_id && last.stream == stream &&
-            last.offset + last.length == file.written) {
-            last.length += length;
-            file.written += length;
-            pending_bytes_ += length;
-            schedule_flush();
-            return;
-        }
-    }
-    pending_.push_back({loop_id, attempt_id, stream, file.written, length, text::now_ms()});
+    const auto length = std::int64_t(bytes.size());
+    const bool continues_last = !pending_.empty() && pending_.back().loop_id == loop_id &&
+                                pending_.back().attempt_id == attempt_id &&
+                                pending_.back().stream == stream &&
+                                pending_.back().offset + pending_.back().length == file.written;
+    if (continues_last)
+        pending_.back().length += length;
+    else
+        pending_.push_back({loop_id, attempt_id, stream, file.written, length, text::now_ms()});
     file.written += length;
     pending_bytes_ += length;
     schedule_flush();

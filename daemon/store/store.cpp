@@ -144,11 +144,13 @@ std::vector<proto::loop_info> store::list_loops(const std::vector<proto::loop_st
     return loops;
 }
 
-std::vector<std::int64_t> store::queued_loop_ids() {
-    SQLite::Statement q(db_, "SELECT id FROM loops WHERE state = 'queued' ORDER BY priority DESC, id");
-    std::vector<std::int64_t> ids;
-    while (q.executeStep()) ids.push_back(q.getColumn(0).getInt64());
-    return ids;
+std::vector<store::queued_loop> store::queued_loops() {
+    SQLite::Statement q(db_,
+                        "SELECT id, workspace FROM loops WHERE state = 'queued' "
+                        "ORDER BY priority DESC, id");
+    std::vector<queued_loop> loops;
+    while (q.executeStep()) loops.push_back({q.getColumn(0).getInt64(), q.getColumn(1).getString()});
+    return loops;
 }
 
 std::map<std::string, std::int64_t> store::count_by_state() {

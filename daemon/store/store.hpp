@@ -41,7 +41,11 @@ public:
     std::vector<proto::loop_info> list_loops(const std::vector<proto::loop_state>& states,
                                              std::int64_t limit);
     // Queued loops in run order: priority (high first), then submit order.
-    std::vector<std::int64_t> queued_loop_ids();
+    struct queued_loop {
+        std::int64_t id;
+        std::string workspace;
+    };
+    std::vector<queued_loop> queued_loops();
     std::map<std::string, std::int64_t> count_by_state();
 
     // Sets state (and stop_reason/resume_at); sets started_at on first running and finished_at

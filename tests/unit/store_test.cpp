@@ -96,7 +96,10 @@ TEST_CASE("store: queued loops come by priority, then in submit order") {
     std::int64_t urgent = db.insert_loop(spec, 2);
     spec.priority = 0;
     std::int64_t last = db.insert_loop(spec, 3);
-    CHECK(db.queued_loop_ids() == std::vector<std::int64_t>{urgent, first, last});
+    std::vector<std::int64_t> order;
+    for (const auto& loop : db.queued_loops()) order.push_back(loop.id);
+    CHECK(order == std::vector<std::int64_t>{urgent, first, last});
+    CHECK(db.queued_loops().front().workspace == "/tmp");
 }
 
 TEST_CASE("store: attempts are separate rows and unfinished ones are found for recovery") {
