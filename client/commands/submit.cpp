@@ -102,7 +102,7 @@ void register_submit_command(CLI::App& app, client_context& ctx) {
               ->excludes(prompt),
           "prompt_file");
     field(cmd->add_option("--agent", spec.agent,
-                          "claude, codex, opencode, gemini, aider, kiro or command")
+                          "command (any program, see --command) or demo (the bundled demo agent)")
               ->capture_default_str(),
           "agent");
     field(cmd->add_option("--command", spec.command,

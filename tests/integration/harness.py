@@ -4,7 +4,6 @@ real ralphctl, and inspects processes through /proc. Standard library only.
 
 Environment (set by tests/integration/meson.build):
   RALPHD, RALPHCTL      the binaries under test
-  RALPH_DEMO_AGENT      the bundled demo agent (passed on to ralphd)
   RALPH_TEST_AGENTS     directory of the fake agents (tests/agents)
   RALPH_FIXTURES        ../shared/fixtures
   RALPH_TEST_TIMEOUT_SCALE  multiplies every wait (e.g. 2 under sanitizers)
@@ -36,7 +35,6 @@ import unittest
 SCALE = float(os.environ.get("RALPH_TEST_TIMEOUT_SCALE", "1") or "1")
 RALPHD = os.environ.get("RALPHD", "")
 RALPHCTL = os.environ.get("RALPHCTL", "")
-DEMO_AGENT = os.environ.get("RALPH_DEMO_AGENT", "")
 AGENTS = os.environ.get(
     "RALPH_TEST_AGENTS",
     os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "agents"))
@@ -491,8 +489,6 @@ class Daemon:
             "NO_COLOR": "1",
             "RALPH_IT_TAG": self.root,
         })
-        if DEMO_AGENT:
-            env["RALPH_DEMO_AGENT"] = DEMO_AGENT
         env.update(extra)
         return env
 
