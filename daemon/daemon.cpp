@@ -26,10 +26,19 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
       output_(io, db_, state_dir_of(options_) / "output",
               [this](std::int64_t loop_id, std::int64_t end) { hub_.output_committed(loop_id, end); }),
       reaper_(io),
-      runner_ctx_{io, db_, output_, reaper_, state_dir_of(options_) / "prompts", options_.kill_grace,
+      runner_ctx_{io,
+                  db_,
+                  output_,
+                  reaper_,
+                  state_dir_of(options_) / "prompts",
+                  state_dir_of(options_) / "tmp",
+                  options_.kill_grace,
+                  options_.binaries,
+                  options_.rate_limit_margin,
+                  options_.rate_limit_wait,
                   [this](const proto::loop_info& loop) { hub_.state_changed(loop); }},
       scheduler_(runner_ctx_, options_.max_concurrent),
-      services_{db_, scheduler_, output_,
+      services_{db_, scheduler_, output_, runner_ctx_.binaries,
                 proto::daemon_info{proto::daemon_version, proto::protocol_version, ::getpid(),
                                    options_.socket_path.string(), options_.db_path.string(),
                                    text::now_ms(), options_.max_concurrent, {}},
@@ -43,8 +52,10 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
                 }},
       shutdown_delay_(io) {
     paths::make_private_directory(runner_ctx_.prompt_dir);
+    paths::make_private_directory(runner_ctx_.scratch_dir);
     rpc::register_daemon_methods(registry_, services_);
     rpc::register_loop_methods(registry_, services_);
+    rpc::register_agent_methods(registry_, services_);
 }
 
 void ralphd::recover() {

@@ -27,6 +27,9 @@ struct daemon_options {
     std::chrono::milliseconds kill_grace{10000};
     std::int64_t max_concurrent = 1;
     server_limits limits;
+    agent_binaries binaries;                                  // --agent-binary NAME=PATH
+    std::chrono::milliseconds rate_limit_margin{60000};      // --rate-limit-margin
+    std::chrono::milliseconds rate_limit_wait{60000};        // --rate-limit-wait
 };
 
 class ralphd {

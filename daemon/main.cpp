@@ -44,6 +44,9 @@ int main(int argc, char** argv) {
     std::string log_file;
     double kill_grace_s = 10;
     std::int64_t max_concurrent = 1;
+    std::vector<std::string> agent_binaries;
+    double rate_limit_margin_s = 60;
+    double rate_limit_wait_s = 60;
     app.add_option("--socket", socket_path, "Unix socket to listen on (env RALPH_SOCKET)")
         ->capture_default_str();
     app.add_option("--db", db_path, "SQLite database (default $XDG_STATE_HOME/ralph/ralph.db)");
@@ -51,6 +54,21 @@ int main(int argc, char** argv) {
         ->capture_default_str()
         ->check(CLI::PositiveNumber);
     app.add_option("--max-concurrent", max_concurrent, "Loops running at once")
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber);
+    app.add_option("--agent-binary", agent_binaries,
+                   "Program of an agent instead of a PATH lookup, as NAME=PATH (repeatable)")
+        ->each([](const std::string& value) {
+            if (value.find('=') == std::string::npos || value.front() == '=')
+                throw CLI::ValidationError("--agent-binary", "expected NAME=PATH, got " + value);
+        });
+    app.add_option("--rate-limit-margin", rate_limit_margin_s,
+                   "Seconds added to the reset time an agent states for its usage limit")
+        ->capture_default_str()
+        ->check(CLI::NonNegativeNumber);
+    app.add_option("--rate-limit-wait", rate_limit_wait_s,
+                   "Seconds to wait after a usage limit that states no reset (doubles each time, "
+                   "at most an hour)")
         ->capture_default_str()
         ->check(CLI::PositiveNumber);
     app.add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str();
@@ -66,6 +84,13 @@ int main(int argc, char** argv) {
         options.db_path = std::filesystem::absolute(options.db_path);
         options.kill_grace = std::chrono::milliseconds(std::llround(kill_grace_s * 1000));
         options.max_concurrent = max_concurrent;
+        for (const auto& binary : agent_binaries) {
+            auto eq = binary.find('=');
+            ralph::find_agent(binary.substr(0, eq));  // an unknown agent name is an error
+            options.binaries[binary.substr(0, eq)] = binary.substr(eq + 1);
+        }
+        options.rate_limit_margin = std::chrono::milliseconds(std::llround(rate_limit_margin_s * 1000));
+        options.rate_limit_wait = std::chrono::milliseconds(std::llround(rate_limit_wait_s * 1000));
         // systemd socket activation hands us the listening socket as fd 3.
         if (::sd_listen_fds(1) == 1) options.listen_fd = SD_LISTEN_FDS_START;
         else ralph::paths::make_private_directory(options.socket_path.parent_path());

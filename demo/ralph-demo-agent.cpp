@@ -2,6 +2,9 @@
 // reads the prompt on stdin, appends a step to demo-progress.md in the current directory (the
 // loop's workspace), says what it did, and on its Nth run (N = $RALPH_DEMO_ITERATIONS, default 3)
 // declares the work done with <promise>COMPLETE</promise>. It never touches anything else.
+// `--version` prints its version and does nothing else (ralphctl agents asks it).
+#include "ralph_version.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -11,7 +14,11 @@
 #include <string>
 #include <thread>
 
-int main() {
+int main(int argc, char** argv) {
+    if (argc > 1 && std::string(argv[1]) == "--version") {
+        std::cout << "ralph-demo-agent " << RALPH_VERSION << "\n";
+        return 0;
+    }
     std::string prompt((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
     int target = 3;
     if (const char* value = std::getenv("RALPH_DEMO_ITERATIONS")) target = std::max(1, std::atoi(value));

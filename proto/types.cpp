@@ -18,6 +18,9 @@ constexpr std::array<std::string_view, 9> state_names{
 constexpr std::array<std::string_view, 8> termination_names{
     "running", "exited", "failed", "crashed", "timeout", "cancelled", "interrupted", "spawn_failed"};
 
+constexpr std::array<std::string_view, 7> failure_names{
+    "", "rate_limit", "transient", "auth", "missing_program", "timeout", "crash"};
+
 nlohmann::json time_to_json(std::int64_t ms) {
     return ms == 0 ? nlohmann::json(nullptr) : nlohmann::json(text::format_iso8601(ms));
 }
@@ -76,6 +79,39 @@ termination termination_from_string(std::string_view name) {
     throw std::invalid_argument("unknown termination '" + std::string(name) + "'");
 }
 
+std::string_view to_string(failure_class value) {
+    return failure_names[static_cast<std::size_t>(value)];
+}
+
+failure_class failure_class_from_string(std::string_view name) {
+    for (std::size_t i = 0; i < failure_names.size(); ++i)
+        if (failure_names[i] == name) return static_cast<failure_class>(i);
+    throw std::invalid_argument("unknown failure class '" + std::string(name) + "'");
+}
+
+namespace {
+
+// A usage is flattened into the object that has it.
+void add_usage(nlohmann::json& j, const usage& u) {
+    j["input_tokens"] = u.input_tokens;
+    j["output_tokens"] = u.output_tokens;
+    j["cost_usd"] = u.cost_usd ? nlohmann::json(*u.cost_usd) : nlohmann::json();
+    j["turns"] = u.turns;
+    j["tool_calls"] = u.tool_calls;
+}
+
+usage read_usage(const nlohmann::json& j) {
+    usage u;
+    u.input_tokens = value_or<std::int64_t>(j, "input_tokens", 0);
+    u.output_tokens = value_or<std::int64_t>(j, "output_tokens", 0);
+    if (j.contains("cost_usd") && j["cost_usd"].is_number()) u.cost_usd = j["cost_usd"].get<double>();
+    u.turns = value_or<std::int64_t>(j, "turns", 0);
+    u.tool_calls = value_or<std::int64_t>(j, "tool_calls", 0);
+    return u;
+}
+
+}  // namespace
+
 void from_json(const nlohmann::json& j, submit_params& p) {
     const auto& obj = params_object(j);
     read_field(obj, "name", p.name);
@@ -131,6 +167,7 @@ void to_json(nlohmann::json& j, const loop_info& loop) {
     j["updated_at"] = time_to_json(loop.updated_at);
     j["resume_at"] = time_to_json(loop.resume_at);
     j["output_bytes"] = loop.output_bytes;
+    add_usage(j, loop.usage);
 }
 
 namespace {
@@ -142,7 +179,7 @@ struct summary_field {
 };
 
 // The fields of summary_json, in output order.
-const std::array<summary_field, 18> summary_fields{{
+const std::array<summary_field, 21> summary_fields{{
     {"id", [](const loop_info& l) { return nlohmann::json(l.id); }},
     {"name", [](const loop_info& l) { return nlohmann::json(l.spec.name); }},
     {"state", [](const loop_info& l) { return nlohmann::json(to_string(l.state)); }},
@@ -161,6 +198,12 @@ const std::array<summary_field, 18> summary_fields{{
     {"updated_at", [](const loop_info& l) { return time_to_json(l.updated_at); }},
     {"resume_at", [](const loop_info& l) { return time_to_json(l.resume_at); }},
     {"output_bytes", [](const loop_info& l) { return nlohmann::json(l.output_bytes); }},
+    {"input_tokens", [](const loop_info& l) { return nlohmann::json(l.usage.input_tokens); }},
+    {"output_tokens", [](const loop_info& l) { return nlohmann::json(l.usage.output_tokens); }},
+    {"cost_usd",
+     [](const loop_info& l) {
+         return l.usage.cost_usd ? nlohmann::json(*l.usage.cost_usd) : nlohmann::json();
+     }},
 }};
 
 }  // namespace
@@ -193,6 +236,7 @@ void from_json(const nlohmann::json& j, loop_info& loop) {
     loop.updated_at = time_from_json(j, "updated_at");
     loop.resume_at = time_from_json(j, "resume_at");
     loop.output_bytes = value_or<std::int64_t>(j, "output_bytes", 0);
+    loop.usage = read_usage(j);
 }
 
 void to_json(nlohmann::json& j, const attempt_info& a) {
@@ -208,9 +252,12 @@ void to_json(nlohmann::json& j, const attempt_info& a) {
                        {"exit_code", a.exit_code ? nlohmann::json(*a.exit_code) : nlohmann::json()},
                        {"signal", a.signal ? nlohmann::json(*a.signal) : nlohmann::json()},
                        {"completion_signal", a.completion_signal},
+                       {"failure", to_string(a.failure)},
                        {"error", a.error},
+                       {"summary", a.summary},
                        {"output_start", a.output_start},
                        {"output_end", a.output_end}};
+    add_usage(j, a.usage);
 }
 
 void from_json(const nlohmann::json& j, attempt_info& a) {
@@ -226,9 +273,52 @@ void from_json(const nlohmann::json& j, attempt_info& a) {
     if (j.contains("exit_code") && j["exit_code"].is_number()) a.exit_code = j["exit_code"].get<int>();
     if (j.contains("signal") && j["signal"].is_number()) a.signal = j["signal"].get<int>();
     a.completion_signal = value_or<bool>(j, "completion_signal", false);
+    a.failure = failure_class_from_string(value_or<std::string>(j, "failure", ""));
     a.error = value_or<std::string>(j, "error", "");
+    a.summary = value_or<std::string>(j, "summary", "");
+    a.usage = read_usage(j);
     a.output_start = value_or<std::int64_t>(j, "output_start", 0);
     a.output_end = value_or<std::int64_t>(j, "output_end", 0);
+}
+
+void to_json(nlohmann::json& j, const event_info& e) {
+    j = nlohmann::json{{"id", e.id},           {"attempt_id", e.attempt_id}, {"iteration", e.iteration},
+                       {"ts", time_to_json(e.ts)}, {"kind", e.kind},         {"tool", e.tool},
+                       {"text", e.text}};
+}
+
+void from_json(const nlohmann::json& j, event_info& e) {
+    e.id = value_or<std::int64_t>(j, "id", 0);
+    e.attempt_id = value_or<std::int64_t>(j, "attempt_id", 0);
+    e.iteration = value_or<std::int64_t>(j, "iteration", 0);
+    e.ts = time_from_json(j, "ts");
+    e.kind = value_or<std::string>(j, "kind", "");
+    e.tool = value_or<std::string>(j, "tool", "");
+    e.text = value_or<std::string>(j, "text", "");
+}
+
+void to_json(nlohmann::json& j, const agent_info& a) {
+    j = nlohmann::json{{"name", a.name},
+                       {"description", a.description},
+                       {"program", a.program},
+                       {"path", a.path.empty() ? nlohmann::json() : nlohmann::json(a.path)},
+                       {"output_format", a.output_format},
+                       {"structured_output", a.structured_output},
+                       {"tokens", a.tokens},
+                       {"cost", a.cost},
+                       {"rate_limit_detection", a.rate_limit_detection}};
+}
+
+void from_json(const nlohmann::json& j, agent_info& a) {
+    a.name = value_or<std::string>(j, "name", "");
+    a.description = value_or<std::string>(j, "description", "");
+    a.program = value_or<std::string>(j, "program", "");
+    a.path = value_or<std::string>(j, "path", "");
+    a.output_format = value_or<std::string>(j, "output_format", "text");
+    a.structured_output = value_or<bool>(j, "structured_output", false);
+    a.tokens = value_or<bool>(j, "tokens", false);
+    a.cost = value_or<bool>(j, "cost", false);
+    a.rate_limit_detection = value_or<bool>(j, "rate_limit_detection", false);
 }
 
 void to_json(nlohmann::json& j, const daemon_info& info) {

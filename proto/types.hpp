@@ -38,6 +38,30 @@ enum class termination {
 std::string_view to_string(termination value);
 termination termination_from_string(std::string_view name);
 
+// Why an attempt failed, refined from its termination by what the agent said (SPEC §4); each
+// class has its own policy in the runner.
+enum class failure_class {
+    none,             // the attempt succeeded
+    rate_limit,       // rate/usage limit: wait for the reset, burn no retry
+    transient,        // overload, 5xx, network: short backoff, retry
+    auth,             // credentials: stop the loop
+    missing_program,  // the agent's program is not there: stop the loop
+    timeout,          // ran past the per-iteration timeout: retry
+    crash,            // killed by a signal, or a non-zero exit without a known cause: retry
+};
+
+std::string_view to_string(failure_class value);
+failure_class failure_class_from_string(std::string_view name);
+
+// Tokens, cost and work of one attempt, or summed over a loop's attempts.
+struct usage {
+    std::int64_t input_tokens = 0;     // cache reads and writes included
+    std::int64_t output_tokens = 0;
+    std::optional<double> cost_usd;    // what the agent reported; null when it reported none
+    std::int64_t turns = 0;
+    std::int64_t tool_calls = 0;
+};
+
 struct submit_params {
     std::string name;
     std::string workspace;             // absolute, must exist
@@ -75,6 +99,7 @@ struct loop_info {
     std::int64_t updated_at = 0;
     std::int64_t resume_at = 0;        // when a waiting loop goes on
     std::int64_t output_bytes = 0;     // persisted output, = end offset of the loop's output
+    proto::usage usage;                // summed over every attempt
 };
 
 void to_json(nlohmann::json& j, const loop_info& loop);
@@ -98,13 +123,47 @@ struct attempt_info {
     std::optional<int> exit_code;
     std::optional<int> signal;
     bool completion_signal = false;    // the completion rule matched in this attempt's output
-    std::string error;                 // why it could not start, or other detail
+    failure_class failure = failure_class::none;
+    std::string error;                 // why it failed or could not start
+    proto::usage usage;
+    std::string summary;               // the first line of the agent's final answer
     std::int64_t output_start = 0;     // [start, end) byte range in the loop's output
     std::int64_t output_end = 0;
 };
 
 void to_json(nlohmann::json& j, const attempt_info& attempt);
 void from_json(const nlohmann::json& j, attempt_info& attempt);
+
+// One event of an attempt's agent stream (common/agent_stream), as stored and listed by
+// loop.events.
+struct event_info {
+    std::int64_t id = 0;               // increasing over the whole database
+    std::int64_t attempt_id = 0;
+    std::int64_t iteration = 0;
+    std::int64_t ts = 0;
+    std::string kind;                  // text, tool_use, tool_result, usage, error, rate_limit, ...
+    std::string tool;
+    std::string text;
+};
+
+void to_json(nlohmann::json& j, const event_info& e);
+void from_json(const nlohmann::json& j, event_info& e);
+
+// An agent adapter as agents.list describes it.
+struct agent_info {
+    std::string name;
+    std::string description;
+    std::string program;               // what is looked up (or the configured path)
+    std::string path;                  // where it was found on the daemon's PATH; empty: missing
+    std::string output_format;         // claude, codex, opencode, gemini or text
+    bool structured_output = false;    // events (tool use, final answer) are read from the stream
+    bool tokens = false;
+    bool cost = false;
+    bool rate_limit_detection = false;
+};
+
+void to_json(nlohmann::json& j, const agent_info& a);
+void from_json(const nlohmann::json& j, agent_info& a);
 
 struct daemon_info {
     std::string version;

@@ -26,12 +26,14 @@ void register_show_command(CLI::App& app, client_context& ctx);
 void register_tail_command(CLI::App& app, client_context& ctx);
 void register_cancel_command(CLI::App& app, client_context& ctx);
 void register_daemon_command(CLI::App& app, client_context& ctx);
+void register_agents_command(CLI::App& app, client_context& ctx);
 
 // Where tailing starts (the daemon's default: at offset 0) and what is followed.
 struct tail_selection {
     std::optional<std::int64_t> offset;      // byte offset in the loop's output
     std::optional<std::int64_t> last_lines;  // start at the last N lines instead
     bool output = true;                      // false: follow only the state (submit --wait)
+    bool raw = false;                        // print structured agent streams as stored
 };
 
 // Follows the loops over a WebSocket session until each has ended; prints their output as it

@@ -1,5 +1,7 @@
-// `ralphctl show ID`: one loop in detail (loop.get) and its attempts (loop.iterations) as a
-// key/value block and a table; with --json {"loop": {...}, "attempts": [...]}.
+// `ralphctl show ID [--events]`: one loop in detail (loop.get) and its attempts
+// (loop.iterations) as a key/value block and a table, then each iteration's summary (the first
+// line of the agent's final answer); --events adds what the agent did (loop.events). With --json
+// {"loop": {...}, "attempts": [...]} (and "events": [...]).
 #include "client/commands/commands.hpp"
 
 #include "client/connection.hpp"
@@ -47,6 +49,27 @@ std::string prompt_source(const proto::submit_params& spec) {
     return "PROMPT.md in the workspace, else the built-in prompt";
 }
 
+// "1,234 in / 56 out tokens, $0.0123, 3 turns, 2 tool calls"; what the agent did not report is
+// left out.
+std::string describe_usage(const proto::usage& usage) {
+    std::string text =
+        fmt::format("{} in / {} out tokens", usage.input_tokens, usage.output_tokens);
+    if (usage.cost_usd) text += fmt::format(", ${:.4f}", *usage.cost_usd);
+    text += fmt::format(", {} turn{}, {} tool call{}", usage.turns, usage.turns == 1 ? "" : "s",
+                        usage.tool_calls, usage.tool_calls == 1 ? "" : "s");
+    return text;
+}
+
+// What ralph cannot read from this agent's output, or empty.
+std::string missing_capabilities(const proto::agent_info& agent) {
+    std::vector<std::string> missing;
+    if (!agent.structured_output) missing.emplace_back("no tool events or final answer (plain text)");
+    if (!agent.tokens) missing.emplace_back("no token counts");
+    if (!agent.cost) missing.emplace_back("no cost");
+    if (!agent.rate_limit_detection) missing.emplace_back("rate limits only guessed from its text");
+    return join_words(missing);
+}
+
 void append_time(fmt::memory_buffer& out, std::string_view key, std::int64_t at, std::int64_t now) {
     if (at == 0) return;
     const std::string relative =
@@ -54,7 +77,8 @@ void append_time(fmt::memory_buffer& out, std::string_view key, std::int64_t at,
     append_field(out, key, fmt::format("{} ({})", format_local_time(at), relative));
 }
 
-void append_loop(fmt::memory_buffer& out, const proto::loop_info& loop, bool use_colour) {
+void append_loop(fmt::memory_buffer& out, const proto::loop_info& loop,
+                 const proto::agent_info& agent, bool use_colour) {
     const auto& spec = loop.spec;
     const std::int64_t now = text::now_ms();
     append_field(out, "id", fmt::format("{}", loop.id));
@@ -63,6 +87,8 @@ void append_loop(fmt::memory_buffer& out, const proto::loop_info& loop, bool use
     if (!loop.stop_reason.empty()) append_field(out, "stop reason", loop.stop_reason);
     append_field(out, "workspace", spec.workspace);
     append_field(out, "agent", spec.agent);
+    if (std::string missing = missing_capabilities(agent); !missing.empty())
+        append_field(out, "agent lacks", missing);
     if (!spec.model.empty()) append_field(out, "model", spec.model);
     if (!spec.command.empty()) append_field(out, "command", spec.command);
     if (!spec.args.empty()) append_field(out, "args", join_words(spec.args));
@@ -80,6 +106,7 @@ void append_loop(fmt::memory_buffer& out, const proto::loop_info& loop, bool use
                     spec.max_iterations == 0 ? "∞" : fmt::format("{}", spec.max_iterations),
                     spec.min_iterations));
     append_field(out, "attempts", fmt::format("{} (retries: {})", loop.attempts, loop.retries));
+    append_field(out, "usage", describe_usage(loop.usage));
     append_field(out, "timeout", format_seconds(spec.timeout_s) + " per attempt");
     append_field(out, "delay", format_seconds(spec.delay_s) + " between iterations");
     append_field(out, "retries",
@@ -101,6 +128,10 @@ void append_attempts(fmt::memory_buffer& out, const std::vector<proto::attempt_i
                 {"DURATION", true},
                 {"TERMINATION"},
                 {"EXIT", true},
+                {"FAILURE"},
+                {"TOKENS", true},
+                {"COST", true},
+                {"TOOLS", true},
                 {"OUTPUT", true}});
     const std::int64_t now = text::now_ms();
     for (const auto& attempt : attempts) {
@@ -119,26 +150,73 @@ void append_attempts(fmt::memory_buffer& out, const std::vector<proto::attempt_i
             rows.add_format("signal {}", *attempt.signal);
         else
             rows.add("-");
+        rows.add(attempt.failure == proto::failure_class::none
+                     ? std::string("-")
+                     : std::string(proto::to_string(attempt.failure)));
+        rows.add_format("{}/{}", attempt.usage.input_tokens, attempt.usage.output_tokens);
+        if (attempt.usage.cost_usd) rows.add_format("${:.4f}", *attempt.usage.cost_usd);
+        else rows.add("-");
+        rows.add_format("{}", attempt.usage.tool_calls);
         rows.add_format("{}", attempt.output_end - attempt.output_start);
     }
     rows.render(out, use_colour);
+    // What each attempt ended with: its summary, or why it failed.
+    for (const auto& attempt : attempts) {
+        const std::string& said = attempt.error.empty() ? attempt.summary : attempt.error;
+        if (said.empty()) continue;
+        fmt::format_to(std::back_inserter(out), "  {}.{}: {}\n", attempt.iteration, attempt.attempt,
+                       said);
+    }
 }
 
-int run_show(const client_context& ctx, std::int64_t id) {
+void append_events(fmt::memory_buffer& out, const std::vector<proto::event_info>& events) {
+    std::int64_t iteration = 0;
+    for (const auto& e : events) {
+        if (e.iteration != iteration) {
+            iteration = e.iteration;
+            fmt::format_to(std::back_inserter(out), "\niteration {}\n", iteration);
+        }
+        std::string_view text = e.text;
+        text = text.substr(0, text.find('\n'));
+        fmt::format_to(std::back_inserter(out), "  {:<12} {}{}{}\n", e.kind, e.tool,
+                       e.tool.empty() ? "" : " ", text);
+    }
+}
+
+// Every event of the loop, page by page.
+nlohmann::json all_events(connection& daemon, std::int64_t id) {
+    nlohmann::json events = nlohmann::json::array();
+    std::int64_t after = 0;
+    for (;;) {
+        nlohmann::json page =
+            daemon.call(proto::method::loop_events, {{"id", id}, {"after", after}, {"limit", 10000}});
+        if (page.at("events").empty()) return events;
+        for (auto& e : page.at("events")) events.push_back(std::move(e));
+        after = page.at("next_after").get<std::int64_t>();
+    }
+}
+
+int run_show(const client_context& ctx, std::int64_t id, bool with_events) {
     connection daemon(ctx.socket);
     nlohmann::json loop = daemon.call(proto::method::loop_get, {{"id", id}});
     nlohmann::json attempts = daemon.call(proto::method::loop_iterations, {{"id", id}});
+    nlohmann::json events = with_events ? all_events(daemon, id) : nlohmann::json();
     if (ctx.json) {
-        print_json({{"loop", std::move(loop)}, {"attempts", std::move(attempts.at("attempts"))}});
+        nlohmann::json doc{{"loop", std::move(loop)}, {"attempts", std::move(attempts.at("attempts"))}};
+        if (with_events) doc["events"] = std::move(events);
+        print_json(std::move(doc));
         return exit_code::ok;
     }
     fmt::memory_buffer out;
-    append_loop(out, loop.get<proto::loop_info>(), ctx.colour);
+    append_loop(out, loop.get<proto::loop_info>(),
+                loop.value("agent_info", nlohmann::json::object()).get<proto::agent_info>(),
+                ctx.colour);
     const auto list = attempts.at("attempts").get<std::vector<proto::attempt_info>>();
     if (!list.empty()) {
         out.push_back('\n');
         append_attempts(out, list, ctx.colour);
     }
+    if (with_events) append_events(out, events.get<std::vector<proto::event_info>>());
     write_stdout(out);
     return exit_code::ok;
 }
@@ -146,10 +224,16 @@ int run_show(const client_context& ctx, std::int64_t id) {
 }  // namespace
 
 void register_show_command(CLI::App& app, client_context& ctx) {
-    auto id = std::make_shared<std::int64_t>(0);
+    struct show_options {
+        std::int64_t id = 0;
+        bool events = false;
+    };
+    auto options = std::make_shared<show_options>();
     auto* cmd = app.add_subcommand("show", "Show a loop and its attempts");
-    cmd->add_option("id", *id, "Loop id")->required();
-    cmd->callback([&ctx, id] { ctx.exit_code = run_show(ctx, *id); });
+    cmd->add_option("id", options->id, "Loop id")->required();
+    cmd->add_flag("--events", options->events,
+                  "Also list what the agent did: text, tool calls, results, errors, usage");
+    cmd->callback([&ctx, options] { ctx.exit_code = run_show(ctx, options->id, options->events); });
 }
 
 }  // namespace ralph::client

@@ -3,6 +3,9 @@
 // With -f (and for submit --follow/--wait): a WebSocket session with one loop.tail subscription
 // per loop, printing bytes as they come until every loop has sent its final loop.state.
 // Output is requested base64-encoded so the bytes written are exactly those the agent wrote.
+// A structured agent stream (claude, codex, opencode, gemini JSON lines) is rendered readably
+// through common/agent_stream — assistant text, "● tool input", "  ⎿ result", "✗ error" — unless
+// --raw; plain-text agents' bytes are printed as they are.
 // Several loops: every line is prefixed with "[id] ", and a loop's partial line is held back
 // until its end, so lines of different loops never mix.
 // --json: NDJSON, one line per piece of output or state change, each the notification's params
@@ -11,6 +14,7 @@
 
 #include "client/connection.hpp"
 #include "client/output.hpp"
+#include "common/agent_stream.hpp"
 #include "proto/methods.hpp"
 #include "proto/types.hpp"
 
@@ -28,13 +32,51 @@ namespace {
 // The largest page loop.output gives.
 constexpr std::int64_t max_page_bytes = 4 << 20;
 
-// Writes one loop's output to stdout, with a "[id] " prefix on every line when `prefixed`.
+// Writes one loop's output to stdout, with a "[id] " prefix on every line when `prefixed`;
+// through `renderer` when the output is a structured agent stream to be shown readably.
 class output_writer {
   public:
-    output_writer(std::int64_t id, bool prefixed)
-        : prefix_(prefixed ? fmt::format("[{}] ", id) : std::string()) {}
+    output_writer(std::int64_t id, bool prefixed, std::unique_ptr<agent_stream::parser> renderer)
+        : prefix_(prefixed ? fmt::format("[{}] ", id) : std::string()),
+          renderer_(std::move(renderer)) {}
 
     void write(std::string_view bytes) {
+        if (!renderer_) {
+            write_bytes(bytes);
+            return;
+        }
+        renderer_->feed(bytes, events_);
+        write_events();
+    }
+
+    // The loop has ended: a last line without a newline gets one.
+    void finish() {
+        if (renderer_) {
+            renderer_->finish(events_);
+            write_events();
+        }
+        if (pending_.empty()) return;
+        pending_.push_back('\n');
+        std::fwrite(prefix_.data(), 1, prefix_.size(), stdout);
+        std::fwrite(pending_.data(), 1, pending_.size(), stdout);
+        pending_.clear();
+    }
+
+    // False when unprefixed output ended in the middle of a line.
+    bool at_line_start() const { return at_line_start_; }
+
+  private:
+    void write_events() {
+        for (const auto& e : events_) {
+            std::string line = agent_stream::render(e);
+            if (line.empty()) continue;
+            if (line.back() != '\n') line.push_back('\n');
+            write_bytes(line);
+        }
+        events_.clear();
+    }
+
+    void write_bytes(std::string_view bytes) {
         if (prefix_.empty()) {
             std::fwrite(bytes.data(), 1, bytes.size(), stdout);
             if (!bytes.empty()) at_line_start_ = bytes.back() == '\n';
@@ -50,23 +92,23 @@ class output_writer {
         pending_.erase(0, start);
     }
 
-    // The loop has ended: a last line without a newline gets one.
-    void finish() {
-        if (pending_.empty()) return;
-        pending_.push_back('\n');
-        std::fwrite(prefix_.data(), 1, prefix_.size(), stdout);
-        std::fwrite(pending_.data(), 1, pending_.size(), stdout);
-        pending_.clear();
-    }
-
-    // False when unprefixed output ended in the middle of a line.
-    bool at_line_start() const { return at_line_start_; }
-
-  private:
     std::string prefix_;
+    std::unique_ptr<agent_stream::parser> renderer_;
+    std::vector<agent_stream::event> events_;
     std::string pending_;
     bool at_line_start_ = true;
 };
+
+// A renderer for the loop's output when its agent prints a structured stream, else null.
+std::unique_ptr<agent_stream::parser> renderer_for(const client_context& ctx, std::int64_t id,
+                                                   const tail_selection& selection) {
+    if (selection.raw || ctx.json || !selection.output) return nullptr;
+    nlohmann::json loop = connection(ctx.socket).call(proto::method::loop_get, {{"id", id}});
+    const std::string format =
+        loop.value("agent_info", nlohmann::json::object()).value("output_format", "text");
+    if (format == "text") return nullptr;
+    return agent_stream::make_parser(agent_stream::format_from_string(format));
+}
 
 // Parses a message that carries output in a "data" string: a loop.output page ("result") or
 // notification ("params"). nlohmann lexes strings a byte at a time (~90 MB/s, most of the cost
@@ -116,7 +158,7 @@ void print_persisted(const client_context& ctx, const std::vector<std::int64_t>&
                      const tail_selection& selection) {
     connection daemon(ctx.socket);
     for (std::int64_t id : ids) {
-        output_writer writer(id, ids.size() > 1);
+        output_writer writer(id, ids.size() > 1, renderer_for(ctx, id, selection));
         nlohmann::json params = selection_params(id, selection);
         params["max_bytes"] = max_page_bytes;
         std::optional<std::int64_t> end;
@@ -188,9 +230,7 @@ int run_tail(const client_context& ctx, const tail_options& options) {
     std::vector<std::int64_t> ids;
     for (std::int64_t id : options.ids)
         if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
-    // --raw: output is stored as the agent wrote it and printed as is; the flag is accepted now
-    // so that scripts keep working once structured agent streams are rendered by default.
-    const tail_selection selection{options.from_offset, options.lines, true};
+    const tail_selection selection{options.from_offset, options.lines, true, options.raw};
     if (options.follow) return follow_loops(ctx, ids, selection);
     print_persisted(ctx, ids, selection);
     return exit_code::ok;
@@ -206,7 +246,8 @@ int follow_loops(const client_context& ctx, const std::vector<std::int64_t>& ids
         nlohmann::json params = selection_params(id, selection);
         params["output"] = selection.output;
         daemon.send(proto::method::loop_tail, std::move(params));
-        loops.emplace(id, followed_loop{output_writer(id, ids.size() > 1),
+        loops.emplace(id, followed_loop{output_writer(id, ids.size() > 1,
+                                                      renderer_for(ctx, id, selection)),
                                         selection.offset.value_or(0), false});
     }
 
@@ -284,7 +325,9 @@ void register_tail_command(CLI::App& app, client_context& ctx) {
                     "Start at this byte offset (where an earlier tail stopped)")
         ->check(non_negative())
         ->excludes(lines);
-    cmd->add_flag("--raw", options->raw, "Print the output exactly as stored");
+    cmd->add_flag("--raw", options->raw,
+                  "Print the output exactly as the agent wrote it (structured agents' JSON lines "
+                  "are otherwise rendered readably)");
     cmd->callback([&ctx, options] { ctx.exit_code = run_tail(ctx, *options); });
 }
 

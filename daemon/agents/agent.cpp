@@ -1,21 +1,22 @@
 #include "daemon/agents/agent.hpp"
 
-#include "daemon/store/output_log.hpp"
+#include "common/paths.hpp"
 #include "proto/errors.hpp"
 
-#include <array>
+#include <filesystem>
 
 namespace ralph {
-namespace {
 
-constexpr std::size_t final_answer_window = 256 << 10;
-
-}  // namespace
+const std::vector<const agent*>& all_agents() {
+    static const std::vector<const agent*> agents{
+        &claude_agent(), &codex_agent(), &opencode_agent(), &gemini_agent(),
+        &aider_agent(),  &kiro_agent(),  &command_agent(),  &demo_agent()};
+    return agents;
+}
 
 const agent& find_agent(std::string_view name) {
-    const std::array<const agent*, 2> agents{&command_agent(), &demo_agent()};
     std::string known;
-    for (const agent* candidate : agents) {
+    for (const agent* candidate : all_agents()) {
         if (candidate->name() == name) return *candidate;
         known += (known.empty() ? "" : ", ") + std::string(candidate->name());
     }
@@ -23,15 +24,55 @@ const agent& find_agent(std::string_view name) {
                            "unknown agent '" + std::string(name) + "' (known: " + known + ")");
 }
 
-void text_output_parser::feed(output_stream stream, std::string_view bytes) {
-    if (stream != output_stream::stdout_stream) return;
-    if (bytes.size() >= final_answer_window) {
-        tail_.assign(bytes.substr(bytes.size() - final_answer_window));
-        return;
+std::string locate_program(const agent& adapter, const proto::submit_params& spec,
+                           const agent_binaries& binaries, const std::string& search_path) {
+    std::string program = adapter.program(spec);
+    if (auto configured = binaries.find(adapter.name()); configured != binaries.end())
+        program = configured->second;
+    // A relative path names a program in the workspace, where the agent runs.
+    if (program.find('/') != std::string::npos && program.front() != '/')
+        program = (std::filesystem::path(spec.workspace) / program).string();
+    return paths::find_executable(program, search_path).string();
+}
+
+std::string find_program(const agent& adapter, const proto::submit_params& spec,
+                         const agent_binaries& binaries, const std::string& search_path) {
+    std::string found = locate_program(adapter, spec, binaries, search_path);
+    if (!found.empty()) return found;
+    std::string program = adapter.program(spec);
+    if (auto configured = binaries.find(adapter.name()); configured != binaries.end())
+        throw proto::rpc_error(proto::error_kind::agent_unavailable,
+                               "agent " + std::string(adapter.name()) + ": configured program " +
+                                   configured->second + " is not an executable file");
+    throw proto::rpc_error(
+        proto::error_kind::agent_unavailable,
+        "agent " + std::string(adapter.name()) + ": program '" + program +
+            "' not found on the daemon's PATH (" + search_path + "); install it, or start ralphd with --agent-binary " +
+            std::string(adapter.name()) + "=/path/to/" + program);
+}
+
+}  // namespace ralph
+
+namespace ralph {
+
+proto::agent_info describe_agent(const agent& adapter, const proto::submit_params& spec,
+                                 const agent_binaries& binaries, const std::string& search_path) {
+    proto::agent_info info;
+    info.name = adapter.name();
+    info.description = adapter.description();
+    info.output_format = agent_stream::to_string(adapter.output_format());
+    info.structured_output = adapter.output_format() != agent_stream::format::text;
+    info.tokens = adapter.reports_tokens();
+    info.cost = adapter.reports_cost();
+    info.rate_limit_detection = adapter.detects_rate_limits();
+    try {
+        auto configured = binaries.find(adapter.name());
+        info.program = configured != binaries.end() ? configured->second : adapter.program(spec);
+        info.path = locate_program(adapter, spec, binaries, search_path);
+    } catch (const proto::rpc_error&) {
+        // "command" without a template names no program.
     }
-    tail_.append(bytes);
-    // Trim in large steps so a flood does not cost a memmove per read.
-    if (tail_.size() > 2 * final_answer_window) tail_.erase(0, tail_.size() - final_answer_window);
+    return info;
 }
 
 }  // namespace ralph

@@ -1,18 +1,20 @@
-// Agent adapters (SPEC §4): how to invoke an agent CLI non-interactively and how to read its
-// output. One adapter per agent; find_agent() is the registry. An adapter is stateless; the
-// per-attempt state of reading a stream lives in the output_parser it makes.
+// Agent adapters (SPEC §4): how to invoke each agent CLI non-interactively, which program it is,
+// which output format it prints (read by common/agent_stream) and what ralph can learn from it.
+// One adapter per agent, one file each; find_agent() is the registry. Adapters are stateless.
 #pragma once
 
+#include "common/agent_stream.hpp"
 #include "proto/types.hpp"
 
-#include <memory>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace ralph {
 
-enum class output_stream;
+// Programs configured for agents instead of a PATH lookup (ralphd --agent-binary NAME=PATH).
+using agent_binaries = std::map<std::string, std::string, std::less<>>;
 
 // How to run one attempt.
 struct invocation {
@@ -23,46 +25,57 @@ struct invocation {
 // What an attempt needs to build its invocation.
 struct invocation_input {
     const proto::submit_params& spec;
+    const std::string& program;      // the resolved program (find_program)
     const std::string& prompt;       // the full prompt text of this iteration
     const std::string& prompt_file;  // a file holding exactly `prompt`
-    const std::string& search_path;  // PATH the agent will run with
-};
-
-// Reads one attempt's output as it arrives, in pieces of any size.
-class output_parser {
-public:
-    virtual ~output_parser() = default;
-    virtual void feed(output_stream stream, std::string_view bytes) = 0;
-    // The text in which completion signals are looked for: the agent's final answer.
-    virtual std::string final_answer() const = 0;
 };
 
 class agent {
 public:
     virtual ~agent() = default;
     virtual std::string_view name() const = 0;
-    // Checked at submit: throws proto::rpc_error (agent_unavailable, invalid_params) when the
-    // loop cannot run, e.g. its binary is not found on `search_path`.
-    virtual void validate(const proto::submit_params& spec, const std::string& search_path) const = 0;
+    // A line for `ralphctl agents`.
+    virtual std::string_view description() const = 0;
+    virtual agent_stream::format output_format() const = 0;
+    // Whether ralph reads token counts / cost from this agent's output.
+    virtual bool reports_tokens() const = 0;
+    virtual bool reports_cost() const = 0;
+    // Whether ralph knows how this agent reports rate/usage limits (else: heuristics on text).
+    virtual bool detects_rate_limits() const = 0;
+    // Whether each attempt gets its own TMPDIR, removed afterwards (for agents that leave files
+    // in $TMPDIR on every start).
+    virtual bool needs_private_tmpdir() const = 0;
+    // The program to run: a name looked up on PATH, or an absolute path. Throws
+    // proto::rpc_error(invalid_params) when the spec cannot name one (an empty command template).
+    virtual std::string program(const proto::submit_params& spec) const = 0;
     // Throws proto::rpc_error when the invocation cannot be built.
     virtual invocation invoke(const invocation_input& input) const = 0;
-    virtual std::unique_ptr<output_parser> make_parser() const = 0;
 };
 
 // Throws proto::rpc_error(agent_unavailable) naming the known agents when `name` is unknown.
 const agent& find_agent(std::string_view name);
+// Every adapter, in the order `ralphctl agents` lists them.
+const std::vector<const agent*>& all_agents();
 
-// For plain-text agents: the final answer is the end of stdout (the last 256 KiB).
-class text_output_parser : public output_parser {
-public:
-    void feed(output_stream stream, std::string_view bytes) override;
-    std::string final_answer() const override { return tail_; }
+// The program's absolute path: the configured binary for the agent, else a PATH lookup in
+// `search_path`; empty when not found.
+std::string locate_program(const agent& adapter, const proto::submit_params& spec,
+                           const agent_binaries& binaries, const std::string& search_path);
+// Same, but throws proto::rpc_error(agent_unavailable) with what to do when not found.
+std::string find_program(const agent& adapter, const proto::submit_params& spec,
+                         const agent_binaries& binaries, const std::string& search_path);
 
-private:
-    std::string tail_;
-};
+// The adapter as agents.list and loop.get describe it, with where its program was found.
+proto::agent_info describe_agent(const agent& adapter, const proto::submit_params& spec,
+                                 const agent_binaries& binaries, const std::string& search_path);
 
 // The agents (one file each).
+const agent& claude_agent();
+const agent& codex_agent();
+const agent& opencode_agent();
+const agent& gemini_agent();
+const agent& aider_agent();
+const agent& kiro_agent();
 const agent& command_agent();
 const agent& demo_agent();
 

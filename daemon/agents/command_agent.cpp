@@ -1,7 +1,7 @@
 // Agent "command": any argv template, split like a shell would split words but never run
 // through a shell. "{prompt}" and "{prompt_file}" are replaced as whole arguments (and inside
 // arguments: "--prompt-file={prompt_file}"), so user text is never re-split or interpreted.
-#include "common/paths.hpp"
+// The prompt goes on stdin unless the template places "{prompt}".
 #include "common/text.hpp"
 #include "daemon/agents/agent.hpp"
 #include "proto/errors.hpp"
@@ -34,18 +34,23 @@ void replace_all(std::string& word, std::string_view placeholder, const std::str
 class command_agent_impl : public agent {
 public:
     std::string_view name() const override { return "command"; }
+    std::string_view description() const override {
+        return "any program: --command 'prog --flag {prompt_file}' (plain text)";
+    }
+    agent_stream::format output_format() const override { return agent_stream::format::text; }
+    bool reports_tokens() const override { return false; }
+    bool reports_cost() const override { return false; }
+    bool detects_rate_limits() const override { return false; }
+    bool needs_private_tmpdir() const override { return false; }
 
-    void validate(const proto::submit_params& spec, const std::string& search_path) const override {
-        auto words = split_template(spec.command);
-        if (paths::find_executable(words[0], search_path).empty())
-            throw proto::rpc_error(proto::error_kind::agent_unavailable,
-                                   "command not found: " + words[0] + " (looked in PATH=" +
-                                       search_path + ")");
+    std::string program(const proto::submit_params& spec) const override {
+        return split_template(spec.command).front();
     }
 
     invocation invoke(const invocation_input& input) const override {
         invocation result;
         result.argv = split_template(input.spec.command);
+        result.argv.front() = input.program;
         bool prompt_in_argv = false;
         for (auto& word : result.argv) {
             if (word.find("{prompt}") != std::string::npos) prompt_in_argv = true;
@@ -55,10 +60,6 @@ public:
         for (const auto& arg : input.spec.args) result.argv.push_back(arg);
         result.prompt_on_stdin = !prompt_in_argv;
         return result;
-    }
-
-    std::unique_ptr<output_parser> make_parser() const override {
-        return std::make_unique<text_output_parser>();
     }
 };
 

@@ -1,4 +1,5 @@
-// loop.submit, loop.list, loop.get, loop.cancel, loop.iterations, loop.output, loop.tail.
+// loop.submit, loop.list, loop.get, loop.cancel, loop.iterations, loop.events, loop.output,
+// loop.tail.
 #include "common/paths.hpp"
 #include "daemon/agents/agent.hpp"
 #include "daemon/rpc/methods.hpp"
@@ -27,6 +28,22 @@ void from_json(const nlohmann::json& j, id_params& p) {
     proto::read_required(proto::params_object(j), "id", p.id);
 }
 
+struct events_params {
+    std::int64_t id = 0;
+    std::int64_t iteration = 0;  // 0 = every iteration
+    std::int64_t after = 0;      // event id to continue after
+    std::int64_t limit = 1000;
+};
+void from_json(const nlohmann::json& j, events_params& p) {
+    const auto& obj = proto::params_object(j);
+    proto::read_required(obj, "id", p.id);
+    proto::read_field(obj, "iteration", p.iteration);
+    proto::read_field(obj, "after", p.after);
+    proto::read_field(obj, "limit", p.limit);
+    if (p.limit <= 0 || p.limit > 10000)
+        throw rpc_error(error_kind::invalid_params, "params.limit: must be in 1..10000");
+}
+
 struct list_params {
     std::vector<proto::loop_state> states;
     std::int64_t limit = 0;
@@ -52,7 +69,7 @@ void from_json(const nlohmann::json& j, list_params& p) {
 }
 
 // Checks everything that can be known at submit and normalizes the spec.
-proto::submit_params validated(proto::submit_params spec) {
+proto::submit_params validated(proto::submit_params spec, const agent_binaries& binaries) {
     namespace fs = std::filesystem;
     if (spec.workspace.empty())
         throw rpc_error(error_kind::invalid_workspace, "a workspace is required");
@@ -89,7 +106,7 @@ proto::submit_params validated(proto::submit_params spec) {
         if (key.empty() || key.find('=') != std::string::npos)
             invalid("params.env: invalid variable name '" + key + "'");
     std::vector<std::pair<std::string, std::string>> env(spec.env.begin(), spec.env.end());
-    find_agent(spec.agent).validate(spec, search_path_of(environment_with(env)));
+    find_program(find_agent(spec.agent), spec, binaries, search_path_of(environment_with(env)));
     return spec;
 }
 
@@ -103,7 +120,7 @@ std::int64_t start_offset(const proto::output_request& request, const output_log
 void register_loop_methods(method_registry& registry, method_services& services) {
     registry.add_typed<proto::submit_params>(
         proto::method::loop_submit, [&services](const proto::submit_params& spec, call_context&) {
-            return nlohmann::json(services.loops.submit(validated(spec)));
+            return nlohmann::json(services.loops.submit(validated(spec, services.binaries)));
         });
 
     registry.add_typed<list_params>(
@@ -114,10 +131,17 @@ void register_loop_methods(method_registry& registry, method_services& services)
             return nlohmann::json{{"loops", std::move(loops)}};
         });
 
-    registry.add_typed<id_params>(proto::method::loop_get,
-                                  [&services](const id_params& params, call_context&) {
-                                      return nlohmann::json(services.db.get_loop(params.id));
-                                  });
+    registry.add_typed<id_params>(
+        proto::method::loop_get, [&services](const id_params& params, call_context&) {
+            proto::loop_info loop = services.db.get_loop(params.id);
+            nlohmann::json result = loop;
+            std::vector<std::pair<std::string, std::string>> env(loop.spec.env.begin(),
+                                                                 loop.spec.env.end());
+            result["agent_info"] = describe_agent(find_agent(loop.spec.agent), loop.spec,
+                                                  services.binaries,
+                                                  search_path_of(environment_with(env)));
+            return result;
+        });
 
     registry.add_typed<id_params>(proto::method::loop_cancel,
                                   [&services](const id_params& params, call_context&) {
@@ -128,6 +152,15 @@ void register_loop_methods(method_registry& registry, method_services& services)
         proto::method::loop_iterations, [&services](const id_params& params, call_context&) {
             services.db.get_loop(params.id);  // loop_not_found for an unknown id
             return nlohmann::json{{"attempts", services.db.attempts_of(params.id)}};
+        });
+
+    registry.add_typed<events_params>(
+        proto::method::loop_events, [&services](const events_params& params, call_context&) {
+            services.db.get_loop(params.id);  // loop_not_found for an unknown id
+            auto events = services.db.events_of(params.id, params.iteration, params.after,
+                                                params.limit);
+            std::int64_t next = events.empty() ? params.after : events.back().id;
+            return nlohmann::json{{"events", events}, {"next_after", next}};
         });
 
     registry.add_typed<proto::output_request>(

@@ -1,6 +1,7 @@
 // Registration of the API's methods, one function per method family (one file each).
 #pragma once
 
+#include "daemon/agents/agent.hpp"
 #include "proto/types.hpp"
 
 #include <functional>
@@ -20,11 +21,13 @@ struct method_services {
     store& db;
     scheduler& loops;
     output_log& output;
+    const agent_binaries& binaries;
     proto::daemon_info identity;            // the static part of daemon.info
     std::function<void()> request_shutdown;  // runs after the reply is on its way
 };
 
 void register_daemon_methods(method_registry& registry, method_services& services);
 void register_loop_methods(method_registry& registry, method_services& services);
+void register_agent_methods(method_registry& registry, method_services& services);
 
 }  // namespace ralph::rpc

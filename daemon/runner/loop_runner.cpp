@@ -1,5 +1,6 @@
 #include "daemon/runner/loop_runner.hpp"
 
+#include "common/agent_stream.hpp"
 #include "common/text.hpp"
 #include "daemon/agents/agent.hpp"
 #include "daemon/runner/child_reaper.hpp"
@@ -24,10 +25,31 @@ namespace {
 
 constexpr std::size_t read_buffer_bytes = 256 << 10;
 constexpr double max_backoff_seconds = 600;
+constexpr std::int64_t max_rate_limit_wait_ms = 3600 * 1000;
+// A summary is the first line of the final answer, cut to this many bytes.
+constexpr std::size_t max_summary_bytes = 200;
 
 std::string describe_failure(proto::termination how, const std::string& error) {
     if (!error.empty()) return error;
     return std::string(proto::to_string(how));
+}
+
+std::string first_line(const std::string& text) {
+    auto start = text.find_first_not_of(" \t\r\n");
+    if (start == std::string::npos) return {};
+    auto end = text.find_first_of("\r\n", start);
+    std::string line = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (line.size() > max_summary_bytes) {
+        line.resize(text::utf8_complete_prefix(std::string_view(line).substr(0, max_summary_bytes)));
+        line += "…";
+    }
+    return line;
+}
+
+std::string describe_usage(const agent_stream::event& e) {
+    std::string text = fmt::format("{} input, {} output tokens", e.input_tokens, e.output_tokens);
+    if (e.cost_usd) text += fmt::format(", ${:.4f}", *e.cost_usd);
+    return text;
 }
 
 void write_file(const std::filesystem::path& path, const std::string& content) {
@@ -96,10 +118,11 @@ awaitable<void> loop_runner::run_iterations() {
         }
         const std::int64_t iteration = loop.iterations + 1;
         std::int64_t failures = 0;
-        std::int64_t attempt_number = 0;
         attempt_outcome outcome;
         while (true) {
-            outcome = co_await run_attempt(loop, iteration, ++attempt_number);
+            if (park_if_held(spec.agent)) co_return;
+            outcome = co_await run_attempt(loop, iteration,
+                                           ctx_.db.attempts_in_iteration(loop_id_, iteration) + 1);
             if (stop_ == stop_kind::shutdown) {
                 // The interrupted iteration counts as spent (the agent may have done work);
                 // the loop continues with the next one at the next start.
@@ -107,21 +130,40 @@ awaitable<void> loop_runner::run_iterations() {
             }
             if (finish_if_stopped()) co_return;
             if (outcome.how == proto::termination::exited) break;
-            if (outcome.how == proto::termination::spawn_failed) {
-                set_state(proto::loop_state::failed, outcome.error);
+            std::string failure = describe_failure(outcome.how, outcome.error);
+            if (outcome.how == proto::termination::spawn_failed ||
+                outcome.failure == proto::failure_class::missing_program) {
+                set_state(proto::loop_state::failed, failure);
                 co_return;
+            }
+            if (outcome.failure == proto::failure_class::auth) {
+                set_state(proto::loop_state::failed,
+                          fmt::format("agent {} could not authenticate: {} (log it in or set its "
+                                      "API key, then resubmit)",
+                                      spec.agent, failure));
+                co_return;
+            }
+            if (outcome.failure == proto::failure_class::rate_limit) {
+                // Burns no retry: the loop and every loop on this agent wait for the reset.
+                std::int64_t until = outcome.resets_at_ms > 0
+                                         ? outcome.resets_at_ms + ctx_.rate_limit_margin.count()
+                                         : text::now_ms() + rate_limit_backoff_ms(iteration);
+                ctx_.db.hold_agent(spec.agent, until,
+                                   fmt::format("{} usage limit (loop {}: {})", spec.agent, loop_id_,
+                                               failure));
+                continue;  // park_if_held parks the loop
             }
             ++failures;
             if (failures > spec.max_retries) {
                 set_state(proto::loop_state::failed,
                           fmt::format("iteration {} failed {} time(s), last: {}", iteration, failures,
-                                      describe_failure(outcome.how, outcome.error)));
+                                      failure));
                 co_return;
             }
             double backoff = std::min(max_backoff_seconds,
                                       spec.retry_backoff_s * std::pow(2.0, double(failures - 1)));
-            co_await wait(backoff, fmt::format("retry {} of {} after {}", failures, spec.max_retries,
-                                               describe_failure(outcome.how, outcome.error)));
+            co_await wait(backoff,
+                          fmt::format("retry {} of {} after {}", failures, spec.max_retries, failure));
             if (finish_if_stopped()) co_return;
         }
         ctx_.db.set_iterations(loop_id_, iteration, text::now_ms());
@@ -139,6 +181,26 @@ awaitable<void> loop_runner::run_iterations() {
         if (spec.delay_s > 0) co_await wait(spec.delay_s, "delay between iterations");
         if (finish_if_stopped()) co_return;
     }
+}
+
+std::int64_t loop_runner::rate_limit_backoff_ms(std::int64_t iteration) {
+    std::int64_t limited = 0;
+    for (const auto& attempt : ctx_.db.attempts_of(loop_id_))
+        if (attempt.iteration == iteration && attempt.failure == proto::failure_class::rate_limit)
+            ++limited;
+    double factor = std::pow(2.0, double(std::max<std::int64_t>(0, limited - 1)));
+    return std::min<std::int64_t>(max_rate_limit_wait_ms,
+                                  std::int64_t(double(ctx_.rate_limit_wait.count()) * factor));
+}
+
+bool loop_runner::park_if_held(const std::string& agent) {
+    auto hold = ctx_.db.agent_hold_of(agent, text::now_ms());
+    if (!hold) return false;
+    spdlog::info("loop {}: agent {} is held until {}: {}", loop_id_, agent,
+                 text::format_iso8601(hold->until_ms), hold->reason);
+    set_state(proto::loop_state::waiting, "waiting for the reset of the " + hold->reason,
+              hold->until_ms);
+    return true;
 }
 
 bool loop_runner::finish_if_stopped() {
@@ -173,8 +235,7 @@ awaitable<loop_runner::attempt_outcome> loop_runner::run_attempt(const proto::lo
                                                                loop.spec.env.end());
     overrides.emplace_back("RALPH_LOOP_ID", std::to_string(loop_id_));
     overrides.emplace_back("RALPH_ITERATION", std::to_string(iteration));
-    std::vector<std::string> env = environment_with(overrides);
-    std::string search_path = search_path_of(env);
+    overrides.emplace_back("RALPH_ATTEMPT", std::to_string(attempt_number));
 
     proto::attempt_info attempt;
     attempt.loop_id = loop_id_;
@@ -185,24 +246,39 @@ awaitable<loop_runner::attempt_outcome> loop_runner::run_attempt(const proto::lo
 
     attempt_outcome outcome;
     spawned_process process;
+    std::string prompt;
+    std::filesystem::path tmpdir;
     try {
-        std::string prompt = build_prompt(loop, iteration);
+        if (adapter.needs_private_tmpdir()) {
+            tmpdir = ctx_.scratch_dir / ("loop-" + std::to_string(loop_id_));
+            std::filesystem::remove_all(tmpdir);
+            std::filesystem::create_directories(tmpdir);
+            overrides.emplace_back("TMPDIR", tmpdir.string());
+        }
+        std::vector<std::string> env = environment_with(overrides);
+        prompt = build_prompt(loop, iteration);
         auto prompt_file = ctx_.prompt_dir / (std::to_string(loop_id_) + ".prompt.md");
         write_file(prompt_file, prompt);
-        invocation inv = adapter.invoke({loop.spec, prompt, prompt_file.string(), search_path});
+        std::string program = find_program(adapter, loop.spec, ctx_.binaries, search_path_of(env));
+        invocation inv = adapter.invoke({loop.spec, program, prompt, prompt_file.string()});
         attempt.argv = inv.argv;
         attempt.id = ctx_.db.begin_attempt(attempt);
-        process = spawn_process({inv.argv, env, loop.spec.workspace,
+        process = spawn_process({inv.argv, std::move(env), loop.spec.workspace,
                                  inv.prompt_on_stdin ? prompt_file.string() : std::string()});
     } catch (const std::exception& e) {
+        auto* unavailable = dynamic_cast<const proto::rpc_error*>(&e);
         if (attempt.id == 0) attempt.id = ctx_.db.begin_attempt(attempt);
         attempt.how = proto::termination::spawn_failed;
+        attempt.failure = unavailable && unavailable->kind() == proto::error_kind::agent_unavailable
+                              ? proto::failure_class::missing_program
+                              : proto::failure_class::crash;
         attempt.error = e.what();
         attempt.ended_at = text::now_ms();
         attempt.output_end = attempt.output_start;
         ctx_.db.finish_attempt(attempt);
         spdlog::warn("loop {}: {}", loop_id_, attempt.error);
         outcome.how = attempt.how;
+        outcome.failure = attempt.failure;
         outcome.error = attempt.error;
         co_return outcome;
     }
@@ -225,7 +301,8 @@ awaitable<loop_runner::attempt_outcome> loop_runner::run_attempt(const proto::lo
         terminate_agent();
     });
 
-    std::unique_ptr<output_parser> parser = adapter.make_parser();
+    std::unique_ptr<agent_stream::parser> parser =
+        agent_stream::make_parser(adapter.output_format(), prompt);
     net::posix::stream_descriptor out_pipe(ctx_.io, process.stdout_fd);
     net::posix::stream_descriptor err_pipe(ctx_.io, process.stderr_fd);
     int open_readers = 2;
@@ -262,36 +339,105 @@ awaitable<loop_runner::attempt_outcome> loop_runner::run_attempt(const proto::lo
     }
     timeout.cancel();
     agent_pgid_ = 0;
+    if (!tmpdir.empty()) {
+        std::error_code ignored;
+        std::filesystem::remove_all(tmpdir, ignored);
+    }
 
-    if (stop_ == stop_kind::cancel) attempt.how = proto::termination::cancelled;
-    else if (stop_ == stop_kind::shutdown) attempt.how = proto::termination::interrupted;
-    else if (timed_out_) attempt.how = proto::termination::timeout;
-    else if (WIFEXITED(status)) attempt.how = WEXITSTATUS(status) == 0 ? proto::termination::exited
-                                                                        : proto::termination::failed;
-    else attempt.how = proto::termination::crashed;
+    std::vector<agent_stream::event> last_events;
+    parser->finish(last_events);
+    store_events(attempt.id, last_events);
+    const agent_stream::summary& said = parser->result();
+    attempt.usage = {said.input_tokens, said.output_tokens, said.cost_usd, said.turns,
+                     said.tool_calls};
+    attempt.summary = first_line(said.final_answer);
     if (WIFEXITED(status)) attempt.exit_code = WEXITSTATUS(status);
     if (WIFSIGNALED(status)) attempt.signal = WTERMSIG(status);
+    classify(attempt, status, said);
     if (attempt.how == proto::termination::timeout)
         attempt.error = fmt::format("timed out after {}s", loop.spec.timeout_s);
     attempt.completion_signal = attempt.how == proto::termination::exited &&
-                                contains_promise(parser->final_answer(), loop.spec.completion_phrase);
+                                contains_promise(said.final_answer, loop.spec.completion_phrase);
     ctx_.output.flush();
     attempt.output_end = ctx_.output.committed_end(loop_id_);
     attempt.ended_at = text::now_ms();
     ctx_.db.finish_attempt(attempt);
-    spdlog::info("loop {}: iteration {} attempt {} ended: {}{}", loop_id_, iteration, attempt_number,
-                 proto::to_string(attempt.how), attempt.completion_signal ? " (completion signal)" : "");
+    spdlog::info("loop {}: iteration {} attempt {} ended: {}{}{}", loop_id_, iteration,
+                 attempt_number, proto::to_string(attempt.how),
+                 attempt.failure == proto::failure_class::none
+                     ? ""
+                     : " (" + std::string(proto::to_string(attempt.failure)) + ")",
+                 attempt.completion_signal ? " (completion signal)" : "");
     outcome.how = attempt.how;
+    outcome.failure = attempt.failure;
     outcome.completion_signal = attempt.completion_signal;
     outcome.error = attempt.error;
+    outcome.resets_at_ms = said.resets_at_ms;
     co_return outcome;
+}
+
+void loop_runner::classify(proto::attempt_info& attempt, int status,
+                           const agent_stream::summary& said) const {
+    using proto::failure_class;
+    using proto::termination;
+    // What the agent said about an error, when it said anything.
+    failure_class stated = failure_class::none;
+    switch (said.failure) {
+        case agent_stream::failure_hint::none: break;
+        case agent_stream::failure_hint::rate_limit: stated = failure_class::rate_limit; break;
+        case agent_stream::failure_hint::transient: stated = failure_class::transient; break;
+        case agent_stream::failure_hint::auth: stated = failure_class::auth; break;
+    }
+    if (stop_ == stop_kind::cancel) {
+        attempt.how = termination::cancelled;
+    } else if (stop_ == stop_kind::shutdown) {
+        attempt.how = termination::interrupted;
+    } else if (timed_out_) {
+        attempt.how = termination::timeout;
+        attempt.failure = failure_class::timeout;
+    } else if (WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
+               (stated == failure_class::none || said.has_final_answer)) {
+        attempt.how = termination::exited;
+    } else if (WIFEXITED(status)) {
+        // A non-zero exit, or a zero exit after an error and no answer (claude reports API
+        // errors as a "success" result with is_error set).
+        attempt.how = termination::failed;
+        attempt.failure = stated != failure_class::none ? stated : failure_class::crash;
+        attempt.error = !said.error.empty()
+                            ? said.error
+                            : fmt::format("agent exited with status {}", WEXITSTATUS(status));
+    } else {
+        attempt.how = termination::crashed;
+        attempt.failure = stated != failure_class::none ? stated : failure_class::crash;
+        attempt.error = fmt::format("agent killed by signal {}{}", WTERMSIG(status),
+                                    said.error.empty() ? "" : " after: " + said.error);
+    }
+}
+
+void loop_runner::store_events(std::int64_t attempt_id, std::vector<agent_stream::event>& events) {
+    if (events.empty()) return;
+    std::vector<proto::event_info> rows;
+    rows.reserve(events.size());
+    std::int64_t now = text::now_ms();
+    for (const auto& e : events) {
+        proto::event_info row;
+        row.attempt_id = attempt_id;
+        row.ts = now;
+        row.kind = agent_stream::to_string(e.kind);
+        row.tool = e.tool;
+        row.text = e.kind == agent_stream::event_kind::usage ? describe_usage(e) : e.text;
+        rows.push_back(std::move(row));
+    }
+    ctx_.db.add_events(loop_id_, rows);
+    events.clear();
 }
 
 awaitable<void> loop_runner::read_stream(net::posix::stream_descriptor& pipe,
                                          std::int64_t attempt_id, output_stream stream,
-                                         output_parser& parser, int& open_readers,
+                                         agent_stream::parser& parser, int& open_readers,
                                          net::steady_timer& readers_done) {
     std::vector<char> buffer(read_buffer_bytes);
+    std::vector<agent_stream::event> events;
     while (true) {
         boost::system::error_code ec;
         std::size_t n = co_await pipe.async_read_some(net::buffer(buffer),
@@ -300,13 +446,15 @@ awaitable<void> loop_runner::read_stream(net::posix::stream_descriptor& pipe,
             std::string_view bytes(buffer.data(), n);
             try {
                 ctx_.output.append(loop_id_, attempt_id, stream, bytes);
+                if (stream == output_stream::stdout_stream) parser.feed(bytes, events);
+                else parser.feed_stderr(bytes);
+                store_events(attempt_id, events);
             } catch (const std::exception& e) {
                 // Output that cannot be persisted must not be produced: end the attempt.
                 spdlog::error("loop {}: {}; ending the agent", loop_id_, e.what());
                 terminate_agent();
                 break;
             }
-            parser.feed(stream, bytes);
         }
         if (ec) break;
     }

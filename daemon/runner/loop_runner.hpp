@@ -6,9 +6,14 @@
 // group, its stdout/stderr are appended to the output log as they arrive and fed to the
 // adapter's parser, and the attempt ends when the process exited and both pipes are closed.
 // Whatever the agent left running in its group is ended (SIGTERM, SIGKILL after the grace).
+// The adapter's stream parser (common/agent_stream) turns stdout into events, stored as they
+// come, and at the end into the attempt's tokens, cost, final answer and failure class, which
+// decide what happens next (SPEC §4): success, retry with backoff, stop, or — for a usage limit —
+// park the loop in `waiting` until the reset and hold every loop on that agent until then.
 #pragma once
 
 #include "common/asio.hpp"
+#include "daemon/agents/agent.hpp"
 #include "proto/types.hpp"
 
 #include <sys/types.h>
@@ -24,8 +29,12 @@ namespace ralph {
 class store;
 class output_log;
 class child_reaper;
-class output_parser;
 enum class output_stream;
+namespace agent_stream {
+class parser;
+struct summary;
+struct event;
+}
 
 // What every loop runner shares, owned by the daemon.
 struct runner_context {
@@ -34,7 +43,11 @@ struct runner_context {
     output_log& output;
     child_reaper& reaper;
     std::filesystem::path prompt_dir;          // where each loop's current prompt file lives
+    std::filesystem::path scratch_dir;         // private TMPDIRs of attempts that need one
     std::chrono::milliseconds kill_grace;      // SIGTERM → SIGKILL
+    agent_binaries binaries;                   // configured agent programs
+    std::chrono::milliseconds rate_limit_margin;  // added to a usage limit's stated reset
+    std::chrono::milliseconds rate_limit_wait;    // when no reset is stated (doubles, ≤ 1 h)
     std::function<void(const proto::loop_info&)> on_state;  // every state change, after commit
 };
 
@@ -54,8 +67,10 @@ public:
 private:
     struct attempt_outcome {
         proto::termination how = proto::termination::running;
+        proto::failure_class failure = proto::failure_class::none;
         bool completion_signal = false;
         std::string error;
+        std::int64_t resets_at_ms = 0;  // a usage limit's stated reset
     };
     enum class stop_kind { none, cancel, shutdown };
 
@@ -63,8 +78,19 @@ private:
     awaitable<attempt_outcome> run_attempt(const proto::loop_info& loop, std::int64_t iteration,
                                            std::int64_t attempt_number);
     awaitable<void> read_stream(net::posix::stream_descriptor& pipe, std::int64_t attempt_id,
-                                output_stream stream, output_parser& parser, int& open_readers,
-                                net::steady_timer& readers_done);
+                                output_stream stream, agent_stream::parser& parser,
+                                int& open_readers, net::steady_timer& readers_done);
+    // Stores and clears the events.
+    void store_events(std::int64_t attempt_id, std::vector<agent_stream::event>& events);
+    // Sets how the ended attempt terminated and its failure class, from the exit status, a
+    // timeout or stop, and what the agent said.
+    void classify(proto::attempt_info& attempt, int status, const agent_stream::summary& said) const;
+    // The agent is held by a usage limit: the loop leaves its runner as `waiting` until then
+    // (the scheduler brings it back). Returns false when the agent is not held.
+    bool park_if_held(const std::string& agent);
+    // How long to hold an agent whose usage limit names no reset: doubles with each limited
+    // attempt of the iteration.
+    std::int64_t rate_limit_backoff_ms(std::int64_t iteration);
     // Sleeps in state `waiting` until now + seconds (or until cancel/stop).
     awaitable<void> wait(double seconds, const std::string& reason);
     void set_state(proto::loop_state state, const std::string& reason, std::int64_t resume_at = 0);

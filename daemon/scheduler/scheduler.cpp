@@ -9,7 +9,7 @@
 namespace ralph {
 
 scheduler::scheduler(runner_context& ctx, std::int64_t max_concurrent)
-    : ctx_(ctx), max_concurrent_(max_concurrent) {}
+    : ctx_(ctx), max_concurrent_(max_concurrent), wake_timer_(ctx.io) {}
 
 proto::loop_info scheduler::submit(const proto::submit_params& spec) {
     if (shutting_down_)
@@ -33,23 +33,55 @@ proto::loop_info scheduler::cancel(std::int64_t loop_id) {
         it->second.runner->cancel();
         return ctx_.db.get_loop(loop_id);
     }
-    ctx_.db.set_state(loop_id, proto::loop_state::cancelled, "cancelled by the user", 0, text::now_ms());
-    loop = ctx_.db.get_loop(loop_id);
-    ctx_.on_state(loop);
-    return loop;
+    set_state(loop_id, proto::loop_state::cancelled, "cancelled by the user", 0);
+    return ctx_.db.get_loop(loop_id);
 }
 
 void scheduler::schedule() {
     if (shutting_down_) return;
-    if (std::int64_t(running_.size()) >= max_concurrent_) return;
+    const std::int64_t now = text::now_ms();
+    std::int64_t next_wake = 0;
+    auto wake_by = [&next_wake](std::int64_t when) {
+        if (next_wake == 0 || when < next_wake) next_wake = when;
+    };
+    // Parked loops (waiting without a runner) whose time has come are queued again.
+    for (const auto& loop : ctx_.db.list_loops({proto::loop_state::waiting}, 0)) {
+        if (running_.count(loop.id)) continue;  // waiting inside its runner: a delay or backoff
+        if (loop.resume_at <= now) set_state(loop.id, proto::loop_state::queued, "", 0);
+        else wake_by(loop.resume_at);
+    }
     std::set<std::string> busy_workspaces;
     for (const auto& [id, run] : running_) busy_workspaces.insert(run.workspace);
     for (const auto& loop : ctx_.db.queued_loops()) {
-        if (std::int64_t(running_.size()) >= max_concurrent_) break;
+        if (auto hold = ctx_.db.agent_hold_of(loop.agent, now)) {
+            set_state(loop.id, proto::loop_state::waiting,
+                      "waiting for the reset of the " + hold->reason, hold->until_ms);
+            wake_by(hold->until_ms);
+            continue;
+        }
+        if (std::int64_t(running_.size()) >= max_concurrent_) continue;
         // A second loop on the same workspace waits for the first to end.
         if (!busy_workspaces.insert(loop.workspace).second) continue;
         start(loop.id, loop.workspace);
     }
+    wake_at(next_wake);
+}
+
+void scheduler::wake_at(std::int64_t when) {
+    if (when == 0) {
+        wake_timer_.cancel();
+        return;
+    }
+    wake_timer_.expires_after(std::chrono::milliseconds(std::max<std::int64_t>(0, when - text::now_ms())));
+    wake_timer_.async_wait([this](boost::system::error_code ec) {
+        if (!ec) schedule();
+    });
+}
+
+void scheduler::set_state(std::int64_t loop_id, proto::loop_state state, const std::string& reason,
+                          std::int64_t resume_at) {
+    ctx_.db.set_state(loop_id, state, reason, resume_at, text::now_ms());
+    ctx_.on_state(ctx_.db.get_loop(loop_id));
 }
 
 void scheduler::start(std::int64_t loop_id, const std::string& workspace) {
@@ -73,6 +105,7 @@ void scheduler::finished(std::int64_t loop_id) {
 
 void scheduler::shutdown(std::function<void()> done) {
     shutting_down_ = true;
+    wake_timer_.cancel();
     on_all_stopped_ = std::move(done);
     if (running_.empty()) {
         std::exchange(on_all_stopped_, nullptr)();

@@ -1,6 +1,8 @@
 // Decides which queued loops run: FIFO within priority (high first), at most max_concurrent at
-// once, and never two loops in the same workspace at once. Owns the running loop_runners;
-// schedule() is called whenever something may have freed or queued work.
+// once, and never two loops in the same workspace at once. A queued loop whose agent is held by
+// a usage limit (store::agent_hold_of) is parked in `waiting` until the hold ends, and parked
+// loops go back to the queue when their resume_at passes (one timer for the earliest). Owns the
+// running loop_runners; schedule() is called whenever something may have freed or queued work.
 #pragma once
 
 #include "daemon/runner/loop_runner.hpp"
@@ -39,12 +41,17 @@ private:
     };
     void start(std::int64_t loop_id, const std::string& workspace);
     void finished(std::int64_t loop_id);
+    void set_state(std::int64_t loop_id, proto::loop_state state, const std::string& reason,
+                   std::int64_t resume_at);
+    // Runs schedule() at epoch ms `when` (0: no parked loop, no timer).
+    void wake_at(std::int64_t when);
 
     runner_context& ctx_;
     std::int64_t max_concurrent_;
     std::map<std::int64_t, running_loop> running_;
     bool shutting_down_ = false;
     std::function<void()> on_all_stopped_;
+    net::steady_timer wake_timer_;
 };
 
 }  // namespace ralph

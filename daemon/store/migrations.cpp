@@ -61,6 +61,41 @@ CREATE TABLE output_chunks (
     PRIMARY KEY (loop_id, offset)
 ) WITHOUT ROWID;
 )sql",
+        // 1 → 2: what the agents said (SPEC §4): per-attempt failure class, tokens, cost, turns,
+        // tool calls and summary, their sums per loop, the events of every attempt's stream, and
+        // the agents held by a usage limit until a reset.
+        R"sql(
+ALTER TABLE attempts ADD COLUMN failure TEXT NOT NULL DEFAULT '';
+ALTER TABLE attempts ADD COLUMN input_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE attempts ADD COLUMN output_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE attempts ADD COLUMN cost_usd REAL;        -- NULL: the agent reported none
+ALTER TABLE attempts ADD COLUMN turns INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE attempts ADD COLUMN tool_calls INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE attempts ADD COLUMN summary TEXT NOT NULL DEFAULT '';
+ALTER TABLE loops ADD COLUMN input_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE loops ADD COLUMN output_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE loops ADD COLUMN cost_usd REAL;
+ALTER TABLE loops ADD COLUMN turns INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE loops ADD COLUMN tool_calls INTEGER NOT NULL DEFAULT 0;
+
+CREATE TABLE events (
+    id INTEGER PRIMARY KEY,
+    loop_id INTEGER NOT NULL REFERENCES loops (id) ON DELETE CASCADE,
+    attempt_id INTEGER NOT NULL REFERENCES attempts (id) ON DELETE CASCADE,
+    ts INTEGER NOT NULL,                 -- epoch ms
+    kind TEXT NOT NULL,                  -- common/agent_stream event kinds
+    tool TEXT NOT NULL DEFAULT '',
+    text TEXT NOT NULL
+);
+CREATE INDEX events_by_loop ON events (loop_id, id);
+CREATE INDEX events_by_attempt ON events (attempt_id);
+
+CREATE TABLE agent_holds (
+    agent TEXT PRIMARY KEY,
+    until INTEGER NOT NULL,              -- epoch ms; no loop on this agent starts an attempt before
+    reason TEXT NOT NULL
+);
+)sql",
     };
     return migrations;
 }

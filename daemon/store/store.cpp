@@ -11,7 +11,23 @@ namespace {
 constexpr const char* loop_columns =
     "id, name, workspace, agent, max_iterations, min_iterations, priority, spec, state, "
     "stop_reason, iterations, attempts, retries, created_at, started_at, finished_at, updated_at, "
-    "resume_at, output_bytes";
+    "resume_at, output_bytes, input_tokens, output_tokens, cost_usd, turns, tool_calls";
+
+constexpr const char* attempt_columns =
+    "id, loop_id, iteration, attempt, argv, pid, started_at, ended_at, termination, exit_code, "
+    "signal, completion_signal, error, output_start, output_end, failure, input_tokens, "
+    "output_tokens, cost_usd, turns, tool_calls, summary";
+
+// Reads the usage columns starting at `first`.
+proto::usage usage_from_row(SQLite::Statement& q, int first) {
+    proto::usage u;
+    u.input_tokens = q.getColumn(first).getInt64();
+    u.output_tokens = q.getColumn(first + 1).getInt64();
+    if (!q.getColumn(first + 2).isNull()) u.cost_usd = q.getColumn(first + 2).getDouble();
+    u.turns = q.getColumn(first + 3).getInt64();
+    u.tool_calls = q.getColumn(first + 4).getInt64();
+    return u;
+}
 
 proto::loop_info loop_from_row(SQLite::Statement& q, bool with_spec) {
     proto::loop_info loop;
@@ -34,6 +50,7 @@ proto::loop_info loop_from_row(SQLite::Statement& q, bool with_spec) {
     loop.updated_at = q.getColumn(16).getInt64();
     loop.resume_at = q.getColumn(17).getInt64();
     loop.output_bytes = q.getColumn(18).getInt64();
+    loop.usage = usage_from_row(q, 19);
     return loop;
 }
 
@@ -54,6 +71,9 @@ proto::attempt_info attempt_from_row(SQLite::Statement& q) {
     a.error = q.getColumn(12).getString();
     a.output_start = q.getColumn(13).getInt64();
     a.output_end = q.getColumn(14).getInt64();
+    a.failure = proto::failure_class_from_string(q.getColumn(15).getString());
+    a.usage = usage_from_row(q, 16);
+    a.summary = q.getColumn(21).getString();
     return a;
 }
 
@@ -146,10 +166,12 @@ std::vector<proto::loop_info> store::list_loops(const std::vector<proto::loop_st
 
 std::vector<store::queued_loop> store::queued_loops() {
     SQLite::Statement q(db_,
-                        "SELECT id, workspace FROM loops WHERE state = 'queued' "
+                        "SELECT id, workspace, agent FROM loops WHERE state = 'queued' "
                         "ORDER BY priority DESC, id");
     std::vector<queued_loop> loops;
-    while (q.executeStep()) loops.push_back({q.getColumn(0).getInt64(), q.getColumn(1).getString()});
+    while (q.executeStep())
+        loops.push_back({q.getColumn(0).getInt64(), q.getColumn(1).getString(),
+                         q.getColumn(2).getString()});
     return loops;
 }
 
@@ -220,9 +242,12 @@ void store::set_attempt_process(std::int64_t attempt_id, std::int64_t pid,
 }
 
 void store::finish_attempt(const proto::attempt_info& a) {
+    SQLite::Transaction tx(db_);
     SQLite::Statement q(db_,
                         "UPDATE attempts SET ended_at = ?, termination = ?, exit_code = ?, signal = ?, "
-                        "completion_signal = ?, error = ?, output_end = ? WHERE id = ?");
+                        "completion_signal = ?, error = ?, output_end = ?, failure = ?, "
+                        "input_tokens = ?, output_tokens = ?, cost_usd = ?, turns = ?, "
+                        "tool_calls = ?, summary = ? WHERE id = ?");
     q.bind(1, a.ended_at);
     q.bind(2, std::string(proto::to_string(a.how)));
     if (a.exit_code) q.bind(3, *a.exit_code); else q.bind(3);
@@ -230,19 +255,103 @@ void store::finish_attempt(const proto::attempt_info& a) {
     q.bind(5, a.completion_signal ? 1 : 0);
     q.bind(6, a.error);
     q.bind(7, a.output_end);
-    q.bind(8, a.id);
+    q.bind(8, std::string(proto::to_string(a.failure)));
+    q.bind(9, a.usage.input_tokens);
+    q.bind(10, a.usage.output_tokens);
+    if (a.usage.cost_usd) q.bind(11, *a.usage.cost_usd); else q.bind(11);
+    q.bind(12, a.usage.turns);
+    q.bind(13, a.usage.tool_calls);
+    q.bind(14, a.summary);
+    q.bind(15, a.id);
     q.exec();
+    SQLite::Statement sums(db_,
+                           "UPDATE loops SET input_tokens = input_tokens + ?1, "
+                           "output_tokens = output_tokens + ?2, "
+                           "cost_usd = CASE WHEN ?3 IS NULL THEN cost_usd ELSE coalesce(cost_usd, 0) + ?3 END, "
+                           "turns = turns + ?4, tool_calls = tool_calls + ?5 WHERE id = ?6");
+    sums.bind(1, a.usage.input_tokens);
+    sums.bind(2, a.usage.output_tokens);
+    if (a.usage.cost_usd) sums.bind(3, *a.usage.cost_usd); else sums.bind(3);
+    sums.bind(4, a.usage.turns);
+    sums.bind(5, a.usage.tool_calls);
+    sums.bind(6, a.loop_id);
+    sums.exec();
+    tx.commit();
 }
 
 std::vector<proto::attempt_info> store::attempts_of(std::int64_t loop_id) {
-    SQLite::Statement q(db_,
-                        "SELECT id, loop_id, iteration, attempt, argv, pid, started_at, ended_at, "
-                        "termination, exit_code, signal, completion_signal, error, output_start, "
-                        "output_end FROM attempts WHERE loop_id = ? ORDER BY id");
+    SQLite::Statement q(db_, std::string("SELECT ") + attempt_columns +
+                                 " FROM attempts WHERE loop_id = ? ORDER BY id");
     q.bind(1, loop_id);
     std::vector<proto::attempt_info> attempts;
     while (q.executeStep()) attempts.push_back(attempt_from_row(q));
     return attempts;
+}
+
+std::int64_t store::attempts_in_iteration(std::int64_t loop_id, std::int64_t iteration) {
+    SQLite::Statement q(db_, "SELECT count(*) FROM attempts WHERE loop_id = ? AND iteration = ?");
+    q.bind(1, loop_id);
+    q.bind(2, iteration);
+    q.executeStep();
+    return q.getColumn(0).getInt64();
+}
+
+void store::add_events(std::int64_t loop_id, const std::vector<proto::event_info>& events) {
+    SQLite::Transaction tx(db_);
+    SQLite::Statement insert(db_,
+                             "INSERT INTO events (loop_id, attempt_id, ts, kind, tool, text) "
+                             "VALUES (?, ?, ?, ?, ?, ?)");
+    for (const auto& e : events) {
+        insert.bind(1, loop_id);
+        insert.bind(2, e.attempt_id);
+        insert.bind(3, e.ts);
+        insert.bind(4, e.kind);
+        insert.bind(5, e.tool);
+        insert.bind(6, e.text);
+        insert.exec();
+        insert.reset();
+    }
+    tx.commit();
+}
+
+std::vector<proto::event_info> store::events_of(std::int64_t loop_id, std::int64_t iteration,
+                                                std::int64_t after_id, std::int64_t limit) {
+    SQLite::Statement q(db_,
+                        "SELECT e.id, e.attempt_id, a.iteration, e.ts, e.kind, e.tool, e.text "
+                        "FROM events e JOIN attempts a ON a.id = e.attempt_id "
+                        "WHERE e.loop_id = ?1 AND e.id > ?2 AND (?3 = 0 OR a.iteration = ?3) "
+                        "ORDER BY e.id LIMIT ?4");
+    q.bind(1, loop_id);
+    q.bind(2, after_id);
+    q.bind(3, iteration);
+    q.bind(4, limit);
+    std::vector<proto::event_info> events;
+    while (q.executeStep())
+        events.push_back({q.getColumn(0).getInt64(), q.getColumn(1).getInt64(),
+                          q.getColumn(2).getInt64(), q.getColumn(3).getInt64(),
+                          q.getColumn(4).getString(), q.getColumn(5).getString(),
+                          q.getColumn(6).getString()});
+    return events;
+}
+
+void store::hold_agent(const std::string& agent, std::int64_t until_ms, const std::string& reason) {
+    SQLite::Statement q(db_,
+                        "INSERT INTO agent_holds (agent, until, reason) VALUES (?1, ?2, ?3) "
+                        "ON CONFLICT (agent) DO UPDATE SET until = ?2, reason = ?3 "
+                        "WHERE excluded.until > agent_holds.until");
+    q.bind(1, agent);
+    q.bind(2, until_ms);
+    q.bind(3, reason);
+    q.exec();
+}
+
+std::optional<store::agent_hold> store::agent_hold_of(const std::string& agent,
+                                                      std::int64_t now_ms) {
+    SQLite::Statement q(db_, "SELECT until, reason FROM agent_holds WHERE agent = ? AND until > ?");
+    q.bind(1, agent);
+    q.bind(2, now_ms);
+    if (!q.executeStep()) return std::nullopt;
+    return agent_hold{q.getColumn(0).getInt64(), q.getColumn(1).getString()};
 }
 
 std::vector<unfinished_attempt> store::unfinished_attempts() {

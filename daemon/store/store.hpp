@@ -44,6 +44,7 @@ public:
     struct queued_loop {
         std::int64_t id;
         std::string workspace;
+        std::string agent;
     };
     std::vector<queued_loop> queued_loops();
     std::map<std::string, std::int64_t> count_by_state();
@@ -61,9 +62,25 @@ public:
                              std::int64_t process_start_time);
     void finish_attempt(const proto::attempt_info& attempt);
     std::vector<proto::attempt_info> attempts_of(std::int64_t loop_id);
+    std::int64_t attempts_in_iteration(std::int64_t loop_id, std::int64_t iteration);
+    // The attempt's stream events, in one transaction.
+    void add_events(std::int64_t loop_id, const std::vector<proto::event_info>& events);
+    // Events of a loop with id > after_id (of one iteration unless 0), oldest first.
+    std::vector<proto::event_info> events_of(std::int64_t loop_id, std::int64_t iteration,
+                                             std::int64_t after_id, std::int64_t limit);
     std::vector<unfinished_attempt> unfinished_attempts();
     // Recovery: the attempt was running when the daemon died.
     void interrupt_attempt(std::int64_t attempt_id, std::int64_t output_end, std::int64_t now_ms);
+
+    // ---- agents held by a usage limit (one ledger for every loop on the agent)
+    struct agent_hold {
+        std::int64_t until_ms = 0;
+        std::string reason;
+    };
+    // Holds the agent until `until_ms` unless it is already held longer.
+    void hold_agent(const std::string& agent, std::int64_t until_ms, const std::string& reason);
+    // The hold on the agent if it lasts past now_ms.
+    std::optional<agent_hold> agent_hold_of(const std::string& agent, std::int64_t now_ms);
 
     // ---- output index (used by output_log)
     struct output_chunk_row {

@@ -191,6 +191,21 @@ def wait_group_gone(pgid, timeout=10):
 
 # --------------------------------------------------------------------------- git workspaces
 
+AGENT_NAMES = ("claude", "codex", "opencode", "gemini", "aider", "kiro-cli")
+
+
+def fake_agent_bin(parent, names=AGENT_NAMES):
+    """A directory under `parent` with the replay agent (tests/agents/replay-agent.py) installed
+    under the names of the real agent CLIs; put it first on the daemon's PATH."""
+    path = os.path.join(parent, "fake-bin")
+    os.makedirs(path, exist_ok=True)
+    for name in names:
+        link = os.path.join(path, name)
+        if not os.path.lexists(link):
+            os.symlink(os.path.join(AGENTS, "replay-agent.py"), link)
+    return path
+
+
 def make_workspace(parent, name="ws"):
     """A fresh git repository with one (empty) commit, so it is clean."""
     path = tempfile.mkdtemp(prefix=name + "-", dir=parent)

@@ -149,3 +149,80 @@ TEST_CASE("store: output index rows and the loop's committed end are written tog
     SQLite::Database raw(tmp.path().string());
     CHECK(raw.execAndGet("SELECT count(*) FROM output_chunks").getInt() == 2);
 }
+
+TEST_CASE("store: a database of the first released schema (v1) is migrated with its history intact") {
+    // tests/fixtures/schema-v1.db was written by ralphd 0.1.0 (schema 1): a completed demo loop,
+    // an exhausted loop with stdout and stderr, a running loop (the daemon was killed) and a
+    // queued one.
+    temp_db tmp;
+    fs::copy_file(RALPH_TEST_FIXTURES_DIR "/schema-v1.db", tmp.path());
+    ralph::store db(tmp.path());
+    CHECK(db.schema_version() == ralph::store::latest_schema_version());
+
+    auto loops = db.list_loops({}, 0);
+    REQUIRE(loops.size() == 4);
+    CHECK(loops[3].spec.name == "demo-loop");
+    CHECK(loops[3].state == ralph::proto::loop_state::completed);
+    CHECK(loops[3].iterations == 3);
+    CHECK(loops[2].state == ralph::proto::loop_state::exhausted);
+    CHECK(loops[1].state == ralph::proto::loop_state::running);
+    CHECK(loops[0].state == ralph::proto::loop_state::queued);
+    CHECK(db.get_loop(loops[3].id).spec.agent == "demo");
+    // New columns start empty: no tokens, no cost, no failure class, no events.
+    CHECK(loops[3].usage.input_tokens == 0);
+    CHECK_FALSE(loops[3].usage.cost_usd.has_value());
+    auto attempts = db.attempts_of(loops[3].id);
+    REQUIRE(attempts.size() == 3);
+    CHECK(attempts[2].completion_signal);
+    CHECK(attempts[2].failure == ralph::proto::failure_class::none);
+    CHECK(db.events_of(loops[3].id, 0, 0, 100).empty());
+    CHECK(db.output_bytes(loops[2].id) > 0);
+    REQUIRE(db.unfinished_attempts().size() == 1);
+    CHECK(db.unfinished_attempts()[0].loop_id == loops[1].id);
+    CHECK_FALSE(db.agent_hold_of("claude", 0).has_value());
+}
+
+TEST_CASE("store: an attempt's usage is added to its loop's totals, cost only when reported") {
+    temp_db tmp;
+    ralph::store db(tmp.path());
+    std::int64_t id = db.insert_loop(sample_spec(), 1000);
+    for (int i = 1; i <= 2; ++i) {
+        ralph::proto::attempt_info a;
+        a.loop_id = id;
+        a.iteration = i;
+        a.attempt = 1;
+        a.started_at = 1000;
+        a.id = db.begin_attempt(a);
+        a.how = ralph::proto::termination::exited;
+        a.usage.input_tokens = 100;
+        a.usage.output_tokens = 10;
+        a.usage.tool_calls = 2;
+        if (i == 2) a.usage.cost_usd = 0.25;
+        a.summary = "done";
+        db.finish_attempt(a);
+    }
+    auto loop = db.get_loop(id);
+    CHECK(loop.usage.input_tokens == 200);
+    CHECK(loop.usage.output_tokens == 20);
+    CHECK(loop.usage.tool_calls == 4);
+    REQUIRE(loop.usage.cost_usd.has_value());
+    CHECK(*loop.usage.cost_usd == doctest::Approx(0.25));
+    auto attempts = db.attempts_of(id);
+    CHECK_FALSE(attempts[0].usage.cost_usd.has_value());
+    CHECK(attempts[1].summary == "done");
+}
+
+TEST_CASE("store: an agent hold only ever moves later") {
+    temp_db tmp;
+    ralph::store db(tmp.path());
+    db.hold_agent("claude", 5000, "first");
+    db.hold_agent("claude", 3000, "earlier");
+    auto hold = db.agent_hold_of("claude", 1000);
+    REQUIRE(hold.has_value());
+    CHECK(hold->until_ms == 5000);
+    CHECK(hold->reason == "first");
+    db.hold_agent("claude", 9000, "later");
+    CHECK(db.agent_hold_of("claude", 1000)->until_ms == 9000);
+    CHECK_FALSE(db.agent_hold_of("claude", 9000).has_value());
+    CHECK_FALSE(db.agent_hold_of("codex", 1000).has_value());
+}

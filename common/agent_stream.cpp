@@ -1,0 +1,669 @@
+// The format-independent half of agent_stream: names, error classification, rendering, the
+// shared helpers of agent_stream_line.hpp, and the line discipline every parser obeys.
+//
+// Line discipline (line_parser):
+// - A line ends at '\n'; one trailing '\r' is stripped. Only complete lines are parsed, so the
+//   way stdout is cut into pieces never changes the events.
+// - A line longer than max_line_bytes is never buffered whole: once it is known to be too long
+//   the bytes are dropped up to the next newline, and one raw event "[line of N bytes skipped]"
+//   gives its size (N excludes the newline).
+// - finish() parses a last unterminated line as any other (a truncated JSON line becomes raw).
+//   Bytes fed after finish() are ignored.
+// - Whatever a format's handler throws for a line (a field of an unexpected type, a bad_alloc)
+//   is caught: the events it had appended are dropped and the line becomes one raw event.
+// - stderr is only kept as its last 64 KiB. At finish(), when the stream stated no failure, the
+//   stderr tail (then the format's output tail) is classified with classify_error_text; the
+//   line that matched becomes summary.error. No event is emitted for it.
+//
+// JSON layer (json_parser): a line is parsed as JSON; when that fails and the line is not valid
+// UTF-8, it is parsed again with invalid bytes replaced by U+FFFD, so one bad byte in a message
+// does not lose the event (nlohmann rejects invalid UTF-8 in strings). Anything but an object
+// with a string "type" the format knows becomes a raw event. Blank lines are ignored.
+//
+// classify_error_text: ASCII-case-insensitive keyword rules, each a plain substring search, so
+// linear in the text. Rate limit words win over auth words, which win over transient words.
+// Status numbers (429, 401, 500...) count only as whole tokens: not next to a letter or digit,
+// nor part of a decimal number. Reset times, first match wins: an epoch after "resetsAt"/
+// "resets_at" or "usage limit reached|" (seconds; values above 1e11 are taken as ms), an
+// ISO 8601 time after "resets at"/"reset at" (UTC unless an offset is given), then a duration
+// after "try again in", "retry after", "retry-after:", "retry in", "resets in" (units ms, s, m,
+// h, d and their long forms; a bare number is seconds; "1m30s" is summed). resets_at_ms is left
+// unchanged when the text states no reset time.
+#include "common/agent_stream.hpp"
+
+#include "common/agent_stream_line.hpp"
+#include "common/text.hpp"
+
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+namespace ralph::agent_stream {
+
+std::string_view to_string(format value) {
+    switch (value) {
+        case format::text:
+            return "text";
+        case format::claude:
+            return "claude";
+        case format::codex:
+            return "codex";
+        case format::opencode:
+            return "opencode";
+        case format::gemini:
+            return "gemini";
+    }
+    return "text";
+}
+
+format format_from_string(std::string_view name) {
+    for (format value :
+         {format::text, format::claude, format::codex, format::opencode, format::gemini})
+        if (to_string(value) == name) return value;
+    throw std::invalid_argument("unknown agent output format '" + std::string(name) +
+                                "' (use text, claude, codex, opencode or gemini)");
+}
+
+std::string_view to_string(failure_hint value) {
+    switch (value) {
+        case failure_hint::none:
+            return "none";
+        case failure_hint::rate_limit:
+            return "rate_limit";
+        case failure_hint::transient:
+            return "transient";
+        case failure_hint::auth:
+            return "auth";
+    }
+    return "none";
+}
+
+std::string_view to_string(event_kind value) {
+    switch (value) {
+        case event_kind::system:
+            return "system";
+        case event_kind::text:
+            return "text";
+        case event_kind::tool_use:
+            return "tool_use";
+        case event_kind::tool_result:
+            return "tool_result";
+        case event_kind::usage:
+            return "usage";
+        case event_kind::error:
+            return "error";
+        case event_kind::rate_limit:
+            return "rate_limit";
+        case event_kind::final_answer:
+            return "final_answer";
+        case event_kind::raw:
+            return "raw";
+    }
+    return "raw";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Error classification
+
+namespace {
+
+// clang-format off
+constexpr std::string_view rate_limit_words[] = {
+    "429", "rate limit", "rate_limit", "rate-limit", "ratelimit", "usage limit",
+    "too many requests", "quota", "hit your limit", "resource_exhausted",
+};
+constexpr std::string_view auth_words[] = {
+    "401", "403", "unauthorized", "forbidden", "authentication", "invalid api key",
+    "invalid x-api-key", "invalid_api_key", "api key not valid", "not logged in", "please login",
+    "please log in", "please run /login", "credit balance is too low", "permission_denied",
+};
+constexpr std::string_view transient_words[] = {
+    "500", "502", "503", "504", "529", "overloaded", "internal server error", "bad gateway",
+    "service unavailable", "timeout", "timed out", "econnrefused", "connectionrefused",
+    "connection refused", "unable to connect", "econnreset", "connection reset", "network",
+    "reconnecting", "socket hang up", "fetch failed", "high demand",
+};
+// clang-format on
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_alnum(char c) { return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+
+std::string ascii_lower(std::string_view text) {
+    std::string lower(text);
+    for (char& c : lower)
+        if (c >= 'A' && c <= 'Z') c = char(c - 'A' + 'a');
+    return lower;
+}
+
+// Whether the digits at [pos, pos + len) stand alone: "(429)", "code":500, but not 15003,
+// "e500" or 1.500.
+bool is_whole_number(std::string_view text, std::size_t pos, std::size_t len) {
+    const std::size_t end = pos + len;
+    if (pos > 0) {
+        const char before = text[pos - 1];
+        if (is_alnum(before)) return false;
+        if (before == '.' && pos > 1 && is_digit(text[pos - 2])) return false;
+    }
+    if (end < text.size()) {
+        const char after = text[end];
+        if (is_alnum(after)) return false;
+        if (after == '.' && end + 1 < text.size() && is_digit(text[end + 1])) return false;
+    }
+    return true;
+}
+
+// Position of the first match of any of `words` in `lower`, npos when none.
+template <std::size_t n>
+std::size_t find_first(std::string_view lower, const std::string_view (&words)[n]) {
+    std::size_t first = std::string_view::npos;
+    for (std::string_view word : words) {
+        const bool numeric = is_digit(word.front());
+        for (std::size_t pos = lower.find(word); pos != std::string_view::npos && pos < first;
+             pos = lower.find(word, pos + 1)) {
+            if (!numeric || is_whole_number(lower, pos, word.size())) {
+                first = pos;
+                break;
+            }
+        }
+    }
+    return first;
+}
+
+struct failure_match {
+    failure_hint hint = failure_hint::none;
+    std::size_t position = 0;  // where the deciding word starts
+};
+
+failure_match match_failure(std::string_view lower) {
+    if (auto pos = find_first(lower, rate_limit_words); pos != std::string_view::npos)
+        return {failure_hint::rate_limit, pos};
+    if (auto pos = find_first(lower, auth_words); pos != std::string_view::npos)
+        return {failure_hint::auth, pos};
+    if (auto pos = find_first(lower, transient_words); pos != std::string_view::npos)
+        return {failure_hint::transient, pos};
+    return {};
+}
+
+void skip_spaces(std::string_view text, std::size_t& pos) {
+    while (pos < text.size() && (text[pos] == ' ' || text[pos] == '\t')) ++pos;
+}
+
+// Reads up to `max_digits` digits at pos; nullopt when there is none.
+std::optional<std::int64_t> read_digits(std::string_view text, std::size_t& pos,
+                                        std::size_t max_digits) {
+    std::int64_t value = 0;
+    std::size_t count = 0;
+    while (pos < text.size() && is_digit(text[pos]) && count < max_digits) {
+        value = value * 10 + (text[pos] - '0');
+        ++pos, ++count;
+    }
+    if (count == 0) return std::nullopt;
+    return value;
+}
+
+std::int64_t epoch_to_ms(std::int64_t value) {
+    return value > 100'000'000'000 ? value : value * 1000;
+}
+
+// `"resetsat": 1763830800` (the text is lowercased) or "usage limit reached|1763830800".
+std::optional<std::int64_t> epoch_reset(std::string_view lower) {
+    for (std::string_view key : {"resetsat", "resets_at", "usage limit reached|"}) {
+        for (std::size_t pos = lower.find(key); pos != std::string_view::npos;
+             pos = lower.find(key, pos + 1)) {
+            std::size_t at = pos + key.size();
+            while (at < lower.size() && (lower[at] == '"' || lower[at] == '\'' ||
+                                         lower[at] == ':' || lower[at] == '=' || lower[at] == ' '))
+                ++at;
+            if (auto value = read_digits(lower, at, 15); value && *value > 0)
+                return epoch_to_ms(*value);
+        }
+    }
+    return std::nullopt;
+}
+
+// "2026-11-23t04:00:00z", "2026-11-23 04:00:00.5+01:00", "2026-11-23t04:00" (lowercased).
+std::optional<std::int64_t> parse_iso8601(std::string_view text, std::size_t pos) {
+    auto field = [&](std::size_t digits, char separator) -> std::optional<int> {
+        if (pos + digits > text.size()) return std::nullopt;
+        std::size_t at = pos;
+        auto value = read_digits(text, at, digits);
+        if (!value || at != pos + digits) return std::nullopt;
+        pos = at;
+        if (separator != 0) {
+            if (pos >= text.size() || text[pos] != separator) return std::nullopt;
+            ++pos;
+        }
+        return int(*value);
+    };
+    auto year = field(4, '-');
+    auto month = year ? field(2, '-') : std::nullopt;
+    auto day = month ? field(2, 0) : std::nullopt;
+    if (!day || pos >= text.size() || (text[pos] != 't' && text[pos] != ' ')) return std::nullopt;
+    ++pos;
+    auto hour = field(2, ':');
+    auto minute = hour ? field(2, 0) : std::nullopt;
+    if (!minute) return std::nullopt;
+    int second = 0;
+    if (pos < text.size() && text[pos] == ':') {
+        ++pos;
+        auto s = field(2, 0);
+        if (!s) return std::nullopt;
+        second = *s;
+    }
+    std::int64_t millis = 0;
+    if (pos < text.size() && text[pos] == '.') {
+        ++pos;
+        std::int64_t scale = 100;
+        while (pos < text.size() && is_digit(text[pos])) {
+            millis += (text[pos] - '0') * scale;
+            scale /= 10;
+            ++pos;
+        }
+    }
+    std::int64_t offset_minutes = 0;
+    if (pos < text.size() && (text[pos] == '+' || text[pos] == '-')) {
+        const int sign = text[pos] == '-' ? -1 : 1;
+        ++pos;
+        auto hours = field(2, 0);
+        if (!hours) return std::nullopt;
+        if (pos < text.size() && text[pos] == ':') ++pos;
+        std::size_t at = pos;
+        auto minutes = read_digits(text, at, 2);
+        pos = at;
+        offset_minutes = sign * (*hours * 60 + minutes.value_or(0));
+    }
+    using namespace std::chrono;
+    const year_month_day date{std::chrono::year(*year), std::chrono::month(unsigned(*month)),
+                              std::chrono::day(unsigned(*day))};
+    if (!date.ok() || *hour > 23 || *minute > 59 || second > 60) return std::nullopt;
+    const std::int64_t days = sys_days(date).time_since_epoch().count();
+    const std::int64_t seconds =
+        days * 86400 + *hour * 3600 + *minute * 60 + second - offset_minutes * 60;
+    return seconds * 1000 + millis;
+}
+
+std::optional<std::int64_t> iso_reset(std::string_view lower) {
+    for (std::string_view key : {"resets at", "reset at"}) {
+        for (std::size_t pos = lower.find(key); pos != std::string_view::npos;
+             pos = lower.find(key, pos + 1)) {
+            std::size_t at = pos + key.size();
+            skip_spaces(lower, at);
+            if (auto ms = parse_iso8601(lower, at)) return ms;
+        }
+    }
+    return std::nullopt;
+}
+
+// Seconds per unit word, 0 for a word that is not a unit.
+double unit_seconds(std::string_view unit) {
+    struct unit_name {
+        std::string_view name;
+        double seconds;
+    };
+    // clang-format off
+    static constexpr unit_name units[] = {
+        {"ms", 0.001}, {"millisecond", 0.001}, {"milliseconds", 0.001},
+        {"s", 1}, {"sec", 1}, {"secs", 1}, {"second", 1}, {"seconds", 1},
+        {"m", 60}, {"min", 60}, {"mins", 60}, {"minute", 60}, {"minutes", 60},
+        {"h", 3600}, {"hr", 3600}, {"hrs", 3600}, {"hour", 3600}, {"hours", 3600},
+        {"d", 86400}, {"day", 86400}, {"days", 86400},
+    };
+    // clang-format on
+    for (const auto& u : units)
+        if (u.name == unit) return u.seconds;
+    return 0;
+}
+
+// "5 minutes", "30s", "1m2.5s", "20" (seconds) at pos; nullopt when no number is there.
+std::optional<double> parse_duration(std::string_view text, std::size_t pos) {
+    double total = 0;
+    bool any = false;
+    while (pos < text.size() && is_digit(text[pos])) {
+        double value = 0;
+        while (pos < text.size() && is_digit(text[pos]) && value < 1e9)
+            value = value * 10 + (text[pos++] - '0');
+        if (pos < text.size() && text[pos] == '.') {
+            double scale = 0.1;
+            for (++pos; pos < text.size() && is_digit(text[pos]); ++pos, scale /= 10)
+                value += (text[pos] - '0') * scale;
+        }
+        std::size_t unit_start = pos;
+        skip_spaces(text, unit_start);
+        std::size_t unit_end = unit_start;
+        while (unit_end < text.size() && text[unit_end] >= 'a' && text[unit_end] <= 'z') ++unit_end;
+        const double seconds = unit_seconds(text.substr(unit_start, unit_end - unit_start));
+        total += value * (seconds > 0 ? seconds : 1);
+        any = true;
+        if (seconds == 0) break;  // a bare number or an unknown word ends the duration
+        pos = unit_end;
+    }
+    if (!any) return std::nullopt;
+    return total;
+}
+
+std::optional<std::int64_t> relative_reset(std::string_view lower, std::int64_t now_ms) {
+    for (std::string_view key :
+         {"try again in", "retry after", "retry-after:", "retry in", "resets in"}) {
+        for (std::size_t pos = lower.find(key); pos != std::string_view::npos;
+             pos = lower.find(key, pos + 1)) {
+            std::size_t at = pos + key.size();
+            skip_spaces(lower, at);
+            if (auto seconds = parse_duration(lower, at); seconds && *seconds < 1e9)
+                return now_ms + std::int64_t(std::llround(*seconds * 1000));
+        }
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+failure_hint classify_error_text(std::string_view text, std::int64_t now_ms,
+                                 std::int64_t& resets_at_ms) {
+    const std::string lower = ascii_lower(text);
+    std::optional<std::int64_t> reset = epoch_reset(lower);
+    if (!reset) reset = iso_reset(lower);
+    if (!reset) reset = relative_reset(lower, now_ms);
+    if (reset) resets_at_ms = *reset;
+    return match_failure(lower).hint;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rendering
+
+namespace {
+
+// The first non-empty line of `text`, cut to max_bytes; "…" when anything was left out.
+std::string first_line(std::string_view text, std::size_t max_bytes) {
+    const auto start = text.find_first_not_of("\r\n");
+    text.remove_prefix(start == std::string_view::npos ? text.size() : start);
+    const auto newline = text.find('\n');
+    std::string_view line = text.substr(0, newline);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    std::string out = detail::cut_text(line, max_bytes);
+    const bool more = newline != std::string_view::npos &&
+                      text.find_first_not_of(" \t\r\n", newline) != std::string_view::npos;
+    if (more && !out.ends_with("…")) out += "…";
+    return out;
+}
+
+// `text` on one line: line breaks become spaces.
+std::string joined_lines(std::string_view text, std::size_t max_bytes) {
+    std::string joined;
+    joined.reserve(std::min(text.size(), max_bytes + 1));
+    for (char c : text.substr(0, max_bytes + 1)) {
+        if (c == '\r') continue;
+        joined.push_back(c == '\n' ? ' ' : c);
+    }
+    return detail::cut_text(joined, max_bytes);
+}
+
+}  // namespace
+
+std::string render(const event& e) {
+    switch (e.kind) {
+        case event_kind::text:
+        case event_kind::raw:
+            return e.text;
+        case event_kind::tool_use:
+            return "● " + (e.tool.empty() ? std::string("tool") : e.tool) +
+                   (e.text.empty() ? "" : " " + first_line(e.text, 200));
+        case event_kind::tool_result:
+            return "  ⎿ " + first_line(e.text, 120);
+        case event_kind::error:
+            return "✗ " + joined_lines(e.text, 500);
+        case event_kind::rate_limit:
+            return e.resets_at_ms > 0
+                       ? "✗ rate limit hit; resets at " + text::format_iso8601(e.resets_at_ms)
+                       : "✗ rate limit hit";
+        case event_kind::final_answer:  // its text was shown by the text events before it
+        case event_kind::usage:
+        case event_kind::system:
+            return {};
+    }
+    return {};
+}
+
+std::unique_ptr<parser> make_parser(format value, std::string prompt) {
+    switch (value) {
+        case format::claude:
+            return detail::make_claude_parser();
+        case format::codex:
+            return detail::make_codex_parser();
+        case format::opencode:
+            return detail::make_opencode_parser();
+        case format::gemini:
+            return detail::make_gemini_parser();
+        case format::text:
+            break;
+    }
+    return detail::make_text_parser(std::move(prompt));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shared helpers
+
+namespace detail {
+
+const json* member(const json& object, std::string_view key) {
+    if (!object.is_object()) return nullptr;
+    const auto it = object.find(key);
+    return it == object.end() ? nullptr : &*it;
+}
+
+std::string string_member(const json& object, std::string_view key) {
+    const json* value = member(object, key);
+    return value && value->is_string() ? value->get<std::string>() : std::string();
+}
+
+std::optional<double> number_member(const json& object, std::string_view key) {
+    const json* value = member(object, key);
+    if (!value || !value->is_number()) return std::nullopt;
+    const double number = value->get<double>();
+    if (!std::isfinite(number)) return std::nullopt;
+    return number;
+}
+
+std::int64_t int_member(const json& object, std::string_view key) {
+    const json* value = member(object, key);
+    if (!value) return 0;
+    if (value->is_number_unsigned()) {
+        const auto number = value->get<std::uint64_t>();
+        return number > std::uint64_t(std::numeric_limits<std::int64_t>::max())
+                   ? std::numeric_limits<std::int64_t>::max()
+                   : std::int64_t(number);
+    }
+    if (value->is_number_integer()) return value->get<std::int64_t>();
+    if (value->is_number_float()) {
+        const double number = value->get<double>();
+        if (!std::isfinite(number) || std::fabs(number) > 9e18) return 0;
+        return std::llround(number);
+    }
+    return 0;
+}
+
+bool bool_member(const json& object, std::string_view key) {
+    const json* value = member(object, key);
+    return value && value->is_boolean() && value->get<bool>();
+}
+
+std::string cut_text(std::string_view input, std::size_t max_bytes) {
+    bool cut = input.size() > max_bytes;
+    if (cut) input = input.substr(0, text::utf8_complete_prefix(input.substr(0, max_bytes)));
+    std::string out = text::to_valid_utf8(input);
+    if (out.size() > max_bytes) {  // replacement characters made it longer
+        out.resize(text::utf8_complete_prefix(std::string_view(out).substr(0, max_bytes)));
+        cut = true;
+    }
+    if (cut) out += "…";
+    return out;
+}
+
+std::string tool_input_summary(const json& input) {
+    // What a tool works on, most telling first. Claude and gemini say file_path, opencode
+    // filePath, gemini's read tool absolute_path.
+    static constexpr std::string_view keys[] = {
+        "file_path", "filePath", "absolute_path", "notebook_path", "command", "pattern",
+        "path",      "url",      "query",         "description",   "prompt",
+    };
+    for (std::string_view key : keys)
+        if (const json* value = member(input, key); value && value->is_string())
+            return cut_text(value->get_ref<const std::string&>(), tool_excerpt_bytes);
+    if (input.is_object())
+        for (const auto& item : input.items())
+            if (item.value().is_string())
+                return cut_text(item.value().get_ref<const std::string&>(), tool_excerpt_bytes);
+    return {};
+}
+
+failure_hint failure_from_status(std::int64_t status) {
+    if (status == 429) return failure_hint::rate_limit;
+    if (status == 401 || status == 403) return failure_hint::auth;
+    if (status == 408 || (status >= 500 && status <= 599)) return failure_hint::transient;
+    return failure_hint::none;
+}
+
+event make_event(event_kind kind, std::string text, std::string tool) {
+    event e;
+    e.kind = kind;
+    e.text = std::move(text);
+    e.tool = std::move(tool);
+    return e;
+}
+
+event make_error(std::string_view message, failure_hint hint) {
+    event e = make_event(event_kind::error, cut_text(message));
+    e.failure = hint;
+    return e;
+}
+
+// ---------------------------------------------------------------------------------------------
+// line_parser
+
+namespace {
+constexpr std::size_t stderr_tail_bytes = 64 << 10;
+// A line buffer that grew past this is released after use rather than kept for the next line.
+constexpr std::size_t line_capacity_kept = 1 << 20;
+}  // namespace
+
+void line_parser::feed(std::string_view bytes, std::vector<event>& out) {
+    if (finished_) return;
+    while (!bytes.empty()) {
+        const auto newline = bytes.find('\n');
+        const std::string_view piece = bytes.substr(0, newline);
+        if (skipping_) {
+            skipped_bytes_ += piece.size();
+            if (newline == std::string_view::npos) return;
+            report_skipped(out);
+        } else if (line_.size() + piece.size() > max_line_bytes) {
+            skipping_ = true;
+            skipped_bytes_ = line_.size() + piece.size();
+            std::string().swap(line_);
+            if (newline == std::string_view::npos) return;
+            report_skipped(out);
+        } else if (newline == std::string_view::npos) {
+            line_.append(piece);
+            return;
+        } else if (line_.empty()) {
+            process_line(piece, out);  // the common case: no copy
+        } else {
+            line_.append(piece);
+            process_line(line_, out);
+            if (line_.capacity() > line_capacity_kept) std::string().swap(line_);
+            line_.clear();
+        }
+        bytes.remove_prefix(newline + 1);
+    }
+}
+
+void line_parser::feed_stderr(std::string_view bytes) {
+    if (bytes.size() >= stderr_tail_bytes) {
+        stderr_tail_.assign(bytes.substr(bytes.size() - stderr_tail_bytes));
+        return;
+    }
+    stderr_tail_.append(bytes);
+    // Trim in steps of a quarter so appending stays amortized linear.
+    if (stderr_tail_.size() > stderr_tail_bytes + stderr_tail_bytes / 4)
+        stderr_tail_.erase(0, stderr_tail_.size() - stderr_tail_bytes);
+}
+
+void line_parser::finish(std::vector<event>& out) {
+    if (finished_) return;
+    finished_ = true;
+    if (skipping_) {
+        report_skipped(out);
+    } else if (!line_.empty()) {
+        process_line(line_, out);
+        std::string().swap(line_);
+    }
+    const std::size_t before = out.size();
+    try {
+        on_finish(out);
+    } catch (const std::exception&) {
+        out.resize(before);
+    }
+    if (summary_.failure != failure_hint::none) return;
+    for (std::string_view tail : {std::string_view(stderr_tail_), output_tail()}) {
+        const std::string lower = ascii_lower(tail);
+        const failure_match match = match_failure(lower);
+        if (match.hint == failure_hint::none) continue;
+        // The message is the line that matched.
+        const auto start = tail.rfind('\n', match.position);
+        const auto line_start = start == std::string_view::npos ? 0 : start + 1;
+        const auto line_end = tail.find('\n', match.position);
+        std::int64_t resets_at_ms = 0;
+        classify_error_text(tail, text::now_ms(), resets_at_ms);
+        note_failure(match.hint, tail.substr(line_start, line_end - line_start), resets_at_ms,
+                     false);
+        return;
+    }
+}
+
+void line_parser::note_failure(failure_hint hint, std::string_view message,
+                               std::int64_t resets_at_ms, bool definitive) {
+    if (resets_at_ms > 0) summary_.resets_at_ms = resets_at_ms;
+    if (definitive) {
+        if (hint != failure_hint::none) summary_.failure = hint;
+        summary_.error = cut_text(message);
+    } else if (summary_.failure == failure_hint::none && hint != failure_hint::none) {
+        summary_.failure = hint;
+        summary_.error = cut_text(message);
+    } else if (summary_.error.empty()) {
+        summary_.error = cut_text(message);
+    }
+}
+
+void line_parser::process_line(std::string_view line, std::vector<event>& out) {
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    const std::size_t before = out.size();
+    try {
+        on_line(line, out);
+    } catch (const std::exception&) {
+        out.resize(before);
+        out.push_back(make_event(event_kind::raw, cut_text(line)));
+    }
+}
+
+void line_parser::report_skipped(std::vector<event>& out) {
+    out.push_back(make_event(event_kind::raw,
+                             "[line of " + std::to_string(skipped_bytes_) + " bytes skipped]"));
+    skipping_ = false;
+    skipped_bytes_ = 0;
+}
+
+void json_parser::on_line(std::string_view line, std::vector<event>& out) {
+    if (line.find_first_not_of(" \t") == std::string_view::npos) return;
+    json object = json::parse(line, nullptr, false);
+    if (object.is_discarded()) {
+        const std::string repaired = text::to_valid_utf8(line);
+        if (repaired != line) object = json::parse(repaired, nullptr, false);
+    }
+    const json* type = member(object, "type");
+    if (type && type->is_string() && on_object(type->get_ref<const std::string&>(), object, out))
+        return;
+    out.push_back(make_event(event_kind::raw, cut_text(line)));
+}
+
+}  // namespace detail
+}  // namespace ralph::agent_stream

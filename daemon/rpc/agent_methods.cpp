@@ -1,0 +1,21 @@
+// agents.list: every adapter, where its program is on the daemon's PATH (or configured), and
+// what ralph reads from its output.
+#include "daemon/agents/agent.hpp"
+#include "daemon/rpc/methods.hpp"
+#include "daemon/rpc/registry.hpp"
+#include "daemon/runner/process.hpp"
+#include "proto/methods.hpp"
+
+namespace ralph::rpc {
+
+void register_agent_methods(method_registry& registry, method_services& services) {
+    registry.add(proto::method::agents_list, [&services](const nlohmann::json&, call_context&) {
+        std::string search_path = search_path_of(environment_with({}));
+        nlohmann::json agents = nlohmann::json::array();
+        for (const agent* adapter : all_agents())
+            agents.push_back(describe_agent(*adapter, {}, services.binaries, search_path));
+        return nlohmann::json{{"agents", std::move(agents)}};
+    });
+}
+
+}  // namespace ralph::rpc
