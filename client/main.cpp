@@ -48,6 +48,8 @@ int main(int argc, char** argv) {
     register_cancel_command(app, ctx);
     register_daemon_command(app, ctx);
     register_agents_command(app, ctx);
+    register_steer_command(app, ctx);
+    register_init_command(app, ctx);
 
     try {
         // The chosen command runs inside parse(), from its callback, once all options are read.

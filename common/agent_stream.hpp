@@ -90,6 +90,9 @@ public:
     // final answer, and classifies errors found in the tail of stderr/stdout.
     virtual void finish(std::vector<event>& out) = 0;
     virtual const summary& result() const = 0;
+    // A tool call was seen whose result has not come yet: the agent is silent because a tool
+    // runs, not because it hangs (the inactivity timeout does not apply).
+    virtual bool awaiting_tool_result() const = 0;
 };
 
 // `prompt` is the exact prompt the agent got: a text-format parser judges completion only on

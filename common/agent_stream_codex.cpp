@@ -26,6 +26,10 @@ namespace ralph::agent_stream::detail {
 namespace {
 
 class codex_parser final : public json_parser {
+  public:
+    bool awaiting_tool_result() const override { return !started_items_.empty(); }
+
+  private:
     bool on_object(std::string_view type, const json& object, std::vector<event>& out) override {
         if (type == "thread.started") {
             out.push_back(make_event(event_kind::system,

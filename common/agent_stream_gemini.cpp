@@ -28,6 +28,10 @@ namespace ralph::agent_stream::detail {
 namespace {
 
 class gemini_parser final : public json_parser {
+  public:
+    bool awaiting_tool_result() const override { return !tool_names_.empty(); }
+
+  private:
     bool on_object(std::string_view type, const json& object, std::vector<event>& out) override {
         if (type == "init") {
             out.push_back(make_event(event_kind::system,

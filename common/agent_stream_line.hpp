@@ -29,6 +29,7 @@ class line_parser : public parser {
     void feed_stderr(std::string_view bytes) final;
     void finish(std::vector<event>& out) final;
     const summary& result() const final { return summary_; }
+    bool awaiting_tool_result() const override { return false; }
 
   protected:
     // One complete line, without its newline and trailing '\r'. May throw: the caller turns an

@@ -18,10 +18,16 @@
 
 #include "common/text.hpp"
 
+#include <set>
+
 namespace ralph::agent_stream::detail {
 namespace {
 
 class opencode_parser final : public json_parser {
+  public:
+    bool awaiting_tool_result() const override { return !running_calls_.empty(); }
+
+  private:
     bool on_object(std::string_view type, const json& object, std::vector<event>& out) override {
         const json* part = member(object, "part");
         if (type == "step_start") {
@@ -47,7 +53,12 @@ class opencode_parser final : public json_parser {
         const json* state = member(part, "state");
         if (!state) return;
         const std::string status = string_member(*state, "status");
-        if (status == "pending" || status == "running") return;
+        const std::string call = string_member(part, "callID");
+        if (status == "pending" || status == "running") {
+            running_calls_.insert(call);
+            return;
+        }
+        running_calls_.erase(call);
         const std::string tool = cut_text(string_member(part, "tool"), 200);
         const json* input = member(*state, "input");
         std::string summary = input ? tool_input_summary(*input) : std::string();
@@ -105,6 +116,7 @@ class opencode_parser final : public json_parser {
     }
 
     std::string last_text_;
+    std::set<std::string> running_calls_;  // tool calls reported pending/running, not yet done
     bool seen_text_ = false;
     bool error_seen_ = false;
 };

@@ -27,6 +27,7 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
               [this](std::int64_t loop_id, std::int64_t end) { hub_.output_committed(loop_id, end); }),
       reaper_(io),
       runner_ctx_{io,
+                  blocking_,
                   db_,
                   output_,
                   reaper_,

@@ -47,6 +47,7 @@ private:
 
     net::io_context& io_;
     daemon_options options_;
+    net::thread_pool blocking_{1};  // git snapshots and other blocking work of the runners
     store db_;
     subscriber_hub hub_;
     output_log output_;

@@ -24,6 +24,7 @@ enum class error_kind {
     shutting_down,         // -32005 the daemon is stopping and takes no new work
     limit_exceeded,        // -32006 a bound of the server was hit (tails per session)
     invalid_prompt,        // -32007 prompt file unreadable
+    workspace_dirty,       // -32008 uncommitted changes and allow_dirty not set (data: changes)
 };
 
 const std::error_category& error_category();

@@ -13,6 +13,7 @@ inline constexpr const char* loop_iterations = "loop.iterations";
 inline constexpr const char* loop_output = "loop.output";
 inline constexpr const char* loop_tail = "loop.tail";
 inline constexpr const char* loop_events = "loop.events";
+inline constexpr const char* loop_steer = "loop.steer";
 inline constexpr const char* agents_list = "agents.list";
 
 }  // namespace ralph::proto::method

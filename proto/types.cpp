@@ -131,6 +131,17 @@ void from_json(const nlohmann::json& j, submit_params& p) {
     read_field(obj, "max_retries", p.max_retries);
     read_field(obj, "retry_backoff_s", p.retry_backoff_s);
     read_field(obj, "priority", p.priority);
+    read_field(obj, "specs_file", p.specs_file);
+    read_field(obj, "status_tag", p.status_tag);
+    read_field(obj, "status_value", p.status_value);
+    read_field(obj, "legacy_phrase", p.legacy_phrase);
+    read_field(obj, "backlog_rule", p.backlog_rule);
+    read_field(obj, "verify_command", p.verify_command);
+    read_field(obj, "commit", p.commit);
+    read_field(obj, "allow_dirty", p.allow_dirty);
+    read_field(obj, "stall_iterations", p.stall_iterations);
+    read_field(obj, "stall_failures", p.stall_failures);
+    read_field(obj, "inactivity_timeout_s", p.inactivity_timeout_s);
 }
 
 void to_json(nlohmann::json& j, const submit_params& p) {
@@ -150,7 +161,18 @@ void to_json(nlohmann::json& j, const submit_params& p) {
                        {"delay_s", p.delay_s},
                        {"max_retries", p.max_retries},
                        {"retry_backoff_s", p.retry_backoff_s},
-                       {"priority", p.priority}};
+                       {"priority", p.priority},
+                       {"specs_file", p.specs_file},
+                       {"status_tag", p.status_tag},
+                       {"status_value", p.status_value},
+                       {"legacy_phrase", p.legacy_phrase},
+                       {"backlog_rule", p.backlog_rule},
+                       {"verify_command", p.verify_command},
+                       {"commit", p.commit},
+                       {"allow_dirty", p.allow_dirty},
+                       {"stall_iterations", p.stall_iterations},
+                       {"stall_failures", p.stall_failures},
+                       {"inactivity_timeout_s", p.inactivity_timeout_s}};
 }
 
 void to_json(nlohmann::json& j, const loop_info& loop) {
@@ -255,6 +277,15 @@ void to_json(nlohmann::json& j, const attempt_info& a) {
                        {"failure", to_string(a.failure)},
                        {"error", a.error},
                        {"summary", a.summary},
+                       {"head_before", a.head_before},
+                       {"head_after", a.head_after},
+                       {"files_changed", a.files_changed},
+                       {"insertions", a.insertions},
+                       {"deletions", a.deletions},
+                       {"progress", a.progress ? nlohmann::json(*a.progress) : nlohmann::json()},
+                       {"feedback", a.feedback},
+                       {"verify_exit", a.verify_exit ? nlohmann::json(*a.verify_exit) : nlohmann::json()},
+                       {"verify_output", a.verify_output},
                        {"output_start", a.output_start},
                        {"output_end", a.output_end}};
     add_usage(j, a.usage);
@@ -277,6 +308,15 @@ void from_json(const nlohmann::json& j, attempt_info& a) {
     a.error = value_or<std::string>(j, "error", "");
     a.summary = value_or<std::string>(j, "summary", "");
     a.usage = read_usage(j);
+    a.head_before = value_or<std::string>(j, "head_before", "");
+    a.head_after = value_or<std::string>(j, "head_after", "");
+    a.files_changed = value_or<std::int64_t>(j, "files_changed", 0);
+    a.insertions = value_or<std::int64_t>(j, "insertions", 0);
+    a.deletions = value_or<std::int64_t>(j, "deletions", 0);
+    if (j.contains("progress") && j["progress"].is_boolean()) a.progress = j["progress"].get<bool>();
+    a.feedback = j.value("feedback", nlohmann::json());
+    if (j.contains("verify_exit") && j["verify_exit"].is_number()) a.verify_exit = j["verify_exit"].get<int>();
+    a.verify_output = value_or<std::string>(j, "verify_output", "");
     a.output_start = value_or<std::int64_t>(j, "output_start", 0);
     a.output_end = value_or<std::int64_t>(j, "output_end", 0);
 }

@@ -80,6 +80,19 @@ struct submit_params {
     std::int64_t max_retries = 3;      // per iteration, for failed attempts
     double retry_backoff_s = 5;        // first retry delay, doubled each time, capped at 10 min
     std::int64_t priority = 0;
+    // Memory and judgement (SPEC §3).
+    std::string specs_file;            // specs/backlog file (relative to the workspace); "" =
+                                       // SPECS.md, else backlog.md, when present
+    std::string status_tag = "ralph_status";   // <TAG>VALUE</TAG> completes; "" = rule off
+    std::string status_value = "COMPLETED";
+    std::string legacy_phrase;         // plain substring that completes (opt-in; "" = off)
+    bool backlog_rule = false;         // completes when every checkbox of the specs file is checked
+    std::string verify_command;        // a signal counts only if this exits 0 in the workspace
+    bool commit = false;               // commit each iteration's work
+    bool allow_dirty = false;          // accept a workspace with uncommitted changes at submit
+    std::int64_t stall_iterations = 3; // stop as stalled after N iterations without progress (0 = off)
+    std::int64_t stall_failures = 5;   // ... or N identical failures in a row (0 = off)
+    double inactivity_timeout_s = 900; // an agent silent this long (no tool call pending) hangs (0 = off)
 };
 
 void from_json(const nlohmann::json& j, submit_params& p);  // throws rpc_error(invalid_params)
@@ -127,6 +140,16 @@ struct attempt_info {
     std::string error;                 // why it failed or could not start
     proto::usage usage;
     std::string summary;               // the first line of the agent's final answer
+    // What the attempt did to the workspace (git HEAD, diff stats; file hashes outside git).
+    std::string head_before;
+    std::string head_after;
+    std::int64_t files_changed = 0;
+    std::int64_t insertions = 0;
+    std::int64_t deletions = 0;
+    std::optional<bool> progress;      // HEAD moved, tree or plan/specs changed; unknown if unset
+    nlohmann::json feedback;           // the agent's <ralph-feedback>, null when none
+    std::optional<int> verify_exit;    // --verify's exit status, when it ran
+    std::string verify_output;         // its output (the end of it)
     std::int64_t output_start = 0;     // [start, end) byte range in the loop's output
     std::int64_t output_end = 0;
 };

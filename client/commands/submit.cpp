@@ -9,12 +9,15 @@
 
 #include "client/connection.hpp"
 #include "client/output.hpp"
+#include "proto/errors.hpp"
 #include "proto/methods.hpp"
 #include "proto/types.hpp"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <filesystem>
+#include <iostream>
 #include <memory>
 #include <utility>
 
@@ -37,6 +40,24 @@ std::string absolute_path(const std::string& path) {
     return p.string();
 }
 
+bool is_dirty_refusal(const nlohmann::json& reply) {
+    auto error = reply.find("error");
+    return error != reply.end() && error->is_object() &&
+           error->value("code", 0) == proto::rpc_code(proto::error_kind::workspace_dirty);
+}
+
+// The workspace has uncommitted changes: on a terminal, show them and ask; elsewhere, no.
+bool confirm_dirty(const nlohmann::json& error) {
+    if (::isatty(STDIN_FILENO) != 1 || ::isatty(STDERR_FILENO) != 1) return false;
+    fmt::print(stderr, "{}:\n", error.value("message", "the workspace has uncommitted changes"));
+    if (auto data = error.find("data"); data != error.end() && data->contains("changes"))
+        for (const auto& change : data->at("changes")) fmt::print(stderr, "  {}\n", change.get<std::string>());
+    fmt::print(stderr, "The agent will work on top of them. Start the loop anyway? [y/N] ");
+    std::string answer;
+    std::getline(std::cin, answer);
+    return answer == "y" || answer == "Y" || answer == "yes";
+}
+
 int run_submit(const client_context& ctx, submit_options& options) {
     auto& spec = options.spec;
     spec.workspace = absolute_path(spec.workspace.empty() ? "." : spec.workspace);
@@ -52,8 +73,16 @@ int run_submit(const client_context& ctx, submit_options& options) {
         if (option->count() > 0) params[name] = all.at(name);
     if (!spec.env.empty()) params["env"] = all.at("env");
 
-    const nlohmann::json loop_json =
-        connection(ctx.socket).call(proto::method::loop_submit, params);
+    connection daemon(ctx.socket);
+    nlohmann::json reply = parse_reply(daemon.call_text(proto::method::loop_submit, params));
+    if (is_dirty_refusal(reply)) {
+        if (!confirm_dirty(reply.at("error")))
+            throw client_error(exit_code::failure, reply.at("error").value("message", "dirty workspace"),
+                               "commit or stash the changes, or submit with --allow-dirty");
+        params["allow_dirty"] = true;
+        reply = parse_reply(daemon.call_text(proto::method::loop_submit, params));
+    }
+    const nlohmann::json loop_json = result_of(std::move(reply));
     const auto loop = loop_json.get<proto::loop_info>();
     if (ctx.json) {
         print_json({{"loop", loop_json}});
@@ -102,7 +131,8 @@ void register_submit_command(CLI::App& app, client_context& ctx) {
               ->excludes(prompt),
           "prompt_file");
     field(cmd->add_option("--agent", spec.agent,
-                          "command (any program, see --command) or demo (the bundled demo agent)")
+                          "claude, codex, opencode, gemini, aider, kiro, command (any program, see "
+                          "--command) or demo (the bundled demo agent)")
               ->capture_default_str(),
           "agent");
     field(cmd->add_option("--command", spec.command,
@@ -154,6 +184,48 @@ void register_submit_command(CLI::App& app, client_context& ctx) {
           "retry_backoff_s");
     field(cmd->add_option("--priority", spec.priority, "Higher runs first")->capture_default_str(),
           "priority");
+    field(cmd->add_option("--specs", spec.specs_file,
+                          "Specs/backlog file injected into every prompt (default: SPECS.md, else "
+                          "backlog.md, in the workspace)"),
+          "specs_file");
+    field(cmd->add_option("--status-tag", spec.status_tag,
+                          "<TAG>VALUE</TAG> in the final answer also completes (\"\" = off)")
+              ->capture_default_str(),
+          "status_tag");
+    field(cmd->add_option("--status-value", spec.status_value, "The VALUE of --status-tag")
+              ->capture_default_str(),
+          "status_value");
+    field(cmd->add_option("--legacy-phrase", spec.legacy_phrase,
+                          "Also complete on this plain text anywhere in the final answer (opt-in)"),
+          "legacy_phrase");
+    field(cmd->add_flag("--backlog", spec.backlog_rule,
+                        "Complete when every checkbox of the specs/backlog file is checked"),
+          "backlog_rule");
+    field(cmd->add_option("--verify", spec.verify_command,
+                          "Command run in the workspace (no shell) when a completion signal comes; "
+                          "the signal counts only if it exits 0"),
+          "verify_command");
+    field(cmd->add_flag("--commit", spec.commit, "Commit each iteration's work (git workspaces)"),
+          "commit");
+    field(cmd->add_flag("--allow-dirty", spec.allow_dirty,
+                        "Start even though the workspace has uncommitted changes"),
+          "allow_dirty");
+    field(cmd->add_option("--stall-after", spec.stall_iterations,
+                          "Stop as stalled after N iterations without progress (0 = never)")
+              ->check(non_negative())
+              ->capture_default_str(),
+          "stall_iterations");
+    field(cmd->add_option("--stall-failures", spec.stall_failures,
+                          "Stop as stalled after N identical failures in a row (0 = never)")
+              ->check(non_negative())
+              ->capture_default_str(),
+          "stall_failures");
+    field(cmd->add_option("--inactivity-timeout", spec.inactivity_timeout_s,
+                          "An agent silent this long while no tool runs is hung (0 = never)")
+              ->transform(duration_seconds())
+              ->type_name("DURATION")
+              ->capture_default_str(),
+          "inactivity_timeout_s");
     cmd->add_option("--workspace", spec.workspace, "Directory the agent works in (default: .)")
         ->check(CLI::ExistingDirectory);
     field(cmd->add_option("--name", spec.name, "Name shown in lists"), "name");

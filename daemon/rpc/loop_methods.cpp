@@ -1,16 +1,19 @@
-// loop.submit, loop.list, loop.get, loop.cancel, loop.iterations, loop.events, loop.output,
-// loop.tail.
+// loop.submit, loop.list, loop.get, loop.cancel, loop.steer, loop.iterations, loop.events,
+// loop.output, loop.tail.
 #include "common/paths.hpp"
+#include "common/text.hpp"
 #include "daemon/agents/agent.hpp"
 #include "daemon/rpc/methods.hpp"
 #include "daemon/rpc/registry.hpp"
 #include "daemon/runner/process.hpp"
+#include "daemon/runner/workspace.hpp"
 #include "daemon/scheduler/scheduler.hpp"
 #include "daemon/store/output_log.hpp"
 #include "daemon/store/store.hpp"
 #include "proto/fields.hpp"
 #include "proto/methods.hpp"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -42,6 +45,20 @@ void from_json(const nlohmann::json& j, events_params& p) {
     proto::read_field(obj, "limit", p.limit);
     if (p.limit <= 0 || p.limit > 10000)
         throw rpc_error(error_kind::invalid_params, "params.limit: must be in 1..10000");
+}
+
+struct steer_params {
+    std::int64_t id = 0;
+    std::string text;
+};
+void from_json(const nlohmann::json& j, steer_params& p) {
+    const auto& obj = proto::params_object(j);
+    proto::read_required(obj, "id", p.id);
+    proto::read_required(obj, "text", p.text);
+    if (p.text.find_first_not_of(" \t\r\n") == std::string::npos)
+        throw rpc_error(error_kind::invalid_params, "params.text: must not be empty");
+    if (p.text.size() > (64 << 10))
+        throw rpc_error(error_kind::invalid_params, "params.text: at most 64 KiB");
 }
 
 struct list_params {
@@ -107,6 +124,22 @@ proto::submit_params validated(proto::submit_params spec, const agent_binaries& 
             invalid("params.env: invalid variable name '" + key + "'");
     std::vector<std::pair<std::string, std::string>> env(spec.env.begin(), spec.env.end());
     find_program(find_agent(spec.agent), spec, binaries, search_path_of(environment_with(env)));
+    if (!spec.verify_command.empty()) {
+        try {
+            if (text::split_command_words(spec.verify_command).empty()) invalid("params.verify_command: empty");
+        } catch (const std::invalid_argument& e) {
+            invalid(std::string("params.verify_command: ") + e.what());
+        }
+    }
+    if (!spec.allow_dirty) {
+        // Runs `git status` on the io thread: one quick command per submit.
+        workspace::dirty_state dirty = workspace::check_dirty(spec.workspace);
+        if (dirty.dirty)
+            throw rpc_error(error_kind::workspace_dirty,
+                            fmt::format("workspace {} has {} uncommitted change(s)", spec.workspace,
+                                        dirty.total_changes),
+                            nlohmann::json{{"changes", dirty.changes}});
+    }
     return spec;
 }
 
@@ -152,6 +185,18 @@ void register_loop_methods(method_registry& registry, method_services& services)
         proto::method::loop_iterations, [&services](const id_params& params, call_context&) {
             services.db.get_loop(params.id);  // loop_not_found for an unknown id
             return nlohmann::json{{"attempts", services.db.attempts_of(params.id)}};
+        });
+
+    registry.add_typed<steer_params>(
+        proto::method::loop_steer, [&services](const steer_params& params, call_context&) {
+            proto::loop_info loop = services.db.get_loop(params.id);
+            if (proto::is_terminal(loop.state))
+                throw rpc_error(error_kind::invalid_state,
+                                "loop " + std::to_string(params.id) + " has already ended (" +
+                                    std::string(proto::to_string(loop.state)) + ")");
+            std::int64_t hint = services.db.add_steering(params.id, params.text, text::now_ms());
+            return nlohmann::json{{"id", params.id}, {"steering_id", hint},
+                                  {"next_iteration", loop.iterations + 1}};
         });
 
     registry.add_typed<events_params>(

@@ -5,8 +5,10 @@
 #include "daemon/agents/agent.hpp"
 #include "daemon/runner/child_reaper.hpp"
 #include "daemon/runner/completion.hpp"
+#include "daemon/runner/loop_memory.hpp"
 #include "daemon/runner/process.hpp"
 #include "daemon/runner/prompt.hpp"
+#include "daemon/runner/workspace.hpp"
 #include "daemon/store/output_log.hpp"
 #include "daemon/store/store.hpp"
 #include "proto/errors.hpp"
@@ -17,6 +19,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <fstream>
 
@@ -46,6 +49,58 @@ std::string first_line(const std::string& text) {
     return line;
 }
 
+// Runs blocking `work` on the pool; co_await it to resume on the caller's executor with the
+// result (or its exception). `work` must capture by reference only: GCC 12 destroys objects
+// created in a co_await full-expression twice (PR 99576), which is harmless only for trivially
+// destructible ones. Built from plain handlers rather than co_spawn, whose Boost 1.74 version
+// passes the work through such a coroutine lambda.
+template <typename Work>
+awaitable<std::invoke_result_t<Work>> off_thread(net::thread_pool& pool, Work work) {
+    static_assert(std::is_trivially_destructible_v<Work>, "capture by reference only");
+    using result_type = std::invoke_result_t<Work>;
+    return net::async_initiate<const net::use_awaitable_t<>&, void(std::exception_ptr, result_type)>(
+        [&pool](auto handler, Work job) {
+            net::post(pool, [handler = std::move(handler), job = std::move(job)]() mutable {
+                std::exception_ptr error;
+                result_type result{};
+                try {
+                    result = job();
+                } catch (...) {
+                    error = std::current_exception();
+                }
+                auto home = net::get_associated_executor(handler);
+                net::post(home, [handler = std::move(handler), error, result = std::move(result)]() mutable {
+                    handler(error, std::move(result));
+                });
+            });
+        },
+        use_awaitable, std::move(work));
+}
+
+// Reads a pipe to its end, keeping the last bytes in `into`; the last of `open_readers` to end
+// cancels `done`.
+awaitable<void> read_to_end(net::io_context& io, int fd, std::string& into, std::size_t keep,
+                            int& open_readers, net::steady_timer& done) {
+    net::posix::stream_descriptor pipe(io, fd);
+    std::array<char, 16384> buffer;
+    while (true) {
+        boost::system::error_code ec;
+        std::size_t n = co_await pipe.async_read_some(net::buffer(buffer),
+                                                      net::redirect_error(use_awaitable, ec));
+        into.append(buffer.data(), n);
+        if (into.size() > 2 * keep) into.erase(0, into.size() - keep);
+        if (ec) break;
+    }
+    if (--open_readers == 0) done.cancel();
+}
+
+std::string read_whole_file(const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+constexpr std::size_t max_verify_output_bytes = 16 << 10;
+
 std::string describe_usage(const agent_stream::event& e) {
     std::string text = fmt::format("{} input, {} output tokens", e.input_tokens, e.output_tokens);
     if (e.cost_usd) text += fmt::format(", ${:.4f}", *e.cost_usd);
@@ -62,7 +117,11 @@ void write_file(const std::filesystem::path& path, const std::string& content) {
 }  // namespace
 
 loop_runner::loop_runner(runner_context& ctx, std::int64_t loop_id)
-    : ctx_(ctx), loop_id_(loop_id), wait_timer_(ctx.io), kill_timer_(ctx.io) {}
+    : ctx_(ctx),
+      loop_id_(loop_id),
+      inactivity_timer_(ctx.io),
+      wait_timer_(ctx.io),
+      kill_timer_(ctx.io) {}
 
 void loop_runner::cancel() {
     stop_ = stop_kind::cancel;
@@ -83,6 +142,24 @@ void loop_runner::terminate_agent() {
     kill_timer_.expires_after(ctx_.kill_grace);
     kill_timer_.async_wait([pgid](boost::system::error_code ec) {
         if (!ec && group_alive(pgid)) signal_group(pgid, SIGKILL);
+    });
+}
+
+void loop_runner::watch_inactivity(std::chrono::milliseconds limit) {
+    auto period = std::clamp(limit / 10, std::chrono::milliseconds(100), std::chrono::milliseconds(5000));
+    inactivity_timer_.expires_after(period);
+    inactivity_timer_.async_wait([this, limit](boost::system::error_code ec) {
+        if (ec || agent_pgid_ == 0 || parser_ == nullptr) return;
+        auto now = std::chrono::steady_clock::now();
+        // A tool that runs long (a build, a test suite) keeps the agent quiet legitimately.
+        if (parser_->awaiting_tool_result()) last_output_ = now;
+        if (now - last_output_ >= limit) {
+            spdlog::info("loop {}: agent silent for {} ms; ending it as hung", loop_id_, limit.count());
+            hung_ = true;
+            terminate_agent();
+            return;
+        }
+        watch_inactivity(limit);
     });
 }
 
@@ -154,6 +231,17 @@ awaitable<void> loop_runner::run_iterations() {
                 continue;  // park_if_held parks the loop
             }
             ++failures;
+            // The same failure over and over (a broken setup, not bad luck) stops the loop even
+            // when retries remain.
+            std::string failure_key = std::string(proto::to_string(outcome.failure)) + ": " + failure;
+            identical_failures_ = failure_key == last_failure_ ? identical_failures_ + 1 : 1;
+            last_failure_ = failure_key;
+            if (spec.stall_failures > 0 && identical_failures_ >= spec.stall_failures) {
+                set_state(proto::loop_state::stalled,
+                          fmt::format("{} identical failures in a row: {}", identical_failures_,
+                                      failure));
+                co_return;
+            }
             if (failures > spec.max_retries) {
                 set_state(proto::loop_state::failed,
                           fmt::format("iteration {} failed {} time(s), last: {}", iteration, failures,
@@ -166,11 +254,20 @@ awaitable<void> loop_runner::run_iterations() {
                           fmt::format("retry {} of {} after {}", failures, spec.max_retries, failure));
             if (finish_if_stopped()) co_return;
         }
+        identical_failures_ = 0;
+        last_failure_.clear();
         ctx_.db.set_iterations(loop_id_, iteration, text::now_ms());
         if (outcome.completion_signal && iteration >= spec.min_iterations) {
             set_state(proto::loop_state::completed,
-                      fmt::format("completion signal <promise>{}</promise> in iteration {}",
-                                  spec.completion_phrase, iteration));
+                      fmt::format("{} in iteration {}", outcome.completion_rule, iteration));
+            co_return;
+        }
+        if (spec.stall_iterations > 0 &&
+            ctx_.db.iterations_without_progress(loop_id_) >= spec.stall_iterations) {
+            set_state(proto::loop_state::stalled,
+                      fmt::format("no progress in {} iterations in a row (no commit, no change to "
+                                  "the files or the specs)",
+                                  spec.stall_iterations));
             co_return;
         }
         if (spec.max_iterations > 0 && iteration >= spec.max_iterations) {
@@ -248,6 +345,10 @@ awaitable<loop_runner::attempt_outcome> loop_runner::run_attempt(const proto::lo
     spawned_process process;
     std::string prompt;
     std::filesystem::path tmpdir;
+    std::filesystem::path workspace_dir = loop.spec.workspace;
+    const workspace::snapshot before =
+        co_await off_thread(ctx_.blocking, [&] { return workspace::take_snapshot(workspace_dir); });
+    attempt.head_before = before.head;
     try {
         if (adapter.needs_private_tmpdir()) {
             tmpdir = ctx_.scratch_dir / ("loop-" + std::to_string(loop_id_));
@@ -256,7 +357,10 @@ awaitable<loop_runner::attempt_outcome> loop_runner::run_attempt(const proto::lo
             overrides.emplace_back("TMPDIR", tmpdir.string());
         }
         std::vector<std::string> env = environment_with(overrides);
-        prompt = build_prompt(loop, iteration);
+        prompt_extras extras;
+        extras.previous_feedback = write_state_file(loop, iteration);
+        extras.steering = ctx_.db.steering_for(loop_id_, iteration);
+        prompt = build_prompt(loop, iteration, extras);
         auto prompt_file = ctx_.prompt_dir / (std::to_string(loop_id_) + ".prompt.md");
         write_file(prompt_file, prompt);
         std::string program = find_program(adapter, loop.spec, ctx_.binaries, search_path_of(env));
@@ -303,6 +407,11 @@ awaitable<loop_runner::attempt_outcome> loop_runner::run_attempt(const proto::lo
 
     std::unique_ptr<agent_stream::parser> parser =
         agent_stream::make_parser(adapter.output_format(), prompt);
+    parser_ = parser.get();
+    last_output_ = std::chrono::steady_clock::now();
+    hung_ = false;
+    if (loop.spec.inactivity_timeout_s > 0)
+        watch_inactivity(std::chrono::milliseconds(std::int64_t(loop.spec.inactivity_timeout_s * 1000)));
     net::posix::stream_descriptor out_pipe(ctx_.io, process.stdout_fd);
     net::posix::stream_descriptor err_pipe(ctx_.io, process.stderr_fd);
     int open_readers = 2;
@@ -338,7 +447,9 @@ awaitable<loop_runner::attempt_outcome> loop_runner::run_attempt(const proto::lo
         give_up.cancel();
     }
     timeout.cancel();
+    inactivity_timer_.cancel();
     agent_pgid_ = 0;
+    parser_ = nullptr;
     if (!tmpdir.empty()) {
         std::error_code ignored;
         std::filesystem::remove_all(tmpdir, ignored);
@@ -355,9 +466,12 @@ awaitable<loop_runner::attempt_outcome> loop_runner::run_attempt(const proto::lo
     if (WIFSIGNALED(status)) attempt.signal = WTERMSIG(status);
     classify(attempt, status, said);
     if (attempt.how == proto::termination::timeout)
-        attempt.error = fmt::format("timed out after {}s", loop.spec.timeout_s);
-    attempt.completion_signal = attempt.how == proto::termination::exited &&
-                                contains_promise(said.final_answer, loop.spec.completion_phrase);
+        attempt.error = hung_ ? fmt::format("no output for {}s while no tool was running "
+                                            "(inactivity timeout)",
+                                            loop.spec.inactivity_timeout_s)
+                              : fmt::format("timed out after {}s", loop.spec.timeout_s);
+    if (attempt.how == proto::termination::exited)
+        co_await judge(loop, said.final_answer, before, attempt, outcome);
     ctx_.output.flush();
     attempt.output_end = ctx_.output.committed_end(loop_id_);
     attempt.ended_at = text::now_ms();
@@ -376,6 +490,149 @@ awaitable<loop_runner::attempt_outcome> loop_runner::run_attempt(const proto::lo
     co_return outcome;
 }
 
+std::string loop_runner::write_state_file(const proto::loop_info& loop, std::int64_t iteration) {
+    std::optional<feedback> previous;
+    for (const auto& attempt : ctx_.db.attempts_of(loop_id_))
+        if (!attempt.feedback.is_null()) previous = feedback_from_json(attempt.feedback);
+    loop_state_file state;
+    state.loop_id = loop_id_;
+    state.name = loop.spec.name;
+    state.iteration = iteration;
+    state.max_iterations = loop.spec.max_iterations;
+    state.min_iterations = loop.spec.min_iterations;
+    state.completion_signal = "<promise>" + loop.spec.completion_phrase + "</promise>";
+    state.started_at = text::format_iso8601(loop.started_at != 0 ? loop.started_at : text::now_ms());
+    state.previous_feedback = previous;
+    try {
+        write_file_atomically(std::filesystem::path(loop.spec.workspace) / state_file_name,
+                              render_loop_state(state));
+    } catch (const std::exception& e) {
+        // The state file is a courtesy to the agent; the loop runs without it.
+        spdlog::warn("loop {}: cannot write {}: {}", loop_id_, state_file_name, e.what());
+    }
+    return previous ? describe_for_prompt(*previous) : std::string();
+}
+
+std::string loop_runner::completion_rule(const proto::submit_params& spec,
+                                         const std::string& final_answer) const {
+    if (contains_promise(final_answer, spec.completion_phrase))
+        return "completion signal <promise>" + spec.completion_phrase + "</promise>";
+    if (!spec.status_tag.empty()) {
+        auto status = extract_status(final_answer, spec.status_tag);
+        if (status && status_matches(*status, spec.status_value))
+            return fmt::format("status <{}>{}</{}>", spec.status_tag, spec.status_value,
+                               spec.status_tag);
+    }
+    if (!spec.legacy_phrase.empty() && contains_substring_ci(final_answer, spec.legacy_phrase))
+        return "completion phrase \"" + spec.legacy_phrase + "\"";
+    if (spec.backlog_rule) {
+        auto specs = specs_path(spec);
+        if (!specs.empty() && count_checkboxes(read_whole_file(specs)).all_done())
+            return "every checkbox of " + specs.filename().string() + " is checked";
+    }
+    return {};
+}
+
+awaitable<void> loop_runner::judge(const proto::loop_info& loop, const std::string& final_answer,
+                                   const workspace::snapshot& before, proto::attempt_info& attempt,
+                                   attempt_outcome& outcome) {
+    const auto& spec = loop.spec;
+    const std::filesystem::path workspace_dir = spec.workspace;
+    try {
+        append_notes(workspace_dir / notes_file_name, attempt.iteration, extract_notes(final_answer),
+                     text::now_ms());
+    } catch (const std::exception& e) {
+        spdlog::warn("loop {}: {}", loop_id_, e.what());
+    }
+    if (auto said = extract_feedback(final_answer)) attempt.feedback = to_json(*said);
+
+    workspace::snapshot after = co_await off_thread(
+        ctx_.blocking, [&] { return workspace::take_snapshot(workspace_dir); });
+    workspace::change_stats changes = co_await off_thread(
+        ctx_.blocking, [&] { return workspace::compare(workspace_dir, before, after); });
+    bool specs_changed = false;
+    if (auto specs = specs_path(spec); !specs.empty()) {
+        std::string relative = specs.lexically_relative(workspace_dir).string();
+        specs_changed = co_await off_thread(ctx_.blocking, [&] {
+            return workspace::file_changed(before, after, workspace_dir, relative);
+        });
+    }
+    attempt.head_after = after.head;
+    attempt.files_changed = changes.files_changed;
+    attempt.insertions = changes.insertions;
+    attempt.deletions = changes.deletions;
+    attempt.progress = changes.progress() || specs_changed;
+    if (spec.commit && *attempt.progress && after.is_git) {
+        std::string message = fmt::format("ralph: loop {} ({}), iteration {}\n\n{}", loop_id_,
+                                          spec.name, attempt.iteration, attempt.summary);
+        std::string error;
+        std::string head = co_await off_thread(ctx_.blocking, [&] {
+            return workspace::commit_all(workspace_dir, message, error);
+        });
+        if (!error.empty()) spdlog::warn("loop {}: --commit failed: {}", loop_id_, error);
+        else attempt.head_after = head;
+    }
+
+    outcome.completion_rule = completion_rule(spec, final_answer);
+    if (!outcome.completion_rule.empty() && attempt.iteration >= spec.min_iterations &&
+        !spec.verify_command.empty() && !co_await verify(loop, attempt)) {
+        spdlog::info("loop {}: {} not accepted: --verify exited {}", loop_id_,
+                     outcome.completion_rule, attempt.verify_exit.value_or(-1));
+        outcome.completion_rule.clear();
+    }
+    attempt.completion_signal = !outcome.completion_rule.empty();
+}
+
+awaitable<bool> loop_runner::verify(const proto::loop_info& loop, proto::attempt_info& attempt) {
+    std::vector<std::string> env = environment_with(
+        std::vector<std::pair<std::string, std::string>>(loop.spec.env.begin(), loop.spec.env.end()));
+    spawned_process process;
+    try {
+        std::vector<std::string> argv = text::split_command_words(loop.spec.verify_command);
+        if (argv.empty()) throw std::invalid_argument("empty command");
+        process = spawn_process({argv, env, loop.spec.workspace, std::string()});
+    } catch (const std::exception& e) {
+        attempt.verify_exit = 127;
+        attempt.verify_output = std::string("cannot run --verify: ") + e.what();
+        co_return false;
+    }
+    ctx_.reaper.watch(process.pid);
+    agent_pgid_ = process.pid;  // a cancel or stop ends the check too
+    net::steady_timer timeout(ctx_.io);
+    timeout.expires_after(std::chrono::milliseconds(std::int64_t(loop.spec.timeout_s * 1000)));
+    timeout.async_wait([this](boost::system::error_code ec) {
+        if (!ec && agent_pgid_ != 0) terminate_agent();
+    });
+    // Both pipes are read at once (a check that fills one while we wait on the other must not
+    // stall), each keeping its last bytes.
+    std::string out_text;
+    std::string err_text;
+    int open_readers = 2;
+    net::steady_timer readers_done(ctx_.io, net::steady_timer::time_point::max());
+    net::co_spawn(ctx_.io,
+                  read_to_end(ctx_.io, process.stdout_fd, out_text, max_verify_output_bytes,
+                              open_readers, readers_done),
+                  net::detached);
+    net::co_spawn(ctx_.io,
+                  read_to_end(ctx_.io, process.stderr_fd, err_text, max_verify_output_bytes,
+                              open_readers, readers_done),
+                  net::detached);
+    int status = co_await ctx_.reaper.wait_exit(process.pid);
+    // Whatever the check left running would hold its pipes open.
+    if (group_alive(process.pid)) signal_group(process.pid, SIGKILL);
+    while (open_readers > 0) {
+        boost::system::error_code ec;
+        co_await readers_done.async_wait(net::redirect_error(use_awaitable, ec));
+    }
+    timeout.cancel();
+    agent_pgid_ = 0;
+    std::string output = out_text + err_text;
+    if (output.size() > max_verify_output_bytes) output.erase(0, output.size() - max_verify_output_bytes);
+    attempt.verify_output = text::to_valid_utf8(output);
+    attempt.verify_exit = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    co_return *attempt.verify_exit == 0;
+}
+
 void loop_runner::classify(proto::attempt_info& attempt, int status,
                            const agent_stream::summary& said) const {
     using proto::failure_class;
@@ -392,7 +649,7 @@ void loop_runner::classify(proto::attempt_info& attempt, int status,
         attempt.how = termination::cancelled;
     } else if (stop_ == stop_kind::shutdown) {
         attempt.how = termination::interrupted;
-    } else if (timed_out_) {
+    } else if (timed_out_ || hung_) {
         attempt.how = termination::timeout;
         attempt.failure = failure_class::timeout;
     } else if (WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
@@ -443,6 +700,7 @@ awaitable<void> loop_runner::read_stream(net::posix::stream_descriptor& pipe,
         std::size_t n = co_await pipe.async_read_some(net::buffer(buffer),
                                                       net::redirect_error(use_awaitable, ec));
         if (n > 0) {
+            last_output_ = std::chrono::steady_clock::now();
             std::string_view bytes(buffer.data(), n);
             try {
                 ctx_.output.append(loop_id_, attempt_id, stream, bytes);

@@ -35,10 +35,15 @@ class parser;
 struct summary;
 struct event;
 }
+namespace workspace {
+struct snapshot;
+}
+using workspace_snapshot = workspace::snapshot;
 
 // What every loop runner shares, owned by the daemon.
 struct runner_context {
     net::io_context& io;
+    net::thread_pool& blocking;                // work that blocks (git snapshots), off the io thread
     store& db;
     output_log& output;
     child_reaper& reaper;
@@ -69,6 +74,7 @@ private:
         proto::termination how = proto::termination::running;
         proto::failure_class failure = proto::failure_class::none;
         bool completion_signal = false;
+        std::string completion_rule;    // which rule matched, for the stop reason
         std::string error;
         std::int64_t resets_at_ms = 0;  // a usage limit's stated reset
     };
@@ -80,6 +86,18 @@ private:
     awaitable<void> read_stream(net::posix::stream_descriptor& pipe, std::int64_t attempt_id,
                                 output_stream stream, agent_stream::parser& parser,
                                 int& open_readers, net::steady_timer& readers_done);
+    // What an attempt that exited leaves for the next ones: notes appended to .ralph/notes.md,
+    // its feedback; then what it did to the workspace (snapshot after, stats, progress, the
+    // --commit) and which completion rule matched, checked by --verify.
+    awaitable<void> judge(const proto::loop_info& loop, const std::string& final_answer,
+                          const workspace_snapshot& before, proto::attempt_info& attempt,
+                          attempt_outcome& outcome);
+    // The completion rule the final answer (and the specs file) meets, or "".
+    std::string completion_rule(const proto::submit_params& spec, const std::string& final_answer) const;
+    // Runs --verify in the workspace; true when it exits 0. Its status and output go to attempt.
+    awaitable<bool> verify(const proto::loop_info& loop, proto::attempt_info& attempt);
+    // Writes .ralph/loop.md for the iteration and returns the previous feedback for its prompt.
+    std::string write_state_file(const proto::loop_info& loop, std::int64_t iteration);
     // Stores and clears the events.
     void store_events(std::int64_t attempt_id, std::vector<agent_stream::event>& events);
     // Sets how the ended attempt terminated and its failure class, from the exit status, a
@@ -98,12 +116,21 @@ private:
     bool finish_if_stopped();
     // SIGTERM to the agent's group now, SIGKILL after the grace if anything is left.
     void terminate_agent();
+    // Ends the agent as hung when it has been silent for `limit` while no tool call of its
+    // awaits a result; checks a few times per limit until the attempt ends.
+    void watch_inactivity(std::chrono::milliseconds limit);
 
     runner_context& ctx_;
     std::int64_t loop_id_;
     stop_kind stop_ = stop_kind::none;
     pid_t agent_pgid_ = 0;               // the running attempt's process group, 0 between attempts
     bool timed_out_ = false;
+    bool hung_ = false;                  // ended by the inactivity timeout
+    agent_stream::parser* parser_ = nullptr;  // the running attempt's, null between attempts
+    std::chrono::steady_clock::time_point last_output_;
+    net::steady_timer inactivity_timer_;
+    std::string last_failure_;           // class and message of the last failed attempt
+    std::int64_t identical_failures_ = 0;  // failed attempts in a row with that same failure
     net::steady_timer wait_timer_;       // delays and backoffs
     net::steady_timer kill_timer_;       // SIGKILL after the grace
 };

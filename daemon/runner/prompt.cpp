@@ -1,23 +1,29 @@
+// The prompt of one iteration: sources, injected files and the wrapper (see prompt.hpp).
 #include "daemon/runner/prompt.hpp"
 
+#include "common/templates.hpp"
+#include "common/text.hpp"
 #include "proto/errors.hpp"
 
-#include <fmt/format.h>
-
-#include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string_view>
+#include <system_error>
 
 namespace ralph {
 
-const char* const default_prompt =
-    "Study the repository in the current directory: its specs, plan and notes.\n"
-    "Pick the single most important unfinished task, implement it completely, test it,\n"
-    "and commit it with a clear message. Record what you learned for the next iteration.\n";
-
 namespace {
 
-bool read_file(const std::filesystem::path& path, std::string& out) {
+namespace fs = std::filesystem;
+
+bool is_file(const fs::path& path) {
+    std::error_code ec;
+    return fs::is_regular_file(path, ec);
+}
+
+// The whole file; false when it is not a regular file or cannot be read.
+bool read_whole_file(const fs::path& path, std::string& out) {
+    if (!is_file(path)) return false;
     std::ifstream in(path, std::ios::binary);
     if (!in) return false;
     std::ostringstream buffer;
@@ -26,43 +32,195 @@ bool read_file(const std::filesystem::path& path, std::string& out) {
     return true;
 }
 
+// Part of a file injected into the prompt.
+struct excerpt {
+    bool found = false;
+    bool cut = false;
+    std::string text;
+};
+
+// The first `limit` bytes of a file, cut at a UTF-8 character boundary. Reads no more than
+// that, whatever the size of the file.
+excerpt read_head(const fs::path& path, std::size_t limit) {
+    excerpt result;
+    if (!is_file(path)) return result;
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return result;
+    result.found = true;
+    result.text.resize(limit + 1);
+    in.read(result.text.data(), std::streamsize(limit + 1));
+    result.text.resize(std::size_t(in.gcount()));
+    if (result.text.size() > limit) {
+        result.cut = true;
+        result.text.resize(
+            text::utf8_complete_prefix(std::string_view(result.text).substr(0, limit)));
+    }
+    return result;
+}
+
+// The last `limit` bytes of a file; when cut, from the start of its first whole line (or, in a
+// single huge line, from the first whole UTF-8 character).
+excerpt read_tail(const fs::path& path, std::size_t limit) {
+    excerpt result;
+    if (!is_file(path)) return result;
+    std::ifstream in(path, std::ios::binary | std::ios::ate);
+    if (!in) return result;
+    result.found = true;
+    const auto size = std::uintmax_t(std::streamoff(in.tellg()));
+    std::uintmax_t start = 0;
+    if (size > limit) {
+        start = size - limit;
+        result.cut = true;
+    }
+    in.seekg(std::streamoff(start));
+    result.text.resize(limit);
+    in.read(result.text.data(), std::streamsize(limit));
+    result.text.resize(std::size_t(in.gcount()));
+    if (result.cut) {
+        std::size_t from = 0;
+        if (start > 0) {
+            const auto newline = result.text.find('\n');
+            if (newline != std::string::npos && newline + 1 < result.text.size()) {
+                from = newline + 1;
+            } else {
+                while (from < result.text.size() &&
+                       (static_cast<unsigned char>(result.text[from]) & 0xC0) == 0x80)
+                    ++from;
+            }
+        }
+        result.text.erase(0, from);
+    }
+    return result;
+}
+
+std::string trim_end(std::string text) {
+    const auto last = text.find_last_not_of(" \t\r\n");
+    text.erase(last == std::string::npos ? 0 : last + 1);
+    return text;
+}
+
+bool is_blank(std::string_view text) {
+    return text.find_first_not_of(" \t\r\n") == std::string_view::npos;
+}
+
+// "- hint" per hint; a hint's further lines are indented to stay in its list item.
+std::string steering_list(const std::vector<std::string>& hints) {
+    std::string out;
+    for (const auto& hint : hints) {
+        const std::string text = trim_end(hint);
+        if (is_blank(text)) continue;
+        if (!out.empty()) out += '\n';
+        out += "- ";
+        for (char c : text) {
+            out += c;
+            if (c == '\n') out += "  ";
+        }
+    }
+    return out;
+}
+
+// Whether a wrapper has the {{prompt}} placeholder (spaces inside the braces allowed).
+bool has_prompt_placeholder(std::string_view wrapper) {
+    for (auto open = wrapper.find("{{"); open != std::string_view::npos;
+         open = wrapper.find("{{", open + 2)) {
+        const auto close = wrapper.find("}}", open + 2);
+        if (close == std::string_view::npos) return false;
+        std::string_view name = wrapper.substr(open + 2, close - open - 2);
+        while (!name.empty() && name.front() == ' ') name.remove_prefix(1);
+        while (!name.empty() && name.back() == ' ') name.remove_suffix(1);
+        if (name == "prompt") return true;
+    }
+    return false;
+}
+
+// The name the prompt gives the specs file: as configured, else SPECS.md or backlog.md.
+std::string specs_display_name(const proto::submit_params& spec, const fs::path& found) {
+    if (!spec.specs_file.empty()) return spec.specs_file;
+    if (!found.empty()) return found.filename().string();
+    return "SPECS.md";
+}
+
 }  // namespace
 
 prompt_source read_prompt_source(const proto::submit_params& spec) {
     if (!spec.prompt.empty()) return {spec.prompt, "inline"};
     std::string text;
     if (!spec.prompt_file.empty()) {
-        if (!read_file(spec.prompt_file, text))
+        if (!read_whole_file(spec.prompt_file, text))
             throw proto::rpc_error(proto::error_kind::invalid_prompt,
                                    "cannot read prompt file " + spec.prompt_file);
         return {text, spec.prompt_file};
     }
-    auto workspace_prompt = std::filesystem::path(spec.workspace) / "PROMPT.md";
-    if (read_file(workspace_prompt, text)) return {text, workspace_prompt.string()};
-    return {default_prompt, "default"};
+    const fs::path workspace(spec.workspace);
+    for (const fs::path& candidate :
+         {workspace / "PROMPT.md", workspace / ".ralph" / "prompt.md"}) {
+        if (read_whole_file(candidate, text) && !is_blank(text)) return {text, candidate.string()};
+    }
+    return {std::string(templates::default_prompt), "default"};
 }
 
-std::string build_prompt(const proto::loop_info& loop, std::int64_t iteration) {
+fs::path specs_path(const proto::submit_params& spec) {
+    const fs::path workspace(spec.workspace);
+    if (!spec.specs_file.empty()) {
+        // operator/ keeps an absolute specs_file as it is.
+        fs::path path = (workspace / spec.specs_file).lexically_normal();
+        return is_file(path) ? path : fs::path();
+    }
+    for (const char* name : {"SPECS.md", "backlog.md"}) {
+        fs::path path = workspace / name;
+        if (is_file(path)) return path;
+    }
+    return {};
+}
+
+std::string build_prompt(const proto::loop_info& loop, std::int64_t iteration,
+                         const prompt_extras& extras) {
     const auto& spec = loop.spec;
-    prompt_source source = read_prompt_source(spec);
-    std::string of_max = spec.max_iterations > 0 ? fmt::format(" of {}", spec.max_iterations) : "";
-    std::string minimum =
-        spec.min_iterations > 1
-            ? fmt::format("- The loop runs at least {} iterations; a completion signal before "
-                          "iteration {} is ignored.\n",
-                          spec.min_iterations, spec.min_iterations)
-            : "";
-    return fmt::format(
-        "{}\n\n"
-        "---\n"
-        "You are running inside a Ralph loop: this prompt is given to you again in every "
-        "iteration, and your only memory between iterations is the files in this workspace.\n"
-        "- This is iteration {}{}.\n"
-        "{}"
-        "- Do one task per iteration, then stop.\n"
-        "- When, and only when, everything is truly done, end your final answer with "
-        "<promise>{}</promise>. Do not write it otherwise.\n",
-        source.text, iteration, of_max, minimum, spec.completion_phrase);
+    const fs::path workspace(spec.workspace);
+    templates::template_values values;
+
+    values["prompt"] = trim_end(read_prompt_source(spec).text);
+
+    const fs::path specs = specs_path(spec);
+    values["specs_name"] = specs_display_name(spec, specs);
+    {
+        // Every name gets a value, "" when absent: a name without one would stay in the text.
+        excerpt file = specs.empty() ? excerpt{} : read_head(specs, max_specs_bytes);
+        values["specs"] = trim_end(std::move(file.text));
+        values["specs_cut"] = file.cut ? "yes" : "";
+    }
+    {
+        excerpt file = read_head(workspace / "CONVENTIONS.md", max_specs_bytes);
+        values["conventions"] = trim_end(std::move(file.text));
+        values["conventions_cut"] = file.cut ? "yes" : "";
+    }
+    values["notes_file"] = notes_file_name;
+    {
+        excerpt file = read_tail(workspace / notes_file_name, max_notes_bytes);
+        values["notes"] = trim_end(std::move(file.text));
+        values["notes_cut"] = file.cut ? "yes" : "";
+    }
+    values["feedback"] = trim_end(extras.previous_feedback);
+    values["steering"] = steering_list(extras.steering);
+
+    values["iteration"] = std::to_string(iteration);
+    values["max_iterations"] = spec.max_iterations > 0 ? std::to_string(spec.max_iterations) : "";
+    values["min_iterations"] = spec.min_iterations > 1 ? std::to_string(spec.min_iterations) : "";
+    values["completion_phrase"] = spec.completion_phrase;
+    values["completion_signal"] = "<promise>" + spec.completion_phrase + "</promise>";
+    values["status_signal"] =
+        spec.status_tag.empty()
+            ? ""
+            : "<" + spec.status_tag + ">" + spec.status_value + "</" + spec.status_tag + ">";
+    values["backlog_rule"] = spec.backlog_rule ? "yes" : "";
+    values["state_file"] = state_file_name;
+
+    std::string wrapper;
+    if (!read_whole_file(workspace / wrapper_override_name, wrapper))
+        wrapper = templates::prompt_wrapper;
+    else if (!has_prompt_placeholder(wrapper))
+        wrapper = "{{prompt}}\n\n" + wrapper;  // never lose the instructions themselves
+    return templates::render(wrapper, values);
 }
 
 }  // namespace ralph

@@ -1,16 +1,49 @@
-// The prompt of one iteration (SPEC §3). The source is re-read from disk every iteration, first
-// that applies: inline text > prompt_file > PROMPT.md in the workspace > the embedded default.
-// The source is wrapped with the loop's completion criteria so the agent knows the contract.
+// The prompt of one iteration (SPEC §3): the prompt source wrapped with what the agent needs to
+// know about the loop. Everything is read from disk again at every call, so the agent (or the
+// user) may edit any of these files between iterations.
+//
+// The source, first that applies: inline text > prompt_file > PROMPT.md in the workspace >
+// .ralph/prompt.md in the workspace > the embedded default (common/templates.hpp). A PROMPT.md
+// or .ralph/prompt.md that is empty or only whitespace does not apply.
+//
+// The wrapper is .ralph/prompt-template.md in the workspace when that file exists, else the
+// embedded one (templates::prompt_wrapper); a wrapper without {{prompt}} gets the source put
+// before it. It is rendered with templates::render and these values ("" = absent/off):
+//   prompt             the source text
+//   specs, specs_name, specs_cut        the specs/backlog file (first 64 KiB), its name, "yes"
+//                                       when it was cut
+//   conventions, conventions_cut        CONVENTIONS.md (first 64 KiB)
+//   notes, notes_file, notes_cut        .ralph/notes.md (its last 16 KiB, from a line start)
+//   feedback           the previous iteration's feedback (markdown)
+//   steering           the steering hints of this iteration, as a "- " list
+//   iteration          N
+//   max_iterations     the limit, "" when unlimited
+//   min_iterations     the minimum, "" when it is 1 or less (no rule to state)
+//   completion_phrase, completion_signal   PHRASE and <promise>PHRASE</promise>
+//   status_signal      <TAG>VALUE</TAG>, "" when the status rule is off
+//   backlog_rule       "yes" when the loop ends once every checkbox of the specs file is checked
+//   state_file         .ralph/loop.md
 #pragma once
 
 #include "proto/types.hpp"
 
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
 #include <string>
+#include <vector>
 
 namespace ralph {
 
-// The embedded default prompt (what `ralphctl init` will write as PROMPT.md).
-extern const char* const default_prompt;
+// Injected files are cut to these sizes: the specs and CONVENTIONS.md keep their start, the
+// notes (which grow at the end) their end.
+inline constexpr std::size_t max_specs_bytes = 64 * 1024;
+inline constexpr std::size_t max_notes_bytes = 16 * 1024;
+
+// Paths relative to the workspace.
+inline constexpr const char* notes_file_name = ".ralph/notes.md";
+inline constexpr const char* state_file_name = ".ralph/loop.md";
+inline constexpr const char* wrapper_override_name = ".ralph/prompt-template.md";
 
 struct prompt_source {
     std::string text;
@@ -20,6 +53,18 @@ struct prompt_source {
 // Throws proto::rpc_error(invalid_prompt) when prompt_file is set but unreadable.
 prompt_source read_prompt_source(const proto::submit_params& spec);
 
-std::string build_prompt(const proto::loop_info& loop, std::int64_t iteration);
+// What the runner adds to one iteration's prompt besides the files.
+struct prompt_extras {
+    std::string previous_feedback;      // markdown of the previous iteration's feedback, or ""
+    std::vector<std::string> steering;  // hints from `ralphctl steer`, given this iteration only
+};
+
+// The whole prompt of `iteration` (1-based) of `loop`. Throws what read_prompt_source throws.
+std::string build_prompt(const proto::loop_info& loop, std::int64_t iteration,
+                         const prompt_extras& extras);
+
+// The specs/backlog file the loop uses (absolute), or "" when none exists: spec.specs_file
+// (relative to the workspace, or absolute) when set, else SPECS.md, else backlog.md.
+std::filesystem::path specs_path(const proto::submit_params& spec);
 
 }  // namespace ralph

@@ -96,6 +96,29 @@ CREATE TABLE agent_holds (
     reason TEXT NOT NULL
 );
 )sql",
+        // 2 → 3: the loop's memory and judgement (SPEC §3): per attempt the workspace's HEAD
+        // before/after, diff stats, whether it made progress, the agent's feedback and the
+        // --verify result; steering hints queued for a loop's next iteration.
+        R"sql(
+ALTER TABLE attempts ADD COLUMN head_before TEXT NOT NULL DEFAULT '';
+ALTER TABLE attempts ADD COLUMN head_after TEXT NOT NULL DEFAULT '';
+ALTER TABLE attempts ADD COLUMN files_changed INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE attempts ADD COLUMN insertions INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE attempts ADD COLUMN deletions INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE attempts ADD COLUMN progress INTEGER;      -- NULL: not known (the attempt did not end)
+ALTER TABLE attempts ADD COLUMN feedback TEXT NOT NULL DEFAULT '';  -- JSON, '' = none given
+ALTER TABLE attempts ADD COLUMN verify_exit INTEGER;   -- --verify's exit status, NULL = not run
+ALTER TABLE attempts ADD COLUMN verify_output TEXT NOT NULL DEFAULT '';
+
+CREATE TABLE steering (
+    id INTEGER PRIMARY KEY,
+    loop_id INTEGER NOT NULL REFERENCES loops (id) ON DELETE CASCADE,
+    text TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    iteration INTEGER NOT NULL DEFAULT 0  -- the iteration whose prompt got it; 0 = not yet
+);
+CREATE INDEX steering_by_loop ON steering (loop_id, iteration);
+)sql",
     };
     return migrations;
 }

@@ -16,7 +16,8 @@ constexpr const char* loop_columns =
 constexpr const char* attempt_columns =
     "id, loop_id, iteration, attempt, argv, pid, started_at, ended_at, termination, exit_code, "
     "signal, completion_signal, error, output_start, output_end, failure, input_tokens, "
-    "output_tokens, cost_usd, turns, tool_calls, summary";
+    "output_tokens, cost_usd, turns, tool_calls, summary, head_before, head_after, files_changed, "
+    "insertions, deletions, progress, feedback, verify_exit, verify_output";
 
 // Reads the usage columns starting at `first`.
 proto::usage usage_from_row(SQLite::Statement& q, int first) {
@@ -74,6 +75,16 @@ proto::attempt_info attempt_from_row(SQLite::Statement& q) {
     a.failure = proto::failure_class_from_string(q.getColumn(15).getString());
     a.usage = usage_from_row(q, 16);
     a.summary = q.getColumn(21).getString();
+    a.head_before = q.getColumn(22).getString();
+    a.head_after = q.getColumn(23).getString();
+    a.files_changed = q.getColumn(24).getInt64();
+    a.insertions = q.getColumn(25).getInt64();
+    a.deletions = q.getColumn(26).getInt64();
+    if (!q.getColumn(27).isNull()) a.progress = q.getColumn(27).getInt() != 0;
+    if (std::string feedback = q.getColumn(28).getString(); !feedback.empty())
+        a.feedback = nlohmann::json::parse(feedback, nullptr, false);
+    if (!q.getColumn(29).isNull()) a.verify_exit = q.getColumn(29).getInt();
+    a.verify_output = q.getColumn(30).getString();
     return a;
 }
 
@@ -247,7 +258,9 @@ void store::finish_attempt(const proto::attempt_info& a) {
                         "UPDATE attempts SET ended_at = ?, termination = ?, exit_code = ?, signal = ?, "
                         "completion_signal = ?, error = ?, output_end = ?, failure = ?, "
                         "input_tokens = ?, output_tokens = ?, cost_usd = ?, turns = ?, "
-                        "tool_calls = ?, summary = ? WHERE id = ?");
+                        "tool_calls = ?, summary = ?, head_before = ?, head_after = ?, "
+                        "files_changed = ?, insertions = ?, deletions = ?, progress = ?, "
+                        "feedback = ?, verify_exit = ?, verify_output = ? WHERE id = ?");
     q.bind(1, a.ended_at);
     q.bind(2, std::string(proto::to_string(a.how)));
     if (a.exit_code) q.bind(3, *a.exit_code); else q.bind(3);
@@ -262,7 +275,16 @@ void store::finish_attempt(const proto::attempt_info& a) {
     q.bind(12, a.usage.turns);
     q.bind(13, a.usage.tool_calls);
     q.bind(14, a.summary);
-    q.bind(15, a.id);
+    q.bind(15, a.head_before);
+    q.bind(16, a.head_after);
+    q.bind(17, a.files_changed);
+    q.bind(18, a.insertions);
+    q.bind(19, a.deletions);
+    if (a.progress) q.bind(20, *a.progress ? 1 : 0); else q.bind(20);
+    q.bind(21, a.feedback.is_null() ? std::string() : a.feedback.dump());
+    if (a.verify_exit) q.bind(22, *a.verify_exit); else q.bind(22);
+    q.bind(23, a.verify_output);
+    q.bind(24, a.id);
     q.exec();
     SQLite::Statement sums(db_,
                            "UPDATE loops SET input_tokens = input_tokens + ?1, "
@@ -294,6 +316,16 @@ std::int64_t store::attempts_in_iteration(std::int64_t loop_id, std::int64_t ite
     q.bind(2, iteration);
     q.executeStep();
     return q.getColumn(0).getInt64();
+}
+
+std::int64_t store::iterations_without_progress(std::int64_t loop_id) {
+    SQLite::Statement q(db_,
+                        "SELECT progress FROM attempts WHERE loop_id = ? AND termination = 'exited' "
+                        "ORDER BY id DESC");
+    q.bind(1, loop_id);
+    std::int64_t count = 0;
+    while (q.executeStep() && !q.getColumn(0).isNull() && q.getColumn(0).getInt() == 0) ++count;
+    return count;
 }
 
 void store::add_events(std::int64_t loop_id, const std::vector<proto::event_info>& events) {
@@ -332,6 +364,31 @@ std::vector<proto::event_info> store::events_of(std::int64_t loop_id, std::int64
                           q.getColumn(4).getString(), q.getColumn(5).getString(),
                           q.getColumn(6).getString()});
     return events;
+}
+
+std::int64_t store::add_steering(std::int64_t loop_id, const std::string& text,
+                                std::int64_t now_ms) {
+    SQLite::Statement q(db_, "INSERT INTO steering (loop_id, text, created_at) VALUES (?, ?, ?)");
+    q.bind(1, loop_id);
+    q.bind(2, text);
+    q.bind(3, now_ms);
+    q.exec();
+    return db_.getLastInsertRowid();
+}
+
+std::vector<std::string> store::steering_for(std::int64_t loop_id, std::int64_t iteration) {
+    SQLite::Statement assign(db_,
+                             "UPDATE steering SET iteration = ? WHERE loop_id = ? AND iteration = 0");
+    assign.bind(1, iteration);
+    assign.bind(2, loop_id);
+    assign.exec();
+    SQLite::Statement q(db_,
+                        "SELECT text FROM steering WHERE loop_id = ? AND iteration = ? ORDER BY id");
+    q.bind(1, loop_id);
+    q.bind(2, iteration);
+    std::vector<std::string> hints;
+    while (q.executeStep()) hints.push_back(q.getColumn(0).getString());
+    return hints;
 }
 
 void store::hold_agent(const std::string& agent, std::int64_t until_ms, const std::string& reason) {

@@ -63,6 +63,9 @@ public:
     void finish_attempt(const proto::attempt_info& attempt);
     std::vector<proto::attempt_info> attempts_of(std::int64_t loop_id);
     std::int64_t attempts_in_iteration(std::int64_t loop_id, std::int64_t iteration);
+    // How many of the loop's last iterations in a row made no progress (their successful
+    // attempts have progress = 0; an unknown progress counts as progress).
+    std::int64_t iterations_without_progress(std::int64_t loop_id);
     // The attempt's stream events, in one transaction.
     void add_events(std::int64_t loop_id, const std::vector<proto::event_info>& events);
     // Events of a loop with id > after_id (of one iteration unless 0), oldest first.
@@ -71,6 +74,12 @@ public:
     std::vector<unfinished_attempt> unfinished_attempts();
     // Recovery: the attempt was running when the daemon died.
     void interrupt_attempt(std::int64_t attempt_id, std::int64_t output_end, std::int64_t now_ms);
+
+    // ---- steering hints (ralphctl steer)
+    std::int64_t add_steering(std::int64_t loop_id, const std::string& text, std::int64_t now_ms);
+    // The hints for the iteration: those not yet given are assigned to it first, so a retry of
+    // the iteration gets the same ones and the next iteration none of them.
+    std::vector<std::string> steering_for(std::int64_t loop_id, std::int64_t iteration);
 
     // ---- agents held by a usage limit (one ledger for every loop on the agent)
     struct agent_hold {

@@ -735,6 +735,8 @@ class Daemon:
             "timeout_s": 60,
             "max_retries": 0,
             "retry_backoff_s": 0.1,
+            # Fake agents leave files behind; tests of the dirty check ask for it themselves.
+            "allow_dirty": True,
         }
         request.update(params)
         return self.call("loop.submit", request)
@@ -742,7 +744,7 @@ class Daemon:
     def ctl_submit(self, workspace, prompt, *options, name="it-loop", delay="0s", retries="0"):
         """`ralphctl --json submit` with fast defaults (no delay, no retries; None leaves the
         option out) and `options`; returns the loop object it printed."""
-        defaults = ["--workspace", workspace, "--name", name]
+        defaults = ["--workspace", workspace, "--name", name, "--allow-dirty"]
         if delay is not None:
             defaults += ["--delay", delay]
         if retries is not None:

@@ -749,3 +749,36 @@ TEST_CASE("names: formats round-trip through their names, an unknown name is an 
     CHECK(as::to_string(failure_hint::rate_limit) == "rate_limit");
     CHECK(as::to_string(event_kind::final_answer) == "final_answer");
 }
+
+TEST_CASE("parsers: a tool call waiting for its result is known until the result comes") {
+    struct step {
+        format fmt;
+        std::string call;
+        std::string result;
+    };
+    const std::vector<step> steps{
+        {format::claude,
+         R"({"type":"assistant","message":{"content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"sleep 600"}}]}})",
+         R"({"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":"done"}]}})"},
+        {format::codex,
+         R"({"type":"item.started","item":{"id":"i1","type":"command_execution","command":"sleep 600","status":"in_progress"}})",
+         R"({"type":"item.completed","item":{"id":"i1","type":"command_execution","command":"sleep 600","aggregated_output":"","exit_code":0,"status":"completed"}})"},
+        {format::opencode,
+         R"({"type":"tool_use","part":{"type":"tool","tool":"bash","callID":"c1","state":{"status":"running","input":{"command":"sleep 600"}}}})",
+         R"({"type":"tool_use","part":{"type":"tool","tool":"bash","callID":"c1","state":{"status":"completed","input":{"command":"sleep 600"},"output":""}}})"},
+        {format::gemini,
+         R"({"type":"tool_use","tool_name":"run_shell_command","tool_id":"g1","parameters":{"command":"sleep 600"}})",
+         R"({"type":"tool_result","tool_id":"g1","status":"success","output":""})"},
+    };
+    for (const auto& s : steps) {
+        CAPTURE(as::to_string(s.fmt));
+        auto p = as::make_parser(s.fmt);
+        std::vector<as::event> out;
+        CHECK_FALSE(p->awaiting_tool_result());
+        p->feed(s.call + "\n", out);
+        CHECK(p->awaiting_tool_result());
+        p->feed(s.result + "\n", out);
+        CHECK_FALSE(p->awaiting_tool_result());
+    }
+    CHECK_FALSE(as::make_parser(format::text)->awaiting_tool_result());
+}

@@ -1,0 +1,657 @@
+#include "daemon/runner/loop_memory.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <system_error>
+#include <utility>
+
+#include "common/text.hpp"
+
+namespace ralph {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool is_space(char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+bool is_blank(char c) { return c == ' ' || c == '\t'; }
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+// ASCII only on purpose: std::tolower depends on the locale, and bytes >= 0x80 (UTF-8) must
+// stay as they are.
+char lower(char c) { return c >= 'A' && c <= 'Z' ? char(c - 'A' + 'a') : c; }
+
+std::string_view trim_left(std::string_view s) {
+    std::size_t i = 0;
+    while (i < s.size() && is_space(s[i])) ++i;
+    return s.substr(i);
+}
+
+std::string_view trim(std::string_view s) {
+    s = trim_left(s);
+    std::size_t n = s.size();
+    while (n > 0 && is_space(s[n - 1])) --n;
+    return s.substr(0, n);
+}
+
+bool starts_with_ci(std::string_view text, std::size_t pos, std::string_view lowered) {
+    if (pos > text.size() || text.size() - pos < lowered.size()) return false;
+    for (std::size_t k = 0; k < lowered.size(); ++k)
+        if (lower(text[pos + k]) != lowered[k]) return false;
+    return true;
+}
+
+// Whether `<name>` (close: `</name>`) starts at text[pos], `name` being lower case.
+// Returns the tag's length, or 0.
+std::size_t tag_length_at(std::string_view text, std::size_t pos, std::string_view name,
+                          bool close) {
+    std::size_t i = pos;
+    if (i >= text.size() || text[i] != '<') return 0;
+    ++i;
+    if (close) {
+        if (i >= text.size() || text[i] != '/') return 0;
+        ++i;
+    }
+    if (!starts_with_ci(text, i, name)) return 0;
+    i += name.size();
+    if (i >= text.size() || text[i] != '>') return 0;
+    return i + 1 - pos;
+}
+
+// The bodies of the `<name>…</name>` blocks in `text`, in order, for any of the lower-case
+// `names` (aliases of one tag: an open tag of one alias may be closed by another).
+// One forward pass: a close tag ends the block of the latest open tag, an open tag without a
+// close is dropped. Each position is compared with a fixed, small set of tags: linear time.
+template <std::size_t N>
+std::vector<std::string_view> find_blocks(std::string_view text,
+                                          const std::array<std::string_view, N>& names) {
+    std::vector<std::string_view> bodies;
+    std::size_t body = std::string_view::npos;
+    std::size_t i = 0;
+    while (i < text.size()) {
+        if (text[i] != '<') {
+            ++i;
+            continue;
+        }
+        std::size_t length = 0;
+        const bool close = i + 1 < text.size() && text[i + 1] == '/';
+        for (std::string_view name : names) {
+            length = tag_length_at(text, i, name, close);
+            if (length != 0) break;
+        }
+        if (length == 0) {
+            ++i;
+            continue;
+        }
+        if (!close) {
+            body = i + length;
+        } else if (body != std::string_view::npos) {
+            bodies.push_back(text.substr(body, i - body));
+            body = std::string_view::npos;
+        }
+        i += length;
+    }
+    return bodies;
+}
+
+std::vector<std::string_view> find_blocks(std::string_view text, std::string_view name) {
+    return find_blocks(text, std::array<std::string_view, 1>{name});
+}
+
+// At most `limit` bytes of `bytes`, cut at a character boundary, as valid UTF-8, trimmed.
+// The raw text is cut first so that a huge block is never copied whole.
+std::string bounded_text(std::string_view bytes, std::size_t limit) {
+    bytes = trim(bytes);
+    if (bytes.size() > limit) {
+        bytes = bytes.substr(0, limit);
+        bytes = bytes.substr(0, text::utf8_complete_prefix(bytes));
+    }
+    std::string out = text::to_valid_utf8(bytes);
+    // Each invalid byte became a 3-byte U+FFFD: cut again.
+    if (out.size() > limit)
+        out.resize(text::utf8_complete_prefix(std::string_view(out).substr(0, limit)));
+    return std::string(trim(out));
+}
+
+// ---- feedback ----
+
+enum class field { score, summary, improvements, next_steps, ideas, blockers };
+constexpr std::size_t field_count = 6;
+
+std::string* field_text(feedback& fb, field f, std::string& score_text) {
+    switch (f) {
+        case field::score:
+            return &score_text;
+        case field::summary:
+            return &fb.summary;
+        case field::improvements:
+            return &fb.improvements;
+        case field::next_steps:
+            return &fb.next_steps;
+        case field::ideas:
+            return &fb.ideas;
+        case field::blockers:
+            return &fb.blockers;
+    }
+    return &score_text;
+}
+
+// Sub-tag syntax: the last block of each known sub-tag. Returns false if the body has none.
+bool read_sub_tags(std::string_view body, feedback& fb) {
+    struct sub_tag {
+        field which;
+        std::array<std::string_view, 2> names;
+    };
+    static constexpr std::array<sub_tag, field_count> sub_tags{{
+        {field::score, {"score", "score"}},
+        {field::summary, {"summary", "summary"}},
+        {field::improvements, {"improvements", "improvements"}},
+        {field::next_steps, {"next_steps", "next-steps"}},
+        {field::ideas, {"ideas", "ideas"}},
+        {field::blockers, {"blockers", "blockers"}},
+    }};
+    bool found = false;
+    std::string score_text;
+    for (const sub_tag& tag : sub_tags) {
+        const auto blocks = find_blocks(body, tag.names);
+        if (blocks.empty()) continue;
+        found = true;
+        *field_text(fb, tag.which, score_text) =
+            bounded_text(blocks.back(), max_feedback_field_bytes);
+    }
+    fb.score = parse_score(score_text);
+    return found;
+}
+
+// The known key a `key: value` line starts with, and the value. A key is at most a few words,
+// compared after lower-casing, with `_`, `-` and blanks alike and markdown bold (`*`) dropped.
+std::optional<std::pair<field, std::string_view>> parse_key_line(std::string_view line) {
+    std::string_view s = trim_left(line);
+    // A list marker: "- Score: 7".
+    if (s.size() >= 2 && (s[0] == '-' || s[0] == '*' || s[0] == '+') && is_blank(s[1]))
+        s = trim_left(s.substr(2));
+    // Markdown emphasis or a heading: "**Score:** 7", "__Score__: 7", "### Score: 7".
+    while (!s.empty() && (s[0] == '*' || s[0] == '_' || s[0] == '#' || is_blank(s[0])))
+        s.remove_prefix(1);
+    constexpr std::size_t max_key_length = 32;  // keeps the work per line bounded
+    const std::size_t colon = s.substr(0, max_key_length + 1).find(':');
+    if (colon == std::string_view::npos) return std::nullopt;
+
+    std::string key;
+    for (char c : s.substr(0, colon)) {
+        if (c == '*') continue;
+        if (c == '_' || c == '-' || is_blank(c)) {
+            if (!key.empty() && key.back() != ' ') key.push_back(' ');
+            continue;
+        }
+        c = lower(c);
+        if (c < 'a' || c > 'z') return std::nullopt;
+        key.push_back(c);
+    }
+    if (!key.empty() && key.back() == ' ') key.pop_back();
+
+    struct known_key {
+        std::string_view name;
+        field which;
+    };
+    static constexpr std::array<known_key, 10> known{{
+        {"score", field::score},
+        {"summary", field::summary},
+        {"improvements", field::improvements},
+        {"improvement", field::improvements},
+        {"next steps", field::next_steps},
+        {"next step", field::next_steps},
+        {"ideas", field::ideas},
+        {"idea", field::ideas},
+        {"blockers", field::blockers},
+        {"blocker", field::blockers},
+    }};
+    for (const known_key& k : known) {
+        if (key != k.name) continue;
+        std::string_view value = trim_left(s.substr(colon + 1));
+        // The closing emphasis of "**Score:** 7".
+        if (value.substr(0, 2) == "**" || value.substr(0, 2) == "__")
+            value = trim_left(value.substr(2));
+        return std::pair{k.which, value};
+    }
+    return std::nullopt;
+}
+
+// `key: value` syntax; a line that starts no known key continues the current value.
+void read_key_lines(std::string_view body, feedback& fb) {
+    std::array<std::string, field_count> values;
+    std::optional<field> current;
+    std::size_t pos = 0;
+    while (pos < body.size()) {
+        std::size_t end = body.find('\n', pos);
+        if (end == std::string_view::npos) end = body.size();
+        std::string_view line = body.substr(pos, end - pos);
+        pos = end + 1;
+        if (auto key = parse_key_line(line)) {
+            current = key->first;
+            values[std::size_t(key->first)] = std::string(key->second);
+        } else if (current) {
+            std::string& value = values[std::size_t(*current)];
+            // Bounded so that a huge body costs no more than a field can keep.
+            if (value.size() > 2 * max_feedback_field_bytes) continue;
+            value.push_back('\n');
+            value.append(trim(line));
+        }
+    }
+    std::string score_text;
+    for (std::size_t f = 0; f < field_count; ++f)
+        *field_text(fb, field(f), score_text) = bounded_text(values[f], max_feedback_field_bytes);
+    fb.score = parse_score(score_text);
+}
+
+// ---- files ----
+
+// Closes a POSIX file descriptor on scope exit.
+class unique_fd {
+  public:
+    explicit unique_fd(int fd) : fd_(fd) {}
+    ~unique_fd() {
+        if (fd_ >= 0) ::close(fd_);
+    }
+    unique_fd(const unique_fd&) = delete;
+    unique_fd& operator=(const unique_fd&) = delete;
+    int get() const { return fd_; }
+    // Closes now, reporting the error: on some file systems a failed write shows only here.
+    int close() { return ::close(std::exchange(fd_, -1)); }
+
+  private:
+    int fd_;
+};
+
+[[noreturn]] void throw_io_error(const std::string& action, const fs::path& file, int error) {
+    throw std::runtime_error("cannot " + action + " " + file.string() + ": " +
+                             std::generic_category().message(error));
+}
+
+void create_parent_directories(const fs::path& file) {
+    const fs::path parent = file.parent_path();
+    if (parent.empty()) return;
+    std::error_code ec;
+    fs::create_directories(parent, ec);
+    if (ec)
+        throw std::runtime_error("cannot create directory " + parent.string() + ": " +
+                                 ec.message());
+}
+
+void write_all(int fd, std::string_view data, const std::string& action, const fs::path& file) {
+    while (!data.empty()) {
+        const ssize_t written = ::write(fd, data.data(), data.size());
+        if (written < 0) {
+            if (errno == EINTR) continue;
+            throw_io_error(action, file, errno);
+        }
+        data.remove_prefix(std::size_t(written));
+    }
+}
+
+// ---- YAML ----
+
+void append_hex_escape(std::string& out, unsigned value) {
+    char buffer[8];
+    std::snprintf(buffer, sizeof buffer, "\\x%02X", value & 0xFF);
+    out += buffer;
+}
+
+}  // namespace
+
+// ---- notes ----
+
+std::vector<std::string> extract_notes(std::string_view answer) {
+    std::vector<std::string> notes;
+    for (std::string_view body : find_blocks(answer, "ralph_notes")) {
+        std::string note = bounded_text(body, max_note_bytes);
+        if (!note.empty()) notes.push_back(std::move(note));
+    }
+    return notes;
+}
+
+// ---- feedback ----
+
+bool feedback::empty() const {
+    return !score && summary.empty() && improvements.empty() && next_steps.empty() &&
+           ideas.empty() && blockers.empty();
+}
+
+std::optional<int> parse_score(std::string_view text) {
+    std::string_view s = trim(text);
+    while (!s.empty() && s[0] == '*') s.remove_prefix(1);  // "**7**/10"
+    if (s.empty() || !is_digit(s[0])) return std::nullopt;
+
+    // The integer part, saturated above 10 so that a long run of digits cannot overflow.
+    int whole = 0;
+    std::size_t i = 0;
+    for (; i < s.size() && is_digit(s[i]); ++i) whole = std::min(whole * 10 + (s[i] - '0'), 11);
+    bool has_fraction = false;
+    if (i + 1 < s.size() && s[i] == '.' && is_digit(s[i + 1])) {
+        for (++i; i < s.size() && is_digit(s[i]); ++i) has_fraction = has_fraction || s[i] != '0';
+    }
+    if (whole > 10 || (whole == 10 && has_fraction)) return std::nullopt;
+
+    std::string_view rest = s.substr(i);
+    while (!rest.empty() && rest[0] == '*') rest.remove_prefix(1);
+    std::string_view after_blanks = trim_left(rest);
+    if (!after_blanks.empty() && after_blanks[0] == '/') {
+        // Only "out of 10" is a score on our scale.
+        rest = trim_left(after_blanks.substr(1));
+        if (rest.substr(0, 2) != "10") return std::nullopt;
+        rest.remove_prefix(2);
+    }
+    // What follows must not continue the number: "7/100", "7.5.3", "7/10/2".
+    if (!rest.empty()) {
+        const char c = rest[0];
+        if (is_digit(c) || c == '/' || (c == '.' && rest.size() > 1 && is_digit(rest[1])))
+            return std::nullopt;
+    }
+    return whole;
+}
+
+std::optional<feedback> extract_feedback(std::string_view answer) {
+    static constexpr std::array<std::string_view, 2> names{"ralph-feedback", "ralph_feedback"};
+    const auto blocks = find_blocks(answer, names);
+    if (blocks.empty()) return std::nullopt;
+    feedback fb;
+    if (!read_sub_tags(blocks.back(), fb)) read_key_lines(blocks.back(), fb);
+    if (fb.empty()) return std::nullopt;
+    return fb;
+}
+
+nlohmann::json to_json(const feedback& fb) {
+    return nlohmann::json{
+        {"score", fb.score ? nlohmann::json(*fb.score) : nlohmann::json(nullptr)},
+        {"summary", fb.summary},
+        {"improvements", fb.improvements},
+        {"next_steps", fb.next_steps},
+        {"ideas", fb.ideas},
+        {"blockers", fb.blockers},
+    };
+}
+
+feedback feedback_from_json(const nlohmann::json& json) {
+    feedback fb;
+    if (!json.is_object()) return fb;
+    if (auto it = json.find("score"); it != json.end() && it->is_number_integer()) {
+        const auto score = it->get<std::int64_t>();
+        if (score >= 0 && score <= 10) fb.score = int(score);
+    }
+    const auto read = [&](const char* key, std::string& out) {
+        if (auto it = json.find(key); it != json.end() && it->is_string())
+            out = it->get<std::string>();
+    };
+    read("summary", fb.summary);
+    read("improvements", fb.improvements);
+    read("next_steps", fb.next_steps);
+    read("ideas", fb.ideas);
+    read("blockers", fb.blockers);
+    return fb;
+}
+
+std::string describe_for_prompt(const feedback& fb) {
+    std::string out;
+    if (fb.score) out += "Score: " + std::to_string(*fb.score) + "/10\n";
+    const std::pair<std::string_view, const std::string&> fields[] = {
+        {"Summary", fb.summary}, {"Improvements", fb.improvements}, {"Next steps", fb.next_steps},
+        {"Ideas", fb.ideas},     {"Blockers", fb.blockers},
+    };
+    for (const auto& [label, value] : fields) {
+        if (value.empty()) continue;
+        out += label;
+        // A list reads better starting on its own line than after the label.
+        out += value.find('\n') == std::string::npos ? ": " : ":\n";
+        out += value;
+        out += '\n';
+    }
+    return out;
+}
+
+// ---- completion rules ----
+
+std::optional<std::string> extract_status(std::string_view answer, std::string_view tag) {
+    if (tag.empty()) return std::nullopt;
+    std::string name;
+    for (char c : tag) name.push_back(lower(c));
+    const auto blocks = find_blocks(answer, name);
+    if (blocks.empty()) return std::nullopt;
+    return bounded_text(blocks.back(), max_note_bytes);
+}
+
+bool status_matches(std::string_view status, std::string_view value) {
+    status = trim(status);
+    value = trim(value);
+    if (status.size() != value.size()) return false;
+    for (std::size_t i = 0; i < status.size(); ++i)
+        if (lower(status[i]) != lower(value[i])) return false;
+    return true;
+}
+
+bool contains_substring_ci(std::string_view text, std::string_view needle) {
+    if (needle.empty()) return false;
+    std::string pattern;
+    pattern.reserve(needle.size());
+    for (char c : needle) pattern.push_back(lower(c));
+    // KMP failure table: fail[k] is the length of the longest proper prefix of pattern[0..k]
+    // that is also its suffix.
+    std::vector<std::size_t> fail(pattern.size(), 0);
+    for (std::size_t k = 1, matched = 0; k < pattern.size(); ++k) {
+        while (matched > 0 && pattern[k] != pattern[matched]) matched = fail[matched - 1];
+        if (pattern[k] == pattern[matched]) ++matched;
+        fail[k] = matched;
+    }
+    std::size_t matched = 0;
+    for (char raw : text) {
+        const char c = lower(raw);
+        while (matched > 0 && c != pattern[matched]) matched = fail[matched - 1];
+        if (c == pattern[matched]) ++matched;
+        if (matched == pattern.size()) return true;
+    }
+    return false;
+}
+
+backlog_progress count_checkboxes(std::string_view markdown) {
+    backlog_progress progress;
+    bool in_fence = false;
+    char fence_char = 0;
+    std::size_t fence_length = 0;
+    std::size_t pos = 0;
+    while (pos < markdown.size()) {
+        std::size_t end = markdown.find('\n', pos);
+        if (end == std::string_view::npos) end = markdown.size();
+        std::string_view line = markdown.substr(pos, end - pos);
+        pos = end + 1;
+        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+
+        std::size_t i = 0;
+        while (i < line.size() && is_blank(line[i])) ++i;
+        const std::string_view s = line.substr(i);
+
+        // A fence: three or more backticks or tildes; it is closed by a fence of the same
+        // character, at least as long, with nothing after it.
+        if (!s.empty() && (s[0] == '`' || s[0] == '~')) {
+            std::size_t run = 0;
+            while (run < s.size() && s[run] == s[0]) ++run;
+            if (run >= 3) {
+                if (!in_fence) {
+                    in_fence = true;
+                    fence_char = s[0];
+                    fence_length = run;
+                    continue;
+                }
+                if (s[0] == fence_char && run >= fence_length && trim(s.substr(run)).empty()) {
+                    in_fence = false;
+                    continue;
+                }
+            }
+        }
+        if (in_fence) continue;
+
+        // The list marker: "-", "*", "+", or up to 9 digits and "." or ")".
+        std::size_t k = 0;
+        if (!s.empty() && (s[0] == '-' || s[0] == '*' || s[0] == '+')) {
+            k = 1;
+        } else {
+            while (k < s.size() && k < 9 && is_digit(s[k])) ++k;
+            if (k == 0 || k >= s.size() || (s[k] != '.' && s[k] != ')')) continue;
+            ++k;
+        }
+        if (k >= s.size() || !is_blank(s[k])) continue;
+        while (k < s.size() && is_blank(s[k])) ++k;
+
+        // The checkbox, then whitespace or the end of the line.
+        if (s.size() - k < 3 || s[k] != '[' || s[k + 2] != ']') continue;
+        if (k + 3 < s.size() && !is_blank(s[k + 3])) continue;
+        const char mark = s[k + 1];
+        if (mark == ' ') {
+            ++progress.open;
+        } else if (mark == 'x' || mark == 'X') {
+            ++progress.done;
+        }
+    }
+    return progress;
+}
+
+// ---- files ----
+
+void append_notes(const std::filesystem::path& notes_file, std::int64_t iteration,
+                  const std::vector<std::string>& notes, std::int64_t now_ms) {
+    if (notes.empty()) return;
+    std::string section =
+        "\n## Iteration " + std::to_string(iteration) + " — " + text::format_iso8601(now_ms) + "\n";
+    for (const std::string& note : notes) section += "\n" + note + "\n";
+
+    create_parent_directories(notes_file);
+    // O_APPEND and a single write: the file is only ever extended, and an agent appending to it
+    // at the same time cannot have its text interleaved inside our section.
+    unique_fd fd(::open(notes_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
+    if (fd.get() < 0) throw_io_error("open notes file", notes_file, errno);
+    write_all(fd.get(), section, "append notes to", notes_file);
+    if (fd.close() != 0) throw_io_error("append notes to", notes_file, errno);
+}
+
+std::string yaml_quote(std::string_view text) {
+    const std::string valid = text::to_valid_utf8(text);
+    const std::string_view s = valid;
+    std::string out = "\"";
+    out.reserve(s.size() + 2);
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        const auto c = static_cast<unsigned char>(s[i]);
+        const auto next = [&](std::size_t k) {
+            return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0u;
+        };
+        switch (c) {
+            case '\\':
+                out += "\\\\";
+                continue;
+            case '"':
+                out += "\\\"";
+                continue;
+            case '\0':
+                out += "\\0";
+                continue;
+            case '\t':
+                out += "\\t";
+                continue;
+            case '\n':
+                out += "\\n";
+                continue;
+            case '\r':
+                out += "\\r";
+                continue;
+            default:
+                break;
+        }
+        if (c < 0x20 || c == 0x7F) {
+            append_hex_escape(out, c);
+        } else if (c == 0xC2 && next(1) >= 0x80 && next(1) <= 0x9F) {
+            // C1 controls (U+0080..U+009F) are not printable YAML characters.
+            append_hex_escape(out, next(1));
+            i += 1;
+        } else if (c == 0xE2 && next(1) == 0x80 && (next(2) == 0xA8 || next(2) == 0xA9)) {
+            // Line and paragraph separators: some YAML 1.1 parsers read them as line breaks.
+            out += next(2) == 0xA8 ? "\\u2028" : "\\u2029";
+            i += 2;
+        } else if (c == 0xEF && next(1) == 0xBB && next(2) == 0xBF) {
+            out += "\\uFEFF";  // a byte order mark inside a scalar is not allowed
+            i += 2;
+        } else if (c == 0xEF && next(1) == 0xBF && (next(2) == 0xBE || next(2) == 0xBF)) {
+            out += next(2) == 0xBE ? "\\uFFFE" : "\\uFFFF";  // non-characters
+            i += 2;
+        } else {
+            out.push_back(char(c));
+        }
+    }
+    out += '"';
+    return out;
+}
+
+std::string render_loop_state(const loop_state_file& state) {
+    std::string out = "---\n";
+    out += "loop_id: " + std::to_string(state.loop_id) + "\n";
+    out += "name: " + yaml_quote(state.name) + "\n";
+    out += "iteration: " + std::to_string(state.iteration) + "\n";
+    out += "max_iterations: " + std::to_string(state.max_iterations) + "\n";
+    out += "min_iterations: " + std::to_string(state.min_iterations) + "\n";
+    out += "completion_signal: " + yaml_quote(state.completion_signal) + "\n";
+    out += "started_at: " + yaml_quote(state.started_at) + "\n";
+    if (const auto& fb = state.previous_feedback) {
+        out += "previous_feedback:\n";
+        out += "  score: " + (fb->score ? std::to_string(*fb->score) : std::string("null")) + "\n";
+        out += "  summary: " + yaml_quote(fb->summary) + "\n";
+        out += "  improvements: " + yaml_quote(fb->improvements) + "\n";
+        out += "  next_steps: " + yaml_quote(fb->next_steps) + "\n";
+        out += "  ideas: " + yaml_quote(fb->ideas) + "\n";
+        out += "  blockers: " + yaml_quote(fb->blockers) + "\n";
+    } else {
+        out += "previous_feedback: null\n";
+    }
+    out += "---\n\n";
+
+    // The body refers to the front matter instead of repeating its values, so that no
+    // user-supplied text needs markdown escaping.
+    out += "# Ralph loop state\n\n";
+    out += "This file is written by ralph before every iteration; do not edit it.\n\n";
+    out +=
+        "- `iteration` is the current iteration; `max_iterations` is the last one (0 means no "
+        "limit).\n";
+    out +=
+        "- Completion is accepted only from iteration `min_iterations` on, and only when the "
+        "work is truly done: then give `completion_signal` in your final answer.\n";
+    out +=
+        "- `previous_feedback` is what the previous iteration said about its own work "
+        "(null on the first iteration).\n";
+    return out;
+}
+
+void write_file_atomically(const std::filesystem::path& file, std::string_view content) {
+    if (!file.has_filename())
+        throw std::runtime_error("cannot write " + file.string() + ": not a file name");
+    create_parent_directories(file);
+    // The temporary file is in the same directory: rename() is only atomic within a file system.
+    std::string temp = (file.parent_path() / ("." + file.filename().string() + ".XXXXXX")).string();
+    unique_fd fd(::mkostemp(temp.data(), O_CLOEXEC));
+    if (fd.get() < 0) throw_io_error("create a temporary file for", file, errno);
+    try {
+        // mkostemp creates the file private (0600); the agent and the user must read it.
+        if (::fchmod(fd.get(), 0644) != 0) throw_io_error("set the mode of", temp, errno);
+        write_all(fd.get(), content, "write", temp);
+        // Flushed before the rename, so that after a crash the file is old or new, not empty.
+        if (::fsync(fd.get()) != 0) throw_io_error("flush", temp, errno);
+        if (fd.close() != 0) throw_io_error("write", temp, errno);
+        if (::rename(temp.c_str(), file.c_str()) != 0) throw_io_error("replace", file, errno);
+    } catch (...) {
+        ::unlink(temp.c_str());
+        throw;
+    }
+}
+
+}  // namespace ralph

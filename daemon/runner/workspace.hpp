@@ -1,0 +1,100 @@
+// What an iteration did to its workspace: snapshots taken before and after it, compared into
+// "did HEAD move, did the tree change, how many files/lines", the dirty check at submit and the
+// optional commit of an iteration's work (SPEC §3, Git and Progress).
+//
+// In a git work tree a snapshot is HEAD plus the id of a tree object of the working tree
+// (untracked files included, .gitignore respected), written through a private copy of the index,
+// so the user's index and staging are never touched; the blobs and trees it writes are ordinary
+// unreachable objects that `git gc` prunes. Elsewhere (or when git is not installed) a snapshot
+// is a content hash per regular file.
+//
+// The workspace is `dir` and what is below it: when `dir` is a subdirectory of a work tree,
+// snapshots, statistics, the dirty check and commits are limited to it (HEAD is the
+// repository's). The directory `.ralph/` at the top of `dir` is ralph's own bookkeeping
+// (state file, notes) and is not part of snapshots, so writing it is never progress.
+//
+// Every function here BLOCKS: it runs git (each command killed after 60 s) or reads every file.
+// Call them off the io thread. They keep no global or shared state, so any number may run at
+// once on different threads (they read the process environment: nobody may setenv meanwhile);
+// they do not use SQLite or Asio. git runs without a shell, stdin /dev/null, with the repository
+// chosen only by `dir` (GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE... of the daemon's environment are
+// dropped), under a small monitor process that hands its exit status back through a pipe, so
+// that the daemon's child_reaper (waitpid(-1) on the io thread) cannot take it from us.
+// Failures are reported in `error` fields, never thrown.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ralph::workspace {
+
+// Bounds of the non-git snapshot: at most `max_files` files are hashed (the first ones in sorted
+// path order; later ones are not compared), and a file larger than `max_content_size` is
+// identified by its size and modification time instead of its content. Worst case read per
+// snapshot: max_files * max_content_size, in practice the size of the workspace's small files.
+struct file_limits {
+    std::size_t max_files = 20000;
+    std::uintmax_t max_content_size = 64ull << 20;
+};
+
+struct snapshot {
+    bool is_git = false;
+    std::string head;  // git: HEAD commit id, "" in a repository without commits
+    std::string tree;  // git: tree object id of the working tree, "" if it could not be taken
+    // Non-git: relative path ('/'-separated) -> "content:<fnv1a64>", "size:<bytes>:<mtime ns>"
+    // (files above max_content_size), "link:<fnv1a64 of the target>" or "unreadable".
+    // Directories named .git are skipped everywhere, .ralph at the top.
+    std::map<std::string, std::string> files;
+    bool files_truncated = false;  // more than max_files: `files` holds the first ones
+    std::string error;             // why a part could not be taken (the snapshot is then partial)
+};
+snapshot take_snapshot(const std::filesystem::path& dir, const file_limits& limits = {});
+
+struct change_stats {
+    bool head_moved = false;
+    bool tree_changed = false;  // git: tree ids differ; non-git: a file added, removed or changed
+    // git: `git diff --numstat` between the two trees (renames found, a binary file counts as
+    // changed with 0/0), so an agent's commits and its uncommitted work are both included;
+    // non-git: files added, removed or changed, insertions and deletions 0.
+    std::int64_t files_changed = 0;
+    std::int64_t insertions = 0;
+    std::int64_t deletions = 0;
+    // Why the comparison is incomplete: a partial snapshot (an unknown part never counts as a
+    // change), a failed diff, or a workspace that became (or stopped being) a git repository
+    // (then tree_changed is true and there are no statistics).
+    std::string error;
+    bool progress() const { return head_moved || tree_changed; }
+};
+change_stats compare(const std::filesystem::path& dir, const snapshot& before,
+                     const snapshot& after);
+
+// Whether the file at `relative_path` (relative to `dir`, e.g. the specs file) differs between
+// the snapshots: git compares the blob ids in the two trees, non-git the hashes; a file missing
+// on one side and present on the other has changed. Unknown (a partial snapshot) is false.
+bool file_changed(const snapshot& before, const snapshot& after, const std::filesystem::path& dir,
+                  std::string_view relative_path);
+
+struct dirty_state {
+    bool is_git = false;
+    bool dirty = false;                // uncommitted changes (untracked files included)
+    std::vector<std::string> changes;  // the first 20 lines of `git status --porcelain`
+    std::size_t total_changes = 0;     // how many lines there were in all
+    std::string error;
+};
+// For `submit`: the uncommitted changes in the workspace, .ralph/ left out. Not a git work
+// tree: is_git false.
+dirty_state check_dirty(const std::filesystem::path& dir);
+
+// Stages everything in the workspace (`git add -A`) and commits it with `message`, as the
+// configured user or, only when the repository has no user.name/user.email, as
+// "ralph <ralph@localhost>". The user's hooks run. Returns the new HEAD; with nothing to commit,
+// the unchanged HEAD ("" in a repository without commits) and no error; on failure "" with
+// `error` set. Commits only to the repository that contains `dir`.
+std::string commit_all(const std::filesystem::path& dir, const std::string& message,
+                       std::string& error);
+
+}  // namespace ralph::workspace

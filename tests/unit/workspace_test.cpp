@@ -1,0 +1,579 @@
+// Workspace snapshots against real temporary git repositories and plain directories.
+#include "daemon/runner/workspace.hpp"
+
+#include <doctest/doctest.h>
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace fs = std::filesystem;
+using namespace ralph::workspace;
+
+extern char** environ;
+
+namespace {
+
+// The tests never read the user's ~/.gitconfig or /etc/gitconfig (identity, signing, hooks).
+void hermetic_git() {
+    ::setenv("GIT_CONFIG_GLOBAL", "/dev/null", 1);
+    ::setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
+}
+
+struct temp_dir {
+    fs::path path;
+    temp_dir() {
+        hermetic_git();
+        char tmpl[] = "/tmp/ralph-workspace-test-XXXXXX";
+        path = ::mkdtemp(tmpl);
+    }
+    ~temp_dir() { fs::remove_all(path); }
+};
+
+struct command_result {
+    int status = -1;
+    std::string output;
+};
+
+// Runs `git -C dir args...` for a test's set-up and checks, returning its stdout.
+command_result run(const fs::path& dir, const std::vector<std::string>& args) {
+    std::vector<std::string> all = {"git", "-C", dir.string()};
+    all.insert(all.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& arg : all) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    int out[2];
+    REQUIRE(::pipe(out) == 0);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+    posix_spawn_file_actions_addclose(&actions, out[0]);
+    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    pid_t pid = -1;
+    int rc = ::posix_spawnp(&pid, "git", &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(out[1]);
+    REQUIRE(rc == 0);
+    command_result result;
+    char buffer[4096];
+    ssize_t n;
+    while ((n = ::read(out[0], buffer, sizeof buffer)) > 0)
+        result.output.append(buffer, std::size_t(n));
+    ::close(out[0]);
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return result;
+}
+
+std::string git(const fs::path& dir, const std::vector<std::string>& args) {
+    auto result = run(dir, args);
+    INFO("git " << args.at(0) << " in " << dir);
+    REQUIRE(result.status == 0);
+    return result.output;
+}
+
+std::string trimmed(std::string text) {
+    while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+    return text;
+}
+
+void write_file(const fs::path& path, const std::string& content) {
+    fs::create_directories(path.parent_path());
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << content;
+}
+
+std::string read_file(const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream content;
+    content << in.rdbuf();
+    return content.str();
+}
+
+// A repository with user config, optionally with one committed file a.txt.
+fs::path make_repo(const fs::path& dir, bool with_commit = true) {
+    fs::create_directories(dir);
+    git(dir, {"-c", "init.defaultBranch=main", "init", "-q"});
+    git(dir, {"config", "user.name", "Test User"});
+    git(dir, {"config", "user.email", "test@example.com"});
+    if (with_commit) {
+        write_file(dir / "a.txt", "one\ntwo\nthree\n");
+        git(dir, {"add", "a.txt"});
+        git(dir, {"commit", "-q", "-m", "initial"});
+    }
+    return dir;
+}
+
+std::string head_of(const fs::path& dir) { return trimmed(git(dir, {"rev-parse", "HEAD"})); }
+
+}  // namespace
+
+TEST_CASE("workspace: a git repository without changes shows no progress") {
+    temp_dir tmp;
+    auto repo = make_repo(tmp.path / "repo");
+    auto before = take_snapshot(repo);
+    auto after = take_snapshot(repo);
+    CHECK(before.is_git);
+    CHECK(before.error == "");
+    CHECK(before.head == head_of(repo));
+    CHECK(before.tree.size() == 40);
+    CHECK(before.files.empty());
+    auto stats = compare(repo, before, after);
+    CHECK_FALSE(stats.progress());
+    CHECK(stats.files_changed == 0);
+    CHECK(stats.error == "");
+}
+
+TEST_CASE("workspace: a new untracked file changes the tree and its lines are insertions") {
+    temp_dir tmp;
+    auto repo = make_repo(tmp.path / "repo");
+    auto before = take_snapshot(repo);
+    write_file(repo / "notes" / "new.md", "a\nb\nc\nd\n");
+    auto after = take_snapshot(repo);
+    auto stats = compare(repo, before, after);
+    CHECK(stats.tree_changed);
+    CHECK_FALSE(stats.head_moved);
+    CHECK(stats.progress());
+    CHECK(stats.files_changed == 1);
+    CHECK(stats.insertions == 4);
+    CHECK(stats.deletions == 0);
+    // Still untracked: the snapshot staged nothing for the user.
+    CHECK(git(repo, {"status", "--porcelain"}) == "?? notes/\n");
+}
+
+TEST_CASE("workspace: an agent's commit moves HEAD; stats cover its commit and uncommitted work") {
+    temp_dir tmp;
+    auto repo = make_repo(tmp.path / "repo");
+    auto before = take_snapshot(repo);
+    write_file(repo / "a.txt", "one\nTWO\nthree\n");
+    git(repo, {"commit", "-q", "-am", "agent work"});
+    write_file(repo / "b.txt", "x\ny\n");
+    auto after = take_snapshot(repo);
+    auto stats = compare(repo, before, after);
+    CHECK(stats.head_moved);
+    CHECK(stats.tree_changed);
+    CHECK(after.head == head_of(repo));
+    CHECK(stats.files_changed == 2);
+    CHECK(stats.insertions == 3);
+    CHECK(stats.deletions == 1);
+}
+
+TEST_CASE("workspace: a binary file counts as changed without lines") {
+    temp_dir tmp;
+    auto repo = make_repo(tmp.path / "repo");
+    auto before = take_snapshot(repo);
+    write_file(repo / "image.bin", std::string("\0\1\2\3binary\0", 11));
+    auto stats = compare(repo, before, take_snapshot(repo));
+    CHECK(stats.files_changed == 1);
+    CHECK(stats.insertions == 0);
+    CHECK(stats.deletions == 0);
+}
+
+TEST_CASE("workspace: snapshots leave the user's index and staged changes untouched") {
+    temp_dir tmp;
+    auto repo = make_repo(tmp.path / "repo");
+    write_file(repo / "staged.txt", "staged\n");
+    git(repo, {"add", "staged.txt"});
+    write_file(repo / "a.txt", "changed but not staged\n");
+    write_file(repo / "untracked.txt", "u\n");
+    std::string cached = git(repo, {"diff", "--cached"});
+    std::string status = git(repo, {"status", "--porcelain"});
+    std::string index = read_file(repo / ".git" / "index");
+    auto index_time = fs::last_write_time(repo / ".git" / "index");
+
+    auto before = take_snapshot(repo);
+    write_file(repo / "more.txt", "m\n");
+    auto after = take_snapshot(repo);
+    CHECK(compare(repo, before, after).files_changed == 1);
+
+    CHECK(git(repo, {"diff", "--cached"}) == cached);
+    CHECK(read_file(repo / ".git" / "index") == index);
+    CHECK(fs::last_write_time(repo / ".git" / "index") == index_time);
+    CHECK_FALSE(fs::exists(repo / ".git" / "index.lock"));
+    CHECK(status == " M a.txt\nA  staged.txt\n?? untracked.txt\n");
+    CHECK(git(repo, {"status", "--porcelain"}) ==
+          " M a.txt\nA  staged.txt\n?? more.txt\n?? untracked.txt\n");
+}
+
+TEST_CASE("workspace: a repository without commits has an empty HEAD and still a tree") {
+    temp_dir tmp;
+    auto repo = make_repo(tmp.path / "repo", false);
+    auto empty = take_snapshot(repo);
+    CHECK(empty.is_git);
+    CHECK(empty.head == "");
+    CHECK(empty.tree == "4b825dc642cb6eb9a060e54bf8d69288fbee4904");  // git's empty tree
+    CHECK(empty.error == "");
+
+    write_file(repo / "first.txt", "1\n2\n");
+    auto with_file = take_snapshot(repo);
+    auto stats = compare(repo, empty, with_file);
+    CHECK(stats.tree_changed);
+    CHECK_FALSE(stats.head_moved);
+    CHECK(stats.insertions == 2);
+
+    git(repo, {"add", "-A"});
+    git(repo, {"commit", "-q", "-m", "first"});
+    auto committed = take_snapshot(repo);
+    CHECK(compare(repo, with_file, committed).head_moved);
+    CHECK_FALSE(compare(repo, with_file, committed).tree_changed);
+}
+
+TEST_CASE("workspace: files ignored by .gitignore and ralph's .ralph directory are not changes") {
+    temp_dir tmp;
+    auto repo = make_repo(tmp.path / "repo");
+    write_file(repo / ".gitignore", "build/\n*.log\n");
+    git(repo, {"add", ".gitignore"});
+    git(repo, {"commit", "-q", "-m", "ignore"});
+    auto before = take_snapshot(repo);
+    write_file(repo / "build" / "out.o", "object");
+    write_file(repo / "run.log", "log");
+    write_file(repo / ".ralph" / "loop.md", "---\niteration: 2\n---\n");
+    auto after = take_snapshot(repo);
+    auto stats = compare(repo, before, after);
+    CHECK_FALSE(stats.progress());
+    CHECK(stats.files_changed == 0);
+}
+
+TEST_CASE("workspace: in a plain directory, added, modified and deleted files are detected") {
+    temp_dir tmp;
+    auto dir = tmp.path / "plain";
+    write_file(dir / "keep.txt", "same\n");
+    write_file(dir / "modify.txt", "abc\n");
+    write_file(dir / "delete.txt", "gone soon\n");
+    write_file(dir / "sub" / "deep.txt", "deep\n");
+    auto before = take_snapshot(dir);
+    CHECK_FALSE(before.is_git);
+    CHECK(before.error == "");
+    CHECK(before.files.size() == 4);
+    CHECK(before.files.count("sub/deep.txt") == 1);
+    CHECK_FALSE(before.files_truncated);
+
+    CHECK_FALSE(compare(dir, before, take_snapshot(dir)).progress());
+
+    write_file(dir / "modify.txt", "abd\n");  // same size and, likely, the same second
+    fs::remove(dir / "delete.txt");
+    write_file(dir / "sub" / "added.txt", "new\n");
+    write_file(dir / ".ralph" / "notes.md", "ralph's own\n");
+    write_file(dir / ".git" / "HEAD", "not a real repository\n");
+    auto after = take_snapshot(dir);
+    CHECK_FALSE(after.is_git);
+    auto stats = compare(dir, before, after);
+    CHECK(stats.tree_changed);
+    CHECK_FALSE(stats.head_moved);
+    CHECK(stats.files_changed == 3);
+    CHECK(stats.insertions == 0);
+    CHECK(stats.deletions == 0);
+    CHECK(after.files.count(".ralph/notes.md") == 0);
+}
+
+TEST_CASE("workspace: a plain directory with more files than the bound is compared up to it") {
+    temp_dir tmp;
+    auto dir = tmp.path / "many";
+    for (int i = 0; i < 15; ++i)
+        write_file(dir / ("f" + std::to_string(100 + i)), std::to_string(i));
+    file_limits limits;
+    limits.max_files = 10;
+    auto before = take_snapshot(dir, limits);
+    CHECK(before.files_truncated);
+    CHECK(before.files.size() == 10);
+    CHECK(before.files.rbegin()->first == "f109");
+    CHECK(before.error != "");
+
+    write_file(dir / "f102", "changed");
+    write_file(dir / "a-first", "a file that pushes the last one out of the bound");
+    write_file(dir / "z-last", "beyond the bound: not seen");
+    auto after = take_snapshot(dir, limits);
+    CHECK(after.files.rbegin()->first == "f108");
+    auto stats = compare(dir, before, after);
+    CHECK(stats.files_changed == 2);  // f102 and a-first; f109, pushed out, is not "removed"
+}
+
+TEST_CASE("workspace: a plain directory's files are walked in the order of their paths") {
+    temp_dir tmp;
+    auto dir = tmp.path / "order";
+    // '-' sorts before '/', '0' after it: the walk must still list keys in byte order.
+    write_file(dir / "a-b", "1");
+    write_file(dir / "a" / "x", "2");
+    write_file(dir / "a0", "3");
+    file_limits limits;
+    limits.max_files = 2;
+    auto snap = take_snapshot(dir, limits);
+    CHECK(snap.files_truncated);
+    std::vector<std::string> keys;
+    for (const auto& [key, hash] : snap.files) keys.push_back(key);
+    CHECK(keys == std::vector<std::string>{"a-b", "a/x"});
+}
+
+TEST_CASE("workspace: a file above the content bound is known by its size and modification time") {
+    temp_dir tmp;
+    auto dir = tmp.path / "large";
+    write_file(dir / "big.bin", std::string(100, 'x'));
+    write_file(dir / "small.txt", "s");
+    file_limits limits;
+    limits.max_content_size = 10;
+    auto before = take_snapshot(dir, limits);
+    CHECK(before.files["big.bin"].rfind("size:100:", 0) == 0);
+    CHECK(before.files["small.txt"].rfind("content:", 0) == 0);
+    write_file(dir / "big.bin", std::string(101, 'x'));
+    CHECK(file_changed(before, take_snapshot(dir, limits), dir, "big.bin"));
+}
+
+TEST_CASE("workspace: check_dirty tells a clean work tree from one with changes") {
+    temp_dir tmp;
+    auto repo = make_repo(tmp.path / "repo");
+    auto clean = check_dirty(repo);
+    CHECK(clean.is_git);
+    CHECK_FALSE(clean.dirty);
+    CHECK(clean.changes.empty());
+    CHECK(clean.error == "");
+
+    write_file(repo / "a.txt", "edited\n");
+    write_file(repo / "new.txt", "new\n");
+    auto dirty = check_dirty(repo);
+    CHECK(dirty.dirty);
+    CHECK(dirty.total_changes == 2);
+    CHECK(dirty.changes == std::vector<std::string>{" M a.txt", "?? new.txt"});
+
+    for (int i = 0; i < 30; ++i) write_file(repo / ("n" + std::to_string(i)), "x");
+    auto many = check_dirty(repo);
+    CHECK(many.changes.size() == 20);
+    CHECK(many.total_changes == 32);
+
+    auto plain = check_dirty(tmp.path);
+    CHECK_FALSE(plain.is_git);
+    CHECK_FALSE(plain.dirty);
+    CHECK(plain.error == "");
+}
+
+TEST_CASE("workspace: commit_all commits everything and returns the new HEAD") {
+    temp_dir tmp;
+    auto repo = make_repo(tmp.path / "repo");
+    std::string old_head = head_of(repo);
+    write_file(repo / "a.txt", "edited\n");
+    write_file(repo / "dir" / "new.txt", "new\n");
+    std::string error;
+    std::string head = commit_all(repo, "ralph: iteration 3", error);
+    CHECK(error == "");
+    CHECK(head.size() == 40);
+    CHECK(head != old_head);
+    CHECK(head == head_of(repo));
+    CHECK(git(repo, {"status", "--porcelain"}) == "");
+    CHECK(git(repo, {"log", "-1", "--format=%s|%an <%ae>"}) ==
+          "ralph: iteration 3|Test User <test@example.com>\n");
+    CHECK(git(repo, {"rev-parse", "HEAD~1"}) == old_head + "\n");
+
+    std::string same = commit_all(repo, "nothing", error);
+    CHECK(error == "");
+    CHECK(same == head);
+    CHECK(head_of(repo) == head);
+}
+
+TEST_CASE("workspace: commit_all uses ralph's identity only when the repository has none") {
+    temp_dir tmp;
+    auto repo = tmp.path / "anonymous";
+    fs::create_directories(repo);
+    git(repo, {"-c", "init.defaultBranch=main", "init", "-q"});
+    std::string error;
+    CHECK(commit_all(repo, "empty", error) == "");  // no commits and nothing to commit
+    CHECK(error == "");
+
+    write_file(repo / "a.txt", "a\n");
+    std::string head = commit_all(repo, "first", error);
+    CHECK(error == "");
+    CHECK(head == head_of(repo));
+    CHECK(git(repo, {"log", "-1", "--format=%an <%ae>|%cn <%ce>"}) ==
+          "ralph <ralph@localhost>|ralph <ralph@localhost>\n");
+
+    auto plain = tmp.path / "plain";
+    fs::create_directories(plain);
+    CHECK(commit_all(plain, "no", error) == "");
+    CHECK(error != "");
+}
+
+TEST_CASE("workspace: file_changed tells whether the specs file changed") {
+    temp_dir tmp;
+    auto repo = make_repo(tmp.path / "repo");
+    auto plain = tmp.path / "plain";
+    for (const auto& dir : {repo, plain}) {
+        CAPTURE(dir);
+        write_file(dir / "SPECS.md", "- [ ] one\n- [ ] two\n");
+        write_file(dir / "docs" / "plan.md", "plan\n");
+        auto s0 = take_snapshot(dir);
+        write_file(dir / "other.txt", "unrelated\n");
+        auto s1 = take_snapshot(dir);
+        CHECK_FALSE(file_changed(s0, s1, dir, "SPECS.md"));
+        write_file(dir / "SPECS.md", "- [x] one\n- [ ] two\n");
+        auto s2 = take_snapshot(dir);
+        CHECK(file_changed(s1, s2, dir, "SPECS.md"));
+        CHECK(file_changed(s1, s2, dir, "./SPECS.md"));
+        CHECK(file_changed(s1, s2, dir, (dir / "SPECS.md").string()));
+        CHECK_FALSE(file_changed(s1, s2, dir, "docs/plan.md"));
+        fs::remove(dir / "docs" / "plan.md");
+        auto s3 = take_snapshot(dir);
+        CHECK(file_changed(s2, s3, dir, "docs/plan.md"));
+        CHECK_FALSE(file_changed(s2, s3, dir, "missing.md"));
+        CHECK_FALSE(file_changed(s2, s3, dir, "../outside.md"));
+    }
+}
+
+TEST_CASE("workspace: a path with spaces and unicode works") {
+    temp_dir tmp;
+    auto repo = make_repo(tmp.path / "my wörk spåce ✓");
+    auto before = take_snapshot(repo);
+    CHECK(before.error == "");
+    write_file(repo / "spëc file.md", "é\n");
+    auto after = take_snapshot(repo);
+    auto stats = compare(repo, before, after);
+    CHECK(stats.files_changed == 1);
+    CHECK(stats.insertions == 1);
+    CHECK(file_changed(before, after, repo, "spëc file.md"));
+    auto dirty = check_dirty(repo);
+    CHECK(dirty.changes == std::vector<std::string>{"?? \"spëc file.md\""});
+    std::string error;
+    std::string head = commit_all(repo, "ünïcode", error);
+    CHECK(error == "");
+    CHECK(head == head_of(repo));
+    CHECK(git(repo, {"log", "-1", "--format=%s"}) == "ünïcode\n");
+
+    auto plain = tmp.path / "plain dïr";
+    write_file(plain / "ä b.txt", "x");
+    auto plain_before = take_snapshot(plain);
+    CHECK(plain_before.files.count("ä b.txt") == 1);
+    write_file(plain / "ä b.txt", "y");
+    CHECK(file_changed(plain_before, take_snapshot(plain), plain, "ä b.txt"));
+}
+
+TEST_CASE("workspace: a workspace in a subdirectory of a work tree covers only that subdirectory") {
+    temp_dir tmp;
+    auto repo = make_repo(tmp.path / "repo");
+    auto sub = repo / "packages" / "tool";
+    write_file(sub / "main.c", "int main;\n");
+    git(repo, {"add", "-A"});
+    git(repo, {"commit", "-q", "-m", "tool"});
+    auto before = take_snapshot(sub);
+    CHECK(before.is_git);
+    write_file(repo / "outside.txt", "not the workspace's\n");
+    CHECK_FALSE(compare(sub, before, take_snapshot(sub)).progress());
+    CHECK(check_dirty(sub).dirty == false);
+
+    write_file(sub / "main.c", "int main(void);\n");
+    auto after = take_snapshot(sub);
+    auto stats = compare(sub, before, after);
+    CHECK(stats.files_changed == 1);
+    CHECK(file_changed(before, after, sub, "main.c"));
+
+    std::string error;
+    std::string head = commit_all(sub, "tool only", error);
+    CHECK(error == "");
+    CHECK(git(repo, {"show", "--name-only", "--format=", "HEAD"}) == "packages/tool/main.c\n");
+    CHECK(git(repo, {"status", "--porcelain"}) == "?? outside.txt\n");
+}
+
+TEST_CASE("workspace: a linked worktree is snapshotted through its own index") {
+    temp_dir tmp;
+    auto repo = make_repo(tmp.path / "repo");
+    auto worktree = tmp.path / "wt";
+    git(repo, {"worktree", "add", "-q", "-b", "loop", worktree.string()});
+    auto before = take_snapshot(worktree);
+    CHECK(before.is_git);
+    CHECK(before.error == "");
+    write_file(worktree / "w.txt", "w\n");
+    auto stats = compare(worktree, before, take_snapshot(worktree));
+    CHECK(stats.files_changed == 1);
+    CHECK_FALSE(compare(repo, take_snapshot(repo), take_snapshot(repo)).progress());
+}
+
+TEST_CASE("workspace: git's exit status is not lost to another thread reaping any child") {
+    temp_dir tmp;
+    auto repo = make_repo(tmp.path / "repo");
+    auto plain = tmp.path / "plain";
+    fs::create_directories(plain);
+    write_file(repo / "b.txt", "b\n");
+    // What the daemon's child_reaper does on SIGCHLD, as fast as it can.
+    std::atomic<bool> stop{false};
+    std::thread reaper([&] {
+        while (!stop) {
+            ::waitpid(-1, nullptr, WNOHANG);
+            std::this_thread::yield();
+        }
+    });
+    snapshot snap;
+    dirty_state dirty, not_git;
+    std::string commit_error, head;
+    for (int i = 0; i < 5; ++i) {
+        snap = take_snapshot(repo);
+        dirty = check_dirty(repo);
+        not_git = check_dirty(plain);
+        if (snap.error != "" || dirty.error != "" || not_git.error != "") break;
+    }
+    head = commit_all(repo, "under a reaper", commit_error);
+    stop = true;
+    reaper.join();
+    CHECK(snap.is_git);
+    CHECK(snap.error == "");
+    CHECK(dirty.dirty);
+    CHECK(dirty.error == "");
+    CHECK_FALSE(not_git.is_git);
+    CHECK(not_git.error == "");
+    CHECK(commit_error == "");
+    CHECK(head == head_of(repo));
+}
+
+TEST_CASE("workspace: several workspaces can be snapshotted at once on different threads") {
+    temp_dir tmp;
+    std::vector<fs::path> repos;
+    for (int i = 0; i < 4; ++i) {
+        repos.push_back(make_repo(tmp.path / ("repo" + std::to_string(i))));
+        write_file(repos.back() / "new.txt", std::string(std::size_t(i + 1), '\n'));
+    }
+    std::vector<snapshot> before(repos.size()), after(repos.size());
+    for (std::size_t i = 0; i < repos.size(); ++i) before[i] = take_snapshot(repos[i]);
+    std::vector<std::thread> threads;
+    std::vector<change_stats> stats(repos.size());
+    for (std::size_t i = 0; i < repos.size(); ++i) {
+        threads.emplace_back([&, i] {
+            for (int round = 0; round < 3; ++round) after[i] = take_snapshot(repos[i]);
+            stats[i] = compare(repos[i], before[i], after[i]);
+        });
+    }
+    for (auto& thread : threads) thread.join();
+    for (std::size_t i = 0; i < repos.size(); ++i) {
+        CAPTURE(i);
+        CHECK(after[i].error == "");
+        CHECK(stats[i].error == "");
+        CHECK_FALSE(stats[i].progress());
+    }
+    write_file(repos[2] / "new.txt", "changed\n");
+    CHECK(compare(repos[2], before[2], take_snapshot(repos[2])).insertions == 1);
+}
+
+TEST_CASE("workspace: without git on PATH a repository is snapshotted as plain files") {
+    temp_dir tmp;
+    auto repo = make_repo(tmp.path / "repo");
+    std::string saved_path = std::getenv("PATH") ? std::getenv("PATH") : "";
+    ::setenv("PATH", tmp.path.c_str(), 1);
+    auto snap = take_snapshot(repo);
+    auto dirty = check_dirty(repo);
+    std::string error;
+    std::string head = commit_all(repo, "no git", error);
+    ::setenv("PATH", saved_path.c_str(), 1);
+    CHECK_FALSE(snap.is_git);
+    CHECK(snap.error == "");
+    CHECK(snap.files.size() == 1);
+    CHECK(snap.files.count("a.txt") == 1);
+    CHECK_FALSE(dirty.is_git);
+    CHECK(head == "");
+    CHECK(error != "");
+}
