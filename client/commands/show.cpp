@@ -99,7 +99,18 @@ void append_loop(fmt::memory_buffer& out, const proto::loop_info& loop,
         append_field(out, "env", join_words(names));
     }
     append_field(out, "prompt", prompt_source(spec));
-    append_field(out, "completion", fmt::format("<promise>{}</promise>", spec.completion_phrase));
+    std::string rules = fmt::format("<promise>{}</promise>", spec.completion_phrase);
+    if (!spec.status_tag.empty())
+        rules += fmt::format(", <{}>{}</{}>", spec.status_tag, spec.status_value, spec.status_tag);
+    if (!spec.legacy_phrase.empty()) rules += fmt::format(", the text \"{}\"", spec.legacy_phrase);
+    if (spec.backlog_rule) rules += ", every checkbox of the specs checked";
+    append_field(out, "completion", rules);
+    if (!spec.verify_command.empty()) append_field(out, "verify", spec.verify_command);
+    if (!spec.specs_file.empty()) append_field(out, "specs", spec.specs_file);
+    if (spec.commit) append_field(out, "commit", "each iteration's work");
+    append_field(out, "stall",
+                 fmt::format("after {} iterations without progress or {} identical failures",
+                             spec.stall_iterations, spec.stall_failures));
     append_field(
         out, "iterations",
         fmt::format("{} of {} (at least {})", loop.iterations,
@@ -132,6 +143,7 @@ void append_attempts(fmt::memory_buffer& out, const std::vector<proto::attempt_i
                 {"TOKENS", true},
                 {"COST", true},
                 {"TOOLS", true},
+                {"CHANGES", true},
                 {"OUTPUT", true}});
     const std::int64_t now = text::now_ms();
     for (const auto& attempt : attempts) {
@@ -157,15 +169,31 @@ void append_attempts(fmt::memory_buffer& out, const std::vector<proto::attempt_i
         if (attempt.usage.cost_usd) rows.add_format("${:.4f}", *attempt.usage.cost_usd);
         else rows.add("-");
         rows.add_format("{}", attempt.usage.tool_calls);
+        if (!attempt.progress) rows.add("-");
+        else rows.add_format("{} files +{} -{}", attempt.files_changed, attempt.insertions, attempt.deletions);
         rows.add_format("{}", attempt.output_end - attempt.output_start);
     }
     rows.render(out, use_colour);
-    // What each attempt ended with: its summary, or why it failed.
+    // What each attempt ended with: its summary, or why it failed; the agent's feedback; a
+    // failed --verify.
     for (const auto& attempt : attempts) {
         const std::string& said = attempt.error.empty() ? attempt.summary : attempt.error;
-        if (said.empty()) continue;
-        fmt::format_to(std::back_inserter(out), "  {}.{}: {}\n", attempt.iteration, attempt.attempt,
-                       said);
+        if (!said.empty())
+            fmt::format_to(std::back_inserter(out), "  {}.{}: {}\n", attempt.iteration,
+                           attempt.attempt, said);
+        if (attempt.feedback.is_object()) {
+            const auto& feedback = attempt.feedback;
+            std::string score = feedback.contains("score") && feedback["score"].is_number()
+                                    ? fmt::format("{}/10 ", feedback["score"].get<int>())
+                                    : std::string();
+            fmt::format_to(std::back_inserter(out), "       feedback {}{}\n", score,
+                           feedback.value("summary", std::string()));
+            if (std::string next = feedback.value("next_steps", std::string()); !next.empty())
+                fmt::format_to(std::back_inserter(out), "       next steps: {}\n",
+                               next.substr(0, next.find('\n')));
+        }
+        if (attempt.verify_exit && *attempt.verify_exit != 0)
+            fmt::format_to(std::back_inserter(out), "       --verify exited {}\n", *attempt.verify_exit);
     }
 }
 
