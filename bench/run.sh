@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # ralph benchmarks (issue 2's speed and memory goals). Builds nothing: run scripts/build.sh
-# first. Each benchmark starts its own ralphd in a temporary XDG tree and compares against a
+# first (or point RALPH_BUILD at another meson build directory). Each benchmark starts its own ralphd in a temporary XDG tree and compares against a
 # baseline measured in the same run on the same machine. Prints one result line per goal.
 #   bench/run.sh [flood|submit|iterations|idle|list]...   (default: all)
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-ralphd="$root/build/daemon/ralphd"
-ralphctl="$root/build/client/ralphctl"
+build=${RALPH_BUILD:-$root/build}
+ralphd="$build/daemon/ralphd"
+ralphctl="$build/client/ralphctl"
 [[ -x $ralphd && -x $ralphctl ]] || { echo "bench: build first (scripts/build.sh)" >&2; exit 2; }
 
 tmp=$(mktemp -d /tmp/ralph-bench-XXXXXX)
@@ -105,8 +106,12 @@ bench_iterations() {
 
     start_daemon
     t0=$(now_ns)
-    "$ralphctl" submit --workspace "$workspace" --command /bin/true -m $n --delay 0 --wait "iterate" >/dev/null || true
+    # --stall-after 0: /bin/true changes nothing, which would stop the loop as stalled.
+    local id; id=$("$ralphctl" --json submit --workspace "$workspace" --command /bin/true -m $n --delay 0 \
+        --stall-after 0 --wait "iterate" | python3 -c 'import json,sys; print(json.loads(sys.stdin.readline())["loop"]["id"])') || true
     local ralph_ms; ralph_ms=$(ms_since "$t0")
+    local done_n; done_n=$("$ralphctl" --json show "$id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["loop"]["iterations"])')
+    [[ $done_n == "$n" ]] || { echo "bench: the loop ran $done_n iterations, expected $n" >&2; exit 1; }
     stop_daemon
     echo "iterations x$n of /bin/true: bash loop ${bash_ms} ms, ralphd ${ralph_ms} ms, ratio $(python3 -c "print(f'{$ralph_ms/$bash_ms:.2f}')") (goal <= 1.5)"
 }

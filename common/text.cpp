@@ -4,6 +4,7 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <ctime>
 
 namespace ralph::text {
@@ -60,59 +61,95 @@ std::vector<std::string> split_command_words(std::string_view command) {
 }
 
 namespace {
+
 constexpr char base64_alphabet[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-}
 
-std::string base64_encode(std::string_view bytes) {
-    std::string out;
-    out.reserve((bytes.size() + 2) / 3 * 4);
-    std::size_t i = 0;
-    for (; i + 2 < bytes.size(); i += 3) {
-        std::uint32_t v = (std::uint8_t(bytes[i]) << 16) | (std::uint8_t(bytes[i + 1]) << 8) |
-                          std::uint8_t(bytes[i + 2]);
-        out.push_back(base64_alphabet[(v >> 18) & 63]);
-        out.push_back(base64_alphabet[(v >> 12) & 63]);
-        out.push_back(base64_alphabet[(v >> 6) & 63]);
-        out.push_back(base64_alphabet[v & 63]);
-    }
-    std::size_t rest = bytes.size() - i;
-    if (rest > 0) {
-        std::uint32_t v = std::uint8_t(bytes[i]) << 16;
-        if (rest == 2) v |= std::uint8_t(bytes[i + 1]) << 8;
-        out.push_back(base64_alphabet[(v >> 18) & 63]);
-        out.push_back(base64_alphabet[(v >> 12) & 63]);
-        out.push_back(rest == 2 ? base64_alphabet[(v >> 6) & 63] : '=');
-        out.push_back('=');
-    }
-    return out;
-}
+// The two characters of every 12-bit value: one lookup writes half a group.
+constexpr auto base64_pairs = [] {
+    std::array<std::array<char, 2>, 4096> pairs{};
+    for (std::size_t v = 0; v < pairs.size(); ++v)
+        pairs[v] = {base64_alphabet[v >> 6], base64_alphabet[v & 63]};
+    return pairs;
+}();
 
-// Value of each base64 character, -1 for bytes outside the alphabet.
-constexpr std::array<int, 256> base64_values = [] {
-    std::array<int, 256> values{};
-    values.fill(-1);
-    for (int k = 0; k < 64; ++k) values[std::uint8_t(base64_alphabet[k])] = k;
+// Bit 24 marks a character outside the alphabet: no valid group of 24 bits reaches it.
+constexpr std::uint32_t base64_invalid = 1u << 24;
+
+// For each position in a group of 4 characters, each character's 6 bits already shifted into
+// their place in the group's 24 bits, so that a group is 4 lookups or-ed together.
+constexpr auto base64_values = [] {
+    std::array<std::array<std::uint32_t, 256>, 4> values{};
+    for (std::size_t position = 0; position < 4; ++position) {
+        values[position].fill(base64_invalid);
+        for (std::uint32_t k = 0; k < 64; ++k)
+            values[position][std::uint8_t(base64_alphabet[k])] = k << (18 - 6 * position);
+    }
     return values;
 }();
 
+}  // namespace
+
+std::string base64_encode(std::string_view bytes) {
+    std::string out;
+    base64_append(out, bytes);
+    return out;
+}
+
+// The tail of a busy loop goes through here (and base64_decode in the client) at hundreds of
+// MB/s, so a group is written with two table lookups straight into the sized string.
+void base64_append(std::string& out, std::string_view bytes) {
+    const std::size_t start = out.size();
+    out.resize(start + (bytes.size() + 2) / 3 * 4);
+    char* o = out.data() + start;
+    const auto* in = reinterpret_cast<const unsigned char*>(bytes.data());
+    const std::size_t n = bytes.size();
+    std::size_t i = 0;
+    for (; i + 2 < n; i += 3, o += 4) {
+        const std::uint32_t v =
+            (std::uint32_t(in[i]) << 16) | (std::uint32_t(in[i + 1]) << 8) | in[i + 2];
+        std::memcpy(o, base64_pairs[v >> 12].data(), 2);
+        std::memcpy(o + 2, base64_pairs[v & 0xFFF].data(), 2);
+    }
+    if (i < n) {
+        const bool two = i + 1 < n;
+        const std::uint32_t v =
+            (std::uint32_t(in[i]) << 16) | (two ? std::uint32_t(in[i + 1]) << 8 : 0);
+        o[0] = base64_alphabet[v >> 18];
+        o[1] = base64_alphabet[(v >> 12) & 63];
+        o[2] = two ? base64_alphabet[(v >> 6) & 63] : '=';
+        o[3] = '=';
+    }
+}
+
 std::string base64_decode(std::string_view text) {
+    // Padding ends the data; anything after it is ignored.
+    text = text.substr(0, text.find('='));
+    const auto* in = reinterpret_cast<const unsigned char*>(text.data());
+    const std::size_t n = text.size();
     const auto& value = base64_values;
     std::string out;
-    out.reserve(text.size() / 4 * 3);
-    std::uint32_t acc = 0;
-    int bits = 0;
-    for (char c : text) {
-        if (c == '=') break;
-        int v = value[std::uint8_t(c)];
-        if (v < 0) throw std::invalid_argument("invalid base64 character");
-        acc = (acc << 6) | std::uint32_t(v);
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out.push_back(char((acc >> bits) & 0xFF));
-        }
+    out.resize(n / 4 * 3 + 2);
+    char* o = out.data();
+    std::size_t i = 0;
+    std::uint32_t v = 0;
+    for (; i + 3 < n; i += 4, o += 3) {
+        v = value[0][in[i]] | value[1][in[i + 1]] | value[2][in[i + 2]] | value[3][in[i + 3]];
+        if (v & base64_invalid) break;
+        o[0] = char(v >> 16);
+        o[1] = char((v >> 8) & 0xFF);
+        o[2] = char(v & 0xFF);
     }
+    // An unpadded end: 2 characters hold 1 byte, 3 hold 2, a lone one holds none.
+    const std::size_t rest = n - i;
+    if (rest < 4) {
+        v = 0;
+        for (std::size_t k = 0; k < rest; ++k) v |= value[k][in[i + k]];
+    }
+    if (v & base64_invalid) throw std::invalid_argument("invalid base64 character");
+    if (rest == 2 || rest == 3) *o++ = char(v >> 16);
+    if (rest == 3) *o++ = char((v >> 8) & 0xFF);
+    out.resize(std::size_t(o - out.data()));
     return out;
 }
 

@@ -16,6 +16,8 @@ namespace ralph::text {
 std::vector<std::string> split_command_words(std::string_view command);
 
 std::string base64_encode(std::string_view bytes);
+// Appends the base64 of `bytes` to `out`, for a caller building a larger message around it.
+void base64_append(std::string& out, std::string_view bytes);
 // Throws std::invalid_argument on a character outside the base64 alphabet.
 std::string base64_decode(std::string_view text);
 

@@ -46,12 +46,21 @@ bool is_dirty_refusal(const nlohmann::json& reply) {
            error->value("code", 0) == proto::rpc_code(proto::error_kind::workspace_dirty);
 }
 
+// The refusal's message, then the changes it lists (`git status --porcelain` lines), indented.
+std::string describe_dirty(const nlohmann::json& error) {
+    std::string text = error.value("message", "the workspace has uncommitted changes");
+    auto data = error.find("data");
+    if (data == error.end() || !data->is_object() || !data->contains("changes")) return text;
+    text += ":";
+    for (const auto& change : data->at("changes"))
+        if (change.is_string()) text += "\n  " + change.get<std::string>();
+    return text;
+}
+
 // The workspace has uncommitted changes: on a terminal, show them and ask; elsewhere, no.
 bool confirm_dirty(const nlohmann::json& error) {
     if (::isatty(STDIN_FILENO) != 1 || ::isatty(STDERR_FILENO) != 1) return false;
-    fmt::print(stderr, "{}:\n", error.value("message", "the workspace has uncommitted changes"));
-    if (auto data = error.find("data"); data != error.end() && data->contains("changes"))
-        for (const auto& change : data->at("changes")) fmt::print(stderr, "  {}\n", change.get<std::string>());
+    fmt::print(stderr, "{}\n", describe_dirty(error));
     fmt::print(stderr, "The agent will work on top of them. Start the loop anyway? [y/N] ");
     std::string answer;
     std::getline(std::cin, answer);
@@ -77,26 +86,29 @@ int run_submit(const client_context& ctx, submit_options& options) {
     nlohmann::json reply = parse_reply(daemon.call_text(proto::method::loop_submit, params));
     if (is_dirty_refusal(reply)) {
         if (!confirm_dirty(reply.at("error")))
-            throw client_error(exit_code::failure, reply.at("error").value("message", "dirty workspace"),
+            throw client_error(exit_code::failure, describe_dirty(reply.at("error")),
                                "commit or stash the changes, or submit with --allow-dirty");
         params["allow_dirty"] = true;
         reply = parse_reply(daemon.call_text(proto::method::loop_submit, params));
     }
-    const nlohmann::json loop_json = result_of(std::move(reply));
-    const auto loop = loop_json.get<proto::loop_info>();
+    nlohmann::json loop = result_of(std::move(reply));
+    // Only the printed fields are read: converting the whole loop_info would parse its times,
+    // which reads the time zone file, in every submit.
+    const auto id = loop.value("id", std::int64_t(0));
     if (ctx.json) {
-        print_json({{"loop", loop_json}});
+        print_json({{"loop", std::move(loop)}});
     } else {
-        const std::string name = loop.spec.name.empty() ? "" : fmt::format(" ({})", loop.spec.name);
+        const auto name = loop.value("name", std::string());
         // With --follow, stdout is for the loop's output.
-        fmt::print(options.follow ? stderr : stdout, "submitted loop {}{} in {}\n", loop.id, name,
-                   loop.spec.workspace);
+        fmt::print(options.follow ? stderr : stdout, "submitted loop {}{} in {}\n", id,
+                   name.empty() ? "" : fmt::format(" ({})", name),
+                   loop.value("workspace", std::string()));
         std::fflush(stdout);
     }
     if (!options.follow && !options.wait) return exit_code::ok;
     tail_selection selection;
     selection.output = options.follow;
-    return follow_loops(ctx, {loop.id}, selection);
+    return follow_loops(ctx, {id}, selection);
 }
 
 CLI::Validator env_assignment() {

@@ -195,8 +195,16 @@ void register_loop_methods(method_registry& registry, method_services& services)
                                 "loop " + std::to_string(params.id) + " has already ended (" +
                                     std::string(proto::to_string(loop.state)) + ")");
             std::int64_t hint = services.db.add_steering(params.id, params.text, text::now_ms());
+            // `iterations` counts finished ones: an attempt of the next one that is already
+            // running has its prompt, so the hint goes to the iteration after it.
+            std::int64_t next = loop.iterations + 1;
+            for (const auto& attempt : services.db.attempts_of(params.id))
+                if (attempt.iteration == next && attempt.how == proto::termination::running) {
+                    ++next;
+                    break;
+                }
             return nlohmann::json{{"id", params.id}, {"steering_id", hint},
-                                  {"next_iteration", loop.iterations + 1}};
+                                  {"next_iteration", next}};
         });
 
     registry.add_typed<events_params>(

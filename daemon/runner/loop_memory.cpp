@@ -644,8 +644,9 @@ void write_file_atomically(const std::filesystem::path& file, std::string_view c
         // mkostemp creates the file private (0600); the agent and the user must read it.
         if (::fchmod(fd.get(), 0644) != 0) throw_io_error("set the mode of", temp, errno);
         write_all(fd.get(), content, "write", temp);
-        // Flushed before the rename, so that after a crash the file is old or new, not empty.
-        if (::fsync(fd.get()) != 0) throw_io_error("flush", temp, errno);
+        // No fsync: the file is rewritten before every iteration, so after a power loss an
+        // empty one is replaced at once, and a flush per iteration would cost more than the rest
+        // of the iteration's bookkeeping.
         if (fd.close() != 0) throw_io_error("write", temp, errno);
         if (::rename(temp.c_str(), file.c_str()) != 0) throw_io_error("replace", file, errno);
     } catch (...) {

@@ -130,9 +130,8 @@ std::string render_loop_state(const loop_state_file& state);
 // becomes U+FFFD. The result is always a single line.
 std::string yaml_quote(std::string_view text);
 
-// Replaces `file` with `content` atomically: writes a temporary file in the same directory,
-// flushes it to disk and renames it over `file`, so a reader sees the old or the new content,
-// never a partial one. Creates the parent directories. Throws std::runtime_error on failure.
+// Replaces `file` with `content` atomically: writes a temporary file in the same directory and
+// renames it over `file`, so a reader sees the old or the new content, never a partial one. Creates the parent directories. Throws std::runtime_error on failure.
 void write_file_atomically(const std::filesystem::path& file, std::string_view content);
 
 }  // namespace ralph

@@ -491,9 +491,11 @@ awaitable<loop_runner::attempt_outcome> loop_runner::run_attempt(const proto::lo
 }
 
 std::string loop_runner::write_state_file(const proto::loop_info& loop, std::int64_t iteration) {
+    // Only the previous iteration's: an older iteration's feedback (next steps long done) must
+    // not come back when the last iteration gave none.
     std::optional<feedback> previous;
-    for (const auto& attempt : ctx_.db.attempts_of(loop_id_))
-        if (!attempt.feedback.is_null()) previous = feedback_from_json(attempt.feedback);
+    if (nlohmann::json last = ctx_.db.feedback_of(loop_id_, iteration - 1); last.is_object())
+        previous = feedback_from_json(last);
     loop_state_file state;
     state.loop_id = loop_id_;
     state.name = loop.spec.name;

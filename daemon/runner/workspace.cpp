@@ -425,8 +425,21 @@ struct repository {
     std::string error;  // git could not tell; "not a repository" is not an error
 };
 
+// Whether `dir` or a directory above it has a .git entry (a directory, or a file in a linked
+// worktree). Without one git cannot find a repository, and saying so needs no git process:
+// that keeps snapshots of a plain directory cheap (they run twice per iteration).
+bool has_git_entry(const fs::path& dir) {
+    std::error_code ec;
+    for (fs::path p = fs::absolute(dir, ec).lexically_normal(); !p.empty(); p = p.parent_path()) {
+        if (fs::exists(p / ".git", ec)) return true;
+        if (p == p.root_path()) break;
+    }
+    return false;
+}
+
 repository find_repository(const fs::path& dir) {
     repository repo;
+    if (!has_git_entry(dir)) return repo;
     std::string output, error;
     int code = run_git(dir, {"rev-parse", "--is-inside-work-tree", "--git-path", "index"}, {},
                        output, error);

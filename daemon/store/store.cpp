@@ -122,10 +122,13 @@ void store::migrate() {
 }
 
 std::int64_t store::insert_loop(const proto::submit_params& spec, std::int64_t now_ms) {
-    SQLite::Statement q(db_,
-                        "INSERT INTO loops (name, workspace, agent, max_iterations, min_iterations, "
-                        "priority, spec, state, created_at, updated_at) "
-                        "VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?)");
+    if (!insert_loop_)
+        insert_loop_.emplace(db_,
+                             "INSERT INTO loops (name, workspace, agent, max_iterations, "
+                             "min_iterations, priority, spec, state, created_at, updated_at) "
+                             "VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?)");
+    SQLite::Statement& q = *insert_loop_;
+    q.reset();  // also after a use that threw
     q.bind(1, spec.name);
     q.bind(2, spec.workspace);
     q.bind(3, spec.agent);
@@ -316,6 +319,16 @@ std::int64_t store::attempts_in_iteration(std::int64_t loop_id, std::int64_t ite
     q.bind(2, iteration);
     q.executeStep();
     return q.getColumn(0).getInt64();
+}
+
+nlohmann::json store::feedback_of(std::int64_t loop_id, std::int64_t iteration) {
+    SQLite::Statement q(db_,
+                        "SELECT feedback FROM attempts WHERE loop_id = ? AND iteration = ? "
+                        "AND feedback != '' ORDER BY id DESC LIMIT 1");
+    q.bind(1, loop_id);
+    q.bind(2, iteration);
+    if (!q.executeStep()) return nullptr;
+    return nlohmann::json::parse(q.getColumn(0).getString(), nullptr, false);
 }
 
 std::int64_t store::iterations_without_progress(std::int64_t loop_id) {

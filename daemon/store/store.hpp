@@ -63,6 +63,8 @@ public:
     void finish_attempt(const proto::attempt_info& attempt);
     std::vector<proto::attempt_info> attempts_of(std::int64_t loop_id);
     std::int64_t attempts_in_iteration(std::int64_t loop_id, std::int64_t iteration);
+    // The feedback the iteration's last attempt that gave one gave (JSON), or null.
+    nlohmann::json feedback_of(std::int64_t loop_id, std::int64_t iteration);
     // How many of the loop's last iterations in a row made no progress (their successful
     // attempts have progress = 0; an unknown progress counts as progress).
     std::int64_t iterations_without_progress(std::int64_t loop_id);
@@ -104,6 +106,9 @@ public:
 private:
     void migrate();
     SQLite::Database db_;
+    // loop.submit's insert, prepared at its first use and reused: preparing it costs about as
+    // much as running it.
+    std::optional<SQLite::Statement> insert_loop_;
 };
 
 }  // namespace ralph
