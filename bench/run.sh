@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ralph benchmarks (issue 2's speed and memory goals). Builds nothing: run scripts/build.sh
-# first (or point RALPH_BUILD at another meson build directory). Each benchmark starts its own ralphd in a temporary XDG tree and compares against a
-# baseline measured in the same run on the same machine. Prints one result line per goal.
+# first, or point RALPH_BUILD at another meson build directory. Each benchmark starts its own
+# ralphd in a temporary XDG tree and compares against a baseline measured in the same run on the
+# same machine. Prints one result line per goal.
 #   bench/run.sh [flood|submit|iterations|idle|list]...   (default: all)
 set -euo pipefail
 
@@ -81,8 +82,9 @@ bench_flood() {
 
 bench_submit() {
     local n=100
+    # A server of our own, started by the first `tsp true`. (`tsp -K` here would start one only
+    # to kill it, and the next call could reach it while it dies: "Error calling recv_msg".)
     export TS_SOCKET="$tmp/tsp.sock" TS_MAXFINISHED=1000 TMPDIR="$tmp"
-    tsp -K >/dev/null 2>&1 || true
     local t0; t0=$(now_ns)
     for _ in $(seq $n); do tsp true >/dev/null; done
     local tsp_ms; tsp_ms=$(ms_since "$t0")
