@@ -111,13 +111,21 @@ class text_parser final : public line_parser {
     explicit text_parser(std::string prompt) {
         for (char c : prompt)
             if (c != '\r') prompt_.push_back(c);
+        // The line that completes an echo holds the prompt's last line (its part after the last
+        // newline, or the line that newline ends); "" when that line is empty.
+        std::string_view rest = prompt_;
+        if (rest.ends_with('\n')) rest.remove_suffix(1);
+        completing_line_ = rest.substr(rest.rfind('\n') + 1);
     }
 
   private:
     void on_line(std::string_view line, std::vector<event>& out) override {
         window_.append(line);
         window_.push_back('\n');
-        find_prompt();
+        // Searching the window costs about the prompt's size per line: only a line that can
+        // complete an echo is worth it (a flood of short lines would otherwise pay it for each).
+        if (completing_line_.empty() || line.find(completing_line_) != std::string_view::npos)
+            find_prompt();
         if (window_.size() > window_bytes + window_slack) trim_window();
         if (auto usage = parse_aider_usage(line)) {
             summary_.input_tokens += usage->input_tokens;
@@ -168,6 +176,7 @@ class text_parser final : public line_parser {
     }
 
     std::string prompt_;
+    std::string completing_line_;   // see the constructor
     std::string window_;            // the last window_bytes (+ slack) of stdout
     std::size_t answer_start_ = 0;  // just after the last echo of the prompt in window_
     std::size_t scan_from_ = 0;     // where the search for the next echo resumes

@@ -6,6 +6,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <map>
+#include <optional>
+
 namespace ralph {
 
 scheduler::scheduler(runner_context& ctx, std::int64_t max_concurrent)
@@ -52,8 +55,13 @@ void scheduler::schedule() {
     }
     std::set<std::string> busy_workspaces;
     for (const auto& [id, run] : running_) busy_workspaces.insert(run.workspace);
+    // One lookup per agent, not per queued loop: a long queue mostly shares a few agents.
+    std::map<std::string, std::optional<store::agent_hold>> holds;
     for (const auto& loop : ctx_.db.queued_loops()) {
-        if (auto hold = ctx_.db.agent_hold_of(loop.agent, now)) {
+        auto known = holds.find(loop.agent);
+        if (known == holds.end())
+            known = holds.emplace(loop.agent, ctx_.db.agent_hold_of(loop.agent, now)).first;
+        if (const auto& hold = known->second) {
             set_state(loop.id, proto::loop_state::waiting,
                       "waiting for the reset of the " + hold->reason, hold->until_ms);
             wake_by(hold->until_ms);
