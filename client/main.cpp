@@ -45,11 +45,13 @@ int main(int argc, char** argv) {
     register_list_command(app, ctx);
     register_show_command(app, ctx);
     register_tail_command(app, ctx);
-    register_cancel_command(app, ctx);
+    register_control_commands(app, ctx);
     register_daemon_command(app, ctx);
     register_agents_command(app, ctx);
     register_steer_command(app, ctx);
     register_init_command(app, ctx);
+    register_scheduler_command(app, ctx);
+    register_budget_command(app, ctx);
 
     try {
         // The chosen command runs inside parse(), from its callback, once all options are read.

@@ -215,4 +215,18 @@ std::string shorten_home(std::string_view path) {
     return shortened;
 }
 
+std::string describe_loop_counts(const std::map<std::string, std::int64_t>& counts) {
+    std::string text;
+    for (auto state :
+         {proto::loop_state::queued, proto::loop_state::running, proto::loop_state::waiting,
+          proto::loop_state::paused, proto::loop_state::completed, proto::loop_state::exhausted,
+          proto::loop_state::failed, proto::loop_state::cancelled, proto::loop_state::stalled}) {
+        auto it = counts.find(std::string(proto::to_string(state)));
+        if (it == counts.end() || it->second == 0) continue;
+        if (!text.empty()) text += ", ";
+        text += fmt::format("{} {}", it->first, it->second);
+    }
+    return text.empty() ? "none" : text;
+}
+
 }  // namespace ralph::client

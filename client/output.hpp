@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <iterator>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -113,6 +114,9 @@ std::string format_local_time(std::int64_t epoch_ms);
 std::string format_age(std::int64_t ms);
 // Seconds from the API (timeouts, delays) as "30m00s".
 std::string format_seconds(double seconds);
+// "running 1, queued 2, completed 30" (daemon.info's loops_by_state) in the order of the state
+// machine; "none" when empty.
+std::string describe_loop_counts(const std::map<std::string, std::int64_t>& counts);
 // Replaces a leading $HOME with "~".
 std::string shorten_home(std::string_view path);
 

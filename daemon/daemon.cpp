@@ -22,13 +22,17 @@ std::filesystem::path state_dir_of(const daemon_options& options) {
 ralphd::ralphd(net::io_context& io, daemon_options options)
     : io_(io),
       options_(std::move(options)),
+      clock_(options_.test_clock, options_.test_clock_start_ms),
       db_(options_.db_path),
+      gate_(db_),
       output_(io, db_, state_dir_of(options_) / "output",
               [this](std::int64_t loop_id, std::int64_t end) { hub_.output_committed(loop_id, end); }),
       reaper_(io),
       runner_ctx_{io,
                   blocking_,
                   db_,
+                  clock_,
+                  gate_,
                   output_,
                   reaper_,
                   state_dir_of(options_) / "prompts",
@@ -38,11 +42,11 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
                   options_.rate_limit_margin,
                   options_.rate_limit_wait,
                   [this](const proto::loop_info& loop) { hub_.state_changed(loop); }},
-      scheduler_(runner_ctx_, options_.max_concurrent),
-      services_{db_, scheduler_, output_, runner_ctx_.binaries,
+      scheduler_(runner_ctx_),
+      services_{db_, scheduler_, gate_, clock_, output_, runner_ctx_.binaries,
                 proto::daemon_info{proto::daemon_version, proto::protocol_version, ::getpid(),
                                    options_.socket_path.string(), options_.db_path.string(),
-                                   text::now_ms(), options_.max_concurrent, {}},
+                                   clock_.now_ms(), 1, {}},
                 [this] {
                     // Stopping closes every session: give the reply to daemon.shutdown a moment
                     // to reach its client first (a WebSocket reply is written asynchronously).
@@ -57,10 +61,19 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
     rpc::register_daemon_methods(registry_, services_);
     rpc::register_loop_methods(registry_, services_);
     rpc::register_agent_methods(registry_, services_);
+    rpc::register_scheduler_methods(registry_, services_);
+    if (options_.max_concurrent) {
+        proto::scheduler_settings settings = gate_.scheduler_settings();
+        settings.max_concurrent = *options_.max_concurrent;
+        gate_.set_scheduler_settings(settings);
+    }
+    if (clock_.adjustable())
+        spdlog::warn("test clock: debug.clock may shift this daemon's time (now {})",
+                     text::format_iso8601(clock_.now_ms()));
 }
 
 void ralphd::recover() {
-    std::int64_t now = text::now_ms();
+    std::int64_t now = clock_.now_ms();
     for (const auto& attempt : db_.unfinished_attempts()) {
         if (kill_leftover_group(pid_t(attempt.pgid), attempt.process_start_time))
             spdlog::warn("loop {}: killed the agent process group {} left by the previous ralphd",

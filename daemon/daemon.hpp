@@ -4,10 +4,12 @@
 #pragma once
 
 #include "common/asio.hpp"
+#include "daemon/clock.hpp"
 #include "daemon/rpc/methods.hpp"
 #include "daemon/rpc/registry.hpp"
 #include "daemon/runner/child_reaper.hpp"
 #include "daemon/runner/loop_runner.hpp"
+#include "daemon/scheduler/admission.hpp"
 #include "daemon/scheduler/scheduler.hpp"
 #include "daemon/server/server.hpp"
 #include "daemon/server/subscriber_hub.hpp"
@@ -17,6 +19,7 @@
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <optional>
 
 namespace ralph {
 
@@ -25,7 +28,9 @@ struct daemon_options {
     std::filesystem::path db_path;
     int listen_fd = -1;  // an inherited listening socket (systemd), or -1 to bind socket_path
     std::chrono::milliseconds kill_grace{10000};
-    std::int64_t max_concurrent = 1;
+    std::optional<std::int64_t> max_concurrent;  // --max-concurrent: replaces the stored setting
+    bool test_clock = false;                     // --test-clock: debug.clock may shift the time
+    std::int64_t test_clock_start_ms = 0;        // the time to start at (0 = real time)
     server_limits limits;
     agent_binaries binaries;                                  // --agent-binary NAME=PATH
     std::chrono::milliseconds rate_limit_margin{60000};      // --rate-limit-margin
@@ -48,7 +53,9 @@ private:
     net::io_context& io_;
     daemon_options options_;
     net::thread_pool blocking_{1};  // git snapshots and other blocking work of the runners
+    wall_clock clock_;
     store db_;
+    admission gate_;
     subscriber_hub hub_;
     output_log output_;
     child_reaper reaper_;

@@ -53,9 +53,16 @@ int main(int argc, char** argv) {
     app.add_option("--kill-grace", kill_grace_s, "Seconds between SIGTERM and SIGKILL for agents")
         ->capture_default_str()
         ->check(CLI::PositiveNumber);
-    app.add_option("--max-concurrent", max_concurrent, "Loops running at once")
-        ->capture_default_str()
-        ->check(CLI::PositiveNumber);
+    auto* max_concurrent_option =
+        app.add_option("--max-concurrent", max_concurrent,
+                       "Loops running at once (stored: replaces what `ralphctl scheduler set` "
+                       "chose; default 1)")
+            ->check(CLI::Range(std::int64_t(1), std::int64_t(1000)));
+    std::int64_t test_clock_start_ms = -1;
+    app.add_option("--test-clock", test_clock_start_ms,
+                   "For tests: start the wall clock at this epoch ms (0 = now) and let "
+                   "debug.clock shift it")
+        ->check(CLI::NonNegativeNumber);
     app.add_option("--agent-binary", agent_binaries,
                    "Program of an agent instead of a PATH lookup, as NAME=PATH (repeatable)")
         ->each([](const std::string& value) {
@@ -83,7 +90,9 @@ int main(int argc, char** argv) {
         options.db_path = db_path.empty() ? ralph::paths::default_database() : std::filesystem::path(db_path);
         options.db_path = std::filesystem::absolute(options.db_path);
         options.kill_grace = std::chrono::milliseconds(std::llround(kill_grace_s * 1000));
-        options.max_concurrent = max_concurrent;
+        if (max_concurrent_option->count() > 0) options.max_concurrent = max_concurrent;
+        options.test_clock = test_clock_start_ms >= 0;
+        options.test_clock_start_ms = std::max<std::int64_t>(0, test_clock_start_ms);
         for (const auto& binary : agent_binaries) {
             auto eq = binary.find('=');
             ralph::find_agent(binary.substr(0, eq));  // an unknown agent name is an error

@@ -14,7 +14,15 @@ inline constexpr const char* loop_output = "loop.output";
 inline constexpr const char* loop_tail = "loop.tail";
 inline constexpr const char* loop_events = "loop.events";
 inline constexpr const char* loop_steer = "loop.steer";
+inline constexpr const char* loop_pause = "loop.pause";
+inline constexpr const char* loop_resume = "loop.resume";
 inline constexpr const char* agents_list = "agents.list";
+inline constexpr const char* scheduler_get = "scheduler.get";
+inline constexpr const char* scheduler_set = "scheduler.set";
+inline constexpr const char* budget_get = "budget.get";
+inline constexpr const char* budget_set = "budget.set";
+// Only on a daemon started with --test-clock: shifts its wall clock.
+inline constexpr const char* debug_clock = "debug.clock";
 
 }  // namespace ralph::proto::method
 

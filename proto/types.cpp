@@ -142,6 +142,10 @@ void from_json(const nlohmann::json& j, submit_params& p) {
     read_field(obj, "stall_iterations", p.stall_iterations);
     read_field(obj, "stall_failures", p.stall_failures);
     read_field(obj, "inactivity_timeout_s", p.inactivity_timeout_s);
+    read_field(obj, "iterations_per_hour", p.iterations_per_hour);
+    read_field(obj, "iterations_per_day", p.iterations_per_day);
+    read_field(obj, "max_tokens", p.max_tokens);
+    read_field(obj, "max_cost_usd", p.max_cost_usd);
 }
 
 void to_json(nlohmann::json& j, const submit_params& p) {
@@ -172,7 +176,11 @@ void to_json(nlohmann::json& j, const submit_params& p) {
                        {"allow_dirty", p.allow_dirty},
                        {"stall_iterations", p.stall_iterations},
                        {"stall_failures", p.stall_failures},
-                       {"inactivity_timeout_s", p.inactivity_timeout_s}};
+                       {"inactivity_timeout_s", p.inactivity_timeout_s},
+                       {"iterations_per_hour", p.iterations_per_hour},
+                       {"iterations_per_day", p.iterations_per_day},
+                       {"max_tokens", p.max_tokens},
+                       {"max_cost_usd", p.max_cost_usd}};
 }
 
 void to_json(nlohmann::json& j, const loop_info& loop) {
@@ -381,6 +389,52 @@ void from_json(const nlohmann::json& j, daemon_info& info) {
     info.started_at = time_from_json(j, "started_at");
     info.max_concurrent = value_or<std::int64_t>(j, "max_concurrent", 1);
     info.loops_by_state = value_or<std::map<std::string, std::int64_t>>(j, "loops_by_state", {});
+}
+
+void to_json(nlohmann::json& j, const scheduler_settings& s) {
+    j = nlohmann::json{{"max_concurrent", s.max_concurrent}, {"paused", s.paused}, {"window", s.window}};
+}
+
+void apply_changes(const nlohmann::json& params, scheduler_settings& s) {
+    const auto& obj = params_object(params);
+    read_field(obj, "max_concurrent", s.max_concurrent);
+    read_field(obj, "paused", s.paused);
+    read_field(obj, "window", s.window);
+    if (s.max_concurrent < 1 || s.max_concurrent > 1000)
+        throw rpc_error(error_kind::invalid_params, "params.max_concurrent: must be in 1..1000");
+}
+
+void to_json(nlohmann::json& j, const budget_limits& b) {
+    j = nlohmann::json{{"iterations_per_hour", b.iterations_per_hour},
+                       {"iterations_per_day", b.iterations_per_day},
+                       {"tokens_per_day", b.tokens_per_day},
+                       {"cost_per_day_usd", b.cost_per_day_usd}};
+}
+
+void apply_changes(const nlohmann::json& params, budget_limits& b) {
+    const auto& obj = params_object(params);
+    read_field(obj, "iterations_per_hour", b.iterations_per_hour);
+    read_field(obj, "iterations_per_day", b.iterations_per_day);
+    read_field(obj, "tokens_per_day", b.tokens_per_day);
+    read_field(obj, "cost_per_day_usd", b.cost_per_day_usd);
+    if (b.iterations_per_hour < 0 || b.iterations_per_day < 0 || b.tokens_per_day < 0 ||
+        !(b.cost_per_day_usd >= 0))
+        throw rpc_error(error_kind::invalid_params, "budgets must not be negative (0 = no limit)");
+}
+
+void to_json(nlohmann::json& j, const budget_use& u) {
+    j = nlohmann::json{{"name", u.name},         {"loop_id", u.loop_id},
+                       {"used", u.used},         {"limit", u.limit},
+                       {"window_ms", u.window_ms}, {"frees_at", time_to_json(u.frees_at)}};
+}
+
+void from_json(const nlohmann::json& j, budget_use& u) {
+    u.name = value_or<std::string>(j, "name", "");
+    u.loop_id = value_or<std::int64_t>(j, "loop_id", 0);
+    u.used = value_or<double>(j, "used", 0);
+    u.limit = value_or<double>(j, "limit", 0);
+    u.window_ms = value_or<std::int64_t>(j, "window_ms", 0);
+    u.frees_at = time_from_json(j, "frees_at");
 }
 
 void from_json(const nlohmann::json& j, output_request& r) {

@@ -93,6 +93,12 @@ struct submit_params {
     std::int64_t stall_iterations = 3; // stop as stalled after N iterations without progress (0 = off)
     std::int64_t stall_failures = 5;   // ... or N identical failures in a row (0 = off)
     double inactivity_timeout_s = 900; // an agent silent this long (no tool call pending) hangs (0 = off)
+    // The loop's own budgets (SPEC §5; 0 = none): agent runs per rolling hour/day make it wait;
+    // reaching its token or cost cap ends it as exhausted.
+    std::int64_t iterations_per_hour = 0;
+    std::int64_t iterations_per_day = 0;
+    std::int64_t max_tokens = 0;       // input + output, summed over its attempts
+    double max_cost_usd = 0;
 };
 
 void from_json(const nlohmann::json& j, submit_params& p);  // throws rpc_error(invalid_params)
@@ -201,6 +207,41 @@ struct daemon_info {
 
 void to_json(nlohmann::json& j, const daemon_info& info);
 void from_json(const nlohmann::json& j, daemon_info& info);
+
+// The scheduler's settings (scheduler.get / scheduler.set), kept in the database.
+struct scheduler_settings {
+    std::int64_t max_concurrent = 1;
+    bool paused = false;     // no queued loop starts and no running loop begins another iteration
+    std::string window;      // "HH:MM-HH:MM" (local time) when loops may run; "" = any time
+};
+void to_json(nlohmann::json& j, const scheduler_settings& s);
+// Overlays the fields present in params (scheduler.set); throws rpc_error(invalid_params).
+void apply_changes(const nlohmann::json& params, scheduler_settings& s);
+
+// The global budgets (budget.get / budget.set), kept in the database; 0 = no limit. Agent runs
+// (retries included), tokens (input + output) and cost are counted over rolling windows of the
+// persisted attempts.
+struct budget_limits {
+    std::int64_t iterations_per_hour = 0;
+    std::int64_t iterations_per_day = 0;
+    std::int64_t tokens_per_day = 0;
+    double cost_per_day_usd = 0;
+};
+void to_json(nlohmann::json& j, const budget_limits& b);
+// Overlays the fields present in params (budget.set); throws rpc_error(invalid_params).
+void apply_changes(const nlohmann::json& params, budget_limits& b);
+
+// One budget's use over its rolling window (budget.get).
+struct budget_use {
+    std::string name;             // "iterations_per_hour", "iterations_per_day", ...
+    std::int64_t loop_id = 0;     // 0: the global budget
+    double used = 0;
+    double limit = 0;             // 0 = no limit
+    std::int64_t window_ms = 0;
+    std::int64_t frees_at = 0;    // exhausted until then; 0 = not exhausted
+};
+void to_json(nlohmann::json& j, const budget_use& u);
+void from_json(const nlohmann::json& j, budget_use& u);
 
 // loop.output: a page of persisted output. loop.tail takes the same selection.
 struct output_request {

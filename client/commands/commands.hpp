@@ -24,11 +24,14 @@ void register_submit_command(CLI::App& app, client_context& ctx);
 void register_list_command(CLI::App& app, client_context& ctx);
 void register_show_command(CLI::App& app, client_context& ctx);
 void register_tail_command(CLI::App& app, client_context& ctx);
-void register_cancel_command(CLI::App& app, client_context& ctx);
+// cancel, pause, resume.
+void register_control_commands(CLI::App& app, client_context& ctx);
 void register_daemon_command(CLI::App& app, client_context& ctx);
 void register_agents_command(CLI::App& app, client_context& ctx);
 void register_steer_command(CLI::App& app, client_context& ctx);
 void register_init_command(CLI::App& app, client_context& ctx);
+void register_scheduler_command(CLI::App& app, client_context& ctx);
+void register_budget_command(CLI::App& app, client_context& ctx);
 
 // Where tailing starts (the daemon's default: at offset 0) and what is followed.
 struct tail_selection {

@@ -15,21 +15,6 @@
 namespace ralph::client {
 namespace {
 
-// "running 1, queued 2, completed 30" in the order of the state machine.
-std::string loops_by_state(const std::map<std::string, std::int64_t>& counts) {
-    std::string text;
-    for (auto state :
-         {proto::loop_state::queued, proto::loop_state::running, proto::loop_state::waiting,
-          proto::loop_state::paused, proto::loop_state::completed, proto::loop_state::exhausted,
-          proto::loop_state::failed, proto::loop_state::cancelled, proto::loop_state::stalled}) {
-        auto it = counts.find(std::string(proto::to_string(state)));
-        if (it == counts.end() || it->second == 0) continue;
-        if (!text.empty()) text += ", ";
-        text += fmt::format("{} {}", it->first, it->second);
-    }
-    return text.empty() ? "none" : text;
-}
-
 int run_status(const client_context& ctx) {
     nlohmann::json info_json = connection(ctx.socket).call(proto::method::daemon_info, {});
     if (ctx.json) {
@@ -47,7 +32,7 @@ int run_status(const client_context& ctx) {
                  info.started_at == 0 ? std::string("-")
                                       : text::format_duration(text::now_ms() - info.started_at));
     append_field(out, "concurrency", fmt::format("{}", info.max_concurrent));
-    append_field(out, "loops", loops_by_state(info.loops_by_state));
+    append_field(out, "loops", describe_loop_counts(info.loops_by_state));
     write_stdout(out);
     return exit_code::ok;
 }

@@ -238,6 +238,22 @@ void register_submit_command(CLI::App& app, client_context& ctx) {
               ->type_name("DURATION")
               ->capture_default_str(),
           "inactivity_timeout_s");
+    field(cmd->add_option("--iterations-per-hour", spec.iterations_per_hour,
+                          "This loop's budget: agent runs in any rolling hour (0 = none)")
+              ->check(non_negative()),
+          "iterations_per_hour");
+    field(cmd->add_option("--iterations-per-day", spec.iterations_per_day,
+                          "This loop's budget: agent runs in any rolling 24 hours (0 = none)")
+              ->check(non_negative()),
+          "iterations_per_day");
+    field(cmd->add_option("--max-tokens", spec.max_tokens,
+                          "End the loop as exhausted once its agents used this many tokens")
+              ->check(non_negative()),
+          "max_tokens");
+    field(cmd->add_option("--max-cost", spec.max_cost_usd,
+                          "End the loop as exhausted once its agents reported this many US dollars")
+              ->check(CLI::NonNegativeNumber),
+          "max_cost_usd");
     cmd->add_option("--workspace", spec.workspace, "Directory the agent works in (default: .)")
         ->check(CLI::ExistingDirectory);
     field(cmd->add_option("--name", spec.name, "Name shown in lists"), "name");

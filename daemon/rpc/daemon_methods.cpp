@@ -2,7 +2,7 @@
 #include "common/asio.hpp"
 #include "daemon/rpc/methods.hpp"
 #include "daemon/rpc/registry.hpp"
-#include "daemon/scheduler/scheduler.hpp"
+#include "daemon/scheduler/admission.hpp"
 #include "daemon/store/store.hpp"
 #include "proto/methods.hpp"
 
@@ -11,7 +11,7 @@ namespace ralph::rpc {
 void register_daemon_methods(method_registry& registry, method_services& services) {
     registry.add(proto::method::daemon_info, [&services](const nlohmann::json&, call_context&) {
         proto::daemon_info info = services.identity;
-        info.max_concurrent = services.loops.max_concurrent();
+        info.max_concurrent = services.gate.scheduler_settings().max_concurrent;
         info.loops_by_state = services.db.count_by_state();
         return nlohmann::json(info);
     });

@@ -1,8 +1,9 @@
-// loop.submit, loop.list, loop.get, loop.cancel, loop.steer, loop.iterations, loop.events,
-// loop.output, loop.tail.
+// loop.submit, loop.list, loop.get, loop.cancel, loop.pause, loop.resume, loop.steer,
+// loop.iterations, loop.events, loop.output, loop.tail.
 #include "common/paths.hpp"
 #include "common/text.hpp"
 #include "daemon/agents/agent.hpp"
+#include "daemon/clock.hpp"
 #include "daemon/rpc/methods.hpp"
 #include "daemon/rpc/registry.hpp"
 #include "daemon/runner/process.hpp"
@@ -117,6 +118,10 @@ proto::submit_params validated(proto::submit_params spec, const agent_binaries& 
     if (!(spec.delay_s >= 0)) invalid("params.delay_s: must not be negative");
     if (spec.max_retries < 0) invalid("params.max_retries: must not be negative");
     if (!(spec.retry_backoff_s >= 0)) invalid("params.retry_backoff_s: must not be negative");
+    if (spec.iterations_per_hour < 0 || spec.iterations_per_day < 0 || spec.max_tokens < 0 ||
+        !(spec.max_cost_usd >= 0))
+        invalid("params.iterations_per_hour, iterations_per_day, max_tokens, max_cost_usd: must "
+                "not be negative (0 = none)");
     if (spec.completion_phrase.find_first_not_of(" \t\r\n") == std::string::npos)
         invalid("params.completion_phrase: must not be empty");
     for (const auto& [key, value] : spec.env)
@@ -181,6 +186,16 @@ void register_loop_methods(method_registry& registry, method_services& services)
                                       return nlohmann::json(services.loops.cancel(params.id));
                                   });
 
+    registry.add_typed<id_params>(proto::method::loop_pause,
+                                  [&services](const id_params& params, call_context&) {
+                                      return nlohmann::json(services.loops.pause(params.id));
+                                  });
+
+    registry.add_typed<id_params>(proto::method::loop_resume,
+                                  [&services](const id_params& params, call_context&) {
+                                      return nlohmann::json(services.loops.resume(params.id));
+                                  });
+
     registry.add_typed<id_params>(
         proto::method::loop_iterations, [&services](const id_params& params, call_context&) {
             services.db.get_loop(params.id);  // loop_not_found for an unknown id
@@ -194,7 +209,7 @@ void register_loop_methods(method_registry& registry, method_services& services)
                 throw rpc_error(error_kind::invalid_state,
                                 "loop " + std::to_string(params.id) + " has already ended (" +
                                     std::string(proto::to_string(loop.state)) + ")");
-            std::int64_t hint = services.db.add_steering(params.id, params.text, text::now_ms());
+            std::int64_t hint = services.db.add_steering(params.id, params.text, services.clock.now_ms());
             // `iterations` counts finished ones: an attempt of the next one that is already
             // running has its prompt, so the hint goes to the iteration after it.
             std::int64_t next = loop.iterations + 1;

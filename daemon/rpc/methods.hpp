@@ -9,6 +9,8 @@
 namespace ralph {
 class store;
 class scheduler;
+class admission;
+class wall_clock;
 class output_log;
 }  // namespace ralph
 
@@ -20,6 +22,8 @@ class method_registry;
 struct method_services {
     store& db;
     scheduler& loops;
+    admission& gate;
+    wall_clock& clock;
     output_log& output;
     const agent_binaries& binaries;
     proto::daemon_info identity;            // the static part of daemon.info
@@ -29,5 +33,7 @@ struct method_services {
 void register_daemon_methods(method_registry& registry, method_services& services);
 void register_loop_methods(method_registry& registry, method_services& services);
 void register_agent_methods(method_registry& registry, method_services& services);
+// scheduler.get/set, budget.get/set, and debug.clock when the clock is adjustable.
+void register_scheduler_methods(method_registry& registry, method_services& services);
 
 }  // namespace ralph::rpc

@@ -3,12 +3,14 @@
 #include "common/agent_stream.hpp"
 #include "common/text.hpp"
 #include "daemon/agents/agent.hpp"
+#include "daemon/clock.hpp"
 #include "daemon/runner/child_reaper.hpp"
 #include "daemon/runner/completion.hpp"
 #include "daemon/runner/loop_memory.hpp"
 #include "daemon/runner/process.hpp"
 #include "daemon/runner/prompt.hpp"
 #include "daemon/runner/workspace.hpp"
+#include "daemon/scheduler/admission.hpp"
 #include "daemon/store/output_log.hpp"
 #include "daemon/store/store.hpp"
 #include "proto/errors.hpp"
@@ -135,6 +137,12 @@ void loop_runner::stop() {
     wait_timer_.cancel();
 }
 
+void loop_runner::pause() {
+    if (stop_ == stop_kind::none) stop_ = stop_kind::pause;
+    terminate_agent();
+    wait_timer_.cancel();
+}
+
 void loop_runner::terminate_agent() {
     if (agent_pgid_ == 0) return;
     signal_group(agent_pgid_, SIGTERM);
@@ -165,7 +173,7 @@ void loop_runner::watch_inactivity(std::chrono::milliseconds limit) {
 
 void loop_runner::set_state(proto::loop_state state, const std::string& reason,
                             std::int64_t resume_at) {
-    ctx_.db.set_state(loop_id_, state, reason, resume_at, text::now_ms());
+    ctx_.db.set_state(loop_id_, state, reason, resume_at, ctx_.clock.now_ms());
     ctx_.on_state(ctx_.db.get_loop(loop_id_));
 }
 
@@ -197,13 +205,13 @@ awaitable<void> loop_runner::run_iterations() {
         std::int64_t failures = 0;
         attempt_outcome outcome;
         while (true) {
-            if (park_if_held(spec.agent)) co_return;
+            if (leave_unless_admitted(loop)) co_return;
             outcome = co_await run_attempt(loop, iteration,
                                            ctx_.db.attempts_in_iteration(loop_id_, iteration) + 1);
-            if (stop_ == stop_kind::shutdown) {
+            if (stop_ == stop_kind::shutdown || stop_ == stop_kind::pause) {
                 // The interrupted iteration counts as spent (the agent may have done work);
-                // the loop continues with the next one at the next start.
-                ctx_.db.set_iterations(loop_id_, iteration, text::now_ms());
+                // the loop continues with the next one when it runs again.
+                ctx_.db.set_iterations(loop_id_, iteration, ctx_.clock.now_ms());
             }
             if (finish_if_stopped()) co_return;
             if (outcome.how == proto::termination::exited) break;
@@ -224,11 +232,11 @@ awaitable<void> loop_runner::run_iterations() {
                 // Burns no retry: the loop and every loop on this agent wait for the reset.
                 std::int64_t until = outcome.resets_at_ms > 0
                                          ? outcome.resets_at_ms + ctx_.rate_limit_margin.count()
-                                         : text::now_ms() + rate_limit_backoff_ms(iteration);
+                                         : ctx_.clock.now_ms() + rate_limit_backoff_ms(iteration);
                 ctx_.db.hold_agent(spec.agent, until,
                                    fmt::format("{} usage limit (loop {}: {})", spec.agent, loop_id_,
                                                failure));
-                continue;  // park_if_held parks the loop
+                continue;  // leave_unless_admitted parks the loop
             }
             ++failures;
             // The same failure over and over (a broken setup, not bad luck) stops the loop even
@@ -256,7 +264,7 @@ awaitable<void> loop_runner::run_iterations() {
         }
         identical_failures_ = 0;
         last_failure_.clear();
-        ctx_.db.set_iterations(loop_id_, iteration, text::now_ms());
+        ctx_.db.set_iterations(loop_id_, iteration, ctx_.clock.now_ms());
         if (outcome.completion_signal && iteration >= spec.min_iterations) {
             set_state(proto::loop_state::completed,
                       fmt::format("{} in iteration {}", outcome.completion_rule, iteration));
@@ -290,13 +298,23 @@ std::int64_t loop_runner::rate_limit_backoff_ms(std::int64_t iteration) {
                                   std::int64_t(double(ctx_.rate_limit_wait.count()) * factor));
 }
 
-bool loop_runner::park_if_held(const std::string& agent) {
-    auto hold = ctx_.db.agent_hold_of(agent, text::now_ms());
-    if (!hold) return false;
-    spdlog::info("loop {}: agent {} is held until {}: {}", loop_id_, agent,
-                 text::format_iso8601(hold->until_ms), hold->reason);
-    set_state(proto::loop_state::waiting, "waiting for the reset of the " + hold->reason,
-              hold->until_ms);
+bool loop_runner::leave_unless_admitted(const proto::loop_info& loop) {
+    auto verdict = ctx_.gate.check(loop, ctx_.clock.now_ms());
+    switch (verdict.what) {
+        case admission::verdict::kind::go:
+            return false;
+        case admission::verdict::kind::stay_queued:
+            set_state(proto::loop_state::queued, verdict.reason);
+            break;
+        case admission::verdict::kind::wait:
+            spdlog::info("loop {}: {} until {}", loop_id_, verdict.reason,
+                         text::format_iso8601(verdict.until_ms));
+            set_state(proto::loop_state::waiting, verdict.reason, verdict.until_ms);
+            break;
+        case admission::verdict::kind::end:
+            set_state(proto::loop_state::exhausted, verdict.reason);
+            break;
+    }
     return true;
 }
 
@@ -310,6 +328,9 @@ bool loop_runner::finish_if_stopped() {
         case stop_kind::shutdown:
             set_state(proto::loop_state::queued, "daemon stopped; continues at the next start");
             return true;
+        case stop_kind::pause:
+            set_state(proto::loop_state::paused, "paused by the user");
+            return true;
     }
     return false;
 }
@@ -317,7 +338,7 @@ bool loop_runner::finish_if_stopped() {
 awaitable<void> loop_runner::wait(double seconds, const std::string& reason) {
     if (stop_ != stop_kind::none) co_return;
     auto duration = std::chrono::milliseconds(std::int64_t(seconds * 1000));
-    set_state(proto::loop_state::waiting, reason, text::now_ms() + duration.count());
+    set_state(proto::loop_state::waiting, reason, ctx_.clock.now_ms() + duration.count());
     wait_timer_.expires_after(duration);
     boost::system::error_code ec;
     co_await wait_timer_.async_wait(net::redirect_error(use_awaitable, ec));
@@ -338,7 +359,7 @@ awaitable<loop_runner::attempt_outcome> loop_runner::run_attempt(const proto::lo
     attempt.loop_id = loop_id_;
     attempt.iteration = iteration;
     attempt.attempt = attempt_number;
-    attempt.started_at = text::now_ms();
+    attempt.started_at = ctx_.clock.now_ms();
     attempt.output_start = ctx_.output.written_end(loop_id_);
 
     attempt_outcome outcome;
@@ -377,7 +398,7 @@ awaitable<loop_runner::attempt_outcome> loop_runner::run_attempt(const proto::lo
                               ? proto::failure_class::missing_program
                               : proto::failure_class::crash;
         attempt.error = e.what();
-        attempt.ended_at = text::now_ms();
+        attempt.ended_at = ctx_.clock.now_ms();
         attempt.output_end = attempt.output_start;
         ctx_.db.finish_attempt(attempt);
         spdlog::warn("loop {}: {}", loop_id_, attempt.error);
@@ -474,7 +495,7 @@ awaitable<loop_runner::attempt_outcome> loop_runner::run_attempt(const proto::lo
         co_await judge(loop, said.final_answer, before, attempt, outcome);
     ctx_.output.flush();
     attempt.output_end = ctx_.output.committed_end(loop_id_);
-    attempt.ended_at = text::now_ms();
+    attempt.ended_at = ctx_.clock.now_ms();
     ctx_.db.finish_attempt(attempt);
     spdlog::info("loop {}: iteration {} attempt {} ended: {}{}{}", loop_id_, iteration,
                  attempt_number, proto::to_string(attempt.how),
@@ -503,7 +524,7 @@ std::string loop_runner::write_state_file(const proto::loop_info& loop, std::int
     state.max_iterations = loop.spec.max_iterations;
     state.min_iterations = loop.spec.min_iterations;
     state.completion_signal = "<promise>" + loop.spec.completion_phrase + "</promise>";
-    state.started_at = text::format_iso8601(loop.started_at != 0 ? loop.started_at : text::now_ms());
+    state.started_at = text::format_iso8601(loop.started_at != 0 ? loop.started_at : ctx_.clock.now_ms());
     state.previous_feedback = previous;
     try {
         write_file_atomically(std::filesystem::path(loop.spec.workspace) / state_file_name,
@@ -542,7 +563,7 @@ awaitable<void> loop_runner::judge(const proto::loop_info& loop, const std::stri
     const std::filesystem::path workspace_dir = spec.workspace;
     try {
         append_notes(workspace_dir / notes_file_name, attempt.iteration, extract_notes(final_answer),
-                     text::now_ms());
+                     ctx_.clock.now_ms());
     } catch (const std::exception& e) {
         spdlog::warn("loop {}: {}", loop_id_, e.what());
     }
@@ -649,7 +670,7 @@ void loop_runner::classify(proto::attempt_info& attempt, int status,
     }
     if (stop_ == stop_kind::cancel) {
         attempt.how = termination::cancelled;
-    } else if (stop_ == stop_kind::shutdown) {
+    } else if (stop_ == stop_kind::shutdown || stop_ == stop_kind::pause) {
         attempt.how = termination::interrupted;
     } else if (timed_out_ || hung_) {
         attempt.how = termination::timeout;
@@ -677,7 +698,7 @@ void loop_runner::store_events(std::int64_t attempt_id, std::vector<agent_stream
     if (events.empty()) return;
     std::vector<proto::event_info> rows;
     rows.reserve(events.size());
-    std::int64_t now = text::now_ms();
+    std::int64_t now = ctx_.clock.now_ms();
     for (const auto& e : events) {
         proto::event_info row;
         row.attempt_id = attempt_id;

@@ -27,6 +27,8 @@
 namespace ralph {
 
 class store;
+class admission;
+class wall_clock;
 class output_log;
 class child_reaper;
 enum class output_stream;
@@ -45,6 +47,8 @@ struct runner_context {
     net::io_context& io;
     net::thread_pool& blocking;                // work that blocks (git snapshots), off the io thread
     store& db;
+    const wall_clock& clock;                   // every recorded time and budget decision
+    admission& gate;                           // may the loop run an agent now (SPEC §5)
     output_log& output;
     child_reaper& reaper;
     std::filesystem::path prompt_dir;          // where each loop's current prompt file lives
@@ -68,6 +72,8 @@ public:
     // The daemon is stopping: end the agent; the attempt is interrupted and the loop goes back
     // to queued, to continue with its next iteration at the next start.
     void stop();
+    // The user paused the loop: like stop, but the loop ends up paused until resumed.
+    void pause();
 
 private:
     struct attempt_outcome {
@@ -78,7 +84,7 @@ private:
         std::string error;
         std::int64_t resets_at_ms = 0;  // a usage limit's stated reset
     };
-    enum class stop_kind { none, cancel, shutdown };
+    enum class stop_kind { none, cancel, shutdown, pause };
 
     awaitable<void> run_iterations();
     awaitable<attempt_outcome> run_attempt(const proto::loop_info& loop, std::int64_t iteration,
@@ -103,9 +109,11 @@ private:
     // Sets how the ended attempt terminated and its failure class, from the exit status, a
     // timeout or stop, and what the agent said.
     void classify(proto::attempt_info& attempt, int status, const agent_stream::summary& said) const;
-    // The agent is held by a usage limit: the loop leaves its runner as `waiting` until then
-    // (the scheduler brings it back). Returns false when the agent is not held.
-    bool park_if_held(const std::string& agent);
+    // Unless the admission lets the loop run an agent now, records why and returns true: the
+    // loop leaves its runner as `waiting` until a time (window, usage-limit hold, budget; the
+    // scheduler brings it back), `queued` (the scheduler is paused) or `exhausted` (its own
+    // token or cost cap).
+    bool leave_unless_admitted(const proto::loop_info& loop);
     // How long to hold an agent whose usage limit names no reset: doubles with each limited
     // attempt of the iteration.
     std::int64_t rate_limit_backoff_ms(std::int64_t iteration);

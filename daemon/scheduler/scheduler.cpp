@@ -1,24 +1,24 @@
 #include "daemon/scheduler/scheduler.hpp"
 
-#include "common/text.hpp"
+#include "daemon/clock.hpp"
+#include "daemon/scheduler/admission.hpp"
 #include "daemon/store/store.hpp"
 #include "proto/errors.hpp"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <map>
-#include <optional>
 
 namespace ralph {
 
-scheduler::scheduler(runner_context& ctx, std::int64_t max_concurrent)
-    : ctx_(ctx), max_concurrent_(max_concurrent), wake_timer_(ctx.io) {}
+scheduler::scheduler(runner_context& ctx) : ctx_(ctx), wake_timer_(ctx.io) {}
 
 proto::loop_info scheduler::submit(const proto::submit_params& spec) {
     if (shutting_down_)
         throw proto::rpc_error(proto::error_kind::shutting_down,
                                "ralphd is shutting down and takes no new loops");
-    std::int64_t id = ctx_.db.insert_loop(spec, text::now_ms());
+    std::int64_t id = ctx_.db.insert_loop(spec, ctx_.clock.now_ms());
     spdlog::info("loop {} submitted: agent {} in {}", id, spec.agent, spec.workspace);
     proto::loop_info loop = ctx_.db.get_loop(id);
     ctx_.on_state(loop);
@@ -26,12 +26,17 @@ proto::loop_info scheduler::submit(const proto::submit_params& spec) {
     return ctx_.db.get_loop(id);
 }
 
-proto::loop_info scheduler::cancel(std::int64_t loop_id) {
+proto::loop_info scheduler::unended_loop(std::int64_t loop_id, const char* action) {
     proto::loop_info loop = ctx_.db.get_loop(loop_id);
     if (proto::is_terminal(loop.state))
         throw proto::rpc_error(proto::error_kind::invalid_state,
-                               "loop " + std::to_string(loop_id) + " has already ended (" +
-                                   std::string(proto::to_string(loop.state)) + ")");
+                               fmt::format("cannot {} loop {}: it has already ended ({})", action,
+                                           loop_id, proto::to_string(loop.state)));
+    return loop;
+}
+
+proto::loop_info scheduler::cancel(std::int64_t loop_id) {
+    unended_loop(loop_id, "cancel");
     if (auto it = running_.find(loop_id); it != running_.end()) {
         it->second.runner->cancel();
         return ctx_.db.get_loop(loop_id);
@@ -40,12 +45,38 @@ proto::loop_info scheduler::cancel(std::int64_t loop_id) {
     return ctx_.db.get_loop(loop_id);
 }
 
+proto::loop_info scheduler::pause(std::int64_t loop_id) {
+    proto::loop_info loop = unended_loop(loop_id, "pause");
+    if (auto it = running_.find(loop_id); it != running_.end()) {
+        it->second.runner->pause();
+        return ctx_.db.get_loop(loop_id);
+    }
+    if (loop.state != proto::loop_state::paused)
+        set_state(loop_id, proto::loop_state::paused, "paused by the user", 0);
+    return ctx_.db.get_loop(loop_id);
+}
+
+proto::loop_info scheduler::resume(std::int64_t loop_id) {
+    proto::loop_info loop = unended_loop(loop_id, "resume");
+    if (loop.state != proto::loop_state::paused || running_.count(loop_id))
+        throw proto::rpc_error(proto::error_kind::invalid_state,
+                               fmt::format("cannot resume loop {}: it is {}, not paused", loop_id,
+                                           proto::to_string(loop.state)));
+    set_state(loop_id, proto::loop_state::queued, "", 0);
+    schedule();
+    return ctx_.db.get_loop(loop_id);
+}
+
 void scheduler::schedule() {
     if (shutting_down_) return;
-    const std::int64_t now = text::now_ms();
+    const std::int64_t now = ctx_.clock.now_ms();
     std::int64_t next_wake = 0;
     auto wake_by = [&next_wake](std::int64_t when) {
         if (next_wake == 0 || when < next_wake) next_wake = when;
+    };
+    auto park = [&](std::int64_t loop_id, const admission::verdict& verdict) {
+        set_state(loop_id, proto::loop_state::waiting, verdict.reason, verdict.until_ms);
+        wake_by(verdict.until_ms);
     };
     // Parked loops (waiting without a runner) whose time has come are queued again.
     for (const auto& loop : ctx_.db.list_loops({proto::loop_state::waiting}, 0)) {
@@ -53,26 +84,49 @@ void scheduler::schedule() {
         if (loop.resume_at <= now) set_state(loop.id, proto::loop_state::queued, "", 0);
         else wake_by(loop.resume_at);
     }
+    const admission::verdict global = ctx_.gate.global(now);
+    if (global.what == admission::verdict::kind::stay_queued) {
+        wake_at(next_wake);
+        return;
+    }
+    const auto max_concurrent = std::size_t(ctx_.gate.scheduler_settings().max_concurrent);
     std::set<std::string> busy_workspaces;
     for (const auto& [id, run] : running_) busy_workspaces.insert(run.workspace);
     // One lookup per agent, not per queued loop: a long queue mostly shares a few agents.
-    std::map<std::string, std::optional<store::agent_hold>> holds;
-    for (const auto& loop : ctx_.db.queued_loops()) {
-        auto known = holds.find(loop.agent);
-        if (known == holds.end())
-            known = holds.emplace(loop.agent, ctx_.db.agent_hold_of(loop.agent, now)).first;
-        if (const auto& hold = known->second) {
-            set_state(loop.id, proto::loop_state::waiting,
-                      "waiting for the reset of the " + hold->reason, hold->until_ms);
-            wake_by(hold->until_ms);
+    std::map<std::string, admission::verdict> agents;
+    for (const auto& queued : ctx_.db.queued_loops()) {
+        if (running_.count(queued.id)) continue;  // its runner is still ending (paused, resumed)
+        if (!global.go()) {
+            park(queued.id, global);
             continue;
         }
-        if (std::int64_t(running_.size()) >= max_concurrent_) continue;
+        auto agent = agents.find(queued.agent);
+        if (agent == agents.end())
+            agent = agents.emplace(queued.agent, ctx_.gate.for_agent(queued.agent, now)).first;
+        if (!agent->second.go()) {
+            park(queued.id, agent->second);
+            continue;
+        }
+        if (running_.size() >= max_concurrent) continue;
         // A second loop on the same workspace waits for the first to end.
-        if (!busy_workspaces.insert(loop.workspace).second) continue;
-        start(loop.id, loop.workspace);
+        if (busy_workspaces.count(queued.workspace)) continue;
+        // The loop's own budgets; a loop past its cap starts, and its runner ends it.
+        auto own = ctx_.gate.for_loop(ctx_.db.get_loop(queued.id), now);
+        if (own.what == admission::verdict::kind::wait) {
+            park(queued.id, own);
+            continue;
+        }
+        busy_workspaces.insert(queued.workspace);
+        start(queued.id, queued.workspace);
     }
     wake_at(next_wake);
+}
+
+void scheduler::reconsider() {
+    if (shutting_down_) return;
+    for (const auto& loop : ctx_.db.list_loops({proto::loop_state::waiting}, 0))
+        if (!running_.count(loop.id)) set_state(loop.id, proto::loop_state::queued, "", 0);
+    schedule();
 }
 
 void scheduler::wake_at(std::int64_t when) {
@@ -80,7 +134,8 @@ void scheduler::wake_at(std::int64_t when) {
         wake_timer_.cancel();
         return;
     }
-    wake_timer_.expires_after(std::chrono::milliseconds(std::max<std::int64_t>(0, when - text::now_ms())));
+    wake_timer_.expires_after(
+        std::chrono::milliseconds(std::max<std::int64_t>(0, when - ctx_.clock.now_ms())));
     wake_timer_.async_wait([this](boost::system::error_code ec) {
         if (!ec) schedule();
     });
@@ -88,7 +143,7 @@ void scheduler::wake_at(std::int64_t when) {
 
 void scheduler::set_state(std::int64_t loop_id, proto::loop_state state, const std::string& reason,
                           std::int64_t resume_at) {
-    ctx_.db.set_state(loop_id, state, reason, resume_at, text::now_ms());
+    ctx_.db.set_state(loop_id, state, reason, resume_at, ctx_.clock.now_ms());
     ctx_.on_state(ctx_.db.get_loop(loop_id));
 }
 

@@ -1,8 +1,9 @@
-// Decides which queued loops run: FIFO within priority (high first), at most max_concurrent at
-// once, and never two loops in the same workspace at once. A queued loop whose agent is held by
-// a usage limit (store::agent_hold_of) is parked in `waiting` until the hold ends, and parked
-// loops go back to the queue when their resume_at passes (one timer for the earliest). Owns the
-// running loop_runners; schedule() is called whenever something may have freed or queued work.
+// Decides which queued loops run: by priority (high first) then submit order, at most
+// max_concurrent at once, never two loops in the same workspace at once, and only when the
+// admission (admission.hpp: pause, time window, budgets, usage-limit holds) lets them. A queued
+// loop that may not run before some time is parked in `waiting` with resume_at, and parked
+// loops go back to the queue when it passes (one timer for the earliest). Owns the running
+// loop_runners; schedule() is called whenever something may have freed or queued work.
 #pragma once
 
 #include "daemon/runner/loop_runner.hpp"
@@ -19,19 +20,27 @@ namespace ralph {
 
 class scheduler {
 public:
-    scheduler(runner_context& ctx, std::int64_t max_concurrent);
+    explicit scheduler(runner_context& ctx);
 
     // Inserts a validated loop as queued and schedules.
     proto::loop_info submit(const proto::submit_params& spec);
-    // Cancels a queued, waiting or running loop. Throws rpc_error(invalid_state) for an ended
-    // loop. A running loop is returned still running; it becomes cancelled when its agent ended.
+    // Cancels a queued, waiting, paused or running loop. Throws rpc_error(invalid_state) for an
+    // ended loop. A running loop is returned still running; it becomes cancelled when its agent
+    // ended.
     proto::loop_info cancel(std::int64_t loop_id);
+    // Pauses a queued, waiting or running loop (a running agent is ended; the iteration counts
+    // as spent). Returned still running until its agent ended.
+    proto::loop_info pause(std::int64_t loop_id);
+    // Puts a paused loop back in the queue.
+    proto::loop_info resume(std::int64_t loop_id);
     // Starts queued loops while there is room.
     void schedule();
+    // The settings, budgets or clock changed: parked loops are queued again and scheduled
+    // afresh (those still held are parked again, with the new time).
+    void reconsider();
     // Stops every runner (agents ended, loops re-queued) and calls `done` when all have ended.
     void shutdown(std::function<void()> done);
 
-    std::int64_t max_concurrent() const { return max_concurrent_; }
     std::size_t running_count() const { return running_.size(); }
 
 private:
@@ -43,11 +52,12 @@ private:
     void finished(std::int64_t loop_id);
     void set_state(std::int64_t loop_id, proto::loop_state state, const std::string& reason,
                    std::int64_t resume_at);
+    // The loop, or rpc_error(invalid_state) naming the action when it has ended.
+    proto::loop_info unended_loop(std::int64_t loop_id, const char* action);
     // Runs schedule() at epoch ms `when` (0: no parked loop, no timer).
     void wake_at(std::int64_t when);
 
     runner_context& ctx_;
-    std::int64_t max_concurrent_;
     std::map<std::int64_t, running_loop> running_;
     bool shutting_down_ = false;
     std::function<void()> on_all_stopped_;

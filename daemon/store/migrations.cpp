@@ -119,6 +119,16 @@ CREATE TABLE steering (
 );
 CREATE INDEX steering_by_loop ON steering (loop_id, iteration);
 )sql",
+        // 3 → 4: the scheduler and budgets (SPEC §5): settings changed at run time (JSON values
+        // by key: "scheduler", "budget"), and the attempts by start time, from which every
+        // budget window is computed.
+        R"sql(
+CREATE TABLE settings (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL                  -- JSON
+);
+CREATE INDEX attempts_by_start ON attempts (started_at);
+)sql",
     };
     return migrations;
 }

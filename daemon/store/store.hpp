@@ -12,6 +12,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ralph {
@@ -92,6 +93,22 @@ public:
     void hold_agent(const std::string& agent, std::int64_t until_ms, const std::string& reason);
     // The hold on the agent if it lasts past now_ms.
     std::optional<agent_hold> agent_hold_of(const std::string& agent, std::int64_t now_ms);
+
+    // Every hold that lasts past now_ms, soonest end first.
+    std::vector<std::pair<std::string, agent_hold>> agent_holds(std::int64_t now_ms);
+
+    // ---- budgets (computed from the attempts, so a restart resets nothing)
+    struct attempt_charge {
+        std::int64_t started_at = 0;
+        std::int64_t tokens = 0;  // input + output
+        double cost_usd = 0;      // 0 when the agent reported none
+    };
+    // The attempts started at or after since_ms (of one loop unless 0), oldest first.
+    std::vector<attempt_charge> attempts_started_since(std::int64_t since_ms, std::int64_t loop_id);
+
+    // ---- settings changed at run time (scheduler set, budget set): JSON by key
+    std::optional<nlohmann::json> setting(const std::string& key);
+    void set_setting(const std::string& key, const nlohmann::json& value);
 
     // ---- output index (used by output_log)
     struct output_chunk_row {

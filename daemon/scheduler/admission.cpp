@@ -1,0 +1,217 @@
+#include "daemon/scheduler/admission.hpp"
+
+#include "common/text.hpp"
+#include "daemon/store/store.hpp"
+#include "proto/errors.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <ctime>
+
+namespace ralph {
+namespace {
+
+constexpr std::int64_t hour_ms = 3600 * 1000;
+constexpr std::int64_t day_ms = 24 * hour_ms;
+constexpr const char* scheduler_key = "scheduler";
+constexpr const char* budget_key = "budget";
+
+// What a budget counts of each attempt.
+enum class charge { runs, tokens, cost };
+
+charge charge_of(const std::string& budget_name) {
+    if (budget_name == "tokens_per_day") return charge::tokens;
+    if (budget_name == "cost_per_day_usd") return charge::cost;
+    return charge::runs;
+}
+
+double amount(const store::attempt_charge& attempt, charge what) {
+    switch (what) {
+        case charge::runs: return 1;
+        case charge::tokens: return double(attempt.tokens);
+        case charge::cost: return attempt.cost_usd;
+    }
+    return 0;
+}
+
+void add_limit(std::vector<proto::budget_use>& limits, const char* name, std::int64_t loop_id,
+               double limit, std::int64_t window_ms) {
+    if (limit > 0) limits.push_back({name, loop_id, 0, limit, window_ms, 0});
+}
+
+std::vector<proto::budget_use> global_limits(const proto::budget_limits& b) {
+    std::vector<proto::budget_use> limits;
+    add_limit(limits, "iterations_per_hour", 0, double(b.iterations_per_hour), hour_ms);
+    add_limit(limits, "iterations_per_day", 0, double(b.iterations_per_day), day_ms);
+    add_limit(limits, "tokens_per_day", 0, double(b.tokens_per_day), day_ms);
+    add_limit(limits, "cost_per_day_usd", 0, b.cost_per_day_usd, day_ms);
+    return limits;
+}
+
+std::vector<proto::budget_use> loop_limits(const proto::loop_info& loop) {
+    std::vector<proto::budget_use> limits;
+    add_limit(limits, "iterations_per_hour", loop.id, double(loop.spec.iterations_per_hour), hour_ms);
+    add_limit(limits, "iterations_per_day", loop.id, double(loop.spec.iterations_per_day), day_ms);
+    return limits;
+}
+
+std::string describe_budget(const proto::budget_use& use) {
+    std::string owner = use.loop_id == 0 ? "global" : fmt::format("loop {}'s", use.loop_id);
+    std::string name = use.name;
+    std::replace(name.begin(), name.end(), '_', ' ');
+    if (charge_of(use.name) == charge::cost)
+        return fmt::format("{} budget {} used up (${:.2f} of ${:.2f})", owner, name, use.used, use.limit);
+    return fmt::format("{} budget {} used up ({} of {})", owner, name, std::int64_t(use.used),
+                       std::int64_t(use.limit));
+}
+
+// The exhausted budget that frees up last, as a wait verdict; go when none is exhausted.
+admission::verdict wait_for_budgets(const std::vector<proto::budget_use>& uses) {
+    admission::verdict result;
+    for (const auto& use : uses)
+        if (use.frees_at > 0 && use.frees_at > result.until_ms)
+            result = {admission::verdict::kind::wait, "waiting for the " + describe_budget(use),
+                      use.frees_at};
+    return result;
+}
+
+[[noreturn]] void invalid_window(std::string_view text) {
+    throw proto::rpc_error(proto::error_kind::invalid_params,
+                           "time window: expected HH:MM-HH:MM (e.g. 01:00-07:00), got '" +
+                               std::string(text) + "'");
+}
+
+int parse_clock_time(std::string_view text) {
+    auto invalid = [&] { invalid_window(text); };
+    if (text.size() != 5 || text[2] != ':') invalid();
+    for (std::size_t i : {0, 1, 3, 4})
+        if (!std::isdigit(static_cast<unsigned char>(text[i]))) invalid();
+    int hours = (text[0] - '0') * 10 + (text[1] - '0');
+    int minutes = (text[3] - '0') * 10 + (text[4] - '0');
+    if (hours > 23 || minutes > 59) invalid();
+    return hours * 60 + minutes;
+}
+
+}  // namespace
+
+std::optional<time_window> parse_time_window(std::string_view text) {
+    if (text.empty()) return std::nullopt;
+    auto dash = text.find('-');
+    if (dash == std::string_view::npos) invalid_window(text);
+    time_window window{parse_clock_time(text.substr(0, dash)), parse_clock_time(text.substr(dash + 1))};
+    if (window.start_minute == window.end_minute)
+        throw proto::rpc_error(proto::error_kind::invalid_params,
+                               "time window: start and end are the same; give \"\" for no window");
+    return window;
+}
+
+std::int64_t next_window_open(const time_window& window, std::int64_t now_ms) {
+    std::time_t now_s = std::time_t(now_ms / 1000);
+    std::tm local{};
+    ::localtime_r(&now_s, &local);
+    int minute = local.tm_hour * 60 + local.tm_min;
+    bool open = window.start_minute < window.end_minute
+                    ? minute >= window.start_minute && minute < window.end_minute
+                    : minute >= window.start_minute || minute < window.end_minute;
+    if (open) return now_ms;
+    std::tm opens = local;
+    opens.tm_hour = window.start_minute / 60;
+    opens.tm_min = window.start_minute % 60;
+    opens.tm_sec = 0;
+    opens.tm_isdst = -1;
+    if (minute > window.start_minute) ++opens.tm_mday;  // today's opening has passed
+    return std::int64_t(std::mktime(&opens)) * 1000;
+}
+
+admission::admission(store& db) : db_(db) {
+    if (auto stored = db_.setting(scheduler_key)) proto::apply_changes(*stored, settings_);
+    if (auto stored = db_.setting(budget_key)) proto::apply_changes(*stored, budgets_);
+    window_ = parse_time_window(settings_.window);
+}
+
+void admission::set_scheduler_settings(const proto::scheduler_settings& settings) {
+    window_ = parse_time_window(settings.window);
+    settings_ = settings;
+    db_.set_setting(scheduler_key, settings_);
+}
+
+void admission::set_budgets(const proto::budget_limits& budgets) {
+    budgets_ = budgets;
+    db_.set_setting(budget_key, budgets_);
+}
+
+std::vector<proto::budget_use> admission::measure(const std::vector<proto::budget_use>& limits,
+                                                  std::int64_t now_ms) {
+    if (limits.empty()) return {};
+    std::int64_t widest = 0;
+    for (const auto& limit : limits) widest = std::max(widest, limit.window_ms);
+    // A window of length W at now holds the attempts started after now - W.
+    auto attempts = db_.attempts_started_since(now_ms - widest + 1, limits.front().loop_id);
+    std::vector<proto::budget_use> uses;
+    for (auto use : limits) {
+        const charge what = charge_of(use.name);
+        auto first = std::find_if(attempts.begin(), attempts.end(), [&](const auto& attempt) {
+            return attempt.started_at > now_ms - use.window_ms;
+        });
+        for (auto it = first; it != attempts.end(); ++it) use.used += amount(*it, what);
+        // Exhausted: it frees up when enough of the oldest attempts have left the window to
+        // bring the use under the limit.
+        double remaining = use.used;
+        for (auto it = first; remaining >= use.limit && it != attempts.end(); ++it) {
+            remaining -= amount(*it, what);
+            use.frees_at = it->started_at + use.window_ms;
+        }
+        uses.push_back(std::move(use));
+    }
+    return uses;
+}
+
+std::vector<proto::budget_use> admission::budget_use(std::int64_t now_ms,
+                                                     const proto::loop_info* loop) {
+    auto uses = measure(global_limits(budgets_), now_ms);
+    if (loop) {
+        auto own = measure(loop_limits(*loop), now_ms);
+        uses.insert(uses.end(), own.begin(), own.end());
+    }
+    return uses;
+}
+
+admission::verdict admission::global(std::int64_t now_ms) {
+    if (settings_.paused) return {verdict::kind::stay_queued, "the scheduler is paused", 0};
+    if (window_) {
+        std::int64_t opens = next_window_open(*window_, now_ms);
+        if (opens > now_ms)
+            return {verdict::kind::wait,
+                    fmt::format("outside the time window {}", settings_.window), opens};
+    }
+    return wait_for_budgets(measure(global_limits(budgets_), now_ms));
+}
+
+admission::verdict admission::for_agent(const std::string& agent, std::int64_t now_ms) {
+    if (auto hold = db_.agent_hold_of(agent, now_ms))
+        return {verdict::kind::wait, "waiting for the reset of the " + hold->reason, hold->until_ms};
+    return {};
+}
+
+admission::verdict admission::for_loop(const proto::loop_info& loop, std::int64_t now_ms) {
+    const auto& spec = loop.spec;
+    const auto tokens = loop.usage.input_tokens + loop.usage.output_tokens;
+    if (spec.max_tokens > 0 && tokens >= spec.max_tokens)
+        return {verdict::kind::end,
+                fmt::format("reached its token cap ({} of {})", tokens, spec.max_tokens), 0};
+    const double cost = loop.usage.cost_usd.value_or(0);
+    if (spec.max_cost_usd > 0 && cost >= spec.max_cost_usd)
+        return {verdict::kind::end,
+                fmt::format("reached its cost cap (${:.2f} of ${:.2f})", cost, spec.max_cost_usd), 0};
+    return wait_for_budgets(measure(loop_limits(loop), now_ms));
+}
+
+admission::verdict admission::check(const proto::loop_info& loop, std::int64_t now_ms) {
+    if (auto v = global(now_ms); !v.go()) return v;
+    if (auto v = for_agent(loop.spec.agent, now_ms); !v.go()) return v;
+    return for_loop(loop, now_ms);
+}
+
+}  // namespace ralph
