@@ -31,12 +31,12 @@ std::string preview(std::string_view prompt) {
     return fmt::format("\"{}{}\"", line.substr(0, cut), cut < prompt.size() ? "…" : "");
 }
 
-// "a b c". (fmt::join trips a false -Wstringop-overflow of GCC 12 at -O3.)
+// "a b c" (or another separator). (fmt::join trips a false -Wstringop-overflow of GCC 12 at -O3.)
 template <typename Words>
-std::string join_words(const Words& words) {
+std::string join_words(const Words& words, std::string_view separator = " ") {
     std::string joined;
     for (const auto& word : words) {
-        if (!joined.empty()) joined += ' ';
+        if (!joined.empty()) joined += separator;
         joined += word;
     }
     return joined;
@@ -124,6 +124,12 @@ void append_loop(fmt::memory_buffer& out, const proto::loop_info& loop,
                  fmt::format("{} per iteration, first after {}", spec.max_retries,
                              format_seconds(spec.retry_backoff_s)));
     append_field(out, "priority", fmt::format("{}", spec.priority));
+    std::vector<std::string> budgets;
+    if (spec.iterations_per_hour > 0) budgets.push_back(fmt::format("{} runs/hour", spec.iterations_per_hour));
+    if (spec.iterations_per_day > 0) budgets.push_back(fmt::format("{} runs/day", spec.iterations_per_day));
+    if (spec.max_tokens > 0) budgets.push_back(fmt::format("at most {} tokens", spec.max_tokens));
+    if (spec.max_cost_usd > 0) budgets.push_back(fmt::format("at most ${:.2f}", spec.max_cost_usd));
+    if (!budgets.empty()) append_field(out, "budget", join_words(budgets, ", "));
     append_time(out, "created", loop.created_at, now);
     append_time(out, "started", loop.started_at, now);
     append_time(out, "finished", loop.finished_at, now);

@@ -141,6 +141,7 @@ class BudgetTest(SchedulerTestCase):
         waiting = d.wait_state(limited["id"], "waiting")
         self.assertIn("loop %d's budget iterations per hour" % limited["id"], waiting["stop_reason"])
         d.wait_state(free["id"], "completed")
+        self.assertIn("1 runs/hour", d.ctl("show", str(limited["id"])).stdout)
         uses = d.call("budget.get", {"id": limited["id"]})["use"]
         self.assertEqual([(u["name"], u["loop_id"], u["used"]) for u in uses],
                          [("iterations_per_hour", limited["id"], 1)])
