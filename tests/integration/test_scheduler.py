@@ -287,6 +287,24 @@ class CrashTest(SchedulerTestCase):
             self.assertEqual(d.output(loop["id"]), expected)
         self.assertEqual(d.leftover_processes(), [])
 
+    def test_daemon_shutdown_ends_the_agents_and_the_loops_continue_at_the_next_start(self):
+        d = self.clock_daemon("--max-concurrent", "2")
+        loops = [d.submit(d.workspace(name), agent_command("slow-counter.sh", 2, "0.2", 0, 60),
+                          max_iterations=10, name=name) for name in ("a", "b")]
+        pids = [d.running_attempt(loop["id"])["pid"] for loop in loops]
+        d.ctl("daemon", "stop")
+        self.assertEqual(d.proc.wait(timeout=20), 0)
+        for pid in pids:
+            wait_group_gone(pid, timeout=5)
+        with sqlite3.connect(d.db) as db:
+            states = [row[0] for row in db.execute("SELECT state FROM loops ORDER BY id")]
+        self.assertEqual(states, ["queued", "queued"])
+        d.start()
+        for loop in loops:
+            d.wait_state(loop["id"], "completed", timeout=30)
+            self.assertEqual([a["termination"] for a in d.attempts(loop["id"])],
+                             ["interrupted", "exited"])
+
     def test_a_database_of_the_first_schema_is_migrated_and_served(self):
         d = self.new_daemon_unstarted()
         shutil.copy(FIXTURE_DB, d.db)
