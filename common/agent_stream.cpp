@@ -2,15 +2,17 @@
 // shared helpers of agent_stream_line.hpp, and the line discipline every parser obeys.
 //
 // Line discipline (line_parser):
-// - A line ends at '\n'; one trailing '\r' is stripped. Only complete lines are parsed, so the
-//   way stdout is cut into pieces never changes the events.
+// - A line ends at '\n'; one trailing '\r' is stripped (by the format, which gets line ends as
+//   written). Only complete lines are parsed, so the way stdout is cut into pieces never changes
+//   the events. Complete lines go to the format in blocks (as many as a piece holds).
 // - A line longer than max_line_bytes is never buffered whole: once it is known to be too long
 //   the bytes are dropped up to the next newline, and one raw event "[line of N bytes skipped]"
 //   gives its size (N excludes the newline).
 // - finish() parses a last unterminated line as any other (a truncated JSON line becomes raw).
 //   Bytes fed after finish() are ignored.
-// - Whatever a format's handler throws for a line (a field of an unexpected type, a bad_alloc)
-//   is caught: the events it had appended are dropped and the line becomes one raw event.
+// - Whatever a format's handler throws (a field of an unexpected type, a bad_alloc) is caught:
+//   json_parser drops the events the line had appended and makes the line one raw event; a
+//   block that throws anyway loses its events and is reported as one raw event.
 // - stderr is only kept as its last 64 KiB. At finish(), when the stream stated no failure, the
 //   stderr tail (then the format's output tail) is classified with classify_error_text; the
 //   line that matched becomes summary.error. No event is emitted for it.
@@ -34,6 +36,7 @@
 #include "common/agent_stream_line.hpp"
 #include "common/text.hpp"
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cmath>
@@ -550,30 +553,44 @@ constexpr std::size_t line_capacity_kept = 1 << 20;
 void line_parser::feed(std::string_view bytes, std::vector<event>& out) {
     if (finished_) return;
     while (!bytes.empty()) {
-        const auto newline = bytes.find('\n');
-        const std::string_view piece = bytes.substr(0, newline);
         if (skipping_) {
-            skipped_bytes_ += piece.size();
+            const auto newline = bytes.find('\n');
+            skipped_bytes_ += std::min(newline, bytes.size());
             if (newline == std::string_view::npos) return;
             report_skipped(out);
-        } else if (line_.size() + piece.size() > max_line_bytes) {
-            skipping_ = true;
-            skipped_bytes_ = line_.size() + piece.size();
-            std::string().swap(line_);
+            bytes.remove_prefix(newline + 1);
+        } else if (!line_.empty()) {
+            // The rest of the line begun in an earlier piece.
+            const auto newline = bytes.find('\n');
+            const std::string_view piece = bytes.substr(0, newline);
+            if (line_.size() + piece.size() > max_line_bytes) {
+                skipping_ = true;
+                skipped_bytes_ = line_.size();
+                std::string().swap(line_);
+                continue;
+            }
+            line_.append(piece);
             if (newline == std::string_view::npos) return;
-            report_skipped(out);
-        } else if (newline == std::string_view::npos) {
-            line_.append(piece);
-            return;
-        } else if (line_.empty()) {
-            process_line(piece, out);  // the common case: no copy
-        } else {
-            line_.append(piece);
-            process_line(line_, out);
+            line_.push_back('\n');
+            process_lines(line_, out);
             if (line_.capacity() > line_capacity_kept) std::string().swap(line_);
             line_.clear();
+            bytes.remove_prefix(newline + 1);
+        } else {
+            // The common case, without a copy: the complete lines at the front as one block. A
+            // block of at most max_line_bytes + 1 bytes holds no line longer than the limit.
+            const auto last_newline = bytes.substr(0, max_line_bytes + 1).rfind('\n');
+            if (last_newline == std::string_view::npos) {
+                if (bytes.size() > max_line_bytes) {
+                    skipping_ = true;  // the first line is too long; its size is counted above
+                    continue;
+                }
+                line_.assign(bytes);
+                return;
+            }
+            process_lines(bytes.substr(0, last_newline + 1), out);
+            bytes.remove_prefix(last_newline + 1);
         }
-        bytes.remove_prefix(newline + 1);
     }
 }
 
@@ -594,7 +611,8 @@ void line_parser::finish(std::vector<event>& out) {
     if (skipping_) {
         report_skipped(out);
     } else if (!line_.empty()) {
-        process_line(line_, out);
+        line_.push_back('\n');
+        process_lines(line_, out);
         std::string().swap(line_);
     }
     const std::size_t before = out.size();
@@ -634,14 +652,14 @@ void line_parser::note_failure(failure_hint hint, std::string_view message,
     }
 }
 
-void line_parser::process_line(std::string_view line, std::vector<event>& out) {
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+void line_parser::process_lines(std::string_view lines, std::vector<event>& out) {
     const std::size_t before = out.size();
     try {
-        on_line(line, out);
+        on_lines(lines, out);
     } catch (const std::exception&) {
         out.resize(before);
-        out.push_back(make_event(event_kind::raw, cut_text(line)));
+        out.push_back(make_event(event_kind::raw, "[" + std::to_string(lines.size()) +
+                                                      " bytes of output not parsed]"));
     }
 }
 
@@ -650,6 +668,22 @@ void line_parser::report_skipped(std::vector<event>& out) {
                              "[line of " + std::to_string(skipped_bytes_) + " bytes skipped]"));
     skipping_ = false;
     skipped_bytes_ = 0;
+}
+
+void json_parser::on_lines(std::string_view lines, std::vector<event>& out) {
+    while (!lines.empty()) {
+        const auto newline = lines.find('\n');
+        std::string_view line = lines.substr(0, newline);
+        lines.remove_prefix(std::min(newline + 1, lines.size()));
+        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+        const std::size_t before = out.size();
+        try {
+            on_line(line, out);
+        } catch (const std::exception&) {
+            out.resize(before);
+            out.push_back(make_event(event_kind::raw, cut_text(line)));
+        }
+    }
 }
 
 void json_parser::on_line(std::string_view line, std::vector<event>& out) {

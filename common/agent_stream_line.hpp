@@ -1,11 +1,12 @@
 // Internal to the agent_stream parsers: the base classes every format builds on and the small
 // helpers they share. Not for use outside common/agent_stream*.cpp.
 //
-// line_parser owns the byte-level rules (SPEC §4): it splits stdout into lines, skips oversize
-// lines without buffering them, keeps a bounded tail of stderr, and guarantees that nothing a
-// format does with a line escapes as an exception. json_parser adds the JSON layer for the
-// structured formats: a line that is not a JSON object with a string "type", or whose type the
-// format does not know, becomes a raw event.
+// line_parser owns the byte-level rules (SPEC §4): it cuts stdout into blocks of complete lines,
+// skips oversize lines without buffering them, keeps a bounded tail of stderr, and guarantees
+// that nothing a format does with its lines escapes as an exception. json_parser adds the JSON
+// layer for the structured formats, one line at a time: a line that is not a JSON object with a
+// string "type", or whose type the format does not know, becomes a raw event. The text format
+// takes each block whole (no per-line work for a plain-text flood).
 #pragma once
 
 #include "common/agent_stream.hpp"
@@ -32,9 +33,10 @@ class line_parser : public parser {
     bool awaiting_tool_result() const override { return false; }
 
   protected:
-    // One complete line, without its newline and trailing '\r'. May throw: the caller turns an
-    // exception into a raw event and drops whatever events the line had appended.
-    virtual void on_line(std::string_view line, std::vector<event>& out) = 0;
+    // One or more complete lines, each ending in '\n' (a last line without one gets it at
+    // finish()) and none longer than max_line_bytes. Line ends are as the agent wrote them
+    // ('\r' included). May throw: the caller then drops whatever events the block had appended.
+    virtual void on_lines(std::string_view lines, std::vector<event>& out) = 0;
     // The stream ended: settle the final answer. Runs after the last line was parsed.
     virtual void on_finish(std::vector<event>& /*out*/) {}
     // The part of stdout (besides stderr) worth classifying at the end when the stream itself
@@ -50,7 +52,7 @@ class line_parser : public parser {
     summary summary_;
 
   private:
-    void process_line(std::string_view line, std::vector<event>& out);
+    void process_lines(std::string_view lines, std::vector<event>& out);
     void report_skipped(std::vector<event>& out);
 
     std::string line_;               // the current unterminated line
@@ -63,11 +65,14 @@ class line_parser : public parser {
 class json_parser : public line_parser {
   protected:
     // Handles one JSON object whose "type" is a string. Returns false for a type the format does
-    // not know (the line then becomes a raw event). May throw like on_line.
+    // not know (the line then becomes a raw event). May throw: the line then becomes a raw event
+    // and whatever events it had appended are dropped.
     virtual bool on_object(std::string_view type, const json& object, std::vector<event>& out) = 0;
 
   private:
-    void on_line(std::string_view line, std::vector<event>& out) final;
+    void on_lines(std::string_view lines, std::vector<event>& out) final;
+    // One line without its newline and trailing '\r'.
+    void on_line(std::string_view line, std::vector<event>& out);
 };
 
 std::unique_ptr<parser> make_claude_parser();

@@ -1,7 +1,9 @@
 // Plain-text agents (aider, kiro, any command): their stdout is the answer.
 //
-// - Every line goes into a window of the last 256 KiB of stdout (trimmed on a UTF-8 boundary).
-//   Lines produce no events: the raw output is shown as it is.
+// - Lines go into a window of the last 256 KiB of stdout (each line's trailing '\r' left out,
+//   trimmed on a UTF-8 boundary), a whole block of lines at a time: a flooding agent costs a
+//   copy and a few searches per piece it writes, not work per line. Lines produce no events:
+//   the raw output is shown as it is.
 // - The final answer, settled at finish(), is the window's text after the last occurrence of the
 //   exact prompt (with '\r' removed), or the whole window when the prompt never appeared; it is
 //   always there (has_final_answer), since exit is the only end marker. The prompt is searched
@@ -10,13 +12,17 @@
 // - aider's usage lines ("Tokens: 2.1k sent, 56 cache write, 7 cache hit, 345 received.
 //   Cost: $0.01 message, $0.02 session.") give a usage event: input = sent + cache write +
 //   cache hit, output = received (k and M suffixes, thousands commas), cost = the message cost,
-//   all added to the summary, and turns += 1 (one line per model exchange).
+//   all added to the summary, and turns += 1 (one line per model exchange). Only a line that
+//   holds "Tokens:" is looked at.
 // - At finish(), when the run stated no failure, the stderr tail and then the last 8 KiB of
 //   the answer are classified (the runner heeds it only for a non-zero exit).
 #include "common/agent_stream_line.hpp"
 
 #include "common/text.hpp"
 
+#include <string.h>
+
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 
@@ -24,9 +30,20 @@ namespace ralph::agent_stream::detail {
 namespace {
 
 constexpr std::size_t window_bytes = 256 << 10;
-// The window is trimmed only when it exceeds its size by this much, so trimming is amortized.
-constexpr std::size_t window_slack = 64 << 10;
+// The window is trimmed only when it exceeds its size by this much, so trimming is amortized: a
+// flood moves each byte about once more.
+constexpr std::size_t window_slack = window_bytes;
 constexpr std::size_t classified_tail_bytes = 8 << 10;
+
+// Position of `needle` in `haystack` at or after `from`, npos when absent. glibc's memmem is
+// linear in the worst case and skips ahead on long needles.
+std::size_t find_bytes(std::string_view haystack, std::string_view needle, std::size_t from) {
+    if (from > haystack.size()) return std::string_view::npos;
+    const void* found = ::memmem(haystack.data() + from, haystack.size() - from, needle.data(),
+                                 needle.size());
+    return found ? std::size_t(static_cast<const char*>(found) - haystack.data())
+                 : std::string_view::npos;
+}
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
@@ -111,41 +128,57 @@ class text_parser final : public line_parser {
     explicit text_parser(std::string prompt) {
         for (char c : prompt)
             if (c != '\r') prompt_.push_back(c);
-        // The line that completes an echo holds the prompt's last line (its part after the last
-        // newline, or the line that newline ends); "" when that line is empty.
-        std::string_view rest = prompt_;
-        if (rest.ends_with('\n')) rest.remove_suffix(1);
-        completing_line_ = rest.substr(rest.rfind('\n') + 1);
     }
 
   private:
-    void on_line(std::string_view line, std::vector<event>& out) override {
-        window_.append(line);
-        window_.push_back('\n');
-        // Searching the window costs about the prompt's size per line: only a line that can
-        // complete an echo is worth it (a flood of short lines would otherwise pay it for each).
-        if (completing_line_.empty() || line.find(completing_line_) != std::string_view::npos)
-            find_prompt();
+    void on_lines(std::string_view lines, std::vector<event>& out) override {
+        append_to_window(lines);
+        find_prompt();
         if (window_.size() > window_bytes + window_slack) trim_window();
-        if (auto usage = parse_aider_usage(line)) {
-            summary_.input_tokens += usage->input_tokens;
-            summary_.output_tokens += usage->output_tokens;
-            if (usage->cost_usd)
-                summary_.cost_usd = summary_.cost_usd.value_or(0) + *usage->cost_usd;
-            ++summary_.turns;
-            out.push_back(std::move(*usage));
+        add_usage(lines, out);
+    }
+
+    // Appends the lines with each line's trailing '\r' left out.
+    void append_to_window(std::string_view lines) {
+        for (auto end = lines.find("\r\n"); end != std::string_view::npos;
+             end = lines.find("\r\n")) {
+            window_.append(lines.substr(0, end));
+            lines.remove_prefix(end + 1);
         }
+        window_.append(lines);
     }
 
     // Moves answer_start_ past the last echo of the prompt in the part not searched yet.
     void find_prompt() {
         if (prompt_.empty()) return;
-        for (auto pos = window_.find(prompt_, scan_from_); pos != std::string::npos;
-             pos = window_.find(prompt_, pos + 1))
+        for (auto pos = find_bytes(window_, prompt_, scan_from_); pos != std::string::npos;
+             pos = find_bytes(window_, prompt_, pos + 1))
             answer_start_ = pos + prompt_.size();
         // An echo still to come can begin no earlier than this.
         if (window_.size() >= prompt_.size())
             scan_from_ = std::max(scan_from_, window_.size() - prompt_.size() + 1);
+    }
+
+    // The usage events of aider's lines among `lines`, in order.
+    void add_usage(std::string_view lines, std::vector<event>& out) {
+        constexpr std::string_view marker = "Tokens:";
+        // (find: memchr for the 'T', which is rare, beats memmem on a short needle.)
+        for (auto at = lines.find(marker); at != std::string_view::npos;) {
+            const auto before = lines.rfind('\n', at);
+            const std::size_t start = before == std::string_view::npos ? 0 : before + 1;
+            const std::size_t end = std::min(lines.find('\n', at), lines.size());
+            std::string_view line = lines.substr(start, end - start);
+            if (line.ends_with('\r')) line.remove_suffix(1);
+            if (auto usage = parse_aider_usage(line)) {
+                summary_.input_tokens += usage->input_tokens;
+                summary_.output_tokens += usage->output_tokens;
+                if (usage->cost_usd)
+                    summary_.cost_usd = summary_.cost_usd.value_or(0) + *usage->cost_usd;
+                ++summary_.turns;
+                out.push_back(std::move(*usage));
+            }
+            at = lines.find(marker, end + 1);
+        }
     }
 
     void trim_window() {
@@ -176,7 +209,6 @@ class text_parser final : public line_parser {
     }
 
     std::string prompt_;
-    std::string completing_line_;   // see the constructor
     std::string window_;            // the last window_bytes (+ slack) of stdout
     std::size_t answer_start_ = 0;  // just after the last echo of the prompt in window_
     std::size_t scan_from_ = 0;     // where the search for the next echo resumes
