@@ -648,11 +648,28 @@ void write_file_atomically(const std::filesystem::path& file, std::string_view c
         // empty one is replaced at once, and a flush per iteration would cost more than the rest
         // of the iteration's bookkeeping.
         if (fd.close() != 0) throw_io_error("write", temp, errno);
-        if (::rename(temp.c_str(), file.c_str()) != 0) throw_io_error("replace", file, errno);
+        // Swapping the two names and removing the old file replaces it as atomically as renaming
+        // over it, but ext4 (auto_da_alloc) writes out a file renamed over another at once:
+        // about 2.5 ms, more than the rest of an iteration's bookkeeping. rename() when there is
+        // no file to swap with or the file system cannot swap.
+        if (::renameat2(AT_FDCWD, temp.c_str(), AT_FDCWD, file.c_str(), RENAME_EXCHANGE) == 0)
+            ::unlink(temp.c_str());  // the old content; if that fails, a hidden stale copy stays
+        else if (::rename(temp.c_str(), file.c_str()) != 0)
+            throw_io_error("replace", file, errno);
     } catch (...) {
         ::unlink(temp.c_str());
         throw;
     }
+}
+
+void overwrite_file(const std::filesystem::path& file, std::string_view content) {
+    // Not O_TRUNC: ext4 (auto_da_alloc) writes out a file truncated to zero and rewritten when
+    // it is closed, milliseconds each time.
+    unique_fd fd(::open(file.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+    if (fd.get() < 0) throw_io_error("open", file, errno);
+    write_all(fd.get(), content, "write", file);
+    if (::ftruncate(fd.get(), off_t(content.size())) != 0) throw_io_error("write", file, errno);
+    if (fd.close() != 0) throw_io_error("write", file, errno);
 }
 
 }  // namespace ralph

@@ -11,8 +11,8 @@
 //   no attributes, no whitespace inside the angle brackets). Blocks do not nest: a close tag
 //   ends the block opened by the latest open tag before it, so in `<t>a<t>b</t>` the block is
 //   "b" and the unclosed "a" is ignored (the same rule as <promise> in completion.hpp).
-// - Only the file functions (append_notes, write_file_atomically) touch the disk; they throw
-//   std::runtime_error with a message naming the file and the action.
+// - Only the file functions (append_notes, write_file_atomically, overwrite_file) touch the
+//   disk; they throw std::runtime_error with a message naming the file and the action.
 #pragma once
 
 #include <cstdint>
@@ -131,7 +131,13 @@ std::string render_loop_state(const loop_state_file& state);
 std::string yaml_quote(std::string_view text);
 
 // Replaces `file` with `content` atomically: writes a temporary file in the same directory and
-// renames it over `file`, so a reader sees the old or the new content, never a partial one. Creates the parent directories. Throws std::runtime_error on failure.
+// swaps it with `file` (or renames it, when there is none), so a reader sees the old or the new
+// content, never a partial one. Creates the parent directories. Throws std::runtime_error on
+// failure.
 void write_file_atomically(const std::filesystem::path& file, std::string_view content);
+
+// Replaces the content of `file` (created if missing) in place: cheaper than replacing the file,
+// for a file nobody reads while it is written. Throws std::runtime_error on failure.
+void overwrite_file(const std::filesystem::path& file, std::string_view content);
 
 }  // namespace ralph

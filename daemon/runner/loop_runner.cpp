@@ -109,13 +109,6 @@ std::string describe_usage(const agent_stream::event& e) {
     return text;
 }
 
-void write_file(const std::filesystem::path& path, const std::string& content) {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out << content;
-    if (!out.flush())
-        throw std::runtime_error("cannot write prompt file " + path.string());
-}
-
 }  // namespace
 
 loop_runner::loop_runner(runner_context& ctx, std::int64_t loop_id)
@@ -383,7 +376,7 @@ awaitable<loop_runner::attempt_outcome> loop_runner::run_attempt(const proto::lo
         extras.steering = ctx_.db.steering_for(loop_id_, iteration);
         prompt = build_prompt(loop, iteration, extras);
         auto prompt_file = ctx_.prompt_dir / (std::to_string(loop_id_) + ".prompt.md");
-        write_file(prompt_file, prompt);
+        overwrite_file(prompt_file, prompt);  // in place: the agent is not running yet
         std::string program = find_program(adapter, loop.spec, ctx_.binaries, search_path_of(env));
         invocation inv = adapter.invoke({loop.spec, program, prompt, prompt_file.string()});
         attempt.argv = inv.argv;
