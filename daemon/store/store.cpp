@@ -90,6 +90,43 @@ proto::attempt_info attempt_from_row(SQLite::Statement& q) {
 
 }  // namespace
 
+// A cached prepared statement lent to one store call. It is reset when the call is done with it:
+// a SELECT left unfinished would keep its read transaction open, and with it the WAL from being
+// checkpointed. Offers the part of SQLite::Statement the store uses.
+class store::query {
+  public:
+    explicit query(cached_statement& cached) : cached_(cached) { cached_.in_use = true; }
+    ~query() {
+        cached_.statement.tryReset();
+        cached_.in_use = false;
+    }
+    query(const query&) = delete;
+    query& operator=(const query&) = delete;
+
+    template <typename... Args>
+    void bind(Args&&... args) {
+        cached_.statement.bind(std::forward<Args>(args)...);
+    }
+    int exec() { return cached_.statement.exec(); }
+    bool executeStep() { return cached_.statement.executeStep(); }
+    SQLite::Column getColumn(int index) { return cached_.statement.getColumn(index); }
+    void reset() { cached_.statement.reset(); }
+    operator SQLite::Statement&() { return cached_.statement; }
+
+  private:
+    cached_statement& cached_;
+};
+
+store::query store::prepared(std::string_view sql) {
+    auto it = statements_.find(sql);
+    if (it == statements_.end())
+        it = statements_.try_emplace(std::string(sql), db_, std::string(sql)).first;
+    if (it->second.in_use)
+        throw std::logic_error("store: a statement was used again before its first use ended");
+    it->second.statement.clearBindings();  // what a use leaves unbound is NULL, as when new
+    return query(it->second);
+}
+
 store::store(const std::filesystem::path& db_path)
     : db_(db_path.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE) {
     db_.exec("PRAGMA journal_mode = WAL");
@@ -122,13 +159,9 @@ void store::migrate() {
 }
 
 std::int64_t store::insert_loop(const proto::submit_params& spec, std::int64_t now_ms) {
-    if (!insert_loop_)
-        insert_loop_.emplace(db_,
-                             "INSERT INTO loops (name, workspace, agent, max_iterations, "
-                             "min_iterations, priority, spec, state, created_at, updated_at) "
-                             "VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?)");
-    SQLite::Statement& q = *insert_loop_;
-    q.reset();  // also after a use that threw
+    query q = prepared("INSERT INTO loops (name, workspace, agent, max_iterations, "
+                       "min_iterations, priority, spec, state, created_at, updated_at) "
+                       "VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?)");
     q.bind(1, spec.name);
     q.bind(2, spec.workspace);
     q.bind(3, spec.agent);
@@ -143,7 +176,7 @@ std::int64_t store::insert_loop(const proto::submit_params& spec, std::int64_t n
 }
 
 std::optional<proto::loop_info> store::find_loop(std::int64_t id) {
-    SQLite::Statement q(db_, std::string("SELECT ") + loop_columns + " FROM loops WHERE id = ?");
+    query q = prepared(std::string("SELECT ") + loop_columns + " FROM loops WHERE id = ?");
     q.bind(1, id);
     if (!q.executeStep()) return std::nullopt;
     return loop_from_row(q, true);
@@ -169,19 +202,19 @@ std::vector<proto::loop_info> store::list_loops(const std::vector<proto::loop_st
         sql += ")";
     }
     sql += " ORDER BY id DESC";
-    if (limit > 0) sql += " LIMIT " + std::to_string(limit);
-    SQLite::Statement q(db_, sql);
+    if (limit > 0) sql += " LIMIT ?";  // a parameter: one cached statement for every limit
+    query q = prepared(sql);
     for (std::size_t i = 0; i < states.size(); ++i)
         q.bind(int(i + 1), std::string(proto::to_string(states[i])));
+    if (limit > 0) q.bind(int(states.size() + 1), limit);
     std::vector<proto::loop_info> loops;
     while (q.executeStep()) loops.push_back(loop_from_row(q, false));
     return loops;
 }
 
 std::vector<store::queued_loop> store::queued_loops() {
-    SQLite::Statement q(db_,
-                        "SELECT id, workspace, agent FROM loops WHERE state = 'queued' "
-                        "ORDER BY priority DESC, id");
+    query q = prepared("SELECT id, workspace, agent FROM loops WHERE state = 'queued' "
+                       "ORDER BY priority DESC, id");
     std::vector<queued_loop> loops;
     while (q.executeStep())
         loops.push_back({q.getColumn(0).getInt64(), q.getColumn(1).getString(),
@@ -190,7 +223,7 @@ std::vector<store::queued_loop> store::queued_loops() {
 }
 
 std::map<std::string, std::int64_t> store::count_by_state() {
-    SQLite::Statement q(db_, "SELECT state, count(*) FROM loops GROUP BY state");
+    query q = prepared("SELECT state, count(*) FROM loops GROUP BY state");
     std::map<std::string, std::int64_t> counts;
     while (q.executeStep()) counts[q.getColumn(0).getString()] = q.getColumn(1).getInt64();
     return counts;
@@ -198,11 +231,10 @@ std::map<std::string, std::int64_t> store::count_by_state() {
 
 void store::set_state(std::int64_t loop_id, proto::loop_state state, const std::string& stop_reason,
                       std::int64_t resume_at_ms, std::int64_t now_ms) {
-    SQLite::Statement q(db_,
-                        "UPDATE loops SET state = ?1, stop_reason = ?2, resume_at = ?3, updated_at = ?4, "
-                        "started_at = CASE WHEN ?1 = 'running' AND started_at = 0 THEN ?4 ELSE started_at END, "
-                        "finished_at = CASE WHEN ?5 THEN ?4 ELSE 0 END "
-                        "WHERE id = ?6");
+    query q = prepared("UPDATE loops SET state = ?1, stop_reason = ?2, resume_at = ?3, updated_at = ?4, "
+                       "started_at = CASE WHEN ?1 = 'running' AND started_at = 0 THEN ?4 ELSE started_at END, "
+                       "finished_at = CASE WHEN ?5 THEN ?4 ELSE 0 END "
+                       "WHERE id = ?6");
     q.bind(1, std::string(proto::to_string(state)));
     q.bind(2, stop_reason);
     q.bind(3, resume_at_ms);
@@ -213,7 +245,7 @@ void store::set_state(std::int64_t loop_id, proto::loop_state state, const std::
 }
 
 void store::set_iterations(std::int64_t loop_id, std::int64_t iterations, std::int64_t now_ms) {
-    SQLite::Statement q(db_, "UPDATE loops SET iterations = ?, updated_at = ? WHERE id = ?");
+    query q = prepared("UPDATE loops SET iterations = ?, updated_at = ? WHERE id = ?");
     q.bind(1, iterations);
     q.bind(2, now_ms);
     q.bind(3, loop_id);
@@ -222,9 +254,8 @@ void store::set_iterations(std::int64_t loop_id, std::int64_t iterations, std::i
 
 std::int64_t store::begin_attempt(const proto::attempt_info& a) {
     SQLite::Transaction tx(db_);
-    SQLite::Statement q(db_,
-                        "INSERT INTO attempts (loop_id, iteration, attempt, argv, started_at, "
-                        "output_start, output_end) VALUES (?, ?, ?, ?, ?, ?, ?)");
+    query q = prepared("INSERT INTO attempts (loop_id, iteration, attempt, argv, started_at, "
+                       "output_start, output_end) VALUES (?, ?, ?, ?, ?, ?, ?)");
     q.bind(1, a.loop_id);
     q.bind(2, a.iteration);
     q.bind(3, a.attempt);
@@ -234,10 +265,9 @@ std::int64_t store::begin_attempt(const proto::attempt_info& a) {
     q.bind(7, a.output_start);
     q.exec();
     std::int64_t id = db_.getLastInsertRowid();
-    SQLite::Statement counters(db_,
-                               "UPDATE loops SET attempts = attempts + 1, "
-                               "retries = retries + CASE WHEN ? > 1 THEN 1 ELSE 0 END, updated_at = ? "
-                               "WHERE id = ?");
+    query counters = prepared("UPDATE loops SET attempts = attempts + 1, "
+                              "retries = retries + CASE WHEN ? > 1 THEN 1 ELSE 0 END, updated_at = ? "
+                              "WHERE id = ?");
     counters.bind(1, a.attempt);
     counters.bind(2, a.started_at);
     counters.bind(3, a.loop_id);
@@ -248,7 +278,7 @@ std::int64_t store::begin_attempt(const proto::attempt_info& a) {
 
 void store::set_attempt_process(std::int64_t attempt_id, std::int64_t pid,
                                 std::int64_t process_start_time) {
-    SQLite::Statement q(db_, "UPDATE attempts SET pid = ?, process_start_time = ? WHERE id = ?");
+    query q = prepared("UPDATE attempts SET pid = ?, process_start_time = ? WHERE id = ?");
     q.bind(1, pid);
     q.bind(2, process_start_time);
     q.bind(3, attempt_id);
@@ -257,13 +287,12 @@ void store::set_attempt_process(std::int64_t attempt_id, std::int64_t pid,
 
 void store::finish_attempt(const proto::attempt_info& a) {
     SQLite::Transaction tx(db_);
-    SQLite::Statement q(db_,
-                        "UPDATE attempts SET ended_at = ?, termination = ?, exit_code = ?, signal = ?, "
-                        "completion_signal = ?, error = ?, output_end = ?, failure = ?, "
-                        "input_tokens = ?, output_tokens = ?, cost_usd = ?, turns = ?, "
-                        "tool_calls = ?, summary = ?, head_before = ?, head_after = ?, "
-                        "files_changed = ?, insertions = ?, deletions = ?, progress = ?, "
-                        "feedback = ?, verify_exit = ?, verify_output = ? WHERE id = ?");
+    query q = prepared("UPDATE attempts SET ended_at = ?, termination = ?, exit_code = ?, signal = ?, "
+                       "completion_signal = ?, error = ?, output_end = ?, failure = ?, "
+                       "input_tokens = ?, output_tokens = ?, cost_usd = ?, turns = ?, "
+                       "tool_calls = ?, summary = ?, head_before = ?, head_after = ?, "
+                       "files_changed = ?, insertions = ?, deletions = ?, progress = ?, "
+                       "feedback = ?, verify_exit = ?, verify_output = ? WHERE id = ?");
     q.bind(1, a.ended_at);
     q.bind(2, std::string(proto::to_string(a.how)));
     if (a.exit_code) q.bind(3, *a.exit_code); else q.bind(3);
@@ -289,11 +318,10 @@ void store::finish_attempt(const proto::attempt_info& a) {
     q.bind(23, a.verify_output);
     q.bind(24, a.id);
     q.exec();
-    SQLite::Statement sums(db_,
-                           "UPDATE loops SET input_tokens = input_tokens + ?1, "
-                           "output_tokens = output_tokens + ?2, "
-                           "cost_usd = CASE WHEN ?3 IS NULL THEN cost_usd ELSE coalesce(cost_usd, 0) + ?3 END, "
-                           "turns = turns + ?4, tool_calls = tool_calls + ?5 WHERE id = ?6");
+    query sums = prepared("UPDATE loops SET input_tokens = input_tokens + ?1, "
+                          "output_tokens = output_tokens + ?2, "
+                          "cost_usd = CASE WHEN ?3 IS NULL THEN cost_usd ELSE coalesce(cost_usd, 0) + ?3 END, "
+                          "turns = turns + ?4, tool_calls = tool_calls + ?5 WHERE id = ?6");
     sums.bind(1, a.usage.input_tokens);
     sums.bind(2, a.usage.output_tokens);
     if (a.usage.cost_usd) sums.bind(3, *a.usage.cost_usd); else sums.bind(3);
@@ -305,8 +333,8 @@ void store::finish_attempt(const proto::attempt_info& a) {
 }
 
 std::vector<proto::attempt_info> store::attempts_of(std::int64_t loop_id) {
-    SQLite::Statement q(db_, std::string("SELECT ") + attempt_columns +
-                                 " FROM attempts WHERE loop_id = ? ORDER BY id");
+    query q = prepared(std::string("SELECT ") + attempt_columns +
+                       " FROM attempts WHERE loop_id = ? ORDER BY id");
     q.bind(1, loop_id);
     std::vector<proto::attempt_info> attempts;
     while (q.executeStep()) attempts.push_back(attempt_from_row(q));
@@ -314,7 +342,7 @@ std::vector<proto::attempt_info> store::attempts_of(std::int64_t loop_id) {
 }
 
 std::int64_t store::attempts_in_iteration(std::int64_t loop_id, std::int64_t iteration) {
-    SQLite::Statement q(db_, "SELECT count(*) FROM attempts WHERE loop_id = ? AND iteration = ?");
+    query q = prepared("SELECT count(*) FROM attempts WHERE loop_id = ? AND iteration = ?");
     q.bind(1, loop_id);
     q.bind(2, iteration);
     q.executeStep();
@@ -322,9 +350,8 @@ std::int64_t store::attempts_in_iteration(std::int64_t loop_id, std::int64_t ite
 }
 
 nlohmann::json store::feedback_of(std::int64_t loop_id, std::int64_t iteration) {
-    SQLite::Statement q(db_,
-                        "SELECT feedback FROM attempts WHERE loop_id = ? AND iteration = ? "
-                        "AND feedback != '' ORDER BY id DESC LIMIT 1");
+    query q = prepared("SELECT feedback FROM attempts WHERE loop_id = ? AND iteration = ? "
+                       "AND feedback != '' ORDER BY id DESC LIMIT 1");
     q.bind(1, loop_id);
     q.bind(2, iteration);
     if (!q.executeStep()) return nullptr;
@@ -332,9 +359,8 @@ nlohmann::json store::feedback_of(std::int64_t loop_id, std::int64_t iteration) 
 }
 
 std::int64_t store::iterations_without_progress(std::int64_t loop_id) {
-    SQLite::Statement q(db_,
-                        "SELECT progress FROM attempts WHERE loop_id = ? AND termination = 'exited' "
-                        "ORDER BY id DESC");
+    query q = prepared("SELECT progress FROM attempts WHERE loop_id = ? AND termination = 'exited' "
+                       "ORDER BY id DESC");
     q.bind(1, loop_id);
     std::int64_t count = 0;
     while (q.executeStep() && !q.getColumn(0).isNull() && q.getColumn(0).getInt() == 0) ++count;
@@ -343,9 +369,8 @@ std::int64_t store::iterations_without_progress(std::int64_t loop_id) {
 
 void store::add_events(std::int64_t loop_id, const std::vector<proto::event_info>& events) {
     SQLite::Transaction tx(db_);
-    SQLite::Statement insert(db_,
-                             "INSERT INTO events (loop_id, attempt_id, ts, kind, tool, text) "
-                             "VALUES (?, ?, ?, ?, ?, ?)");
+    query insert = prepared("INSERT INTO events (loop_id, attempt_id, ts, kind, tool, text) "
+                            "VALUES (?, ?, ?, ?, ?, ?)");
     for (const auto& e : events) {
         insert.bind(1, loop_id);
         insert.bind(2, e.attempt_id);
@@ -361,11 +386,10 @@ void store::add_events(std::int64_t loop_id, const std::vector<proto::event_info
 
 std::vector<proto::event_info> store::events_of(std::int64_t loop_id, std::int64_t iteration,
                                                 std::int64_t after_id, std::int64_t limit) {
-    SQLite::Statement q(db_,
-                        "SELECT e.id, e.attempt_id, a.iteration, e.ts, e.kind, e.tool, e.text "
-                        "FROM events e JOIN attempts a ON a.id = e.attempt_id "
-                        "WHERE e.loop_id = ?1 AND e.id > ?2 AND (?3 = 0 OR a.iteration = ?3) "
-                        "ORDER BY e.id LIMIT ?4");
+    query q = prepared("SELECT e.id, e.attempt_id, a.iteration, e.ts, e.kind, e.tool, e.text "
+                       "FROM events e JOIN attempts a ON a.id = e.attempt_id "
+                       "WHERE e.loop_id = ?1 AND e.id > ?2 AND (?3 = 0 OR a.iteration = ?3) "
+                       "ORDER BY e.id LIMIT ?4");
     q.bind(1, loop_id);
     q.bind(2, after_id);
     q.bind(3, iteration);
@@ -381,7 +405,7 @@ std::vector<proto::event_info> store::events_of(std::int64_t loop_id, std::int64
 
 std::int64_t store::add_steering(std::int64_t loop_id, const std::string& text,
                                 std::int64_t now_ms) {
-    SQLite::Statement q(db_, "INSERT INTO steering (loop_id, text, created_at) VALUES (?, ?, ?)");
+    query q = prepared("INSERT INTO steering (loop_id, text, created_at) VALUES (?, ?, ?)");
     q.bind(1, loop_id);
     q.bind(2, text);
     q.bind(3, now_ms);
@@ -390,13 +414,11 @@ std::int64_t store::add_steering(std::int64_t loop_id, const std::string& text,
 }
 
 std::vector<std::string> store::steering_for(std::int64_t loop_id, std::int64_t iteration) {
-    SQLite::Statement assign(db_,
-                             "UPDATE steering SET iteration = ? WHERE loop_id = ? AND iteration = 0");
+    query assign = prepared("UPDATE steering SET iteration = ? WHERE loop_id = ? AND iteration = 0");
     assign.bind(1, iteration);
     assign.bind(2, loop_id);
     assign.exec();
-    SQLite::Statement q(db_,
-                        "SELECT text FROM steering WHERE loop_id = ? AND iteration = ? ORDER BY id");
+    query q = prepared("SELECT text FROM steering WHERE loop_id = ? AND iteration = ? ORDER BY id");
     q.bind(1, loop_id);
     q.bind(2, iteration);
     std::vector<std::string> hints;
@@ -405,10 +427,9 @@ std::vector<std::string> store::steering_for(std::int64_t loop_id, std::int64_t 
 }
 
 void store::hold_agent(const std::string& agent, std::int64_t until_ms, const std::string& reason) {
-    SQLite::Statement q(db_,
-                        "INSERT INTO agent_holds (agent, until, reason) VALUES (?1, ?2, ?3) "
-                        "ON CONFLICT (agent) DO UPDATE SET until = ?2, reason = ?3 "
-                        "WHERE excluded.until > agent_holds.until");
+    query q = prepared("INSERT INTO agent_holds (agent, until, reason) VALUES (?1, ?2, ?3) "
+                       "ON CONFLICT (agent) DO UPDATE SET until = ?2, reason = ?3 "
+                       "WHERE excluded.until > agent_holds.until");
     q.bind(1, agent);
     q.bind(2, until_ms);
     q.bind(3, reason);
@@ -417,7 +438,7 @@ void store::hold_agent(const std::string& agent, std::int64_t until_ms, const st
 
 std::optional<store::agent_hold> store::agent_hold_of(const std::string& agent,
                                                       std::int64_t now_ms) {
-    SQLite::Statement q(db_, "SELECT until, reason FROM agent_holds WHERE agent = ? AND until > ?");
+    query q = prepared("SELECT until, reason FROM agent_holds WHERE agent = ? AND until > ?");
     q.bind(1, agent);
     q.bind(2, now_ms);
     if (!q.executeStep()) return std::nullopt;
@@ -466,9 +487,8 @@ void store::set_setting(const std::string& key, const nlohmann::json& value) {
 }
 
 std::vector<unfinished_attempt> store::unfinished_attempts() {
-    SQLite::Statement q(db_,
-                        "SELECT id, loop_id, iteration, pid, process_start_time FROM attempts "
-                        "WHERE termination = 'running' ORDER BY id");
+    query q = prepared("SELECT id, loop_id, iteration, pid, process_start_time FROM attempts "
+                       "WHERE termination = 'running' ORDER BY id");
     std::vector<unfinished_attempt> result;
     while (q.executeStep())
         result.push_back({q.getColumn(0).getInt64(), q.getColumn(1).getInt64(),
@@ -479,9 +499,8 @@ std::vector<unfinished_attempt> store::unfinished_attempts() {
 
 void store::interrupt_attempt(std::int64_t attempt_id, std::int64_t output_end,
                               std::int64_t now_ms) {
-    SQLite::Statement q(db_,
-                        "UPDATE attempts SET termination = 'interrupted', ended_at = ?, "
-                        "output_end = ?, error = 'ralphd stopped while the agent ran' WHERE id = ?");
+    query q = prepared("UPDATE attempts SET termination = 'interrupted', ended_at = ?, "
+                       "output_end = ?, error = 'ralphd stopped while the agent ran' WHERE id = ?");
     q.bind(1, now_ms);
     q.bind(2, output_end);
     q.bind(3, attempt_id);
@@ -491,9 +510,8 @@ void store::interrupt_attempt(std::int64_t attempt_id, std::int64_t output_end,
 void store::record_output(const std::vector<output_chunk_row>& rows,
                           const std::map<std::int64_t, std::int64_t>& loop_ends) {
     SQLite::Transaction tx(db_);
-    SQLite::Statement insert(db_,
-                             "INSERT INTO output_chunks (loop_id, offset, length, attempt_id, stream, ts) "
-                             "VALUES (?, ?, ?, ?, ?, ?)");
+    query insert = prepared("INSERT INTO output_chunks (loop_id, offset, length, attempt_id, stream, ts) "
+                            "VALUES (?, ?, ?, ?, ?, ?)");
     for (const auto& row : rows) {
         insert.bind(1, row.loop_id);
         insert.bind(2, row.offset);
@@ -504,7 +522,7 @@ void store::record_output(const std::vector<output_chunk_row>& rows,
         insert.exec();
         insert.reset();
     }
-    SQLite::Statement end(db_, "UPDATE loops SET output_bytes = ? WHERE id = ?");
+    query end = prepared("UPDATE loops SET output_bytes = ? WHERE id = ?");
     for (const auto& [loop_id, bytes] : loop_ends) {
         end.bind(1, bytes);
         end.bind(2, loop_id);
@@ -515,7 +533,7 @@ void store::record_output(const std::vector<output_chunk_row>& rows,
 }
 
 std::int64_t store::output_bytes(std::int64_t loop_id) {
-    SQLite::Statement q(db_, "SELECT output_bytes FROM loops WHERE id = ?");
+    query q = prepared("SELECT output_bytes FROM loops WHERE id = ?");
     q.bind(1, loop_id);
     return q.executeStep() ? q.getColumn(0).getInt64() : 0;
 }

@@ -12,6 +12,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -121,11 +122,19 @@ public:
     std::int64_t output_bytes(std::int64_t loop_id);
 
 private:
+    // Prepared statements by their SQL text, prepared at their first use and kept: preparing one
+    // costs about as much as running it. Only for a fixed set of SQL texts (values are bound).
+    struct cached_statement {
+        cached_statement(SQLite::Database& db, const std::string& sql) : statement(db, sql) {}
+        SQLite::Statement statement;
+        bool in_use = false;
+    };
+    class query;  // a cached statement lent to one call (store.cpp)
+    query prepared(std::string_view sql);
+
     void migrate();
     SQLite::Database db_;
-    // loop.submit's insert, prepared at its first use and reused: preparing it costs about as
-    // much as running it.
-    std::optional<SQLite::Statement> insert_loop_;
+    std::map<std::string, cached_statement, std::less<>> statements_;  // after db_: closed first
 };
 
 }  // namespace ralph
