@@ -19,6 +19,14 @@ constexpr const char* attempt_columns =
     "output_tokens, cost_usd, turns, tool_calls, summary, head_before, head_after, files_changed, "
     "insertions, deletions, progress, feedback, verify_exit, verify_output";
 
+// Condition on attempts (?1 = loop_id, ?2 = iteration): after the last attempt of an earlier
+// iteration. Attempts are numbered in iteration order, so with `iteration = ?2` it selects the
+// iteration's attempts, and the (loop_id, id) index finds them by walking back from the newest
+// attempt over the later iterations only, not over the loop's whole history.
+constexpr const char* after_earlier_iterations =
+    "id > coalesce((SELECT id FROM attempts WHERE loop_id = ?1 AND iteration < ?2 "
+    "ORDER BY id DESC LIMIT 1), 0)";
+
 // Reads the usage columns starting at `first`.
 proto::usage usage_from_row(SQLite::Statement& q, int first) {
     proto::usage u;
@@ -342,7 +350,9 @@ std::vector<proto::attempt_info> store::attempts_of(std::int64_t loop_id) {
 }
 
 std::int64_t store::attempts_in_iteration(std::int64_t loop_id, std::int64_t iteration) {
-    query q = prepared("SELECT count(*) FROM attempts WHERE loop_id = ? AND iteration = ?");
+    query q = prepared(std::string("SELECT count(*) FROM attempts WHERE loop_id = ?1 AND "
+                                   "iteration = ?2 AND ") +
+                       after_earlier_iterations);
     q.bind(1, loop_id);
     q.bind(2, iteration);
     q.executeStep();
@@ -350,8 +360,9 @@ std::int64_t store::attempts_in_iteration(std::int64_t loop_id, std::int64_t ite
 }
 
 nlohmann::json store::feedback_of(std::int64_t loop_id, std::int64_t iteration) {
-    query q = prepared("SELECT feedback FROM attempts WHERE loop_id = ? AND iteration = ? "
-                       "AND feedback != '' ORDER BY id DESC LIMIT 1");
+    query q = prepared(std::string("SELECT feedback FROM attempts WHERE loop_id = ?1 AND "
+                                   "iteration = ?2 AND feedback != '' AND ") +
+                       after_earlier_iterations + " ORDER BY id DESC LIMIT 1");
     q.bind(1, loop_id);
     q.bind(2, iteration);
     if (!q.executeStep()) return nullptr;
