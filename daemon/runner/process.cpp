@@ -9,11 +9,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <charconv>
+#include <string>
+#include <string_view>
 #include <cstring>
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <system_error>
 
 extern char** environ;
@@ -24,20 +26,26 @@ namespace {
 // Field 5 (pgrp) and field 22 (starttime) of /proc/<pid>/stat; the command name (field 2)
 // may contain spaces and parentheses, so parsing starts after its last ')'.
 bool read_stat(pid_t pid, pid_t& pgrp, std::int64_t& start_time) {
-    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-    std::string line;
-    if (!std::getline(in, line)) return false;
-    auto close = line.rfind(')');
-    if (close == std::string::npos) return false;
-    std::istringstream fields(line.substr(close + 2));
-    std::string field;
-    // fields after ')' start at field 3 (state)
-    for (int index = 3; fields >> field; ++index) {
-        if (index == 5) pgrp = pid_t(std::stoll(field));
-        if (index == 22) {
-            start_time = std::stoll(field);
-            return true;
-        }
+    // Plain read(2): this runs for every agent started, and iostreams cost more than the read.
+    const std::string path = "/proc/" + std::to_string(pid) + "/stat";
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    char buffer[4096];
+    ssize_t n = ::read(fd, buffer, sizeof buffer);
+    ::close(fd);
+    if (n <= 0) return false;
+    const std::string_view line(buffer, std::size_t(n));
+    const auto close = line.rfind(')');
+    if (close == std::string_view::npos) return false;
+    // Fields after ") " start at field 3 (state), one space apart.
+    std::size_t pos = close + 2;
+    for (int index = 3; pos < line.size(); ++index) {
+        const std::size_t end = std::min(line.find(' ', pos), line.size());
+        const char* first = line.data() + pos;
+        const char* last = line.data() + end;
+        if (index == 5 && std::from_chars(first, last, pgrp).ec != std::errc()) return false;
+        if (index == 22) return std::from_chars(first, last, start_time).ec == std::errc();
+        pos = end + 1;
     }
     return false;
 }
