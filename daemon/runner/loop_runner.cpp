@@ -24,12 +24,16 @@
 #include <array>
 #include <cmath>
 #include <fstream>
+#include <memory>
 
 namespace ralph {
 namespace {
 
-constexpr std::size_t read_buffer_bytes = 256 << 10;
+// As large as the agent's stdout pipe (process.cpp): a flooding agent is read in few wake-ups.
+constexpr std::size_t read_buffer_bytes = 1 << 20;
 constexpr double max_backoff_seconds = 600;
+// How old the last attempt's snapshot may be to serve as the next attempt's first one.
+constexpr auto fresh_snapshot_age = std::chrono::milliseconds(50);
 constexpr std::int64_t max_rate_limit_wait_ms = 3600 * 1000;
 // A summary is the first line of the final answer, cut to this many bytes.
 constexpr std::size_t max_summary_bytes = 200;
@@ -360,8 +364,17 @@ awaitable<loop_runner::attempt_outcome> loop_runner::run_attempt(const proto::lo
     std::string prompt;
     std::filesystem::path tmpdir;
     std::filesystem::path workspace_dir = loop.spec.workspace;
-    const workspace::snapshot before =
-        co_await off_thread(ctx_.blocking, [&] { return workspace::take_snapshot(workspace_dir); });
+    // The previous attempt's "after" serves as this one's "before" when it was taken moments ago
+    // (the next iteration started at once): another snapshot would find the same and cost a
+    // trip to the pool, whose thread a loaded machine may not run for milliseconds.
+    workspace::snapshot before;
+    const auto now = std::chrono::steady_clock::now();
+    if (fresh_snapshot_ && now - fresh_snapshot_at_ <= fresh_snapshot_age)
+        before = std::move(*fresh_snapshot_);
+    else
+        before = co_await off_thread(ctx_.blocking,
+                                     [&] { return workspace::take_snapshot(workspace_dir); });
+    fresh_snapshot_.reset();
     attempt.head_before = before.head;
     try {
         if (adapter.needs_private_tmpdir()) {
@@ -562,17 +575,28 @@ awaitable<void> loop_runner::judge(const proto::loop_info& loop, const std::stri
     }
     if (auto said = extract_feedback(final_answer)) attempt.feedback = to_json(*said);
 
-    workspace::snapshot after = co_await off_thread(
-        ctx_.blocking, [&] { return workspace::take_snapshot(workspace_dir); });
-    workspace::change_stats changes = co_await off_thread(
-        ctx_.blocking, [&] { return workspace::compare(workspace_dir, before, after); });
-    bool specs_changed = false;
-    if (auto specs = specs_path(spec); !specs.empty()) {
-        std::string relative = specs.lexically_relative(workspace_dir).string();
-        specs_changed = co_await off_thread(ctx_.blocking, [&] {
-            return workspace::file_changed(before, after, workspace_dir, relative);
-        });
-    }
+    // One trip to the pool for the snapshot and both comparisons: each trip waits for a thread
+    // to wake up twice.
+    std::string specs_relative;
+    if (auto specs = specs_path(spec); !specs.empty())
+        specs_relative = specs.lexically_relative(workspace_dir).string();
+    struct workspace_after {
+        workspace::snapshot after;
+        workspace::change_stats changes;
+        bool specs_changed = false;
+    };
+    workspace_after result = co_await off_thread(ctx_.blocking, [&] {
+        workspace_after r;
+        r.after = workspace::take_snapshot(workspace_dir);
+        r.changes = workspace::compare(workspace_dir, before, r.after);
+        if (!specs_relative.empty())
+            r.specs_changed =
+                workspace::file_changed(before, r.after, workspace_dir, specs_relative);
+        return r;
+    });
+    const workspace::snapshot& after = result.after;
+    const workspace::change_stats& changes = result.changes;
+    const bool specs_changed = result.specs_changed;
     attempt.head_after = after.head;
     attempt.files_changed = changes.files_changed;
     attempt.insertions = changes.insertions;
@@ -597,6 +621,12 @@ awaitable<void> loop_runner::judge(const proto::loop_info& loop, const std::stri
         outcome.completion_rule.clear();
     }
     attempt.completion_signal = !outcome.completion_rule.empty();
+    // Nothing but ralph's own files (.ralph/, not in snapshots) changes the workspace between
+    // here and the next attempt when it starts at once, unless --commit or --verify ran.
+    if (!spec.commit && spec.verify_command.empty()) {
+        fresh_snapshot_ = std::make_shared<workspace::snapshot>(std::move(result.after));
+        fresh_snapshot_at_ = std::chrono::steady_clock::now();
+    }
 }
 
 awaitable<bool> loop_runner::verify(const proto::loop_info& loop, proto::attempt_info& attempt) {
@@ -709,15 +739,17 @@ awaitable<void> loop_runner::read_stream(net::posix::stream_descriptor& pipe,
                                          std::int64_t attempt_id, output_stream stream,
                                          agent_stream::parser& parser, int& open_readers,
                                          net::steady_timer& readers_done) {
-    std::vector<char> buffer(read_buffer_bytes);
+    // Not zero-filled: the pages of a buffer only an agent's output touches cost nothing when it
+    // says little (zeroing 2 x 256 KiB per attempt was a fifth of ralphd's time per iteration).
+    auto buffer = std::make_unique_for_overwrite<char[]>(read_buffer_bytes);
     std::vector<agent_stream::event> events;
     while (true) {
         boost::system::error_code ec;
-        std::size_t n = co_await pipe.async_read_some(net::buffer(buffer),
+        std::size_t n = co_await pipe.async_read_some(net::buffer(buffer.get(), read_buffer_bytes),
                                                       net::redirect_error(use_awaitable, ec));
         if (n > 0) {
             last_output_ = std::chrono::steady_clock::now();
-            std::string_view bytes(buffer.data(), n);
+            std::string_view bytes(buffer.get(), n);
             try {
                 ctx_.output.append(loop_id_, attempt_id, stream, bytes);
                 if (stream == output_stream::stdout_stream) parser.feed(bytes, events);

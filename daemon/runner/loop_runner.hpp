@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 
 namespace ralph {
@@ -141,6 +142,9 @@ private:
     std::int64_t identical_failures_ = 0;  // failed attempts in a row with that same failure
     net::steady_timer wait_timer_;       // delays and backoffs
     net::steady_timer kill_timer_;       // SIGKILL after the grace
+    // The last successful attempt's "after" snapshot and when it was taken (see run_attempt).
+    std::shared_ptr<workspace_snapshot> fresh_snapshot_;
+    std::chrono::steady_clock::time_point fresh_snapshot_at_;
 };
 
 }  // namespace ralph
