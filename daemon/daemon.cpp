@@ -41,7 +41,10 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
                   options_.binaries,
                   options_.rate_limit_margin,
                   options_.rate_limit_wait,
-                  [this](const proto::loop_info& loop) { hub_.state_changed(loop); }},
+                  [this](std::int64_t loop_id) {
+                      // Reading the loop (and parsing its spec) is for watchers only.
+                      if (hub_.watched(loop_id)) hub_.state_changed(db_.get_loop(loop_id));
+                  }},
       scheduler_(runner_ctx_),
       services_{db_, scheduler_, gate_, clock_, output_, runner_ctx_.binaries,
                 proto::daemon_info{proto::daemon_version, proto::protocol_version, ::getpid(),

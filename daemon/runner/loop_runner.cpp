@@ -171,7 +171,7 @@ void loop_runner::watch_inactivity(std::chrono::milliseconds limit) {
 void loop_runner::set_state(proto::loop_state state, const std::string& reason,
                             std::int64_t resume_at) {
     ctx_.db.set_state(loop_id_, state, reason, resume_at, ctx_.clock.now_ms());
-    ctx_.on_state(ctx_.db.get_loop(loop_id_));
+    ctx_.on_state(loop_id_);
 }
 
 awaitable<void> loop_runner::run() {

@@ -58,7 +58,8 @@ struct runner_context {
     agent_binaries binaries;                   // configured agent programs
     std::chrono::milliseconds rate_limit_margin;  // added to a usage limit's stated reset
     std::chrono::milliseconds rate_limit_wait;    // when no reset is stated (doubles, ≤ 1 h)
-    std::function<void(const proto::loop_info&)> on_state;  // every state change, after commit
+    // Every state change, after commit. Takes the id: the loop is read only if someone watches.
+    std::function<void(std::int64_t loop_id)> on_state;
 };
 
 class loop_runner {

@@ -44,6 +44,8 @@ public:
 
     void output_committed(std::int64_t loop_id, std::int64_t end);
     void state_changed(const proto::loop_info& loop);
+    // Whether any session watches the loop.
+    bool watched(std::int64_t loop_id) const { return watchers_.count(loop_id) > 0; }
 
 private:
     std::map<std::int64_t, std::set<tail_sink*>> watchers_;
