@@ -124,12 +124,9 @@ void from_json(const nlohmann::json& j, report& r) {
 }
 
 void to_json(nlohmann::json& j, const gc_result& r) {
-    j = nlohmann::json{{"dry_run", r.dry_run},
-                       {"before", time_to_json(r.before)},
-                       {"loops", r.loop_ids.size()},
-                       {"loop_ids", r.loop_ids},
-                       {"attempts", r.attempts},
-                       {"events", r.events},
+    j = nlohmann::json{{"dry_run", r.dry_run},          {"before", time_to_json(r.before)},
+                       {"loops", r.loop_ids.size()},    {"loop_ids", r.loop_ids},
+                       {"attempts", r.attempts},        {"events", r.events},
                        {"output_bytes", r.output_bytes}};
 }
 

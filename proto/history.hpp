@@ -18,14 +18,14 @@ namespace ralph::proto {
 // loop of a report.
 struct activity {
     std::int64_t attempts = 0;
-    std::int64_t iterations = 0;       // distinct iterations that had an attempt
-    std::int64_t retries = 0;          // attempts that were retries (attempt number > 1)
-    std::int64_t commits = 0;          // attempts after which HEAD had moved
-    std::int64_t files_changed = 0;    // summed over the attempts: a file changed twice counts twice
+    std::int64_t iterations = 0;     // distinct iterations that had an attempt
+    std::int64_t retries = 0;        // attempts that were retries (attempt number > 1)
+    std::int64_t commits = 0;        // attempts after which HEAD had moved
+    std::int64_t files_changed = 0;  // summed over the attempts: a file changed twice counts twice
     std::int64_t insertions = 0;
     std::int64_t deletions = 0;
     proto::usage usage;
-    std::int64_t agent_ms = 0;         // how long the agents ran (a running attempt: until now)
+    std::int64_t agent_ms = 0;  // how long the agents ran (a running attempt: until now)
     std::map<std::string, std::int64_t> failures;  // failure class → attempts
 
     void add(const activity& other);
@@ -44,16 +44,16 @@ struct report_loop {
     std::int64_t finished_at = 0;
     std::int64_t iterations_total = 0;  // iterations finished over the loop's whole life
     std::int64_t max_iterations = 0;
-    std::int64_t duration_ms = 0;       // started → finished (or the report's end); 0: never ran
-    std::string head_before;            // HEAD before the window's first attempt that had one
-    std::string head_after;             // HEAD after its last attempt that had one
-    proto::activity activity;           // the attempts in the window
+    std::int64_t duration_ms = 0;  // started → finished (or the report's end); 0: never ran
+    std::string head_before;       // HEAD before the window's first attempt that had one
+    std::string head_after;        // HEAD after its last attempt that had one
+    proto::activity activity;      // the attempts in the window
 };
 
 struct report {
-    std::int64_t since = 0;             // the window: [since, until]
+    std::int64_t since = 0;  // the window: [since, until]
     std::int64_t until = 0;
-    std::vector<report_loop> loops;     // by id
+    std::vector<report_loop> loops;  // by id
     // Over every loop of the report.
     std::int64_t loop_count = 0;
     std::map<std::string, std::int64_t> by_state;
@@ -77,7 +77,7 @@ struct gc_result {
     std::vector<std::int64_t> loop_ids;  // oldest first
     std::int64_t attempts = 0;
     std::int64_t events = 0;
-    std::int64_t output_bytes = 0;       // the loops' output files on disk
+    std::int64_t output_bytes = 0;  // the loops' output files on disk
 };
 
 void to_json(nlohmann::json& j, const gc_result& r);

@@ -34,9 +34,10 @@ std::string describe_ids(const std::vector<std::int64_t>& ids) {
 }
 
 int run_gc(const client_context& ctx, const gc_options& options) {
-    nlohmann::json reply = connection(ctx.socket).call(
-        proto::method::history_gc,
-        {{"older_than_s", options.older_than_s}, {"dry_run", options.dry_run}});
+    nlohmann::json reply =
+        connection(ctx.socket)
+            .call(proto::method::history_gc,
+                  {{"older_than_s", options.older_than_s}, {"dry_run", options.dry_run}});
     if (ctx.json) {
         print_json(std::move(reply));
         return exit_code::ok;

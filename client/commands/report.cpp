@@ -89,8 +89,8 @@ void append_details(fmt::memory_buffer& out, const std::vector<proto::report_loo
         if (a.retries > 0 || !a.failures.empty()) {
             std::string failures = describe_failures(a.failures);
             fmt::format_to(std::back_inserter(out), "    {} retr{}{}{}\n", a.retries,
-                           a.retries == 1 ? "y" : "ies", failures.empty() ? "" : "; failures: ",
-                           failures);
+                           a.retries == 1 ? "y" : "ies",
+                           failures.empty() ? "" : "; failures: ", failures);
         }
     }
 }
@@ -144,8 +144,9 @@ int run_report(const client_context& ctx, const std::string& since) {
 void register_report_command(CLI::App& app, client_context& ctx) {
     auto since = std::make_shared<std::string>("24h");
     auto* cmd = app.add_subcommand(
-        "report", "What the loops did since a time: outcomes, iterations, commits, changes, "
-                  "tokens, cost, stop reasons");
+        "report",
+        "What the loops did since a time: outcomes, iterations, commits, changes, "
+        "tokens, cost, stop reasons");
     auto* option = cmd->add_option("--since", *since,
                                    "Start of the report: an age (30m, 8h, 2d) or an ISO 8601 time "
                                    "(2026-11-22T08:00, local time unless it ends with Z or an "

@@ -61,7 +61,8 @@ void register_history_methods(method_registry& registry, method_services& servic
             report.until = services.clock.now_ms();
             report.since = params.since.value_or(report.until - day_ms);
             if (report.since > report.until)
-                throw rpc_error(error_kind::invalid_params, "params.since: must not be in the future");
+                throw rpc_error(error_kind::invalid_params,
+                                "params.since: must not be in the future");
             report.loops = services.db.report_loops(report.since, report.until);
             proto::add_totals(report);
             return nlohmann::json(report);
@@ -86,17 +87,18 @@ void register_history_methods(method_registry& registry, method_services& servic
             // The files go after the commit: a crash in between leaves files without rows
             // (harmless), never rows without their output.
             for (std::int64_t id : result.loop_ids)
-                result.output_bytes += params.dry_run ? services.output.file_size(id)
-                                                      : services.forget_loop(id);
+                result.output_bytes +=
+                    params.dry_run ? services.output.file_size(id) : services.forget_loop(id);
             if (!params.dry_run && !result.loop_ids.empty()) {
                 services.db.truncate_wal();
-                spdlog::info("history.gc: removed {} loop(s) that ended before {}: {} attempt(s), "
-                             "{} event(s), {} bytes of output, in {} ms",
-                             result.loop_ids.size(), text::format_iso8601(result.before),
-                             result.attempts, result.events, result.output_bytes,
-                             std::chrono::duration_cast<std::chrono::milliseconds>(
-                                 std::chrono::steady_clock::now() - started)
-                                 .count());
+                spdlog::info(
+                    "history.gc: removed {} loop(s) that ended before {}: {} attempt(s), "
+                    "{} event(s), {} bytes of output, in {} ms",
+                    result.loop_ids.size(), text::format_iso8601(result.before), result.attempts,
+                    result.events, result.output_bytes,
+                    std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::steady_clock::now() - started)
+                        .count());
             }
             return nlohmann::json(result);
         });

@@ -61,13 +61,17 @@ std::vector<proto::report_loop> store::report_loops(std::int64_t since_ms, std::
         "ifnull(sum(input_tokens), 0), ifnull(sum(output_tokens), 0), sum(cost_usd), "
         "ifnull(sum(turns), 0), ifnull(sum(tool_calls), 0), "
         "ifnull(sum(CASE WHEN ended_at > 0 THEN ended_at ELSE ?3 END - started_at), 0), "
-        "ifnull((SELECT head_before FROM attempts WHERE loop_id = ?1 AND " + window +
+        "ifnull((SELECT head_before FROM attempts WHERE loop_id = ?1 AND " +
+            window +
             " AND head_before != '' ORDER BY id LIMIT 1), ''), "
-        "ifnull((SELECT head_after FROM attempts WHERE loop_id = ?1 AND " + window +
+            "ifnull((SELECT head_after FROM attempts WHERE loop_id = ?1 AND " +
+            window +
             " AND head_after != '' ORDER BY id DESC LIMIT 1), '') "
-        "FROM attempts WHERE loop_id = ?1 AND " + window);
-    SQLite::Statement failures(db_, "SELECT failure, count(*) FROM attempts WHERE loop_id = ?1 AND " +
-                                        window + " AND failure != '' GROUP BY failure");
+            "FROM attempts WHERE loop_id = ?1 AND " +
+            window);
+    SQLite::Statement failures(
+        db_, "SELECT failure, count(*) FROM attempts WHERE loop_id = ?1 AND " + window +
+                 " AND failure != '' GROUP BY failure");
 
     std::vector<proto::report_loop> result;
     while (loops.executeStep()) {
@@ -84,7 +88,8 @@ std::vector<proto::report_loop> store::report_loops(std::int64_t since_ms, std::
         loop.iterations_total = loops.getColumn(9).getInt64();
         loop.max_iterations = loops.getColumn(10).getInt64();
         if (loop.started_at > 0)
-            loop.duration_ms = (loop.finished_at > 0 ? loop.finished_at : until_ms) - loop.started_at;
+            loop.duration_ms =
+                (loop.finished_at > 0 ? loop.finished_at : until_ms) - loop.started_at;
 
         sums.reset();
         sums.bind(1, loop.id);
