@@ -52,6 +52,8 @@ int main(int argc, char** argv) {
     register_init_command(app, ctx);
     register_scheduler_command(app, ctx);
     register_budget_command(app, ctx);
+    register_report_command(app, ctx);
+    register_gc_command(app, ctx);
 
     try {
         // The chosen command runs inside parse(), from its callback, once all options are read.

@@ -203,6 +203,15 @@ std::string format_seconds(double seconds) {
     return text::format_duration(static_cast<std::int64_t>(seconds * 1000));
 }
 
+std::string format_bytes(std::int64_t bytes) {
+    if (bytes < 1024) return fmt::format("{} B", bytes);
+    constexpr std::array<std::string_view, 4> units{"KiB", "MiB", "GiB", "TiB"};
+    double value = double(bytes) / 1024;
+    std::size_t unit = 0;
+    for (; value >= 1024 && unit + 1 < units.size(); ++unit) value /= 1024;
+    return fmt::format("{:.1f} {}", value, units[unit]);
+}
+
 std::string shorten_home(std::string_view path) {
     static const std::string home = [] {
         const char* value = std::getenv("HOME");

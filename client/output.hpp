@@ -117,6 +117,8 @@ std::string format_seconds(double seconds);
 // "running 1, queued 2, completed 30" (daemon.info's loops_by_state) in the order of the state
 // machine; "none" when empty.
 std::string describe_loop_counts(const std::map<std::string, std::int64_t>& counts);
+// Sizes: "512 B", "1.5 KiB", "20.0 MiB", "3.2 GiB".
+std::string format_bytes(std::int64_t bytes);
 // Replaces a leading $HOME with "~".
 std::string shorten_home(std::string_view path);
 

@@ -239,4 +239,114 @@ std::string format_duration(std::int64_t ms) {
     return buffer;
 }
 
+namespace {
+
+// Reads exactly `count` decimal digits at `pos` (advancing it); -1 when they are not there.
+int read_digits(std::string_view text, std::size_t& pos, std::size_t count) {
+    if (pos + count > text.size()) return -1;
+    int value = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+        char c = text[pos + i];
+        if (c < '0' || c > '9') return -1;
+        value = value * 10 + (c - '0');
+    }
+    pos += count;
+    return value;
+}
+
+// Consumes `c` at `pos` if it is there.
+bool skip(std::string_view text, std::size_t& pos, char c) {
+    if (pos >= text.size() || text[pos] != c) return false;
+    ++pos;
+    return true;
+}
+
+}  // namespace
+
+std::int64_t parse_iso8601(std::string_view text) {
+    const auto invalid = [&] {
+        return std::invalid_argument("invalid time '" + std::string(text) +
+                                     "' (expected ISO 8601, e.g. 2026-11-22T08:30:00Z)");
+    };
+    std::size_t pos = 0;
+    const int year = read_digits(text, pos, 4);
+    const bool dash1 = skip(text, pos, '-');
+    const int month = read_digits(text, pos, 2);
+    const bool dash2 = skip(text, pos, '-');
+    const int day = read_digits(text, pos, 2);
+    if (year < 0 || !dash1 || month < 0 || !dash2 || day < 0) throw invalid();
+    int hour = 0, minute = 0, second = 0, millis = 0;
+    if (skip(text, pos, 'T') || skip(text, pos, 't') || skip(text, pos, ' ')) {
+        hour = read_digits(text, pos, 2);
+        if (!skip(text, pos, ':')) throw invalid();
+        minute = read_digits(text, pos, 2);
+        if (skip(text, pos, ':')) {
+            second = read_digits(text, pos, 2);
+            if (skip(text, pos, '.') || skip(text, pos, ',')) {
+                // A fraction of any length; milliseconds are kept.
+                std::size_t digits = 0;
+                for (; pos < text.size() && text[pos] >= '0' && text[pos] <= '9'; ++pos, ++digits)
+                    if (digits < 3) millis = millis * 10 + (text[pos] - '0');
+                if (digits == 0) throw invalid();
+                for (; digits < 3; ++digits) millis *= 10;
+            }
+        }
+        if (hour < 0 || minute < 0 || second < 0) throw invalid();
+    }
+    bool has_zone = false;
+    int offset_minutes = 0;
+    if (skip(text, pos, 'Z') || skip(text, pos, 'z')) {
+        has_zone = true;
+    } else if (pos < text.size() && (text[pos] == '+' || text[pos] == '-')) {
+        const int sign = text[pos++] == '-' ? -1 : 1;
+        const int zone_hours = read_digits(text, pos, 2);
+        int zone_minutes = 0;
+        if (pos < text.size()) {
+            skip(text, pos, ':');
+            zone_minutes = read_digits(text, pos, 2);
+        }
+        if (zone_hours < 0 || zone_hours > 23 || zone_minutes < 0 || zone_minutes > 59)
+            throw invalid();
+        has_zone = true;
+        offset_minutes = sign * (zone_hours * 60 + zone_minutes);
+    }
+    if (pos != text.size() || hour > 23 || minute > 59 || second > 59) throw invalid();
+    using namespace std::chrono;
+    const year_month_day date{std::chrono::year{year}, std::chrono::month{unsigned(month)},
+                              std::chrono::day{unsigned(day)}};
+    if (!date.ok()) throw invalid();
+    std::int64_t seconds = 0;
+    if (has_zone) {
+        seconds = std::int64_t(sys_days(date).time_since_epoch().count()) * 86400 +
+                  hour * 3600 + minute * 60 + second - offset_minutes * 60;
+    } else {
+        std::tm tm{};
+        tm.tm_year = year - 1900;
+        tm.tm_mon = month - 1;
+        tm.tm_mday = day;
+        tm.tm_hour = hour;
+        tm.tm_min = minute;
+        tm.tm_sec = second;
+        tm.tm_isdst = -1;  // the local rules say whether summer time applies
+        const std::time_t local = std::mktime(&tm);
+        if (local == std::time_t(-1)) throw invalid();
+        seconds = std::int64_t(local);
+    }
+    return seconds * 1000 + millis;
+}
+
+std::int64_t parse_time_or_age(std::string_view text, std::int64_t now_ms) {
+    try {
+        return now_ms - std::int64_t(parse_duration_seconds(text) * 1000);
+    } catch (const std::invalid_argument&) {
+    }
+    try {
+        return parse_iso8601(text);
+    } catch (const std::invalid_argument&) {
+    }
+    throw std::invalid_argument("invalid time '" + std::string(text) +
+                                "': give an age (30m, 8h, 2d) or an ISO 8601 time "
+                                "(2026-11-22T08:00, 2026-11-22T08:00:00Z)");
+}
+
 }  // namespace ralph::text

@@ -35,5 +35,13 @@ std::string format_iso8601(std::int64_t epoch_ms);
 double parse_duration_seconds(std::string_view text);
 // "1h02m", "3m05s", "42s".
 std::string format_duration(std::int64_t ms);
+// Parses an ISO 8601 date and time into epoch ms: "2026-11-22T08:30:00.123Z", "2026-11-22T08:30",
+// "2026-11-22 08:30:00+02:00", "2026-11-22" (midnight). Without a zone (Z or ±HH[:MM]) the time
+// is local. Throws std::invalid_argument.
+std::int64_t parse_iso8601(std::string_view text);
+// A point in time given either as an age before now_ms ("30m", "8h", "2d", "90" seconds: see
+// parse_duration_seconds) or as an ISO 8601 time (parse_iso8601). Throws std::invalid_argument
+// naming both forms.
+std::int64_t parse_time_or_age(std::string_view text, std::int64_t now_ms);
 
 }  // namespace ralph::text

@@ -10,6 +10,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <system_error>
+
 namespace ralph {
 namespace {
 
@@ -57,13 +59,15 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
                     shutdown_delay_.async_wait([this](boost::system::error_code ec) {
                         if (!ec) shutdown();
                     });
-                }},
+                },
+                [this](std::int64_t loop_id) { return forget_loop(loop_id); }},
       shutdown_delay_(io) {
     paths::make_private_directory(runner_ctx_.prompt_dir);
     paths::make_private_directory(runner_ctx_.scratch_dir);
     rpc::register_daemon_methods(registry_, services_);
     rpc::register_loop_methods(registry_, services_);
     rpc::register_agent_methods(registry_, services_);
+    rpc::register_history_methods(registry_, services_);
     rpc::register_scheduler_methods(registry_, services_);
     if (options_.max_concurrent) {
         proto::scheduler_settings settings = gate_.scheduler_settings();
@@ -73,6 +77,24 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
     if (clock_.adjustable())
         spdlog::warn("test clock: debug.clock may shift this daemon's time (now {})",
                      text::format_iso8601(clock_.now_ms()));
+}
+
+std::int64_t ralphd::forget_loop(std::int64_t loop_id) {
+    hub_.loop_removed(loop_id);
+    // The rows are gone already: a file that cannot be removed is only logged.
+    std::int64_t bytes = 0;
+    try {
+        bytes = output_.remove(loop_id);
+    } catch (const std::system_error& e) {
+        spdlog::warn("loop {}: {}", loop_id, e.what());
+    }
+    // The runner's files (loop_runner::run_attempt).
+    std::error_code ec;
+    std::filesystem::remove(runner_ctx_.prompt_dir / (std::to_string(loop_id) + ".prompt.md"), ec);
+    if (ec) spdlog::warn("loop {}: cannot remove its prompt file: {}", loop_id, ec.message());
+    std::filesystem::remove_all(runner_ctx_.scratch_dir / ("loop-" + std::to_string(loop_id)), ec);
+    if (ec) spdlog::warn("loop {}: cannot remove its scratch directory: {}", loop_id, ec.message());
+    return bytes;
 }
 
 void ralphd::recover() {

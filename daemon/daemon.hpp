@@ -49,6 +49,8 @@ public:
 
 private:
     void recover();
+    // method_services::forget_loop.
+    std::int64_t forget_loop(std::int64_t loop_id);
 
     net::io_context& io_;
     daemon_options options_;

@@ -23,6 +23,8 @@ inline constexpr const char* budget_get = "budget.get";
 inline constexpr const char* budget_set = "budget.set";
 // Only on a daemon started with --test-clock: shifts its wall clock.
 inline constexpr const char* debug_clock = "debug.clock";
+inline constexpr const char* history_report = "history.report";
+inline constexpr const char* history_gc = "history.gc";
 
 }  // namespace ralph::proto::method
 

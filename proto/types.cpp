@@ -21,6 +21,15 @@ constexpr std::array<std::string_view, 8> termination_names{
 constexpr std::array<std::string_view, 7> failure_names{
     "", "rate_limit", "transient", "auth", "missing_program", "timeout", "crash"};
 
+template <typename T>
+T value_or(const nlohmann::json& j, const char* name, T fallback) {
+    auto it = j.find(name);
+    if (it == j.end() || it->is_null()) return fallback;
+    return it->get<T>();
+}
+
+}  // namespace
+
 nlohmann::json time_to_json(std::int64_t ms) {
     return ms == 0 ? nlohmann::json(nullptr) : nlohmann::json(text::format_iso8601(ms));
 }
@@ -38,15 +47,6 @@ std::int64_t time_from_json(const nlohmann::json& j, const char* name) {
     tm.tm_mon -= 1;
     return std::int64_t(::timegm(&tm)) * 1000 + millis;
 }
-
-template <typename T>
-T value_or(const nlohmann::json& j, const char* name, T fallback) {
-    auto it = j.find(name);
-    if (it == j.end() || it->is_null()) return fallback;
-    return it->get<T>();
-}
-
-}  // namespace
 
 std::string_view to_string(loop_state state) { return state_names[static_cast<std::size_t>(state)]; }
 
@@ -89,8 +89,6 @@ failure_class failure_class_from_string(std::string_view name) {
     throw std::invalid_argument("unknown failure class '" + std::string(name) + "'");
 }
 
-namespace {
-
 // A usage is flattened into the object that has it.
 void add_usage(nlohmann::json& j, const usage& u) {
     j["input_tokens"] = u.input_tokens;
@@ -109,8 +107,6 @@ usage read_usage(const nlohmann::json& j) {
     u.tool_calls = value_or<std::int64_t>(j, "tool_calls", 0);
     return u;
 }
-
-}  // namespace
 
 void from_json(const nlohmann::json& j, submit_params& p) {
     const auto& obj = params_object(j);

@@ -62,6 +62,15 @@ struct usage {
     std::int64_t tool_calls = 0;
 };
 
+// A usage is flattened into the JSON object that has it (a loop, an attempt, a report).
+void add_usage(nlohmann::json& j, const usage& u);
+usage read_usage(const nlohmann::json& j);
+
+// Times in JSON: an ISO 8601 UTC string, or null for 0 (never happened); reading anything else
+// gives 0.
+nlohmann::json time_to_json(std::int64_t ms);
+std::int64_t time_from_json(const nlohmann::json& j, const char* name);
+
 struct submit_params {
     std::string name;
     std::string workspace;             // absolute, must exist

@@ -32,6 +32,8 @@ void register_steer_command(CLI::App& app, client_context& ctx);
 void register_init_command(CLI::App& app, client_context& ctx);
 void register_scheduler_command(CLI::App& app, client_context& ctx);
 void register_budget_command(CLI::App& app, client_context& ctx);
+void register_report_command(CLI::App& app, client_context& ctx);
+void register_gc_command(CLI::App& app, client_context& ctx);
 
 // Where tailing starts (the daemon's default: at offset 0) and what is followed.
 struct tail_selection {
@@ -52,5 +54,8 @@ CLI::Validator non_negative();
 // "90", "90s", "15m", "2h", "1d": replaced by the number of seconds (give the option
 // type_name("DURATION")).
 CLI::Validator duration_seconds();
+// An age before now ("30m", "8h", "2d") or an ISO 8601 time ("2026-11-22T08:00", local time
+// unless it has a zone): replaced by that time in ISO 8601 UTC, as the API takes it.
+CLI::Validator time_or_age();
 
 }  // namespace ralph::client

@@ -36,4 +36,17 @@ CLI::Validator duration_seconds() {
         "");
 }
 
+CLI::Validator time_or_age() {
+    return CLI::Validator(
+        [](std::string& value) -> std::string {
+            try {
+                value = text::format_iso8601(text::parse_time_or_age(value, text::now_ms()));
+                return {};
+            } catch (const std::invalid_argument& e) {
+                return e.what();
+            }
+        },
+        "");
+}
+
 }  // namespace ralph::client

@@ -28,6 +28,10 @@ struct method_services {
     const agent_binaries& binaries;
     proto::daemon_info identity;            // the static part of daemon.info
     std::function<void()> request_shutdown;  // runs after the reply is on its way
+    // Removes what the daemon keeps of a loop outside the database — its output file, last
+    // prompt and scratch directory — and ends its tails; for history.gc, once the loop's rows
+    // are gone. Returns the bytes of output removed.
+    std::function<std::int64_t(std::int64_t loop_id)> forget_loop;
 };
 
 void register_daemon_methods(method_registry& registry, method_services& services);
@@ -35,5 +39,6 @@ void register_loop_methods(method_registry& registry, method_services& services)
 void register_agent_methods(method_registry& registry, method_services& services);
 // scheduler.get/set, budget.get/set, and debug.clock when the clock is adjustable.
 void register_scheduler_methods(method_registry& registry, method_services& services);
+void register_history_methods(method_registry& registry, method_services& services);
 
 }  // namespace ralph::rpc

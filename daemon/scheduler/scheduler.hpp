@@ -42,6 +42,8 @@ public:
     void shutdown(std::function<void()> done);
 
     std::size_t running_count() const { return running_.size(); }
+    // True while the loop has a runner, which may still be finishing after its end state.
+    bool is_running(std::int64_t loop_id) const { return running_.contains(loop_id); }
 
 private:
     struct running_loop {

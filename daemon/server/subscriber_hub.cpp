@@ -45,4 +45,9 @@ void subscriber_hub::state_changed(const proto::loop_info& loop) {
     for_each_watcher(watchers_, loop.id, [&](tail_sink* sink) { sink->on_state(loop); });
 }
 
+void subscriber_hub::loop_removed(std::int64_t loop_id) {
+    for_each_watcher(watchers_, loop_id, [&](tail_sink* sink) { sink->on_removed(loop_id); });
+    watchers_.erase(loop_id);
+}
+
 }  // namespace ralph

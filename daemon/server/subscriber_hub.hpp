@@ -33,6 +33,8 @@ public:
     virtual void on_output(std::int64_t loop_id, std::int64_t end) = 0;
     // The loop changed state.
     virtual void on_state(const proto::loop_info& loop) = 0;
+    // The loop's history was removed (history.gc): the subscription ends now, with what was sent.
+    virtual void on_removed(std::int64_t loop_id) = 0;
 };
 
 class subscriber_hub {
@@ -44,6 +46,7 @@ public:
 
     void output_committed(std::int64_t loop_id, std::int64_t end);
     void state_changed(const proto::loop_info& loop);
+    void loop_removed(std::int64_t loop_id);
     // Whether any session watches the loop.
     bool watched(std::int64_t loop_id) const { return watchers_.count(loop_id) > 0; }
 

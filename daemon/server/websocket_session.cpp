@@ -285,6 +285,17 @@ void websocket_session::on_output(std::int64_t loop_id, std::int64_t /*end*/) {
     if (tails_.contains(loop_id)) wake_writer();
 }
 
+void websocket_session::on_removed(std::int64_t loop_id) {
+    auto it = tails_.find(loop_id);
+    if (it == tails_.end()) return;
+    // Only ended loops are removed: end the subscription as if all its output had been sent
+    // (the rest is gone), before a new loop could be given the same id.
+    const proto::loop_info loop = it->second.loop;
+    tails_.erase(it);
+    state_->context.hub.leave(loop_id, this);
+    enqueue(state_notification(loop, true));
+}
+
 void websocket_session::on_state(const proto::loop_info& loop) {
     auto it = tails_.find(loop.id);
     if (it == tails_.end()) return;

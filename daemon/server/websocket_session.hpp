@@ -8,7 +8,8 @@
 //   falls behind and catches up from disk, without gaps or duplicates;
 // - the reply to a request precedes every notification that request caused (e.g. the first
 //   loop.output of a loop.tail);
-// - a loop's terminal loop.state (final: true) comes after the last byte of its output;
+// - a loop's terminal loop.state (final: true) comes after the last byte of its output (or at
+//   once when history.gc removed the loop meanwhile);
 // - once closed, the session is in no hub list.
 #pragma once
 
@@ -40,6 +41,7 @@ class websocket_session : public connection,
     void add_tail(const tail_request& request) override;
     void on_output(std::int64_t loop_id, std::int64_t end) override;
     void on_state(const proto::loop_info& loop) override;
+    void on_removed(std::int64_t loop_id) override;
 
   private:
     struct cursor {

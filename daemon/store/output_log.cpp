@@ -56,6 +56,24 @@ std::filesystem::path output_log::file_of(std::int64_t loop_id) const {
     return directory_ / (std::to_string(loop_id) + ".log");
 }
 
+std::int64_t output_log::file_size(std::int64_t loop_id) const {
+    struct stat st {};
+    return ::stat(file_of(loop_id).c_str(), &st) == 0 ? std::int64_t(st.st_size) : 0;
+}
+
+std::int64_t output_log::remove(std::int64_t loop_id) {
+    if (auto it = files_.find(loop_id); it != files_.end()) {
+        ::close(it->second.fd);
+        files_.erase(it);
+    }
+    committed_.erase(loop_id);
+    const std::int64_t size = file_size(loop_id);
+    if (::unlink(file_of(loop_id).c_str()) != 0 && errno != ENOENT)
+        throw std::system_error(errno, std::generic_category(),
+                                "cannot delete output file " + file_of(loop_id).string());
+    return size;
+}
+
 output_log::open_file& output_log::file_for(std::int64_t loop_id) {
     auto it = files_.find(loop_id);
     if (it != files_.end()) return it->second;

@@ -58,6 +58,12 @@ public:
     void recover(std::int64_t loop_id, std::int64_t attempt_id);
 
     std::filesystem::path file_of(std::int64_t loop_id) const;
+    // Size of the loop's output file on disk (0 when it has none).
+    std::int64_t file_size(std::int64_t loop_id) const;
+    // The loop's history was removed (history.gc): closes and deletes its file and forgets its
+    // committed end, so that readers see no output. Returns the bytes deleted. The loop must
+    // not be running, and the index must have been flushed before its rows were deleted.
+    std::int64_t remove(std::int64_t loop_id);
 
 private:
     struct pending_chunk {

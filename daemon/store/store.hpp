@@ -3,6 +3,7 @@
 // Each state change is one transaction. Used only from the io_context thread.
 #pragma once
 
+#include "proto/history.hpp"
 #include "proto/types.hpp"
 
 #include <SQLiteCpp/SQLiteCpp.h>
@@ -120,6 +121,25 @@ public:
     void record_output(const std::vector<output_chunk_row>& rows,
                        const std::map<std::int64_t, std::int64_t>& loop_ends);
     std::int64_t output_bytes(std::int64_t loop_id);
+
+    // ---- history: history.report and history.gc (implemented in history.cpp)
+    // Every loop active in [since_ms, until_ms] — submitted, ended, or with an attempt that
+    // started, ended or still runs in it — by id, with its attempts in the window summed in
+    // SQL (no attempt row is loaded).
+    std::vector<proto::report_loop> report_loops(std::int64_t since_ms, std::int64_t until_ms);
+    // Ids of the loops in an end state that finished before cutoff_ms, oldest first.
+    std::vector<std::int64_t> loops_ended_before(std::int64_t cutoff_ms);
+    struct removal {
+        std::vector<std::int64_t> loop_ids;  // those still in an end state, thus removed
+        std::int64_t attempts = 0;
+        std::int64_t events = 0;
+    };
+    // In one transaction, deletes the loops that are (still) in an end state with their
+    // attempts, events, steering hints and output index; with dry_run only counts them.
+    removal remove_loops(const std::vector<std::int64_t>& loop_ids, bool dry_run);
+    // Gives the space of a large removal back to the file system where it is cheap: the WAL is
+    // checkpointed and truncated. (The freed pages of the database stay in it for reuse.)
+    void truncate_wal();
 
 private:
     // Prepared statements by their SQL text, prepared at their first use and kept: preparing one

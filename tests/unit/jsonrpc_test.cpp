@@ -99,9 +99,11 @@ class recording_sink : public ralph::tail_sink {
         outputs.emplace_back(loop_id, end);
     }
     void on_state(const ralph::proto::loop_info& loop) override { states.push_back(loop.id); }
+    void on_removed(std::int64_t loop_id) override { removed.push_back(loop_id); }
 
     std::vector<std::pair<std::int64_t, std::int64_t>> outputs;
     std::vector<std::int64_t> states;
+    std::vector<std::int64_t> removed;
 };
 
 }  // namespace
@@ -320,14 +322,20 @@ TEST_CASE("jsonrpc: a notification from the daemon has no id") {
     CHECK(n == json{{"jsonrpc", "2.0"}, {"method", "loop.state"}, {"params", {{"id", 3}}}});
 }
 
-TEST_CASE("subscriber hub: only the sinks of a loop hear about it, until they leave") {
+// Sink a watches loop 1; sink b loops 1 and 2.
+struct hub_with_two_sinks {
     ralph::subscriber_hub hub;
     recording_sink a;
     recording_sink b;
-    hub.join(1, &a);
-    hub.join(1, &b);
-    hub.join(2, &b);
+    hub_with_two_sinks() {
+        hub.join(1, &a);
+        hub.join(1, &b);
+        hub.join(2, &b);
+    }
+};
 
+TEST_CASE_FIXTURE(hub_with_two_sinks,
+                  "subscriber hub: only the sinks of a loop hear about it, until they leave") {
     hub.output_committed(1, 100);
     ralph::proto::loop_info loop;
     loop.id = 2;
@@ -344,6 +352,18 @@ TEST_CASE("subscriber hub: only the sinks of a loop hear about it, until they le
     CHECK(a.outputs.size() == 1);
     CHECK(b.outputs.size() == 1);
     CHECK(b.states.size() == 1);
+}
+
+TEST_CASE_FIXTURE(hub_with_two_sinks,
+                  "subscriber hub: a removed loop ends its subscriptions, and only its own") {
+    hub.loop_removed(1);
+    CHECK(a.removed == std::vector<std::int64_t>{1});
+    CHECK(b.removed == std::vector<std::int64_t>{1});
+    // Nobody watches loop 1 any more (a new loop may get its id); loop 2 is still watched.
+    hub.output_committed(1, 100);
+    hub.output_committed(2, 100);
+    CHECK(a.outputs.empty());
+    CHECK(b.outputs == std::vector<std::pair<std::int64_t, std::int64_t>>{{2, 100}});
 }
 
 TEST_CASE("subscriber hub: a sink removed while the hub notifies is not called afterwards") {

@@ -7,6 +7,7 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 
 #include <filesystem>
+#include <optional>
 #include <unistd.h>
 
 namespace fs = std::filesystem;
@@ -225,4 +226,237 @@ TEST_CASE("store: an agent hold only ever moves later") {
     CHECK(db.agent_hold_of("claude", 1000)->until_ms == 9000);
     CHECK_FALSE(db.agent_hold_of("claude", 9000).has_value());
     CHECK_FALSE(db.agent_hold_of("codex", 1000).has_value());
+}
+
+// ---- history: history.report's and history.gc's queries
+
+namespace {
+
+using ralph::proto::failure_class;
+using ralph::proto::loop_state;
+using ralph::proto::termination;
+
+std::int64_t add_loop(ralph::store& db, const std::string& name, std::int64_t created_at) {
+    ralph::proto::submit_params spec;
+    spec.name = name;
+    spec.workspace = "/tmp/" + name;
+    spec.command = "true";
+    spec.max_iterations = 10;
+    return db.insert_loop(spec, created_at);
+}
+
+struct attempt_spec {
+    std::int64_t iteration = 1;
+    std::int64_t attempt = 1;
+    std::int64_t started_at = 0;
+    std::int64_t ended_at = 0;  // 0: still running
+    termination how = termination::exited;
+    failure_class failure = failure_class::none;
+    std::string head_before = {}, head_after = {};
+    std::int64_t files = 0, insertions = 0, deletions = 0;
+    std::int64_t input_tokens = 0, output_tokens = 0;
+    std::optional<double> cost = {};
+};
+
+std::int64_t add_attempt(ralph::store& db, std::int64_t loop_id, const attempt_spec& s) {
+    ralph::proto::attempt_info a;
+    a.loop_id = loop_id;
+    a.iteration = s.iteration;
+    a.attempt = s.attempt;
+    a.argv = {"agent"};
+    a.started_at = s.started_at;
+    a.id = db.begin_attempt(a);
+    if (s.ended_at == 0) return a.id;
+    a.ended_at = s.ended_at;
+    a.how = s.how;
+    a.failure = s.failure;
+    a.head_before = s.head_before;
+    a.head_after = s.head_after;
+    a.files_changed = s.files;
+    a.insertions = s.insertions;
+    a.deletions = s.deletions;
+    a.usage.input_tokens = s.input_tokens;
+    a.usage.output_tokens = s.output_tokens;
+    a.usage.cost_usd = s.cost;
+    db.finish_attempt(a);
+    return a.id;
+}
+
+const ralph::proto::report_loop* find(const std::vector<ralph::proto::report_loop>& loops,
+                                      std::int64_t id) {
+    for (const auto& loop : loops)
+        if (loop.id == id) return &loop;
+    return nullptr;
+}
+
+std::int64_t rows(const fs::path& db, const std::string& table, std::int64_t loop_id) {
+    SQLite::Database raw(db.string());
+    SQLite::Statement q(raw, "SELECT count(*) FROM " + table + " WHERE loop_id = ?");
+    q.bind(1, loop_id);
+    q.executeStep();
+    return q.getColumn(0).getInt64();
+}
+
+}  // namespace
+
+TEST_CASE("report: a loop counts when it was submitted, ended or had an attempt in the window") {
+    temp_db tmp;
+    ralph::store db(tmp.path());
+    const std::int64_t since = 100'000, now = 200'000;
+
+    const auto old = add_loop(db, "old", 1'000);  // everything before the window
+    add_attempt(db, old, {.started_at = 2'000, .ended_at = 3'000});
+    db.set_state(old, loop_state::completed, "done", 0, 3'000);
+
+    const auto submitted = add_loop(db, "submitted", 150'000);  // queued in the window
+    const auto ended = add_loop(db, "ended", 1'000);            // cancelled in the window
+    db.set_state(ended, loop_state::cancelled, "cancelled by the user", 0, 120'000);
+
+    const auto ran = add_loop(db, "ran", 1'000);  // an attempt started in the window
+    add_attempt(db, ran, {.started_at = 2'000, .ended_at = 3'000});
+    add_attempt(db, ran, {.iteration = 2, .started_at = 110'000, .ended_at = 111'000});
+
+    const auto straddles = add_loop(db, "straddles", 1'000);  // started before, ended in it
+    add_attempt(db, straddles, {.started_at = 90'000, .ended_at = 100'500});
+
+    const auto running = add_loop(db, "running", 1'000);  // an attempt started long ago still runs
+    add_attempt(db, running, {.started_at = 5'000});
+    db.set_state(running, loop_state::running, "", 0, 5'000);
+
+    const auto report = db.report_loops(since, now);
+    std::vector<std::int64_t> ids;
+    for (const auto& loop : report) ids.push_back(loop.id);
+    CHECK(ids == std::vector<std::int64_t>{submitted, ended, ran, straddles, running});
+
+    // Only the attempts in the window are summed; the loop's own totals stay whole.
+    const auto* r = find(report, ran);
+    REQUIRE(r != nullptr);
+    CHECK(r->activity.attempts == 1);
+    CHECK(r->activity.iterations == 1);
+    CHECK(r->activity.agent_ms == 1'000);
+    CHECK(find(report, straddles)->activity.attempts == 1);
+    // A running attempt counts until the end of the report.
+    CHECK(find(report, running)->activity.agent_ms == now - 5'000);
+    CHECK(find(report, running)->duration_ms == now - 5'000);
+    CHECK(find(report, submitted)->activity.attempts == 0);
+    CHECK(find(report, submitted)->duration_ms == 0);
+}
+
+TEST_CASE("report: commits, changes, tokens, cost, retries and failures are summed per loop") {
+    temp_db tmp;
+    ralph::store db(tmp.path());
+    const auto id = add_loop(db, "work", 10);
+    db.set_state(id, loop_state::running, "", 0, 10);
+    // Iteration 1 commits; iteration 2 fails once (no snapshot), then changes files without
+    // committing; iteration 3 commits again.
+    add_attempt(db, id, {.iteration = 1, .started_at = 100, .ended_at = 200, .head_before = "aaa",
+                         .head_after = "bbb", .files = 2, .insertions = 10, .deletions = 1,
+                         .input_tokens = 1000, .output_tokens = 100, .cost = 0.25});
+    add_attempt(db, id, {.iteration = 2, .started_at = 300, .ended_at = 350,
+                         .how = termination::failed, .failure = failure_class::crash,
+                         .input_tokens = 5, .output_tokens = 1});
+    add_attempt(db, id, {.iteration = 2, .attempt = 2, .started_at = 400, .ended_at = 500,
+                         .head_before = "bbb", .head_after = "bbb", .files = 1, .insertions = 3,
+                         .input_tokens = 10, .output_tokens = 2, .cost = 0.5});
+    add_attempt(db, id, {.iteration = 3, .started_at = 600, .ended_at = 900,
+                         .head_before = "bbb", .head_after = "ccc", .files = 4, .insertions = 7,
+                         .deletions = 9, .input_tokens = 1, .output_tokens = 1});
+    db.set_iterations(id, 3, 900);
+    db.set_state(id, loop_state::completed, "signal", 0, 1000);
+
+    const auto report = db.report_loops(0, 2000);
+    REQUIRE(report.size() == 1);
+    const auto& loop = report[0];
+    CHECK(loop.state == loop_state::completed);
+    CHECK(loop.stop_reason == "signal");
+    CHECK(loop.iterations_total == 3);
+    CHECK(loop.duration_ms == 1000 - 10);
+    const auto& a = loop.activity;
+    CHECK(a.attempts == 4);
+    CHECK(a.iterations == 3);
+    CHECK(a.retries == 1);
+    CHECK(a.commits == 2);
+    CHECK(loop.head_before == "aaa");
+    CHECK(loop.head_after == "ccc");
+    CHECK(a.files_changed == 7);
+    CHECK(a.insertions == 20);
+    CHECK(a.deletions == 10);
+    CHECK(a.usage.input_tokens == 1016);
+    CHECK(a.usage.output_tokens == 104);
+    REQUIRE(a.usage.cost_usd);
+    CHECK(*a.usage.cost_usd == doctest::Approx(0.75));
+    CHECK(a.agent_ms == 100 + 50 + 100 + 300);
+    CHECK(a.failures == std::map<std::string, std::int64_t>{{"crash", 1}});
+
+    // A window that starts after iteration 1: its commit and HEAD are not part of it.
+    const auto later = db.report_loops(250, 2000);
+    REQUIRE(later.size() == 1);
+    CHECK(later[0].activity.attempts == 3);
+    CHECK(later[0].activity.commits == 1);
+    CHECK(later[0].head_before == "bbb");
+    CHECK(later[0].activity.usage.cost_usd == doctest::Approx(0.5));
+
+    // Totals add the loops up; no agent reported a cost → none.
+    ralph::proto::report r;
+    r.loops = report;
+    const auto other = add_loop(db, "other", 1500);
+    r.loops.push_back(*find(db.report_loops(0, 2000), other));
+    ralph::proto::add_totals(r);
+    CHECK(r.loop_count == 2);
+    CHECK(r.by_state == std::map<std::string, std::int64_t>{{"completed", 1}, {"queued", 1}});
+    CHECK(r.totals.attempts == 4);
+    CHECK(r.totals.commits == 2);
+    CHECK(*r.totals.usage.cost_usd == doctest::Approx(0.75));
+}
+
+TEST_CASE("gc: only loops that ended before the cutoff are candidates, oldest first") {
+    temp_db tmp;
+    ralph::store db(tmp.path());
+    const auto recent = add_loop(db, "recent", 1);
+    db.set_state(recent, loop_state::failed, "x", 0, 5'000);
+    const auto oldest = add_loop(db, "oldest", 2);
+    db.set_state(oldest, loop_state::exhausted, "x", 0, 100);
+    const auto old = add_loop(db, "old", 3);
+    db.set_state(old, loop_state::stalled, "x", 0, 200);
+    const auto waiting = add_loop(db, "waiting", 4);  // old, but not ended
+    db.set_state(waiting, loop_state::waiting, "delay", 10'000, 50);
+    add_loop(db, "queued", 5);
+    CHECK(db.loops_ended_before(1'000) == std::vector<std::int64_t>{oldest, old});
+    CHECK(db.loops_ended_before(100) == std::vector<std::int64_t>{});
+}
+
+TEST_CASE("gc: removing ended loops deletes every row they left; a dry run only counts") {
+    temp_db tmp;
+    ralph::store db(tmp.path());
+    const auto gone = add_loop(db, "gone", 1);
+    const auto attempt = add_attempt(db, gone, {.started_at = 10, .ended_at = 20});
+    add_attempt(db, gone, {.iteration = 2, .started_at = 30, .ended_at = 40});
+    db.add_events(gone, {{0, attempt, 1, 15, "text", "", "hello"}, {0, attempt, 1, 16, "text", "", "bye"}});
+    db.add_steering(gone, "hint", 12);
+    db.record_output({{gone, attempt, 0, 5, 15, "stdout"}}, {{gone, 5}});
+    db.set_state(gone, loop_state::completed, "done", 0, 50);
+    const auto kept = add_loop(db, "kept", 2);  // not ended: never removed, even when asked
+    add_attempt(db, kept, {.started_at = 10});
+    db.set_state(kept, loop_state::running, "", 0, 10);
+
+    const auto counted = db.remove_loops({gone, kept, 999}, true);
+    CHECK(counted.loop_ids == std::vector<std::int64_t>{gone});
+    CHECK(counted.attempts == 2);
+    CHECK(counted.events == 2);
+    CHECK(db.find_loop(gone).has_value());
+    CHECK(rows(tmp.path(), "attempts", gone) == 2);
+
+    const auto removed = db.remove_loops({gone, kept, 999}, false);
+    CHECK(removed.loop_ids == std::vector<std::int64_t>{gone});
+    CHECK(removed.attempts == 2);
+    CHECK(removed.events == 2);
+    CHECK_FALSE(db.find_loop(gone).has_value());
+    for (const char* table : {"attempts", "events", "steering", "output_chunks"}) {
+        CAPTURE(table);
+        CHECK(rows(tmp.path(), table, gone) == 0);
+    }
+    CHECK(db.output_bytes(gone) == 0);
+    CHECK(db.find_loop(kept).has_value());
+    CHECK(rows(tmp.path(), "attempts", kept) == 1);
+    db.truncate_wal();
 }

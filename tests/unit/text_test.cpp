@@ -2,6 +2,9 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdlib>
+#include <ctime>
+
 using ralph::text::split_command_words;
 using words = std::vector<std::string>;
 
@@ -78,4 +81,55 @@ TEST_CASE("utf8: a complete prefix never ends inside a multi-byte character") {
     CHECK(utf8_complete_prefix("a\xF0\x9F\x98") == 1);  // cut inside a 4-byte emoji
     CHECK(utf8_complete_prefix("\xC3") == 0);
     CHECK(utf8_complete_prefix("") == 0);
+}
+
+TEST_CASE("time: ISO 8601 is parsed with or without seconds, fraction and zone") {
+    using ralph::text::parse_iso8601;
+    CHECK(parse_iso8601("2026-11-18T11:06:40.123Z") == 1795000000123);
+    CHECK(parse_iso8601(ralph::text::format_iso8601(1795000000123)) == 1795000000123);
+    CHECK(parse_iso8601("2026-11-18T11:06:40Z") == 1795000000000);
+    CHECK(parse_iso8601("2026-11-18t11:06:40.1z") == 1795000000100);
+    CHECK(parse_iso8601("2026-11-18T11:06:40.123456Z") == 1795000000123);
+    CHECK(parse_iso8601("2026-11-18T11:06Z") == 1795000000000 - 40000);
+    CHECK(parse_iso8601("2026-11-18T13:06:40+02:00") == 1795000000000);
+    CHECK(parse_iso8601("2026-11-18 09:36:40-0130") == 1795000000000);
+    CHECK(parse_iso8601("2026-11-18T12:06:40+01") == 1795000000000);
+    CHECK(parse_iso8601("1970-01-01Z") == 0);
+}
+
+TEST_CASE("time: an ISO 8601 time without a zone is local time") {
+    const char* saved = std::getenv("TZ");
+    const std::string old = saved ? saved : "";
+    // Central European rules, written out so that no time zone database is needed.
+    ::setenv("TZ", "CET-1CEST,M3.5.0,M10.5.0/3", 1);
+    ::tzset();
+    CHECK(ralph::text::parse_iso8601("2026-11-18T12:06:40") == 1795000000000);    // winter: +1
+    CHECK(ralph::text::parse_iso8601("2026-07-01T02:00") == 1782864000000);       // summer: +2
+    CHECK(ralph::text::parse_iso8601("2026-11-18") == 1794956400000);             // local midnight
+    if (saved) ::setenv("TZ", old.c_str(), 1); else ::unsetenv("TZ");
+    ::tzset();
+}
+
+TEST_CASE("time: malformed or impossible ISO 8601 times are refused") {
+    using ralph::text::parse_iso8601;
+    for (const char* bad : {"", "2026", "2026-11", "2026-11-18T", "2026-11-18T11", "2026-11-18T11:6",
+                            "2026-13-01", "2026-02-30", "2026-11-18T24:00", "2026-11-18T11:60",
+                            "2026-11-18T11:06:40.", "2026-11-18T11:06:40Q", "2026-11-18T11:06+25:00",
+                            "2026-11-18T11:06:40Z junk", "yesterday"})
+        CHECK_THROWS_AS(parse_iso8601(bad), std::invalid_argument);
+}
+
+TEST_CASE("time: a point in time is an age before now or an ISO 8601 time") {
+    using ralph::text::parse_time_or_age;
+    const std::int64_t now = 1795000000123;
+    CHECK(parse_time_or_age("30m", now) == now - 30 * 60 * 1000);
+    CHECK(parse_time_or_age("8h", now) == now - 8 * 3600 * 1000);
+    CHECK(parse_time_or_age("2d", now) == now - 2 * 86400 * 1000);
+    CHECK(parse_time_or_age("90", now) == now - 90 * 1000);
+    CHECK(parse_time_or_age("0s", now) == now);
+    CHECK(parse_time_or_age("2026-11-18T11:06:40Z", now) == 1795000000000);
+    CHECK_THROWS_WITH_AS(parse_time_or_age("last tuesday", now),
+                         doctest::Contains("give an age (30m, 8h, 2d) or an ISO 8601 time"),
+                         std::invalid_argument);
+    CHECK_THROWS_AS(parse_time_or_age("-2h", now), std::invalid_argument);
 }

@@ -1,0 +1,165 @@
+// `ralphctl report [--since WHEN]`: the morning summary (history.report). Every loop that was
+// submitted, ran an attempt or ended since WHEN (default 24h ago): a table of its outcome,
+// iterations, commits, diff stats, tokens, cost and duration, then per loop its stop reason,
+// the `git log` range of its commits, retries and failures, and a totals line. With --json the
+// report as the daemon gives it: {"since", "until", "loops": [...], "totals": {...}}.
+#include "client/commands/commands.hpp"
+
+#include "client/connection.hpp"
+#include "client/output.hpp"
+#include "common/text.hpp"
+#include "proto/history.hpp"
+#include "proto/methods.hpp"
+
+#include <fmt/format.h>
+
+#include <iterator>
+#include <memory>
+
+namespace ralph::client {
+namespace {
+
+// Enough of a commit id to name it.
+std::string_view short_head(std::string_view head) { return head.substr(0, 10); }
+
+std::string describe_changes(const proto::activity& a) {
+    return fmt::format("{} file{} +{} -{}", a.files_changed, a.files_changed == 1 ? "" : "s",
+                       a.insertions, a.deletions);
+}
+
+std::string describe_cost(const proto::usage& usage) {
+    return usage.cost_usd ? fmt::format("${:.4f}", *usage.cost_usd) : std::string("-");
+}
+
+// "crash 2, timeout 1", or "" when nothing failed.
+std::string describe_failures(const std::map<std::string, std::int64_t>& failures) {
+    std::string text;
+    for (const auto& [failure, count] : failures) {
+        if (!text.empty()) text += ", ";
+        text += fmt::format("{} {}", failure, count);
+    }
+    return text;
+}
+
+void append_table(fmt::memory_buffer& out, const std::vector<proto::report_loop>& loops,
+                  bool use_colour) {
+    table rows({{"ID", true},
+                {"NAME"},
+                {"STATE"},
+                {"ITER", true},
+                {"TOTAL", true},
+                {"COMMITS", true},
+                {"CHANGES", true},
+                {"TOKENS IN/OUT", true},
+                {"COST", true},
+                {"TIME", true}});
+    for (const auto& loop : loops) {
+        const proto::activity& a = loop.activity;
+        rows.add_format("{}", loop.id);
+        rows.add(loop.name.empty() ? "-" : loop.name);
+        rows.add(proto::to_string(loop.state), state_colour(loop.state));
+        rows.add_format("{}", a.iterations);
+        if (loop.max_iterations == 0)
+            rows.add_format("{}/∞", loop.iterations_total);
+        else
+            rows.add_format("{}/{}", loop.iterations_total, loop.max_iterations);
+        rows.add_format("{}", a.commits);
+        rows.add(describe_changes(a));
+        rows.add_format("{}/{}", a.usage.input_tokens, a.usage.output_tokens);
+        rows.add(describe_cost(a.usage));
+        rows.add(loop.started_at == 0 ? std::string("-") : text::format_duration(loop.duration_ms));
+    }
+    rows.render(out, use_colour);
+}
+
+// Under the table, what a row cannot say: why the loop stopped, where its commits are, what
+// went wrong on the way.
+void append_details(fmt::memory_buffer& out, const std::vector<proto::report_loop>& loops) {
+    for (const auto& loop : loops) {
+        const proto::activity& a = loop.activity;
+        fmt::format_to(std::back_inserter(out), "\n{} {}: {}\n", loop.id, loop.name,
+                       loop.stop_reason.empty() ? std::string(proto::to_string(loop.state))
+                                                : loop.stop_reason);
+        if (a.commits > 0 && !loop.head_before.empty() && !loop.head_after.empty())
+            fmt::format_to(std::back_inserter(out), "    git -C {} log {}..{}\n",
+                           shorten_home(loop.workspace), short_head(loop.head_before),
+                           short_head(loop.head_after));
+        else
+            fmt::format_to(std::back_inserter(out), "    in {}\n", shorten_home(loop.workspace));
+        if (a.retries > 0 || !a.failures.empty()) {
+            std::string failures = describe_failures(a.failures);
+            fmt::format_to(std::back_inserter(out), "    {} retr{}{}{}\n", a.retries,
+                           a.retries == 1 ? "y" : "ies",
+                           failures.empty() ? "" : "; failures: ", failures);
+        }
+    }
+}
+
+void append_totals(fmt::memory_buffer& out, const proto::report& report, bool use_colour) {
+    const proto::activity& t = report.totals;
+    std::string states;
+    for (const auto& [state, count] : report.by_state)
+        states += fmt::format("{}{} {}", states.empty() ? "" : ", ", count, state);
+    std::string line = fmt::format(
+        "{} loop{} ({}) · {} iteration{} · {} commit{} · {} · {} in / {} out tokens · cost {} · "
+        "agents ran {}",
+        report.loop_count, report.loop_count == 1 ? "" : "s", states, t.iterations,
+        t.iterations == 1 ? "" : "s", t.commits, t.commits == 1 ? "" : "s", describe_changes(t),
+        t.usage.input_tokens, t.usage.output_tokens, describe_cost(t.usage),
+        text::format_duration(t.agent_ms));
+    if (t.retries > 0) line += fmt::format(" · {} retr{}", t.retries, t.retries == 1 ? "y" : "ies");
+    if (!t.failures.empty()) line += " · failures: " + describe_failures(t.failures);
+    out.push_back('\n');
+    append_coloured(out, "Total: ", colour::bold, use_colour);
+    out.append(line);
+    out.push_back('\n');
+}
+
+int run_report(const client_context& ctx, const std::string& since) {
+    nlohmann::json result =
+        connection(ctx.socket).call(proto::method::history_report, {{"since", since}});
+    if (ctx.json) {
+        print_json(std::move(result));
+        return exit_code::ok;
+    }
+    const auto report = result.get<proto::report>();
+    const std::string window = fmt::format("since {} ({} ago)", format_local_time(report.since),
+                                           format_age(report.until - report.since));
+    fmt::memory_buffer out;
+    if (report.loops.empty()) {
+        fmt::format_to(std::back_inserter(out), "No loop was active {}.\n", window);
+        write_stdout(out);
+        return exit_code::ok;
+    }
+    fmt::format_to(std::back_inserter(out), "Loops active {}:\n\n", window);
+    append_table(out, report.loops, ctx.colour);
+    append_details(out, report.loops);
+    append_totals(out, report, ctx.colour);
+    write_stdout(out);
+    return exit_code::ok;
+}
+
+}  // namespace
+
+void register_report_command(CLI::App& app, client_context& ctx) {
+    auto since = std::make_shared<std::string>("24h");
+    auto* cmd = app.add_subcommand(
+        "report",
+        "What the loops did since a time: outcomes, iterations, commits, changes, "
+        "tokens, cost, stop reasons");
+    auto* option = cmd->add_option("--since", *since,
+                                   "Start of the report: an age (30m, 8h, 2d) or an ISO 8601 time "
+                                   "(2026-11-22T08:00, local time unless it ends with Z or an "
+                                   "offset)")
+                       ->type_name("WHEN")
+                       ->transform(time_or_age())
+                       ->capture_default_str();
+    cmd->callback([&ctx, since, option] {
+        // A given --since was made a time by its validator; the default is an age still.
+        if (option->count() == 0)
+            *since = text::format_iso8601(text::parse_time_or_age(*since, text::now_ms()));
+        ctx.exit_code = run_report(ctx, *since);
+    });
+}
+
+}  // namespace ralph::client

@@ -1,0 +1,107 @@
+// history.report (what the loops did since a time, summed from the persisted attempts) and
+// history.gc (removes the loops that ended before a cutoff, with everything they left).
+#include "common/text.hpp"
+#include "daemon/clock.hpp"
+#include "daemon/rpc/methods.hpp"
+#include "daemon/rpc/registry.hpp"
+#include "daemon/scheduler/scheduler.hpp"
+#include "daemon/store/output_log.hpp"
+#include "daemon/store/store.hpp"
+#include "proto/fields.hpp"
+#include "proto/history.hpp"
+#include "proto/methods.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <optional>
+
+namespace ralph::rpc {
+namespace {
+
+using proto::error_kind;
+using proto::rpc_error;
+
+constexpr std::int64_t day_ms = 24 * 3600 * 1000;
+
+struct report_params {
+    std::optional<std::int64_t> since;  // epoch ms; default: a day before now
+};
+void from_json(const nlohmann::json& j, report_params& p) {
+    std::optional<std::string> since;
+    proto::read_field(proto::params_object(j), "since", since);
+    if (!since) return;
+    try {
+        p.since = text::parse_iso8601(*since);
+    } catch (const std::invalid_argument& e) {
+        throw rpc_error(error_kind::invalid_params, std::string("params.since: ") + e.what());
+    }
+}
+
+struct gc_params {
+    double older_than_s = 30 * 86400.0;
+    bool dry_run = false;
+};
+void from_json(const nlohmann::json& j, gc_params& p) {
+    const auto& obj = proto::params_object(j);
+    proto::read_field(obj, "older_than_s", p.older_than_s);
+    proto::read_field(obj, "dry_run", p.dry_run);
+    // A century bounds the conversion to milliseconds.
+    if (!(p.older_than_s >= 0 && p.older_than_s <= 100 * 365 * 86400.0))
+        throw rpc_error(error_kind::invalid_params,
+                        "params.older_than_s: must be between 0 and 100 years in seconds");
+}
+
+}  // namespace
+
+void register_history_methods(method_registry& registry, method_services& services) {
+    registry.add_typed<report_params>(
+        proto::method::history_report, [&services](const report_params& params, call_context&) {
+            proto::report report;
+            report.until = services.clock.now_ms();
+            report.since = params.since.value_or(report.until - day_ms);
+            if (report.since > report.until)
+                throw rpc_error(error_kind::invalid_params,
+                                "params.since: must not be in the future");
+            report.loops = services.db.report_loops(report.since, report.until);
+            proto::add_totals(report);
+            return nlohmann::json(report);
+        });
+
+    registry.add_typed<gc_params>(
+        proto::method::history_gc, [&services](const gc_params& params, call_context&) {
+            const auto started = std::chrono::steady_clock::now();
+            proto::gc_result result;
+            result.dry_run = params.dry_run;
+            result.before = services.clock.now_ms() - std::int64_t(params.older_than_s * 1000);
+            // A loop whose runner is still finishing may yet write its last rows.
+            std::vector<std::int64_t> ids;
+            for (std::int64_t id : services.db.loops_ended_before(result.before))
+                if (!services.loops.is_running(id)) ids.push_back(id);
+            // Output index rows waiting for their batch must not outlive their loop's rows.
+            services.output.flush();
+            store::removal removal = services.db.remove_loops(ids, params.dry_run);
+            result.loop_ids = std::move(removal.loop_ids);
+            result.attempts = removal.attempts;
+            result.events = removal.events;
+            // The files go after the commit: a crash in between leaves files without rows
+            // (harmless), never rows without their output.
+            for (std::int64_t id : result.loop_ids)
+                result.output_bytes +=
+                    params.dry_run ? services.output.file_size(id) : services.forget_loop(id);
+            if (!params.dry_run && !result.loop_ids.empty()) {
+                services.db.truncate_wal();
+                spdlog::info(
+                    "history.gc: removed {} loop(s) that ended before {}: {} attempt(s), "
+                    "{} event(s), {} bytes of output, in {} ms",
+                    result.loop_ids.size(), text::format_iso8601(result.before), result.attempts,
+                    result.events, result.output_bytes,
+                    std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::steady_clock::now() - started)
+                        .count());
+            }
+            return nlohmann::json(result);
+        });
+}
+
+}  // namespace ralph::rpc

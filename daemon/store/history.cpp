@@ -1,0 +1,171 @@
+// The store's queries over the history (members of `store`, declared in store.hpp): the
+// report of what loops did in a time window, summed by SQLite so that a long history is never
+// loaded, and the pruning of loops that ended long ago.
+//
+// "An attempt in the window" [since, until]: it started or ended in it, or it still runs. The
+// attempts of one loop run one after the other, so a loop has one exactly when its last
+// attempt does — one index lookup per loop instead of a scan of its attempts.
+#include "daemon/store/store.hpp"
+
+#include <array>
+#include <string>
+
+namespace ralph {
+namespace {
+
+// ?2 = since; the attempts table of the statement.
+constexpr const char* attempt_in_window = "(started_at >= ?2 OR ended_at >= ?2 OR ended_at = 0)";
+
+// "'completed', 'exhausted', ...": the end states (proto::is_terminal), for an SQL IN list.
+std::string end_states_sql() {
+    std::string list;
+    for (int i = 0; i <= static_cast<int>(proto::loop_state::stalled); ++i) {
+        const auto state = static_cast<proto::loop_state>(i);
+        if (!proto::is_terminal(state)) continue;
+        if (!list.empty()) list += ", ";
+        list += "'" + std::string(proto::to_string(state)) + "'";
+    }
+    return list;
+}
+
+// The tables holding a loop's history besides its row in `loops`, children first.
+constexpr std::array<const char*, 4> loop_history_tables{"events", "output_chunks", "steering",
+                                                         "attempts"};
+
+std::int64_t count_rows(SQLite::Statement& q, std::int64_t loop_id) {
+    q.reset();
+    q.bind(1, loop_id);
+    q.executeStep();
+    return q.getColumn(0).getInt64();
+}
+
+}  // namespace
+
+std::vector<proto::report_loop> store::report_loops(std::int64_t since_ms, std::int64_t until_ms) {
+    SQLite::Statement loops(db_,
+                            "SELECT l.id, l.name, l.workspace, l.agent, l.state, l.stop_reason, "
+                            "l.created_at, l.started_at, l.finished_at, l.iterations, "
+                            "l.max_iterations FROM loops l "
+                            "WHERE l.created_at >= ?1 OR l.finished_at >= ?1 OR "
+                            "(SELECT a.started_at >= ?1 OR a.ended_at >= ?1 OR a.ended_at = 0 "
+                            " FROM attempts a WHERE a.loop_id = l.id ORDER BY a.id DESC LIMIT 1) "
+                            "ORDER BY l.id");
+    loops.bind(1, since_ms);
+    const std::string window = attempt_in_window;
+    // ?1 loop, ?2 since, ?3 until (the end of an attempt still running).
+    SQLite::Statement sums(
+        db_,
+        "SELECT count(*), count(DISTINCT iteration), ifnull(sum(attempt > 1), 0), "
+        "ifnull(sum(head_before != '' AND head_after != '' AND head_before != head_after), 0), "
+        "ifnull(sum(files_changed), 0), ifnull(sum(insertions), 0), ifnull(sum(deletions), 0), "
+        "ifnull(sum(input_tokens), 0), ifnull(sum(output_tokens), 0), sum(cost_usd), "
+        "ifnull(sum(turns), 0), ifnull(sum(tool_calls), 0), "
+        "ifnull(sum(CASE WHEN ended_at > 0 THEN ended_at ELSE ?3 END - started_at), 0), "
+        "ifnull((SELECT head_before FROM attempts WHERE loop_id = ?1 AND " +
+            window +
+            " AND head_before != '' ORDER BY id LIMIT 1), ''), "
+            "ifnull((SELECT head_after FROM attempts WHERE loop_id = ?1 AND " +
+            window +
+            " AND head_after != '' ORDER BY id DESC LIMIT 1), '') "
+            "FROM attempts WHERE loop_id = ?1 AND " +
+            window);
+    SQLite::Statement failures(
+        db_, "SELECT failure, count(*) FROM attempts WHERE loop_id = ?1 AND " + window +
+                 " AND failure != '' GROUP BY failure");
+
+    std::vector<proto::report_loop> result;
+    while (loops.executeStep()) {
+        proto::report_loop loop;
+        loop.id = loops.getColumn(0).getInt64();
+        loop.name = loops.getColumn(1).getString();
+        loop.workspace = loops.getColumn(2).getString();
+        loop.agent = loops.getColumn(3).getString();
+        loop.state = proto::loop_state_from_string(loops.getColumn(4).getString());
+        loop.stop_reason = loops.getColumn(5).getString();
+        loop.created_at = loops.getColumn(6).getInt64();
+        loop.started_at = loops.getColumn(7).getInt64();
+        loop.finished_at = loops.getColumn(8).getInt64();
+        loop.iterations_total = loops.getColumn(9).getInt64();
+        loop.max_iterations = loops.getColumn(10).getInt64();
+        if (loop.started_at > 0)
+            loop.duration_ms =
+                (loop.finished_at > 0 ? loop.finished_at : until_ms) - loop.started_at;
+
+        sums.reset();
+        sums.bind(1, loop.id);
+        sums.bind(2, since_ms);
+        sums.bind(3, until_ms);
+        sums.executeStep();
+        proto::activity& a = loop.activity;
+        a.attempts = sums.getColumn(0).getInt64();
+        a.iterations = sums.getColumn(1).getInt64();
+        a.retries = sums.getColumn(2).getInt64();
+        a.commits = sums.getColumn(3).getInt64();
+        a.files_changed = sums.getColumn(4).getInt64();
+        a.insertions = sums.getColumn(5).getInt64();
+        a.deletions = sums.getColumn(6).getInt64();
+        a.usage.input_tokens = sums.getColumn(7).getInt64();
+        a.usage.output_tokens = sums.getColumn(8).getInt64();
+        if (!sums.getColumn(9).isNull()) a.usage.cost_usd = sums.getColumn(9).getDouble();
+        a.usage.turns = sums.getColumn(10).getInt64();
+        a.usage.tool_calls = sums.getColumn(11).getInt64();
+        a.agent_ms = sums.getColumn(12).getInt64();
+        loop.head_before = sums.getColumn(13).getString();
+        loop.head_after = sums.getColumn(14).getString();
+
+        failures.reset();
+        failures.bind(1, loop.id);
+        failures.bind(2, since_ms);
+        while (failures.executeStep())
+            a.failures[failures.getColumn(0).getString()] = failures.getColumn(1).getInt64();
+        result.push_back(std::move(loop));
+    }
+    return result;
+}
+
+std::vector<std::int64_t> store::loops_ended_before(std::int64_t cutoff_ms) {
+    SQLite::Statement q(db_, "SELECT id FROM loops WHERE state IN (" + end_states_sql() +
+                                 ") AND finished_at > 0 AND finished_at < ? "
+                                 "ORDER BY finished_at, id");
+    q.bind(1, cutoff_ms);
+    std::vector<std::int64_t> ids;
+    while (q.executeStep()) ids.push_back(q.getColumn(0).getInt64());
+    return ids;
+}
+
+store::removal store::remove_loops(const std::vector<std::int64_t>& loop_ids, bool dry_run) {
+    SQLite::Transaction tx(db_);
+    SQLite::Statement state_of(db_, "SELECT state FROM loops WHERE id = ?");
+    SQLite::Statement attempts(db_, "SELECT count(*) FROM attempts WHERE loop_id = ?");
+    SQLite::Statement events(db_, "SELECT count(*) FROM events WHERE loop_id = ?");
+    std::vector<SQLite::Statement> deletes;
+    for (const char* table : loop_history_tables)
+        deletes.emplace_back(db_, std::string("DELETE FROM ") + table + " WHERE loop_id = ?");
+    // Last, so that a table added later without ON DELETE CASCADE fails the whole removal
+    // (foreign keys are on) instead of leaving orphans.
+    deletes.emplace_back(db_, "DELETE FROM loops WHERE id = ?");
+
+    removal removed;
+    for (std::int64_t id : loop_ids) {
+        state_of.reset();
+        state_of.bind(1, id);
+        if (!state_of.executeStep() ||
+            !proto::is_terminal(proto::loop_state_from_string(state_of.getColumn(0).getString())))
+            continue;
+        removed.loop_ids.push_back(id);
+        removed.attempts += count_rows(attempts, id);
+        removed.events += count_rows(events, id);
+        if (dry_run) continue;
+        for (auto& remove : deletes) {
+            remove.reset();
+            remove.bind(1, id);
+            remove.exec();
+        }
+    }
+    if (!dry_run) tx.commit();
+    return removed;
+}
+
+void store::truncate_wal() { db_.exec("PRAGMA wal_checkpoint(TRUNCATE)"); }
+
+}  // namespace ralph

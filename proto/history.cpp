@@ -1,0 +1,142 @@
+#include "proto/history.hpp"
+
+namespace ralph::proto {
+namespace {
+
+// Milliseconds in JSON are seconds with three decimals, like the API's other *_s fields.
+double seconds_of(std::int64_t ms) { return double(ms) / 1000.0; }
+std::int64_t ms_of(const nlohmann::json& j, const char* name) {
+    return std::int64_t(j.value(name, 0.0) * 1000.0 + 0.5);
+}
+
+}  // namespace
+
+void activity::add(const activity& other) {
+    attempts += other.attempts;
+    iterations += other.iterations;
+    retries += other.retries;
+    commits += other.commits;
+    files_changed += other.files_changed;
+    insertions += other.insertions;
+    deletions += other.deletions;
+    usage.input_tokens += other.usage.input_tokens;
+    usage.output_tokens += other.usage.output_tokens;
+    if (other.usage.cost_usd) usage.cost_usd = usage.cost_usd.value_or(0) + *other.usage.cost_usd;
+    usage.turns += other.usage.turns;
+    usage.tool_calls += other.usage.tool_calls;
+    agent_ms += other.agent_ms;
+    for (const auto& [failure, count] : other.failures) failures[failure] += count;
+}
+
+void add_totals(report& r) {
+    r.loop_count = std::int64_t(r.loops.size());
+    r.by_state.clear();
+    r.totals = {};
+    for (const auto& loop : r.loops) {
+        ++r.by_state[std::string(to_string(loop.state))];
+        r.totals.add(loop.activity);
+    }
+}
+
+// An activity is flattened into the object that has it (a loop of the report, or its totals).
+void to_json(nlohmann::json& j, const activity& a) {
+    j["attempts"] = a.attempts;
+    j["iterations"] = a.iterations;
+    j["retries"] = a.retries;
+    j["commits"] = a.commits;
+    j["files_changed"] = a.files_changed;
+    j["insertions"] = a.insertions;
+    j["deletions"] = a.deletions;
+    add_usage(j, a.usage);
+    j["agent_time_s"] = seconds_of(a.agent_ms);
+    j["failures"] = a.failures;
+}
+
+void from_json(const nlohmann::json& j, activity& a) {
+    a.attempts = j.value("attempts", std::int64_t(0));
+    a.iterations = j.value("iterations", std::int64_t(0));
+    a.retries = j.value("retries", std::int64_t(0));
+    a.commits = j.value("commits", std::int64_t(0));
+    a.files_changed = j.value("files_changed", std::int64_t(0));
+    a.insertions = j.value("insertions", std::int64_t(0));
+    a.deletions = j.value("deletions", std::int64_t(0));
+    a.usage = read_usage(j);
+    a.agent_ms = ms_of(j, "agent_time_s");
+    a.failures = j.value("failures", std::map<std::string, std::int64_t>{});
+}
+
+void to_json(nlohmann::json& j, const report_loop& loop) {
+    j = nlohmann::json::object();
+    to_json(j, loop.activity);
+    j["id"] = loop.id;
+    j["name"] = loop.name;
+    j["workspace"] = loop.workspace;
+    j["agent"] = loop.agent;
+    j["state"] = to_string(loop.state);
+    j["stop_reason"] = loop.stop_reason;
+    j["created_at"] = time_to_json(loop.created_at);
+    j["started_at"] = time_to_json(loop.started_at);
+    j["finished_at"] = time_to_json(loop.finished_at);
+    j["iterations_total"] = loop.iterations_total;
+    j["max_iterations"] = loop.max_iterations;
+    j["duration_s"] = seconds_of(loop.duration_ms);
+    j["head_before"] = loop.head_before;
+    j["head_after"] = loop.head_after;
+}
+
+void from_json(const nlohmann::json& j, report_loop& loop) {
+    from_json(j, loop.activity);
+    loop.id = j.value("id", std::int64_t(0));
+    loop.name = j.value("name", std::string());
+    loop.workspace = j.value("workspace", std::string());
+    loop.agent = j.value("agent", std::string());
+    loop.state = loop_state_from_string(j.value("state", std::string("queued")));
+    loop.stop_reason = j.value("stop_reason", std::string());
+    loop.created_at = time_from_json(j, "created_at");
+    loop.started_at = time_from_json(j, "started_at");
+    loop.finished_at = time_from_json(j, "finished_at");
+    loop.iterations_total = j.value("iterations_total", std::int64_t(0));
+    loop.max_iterations = j.value("max_iterations", std::int64_t(0));
+    loop.duration_ms = ms_of(j, "duration_s");
+    loop.head_before = j.value("head_before", std::string());
+    loop.head_after = j.value("head_after", std::string());
+}
+
+void to_json(nlohmann::json& j, const report& r) {
+    nlohmann::json totals = nlohmann::json::object();
+    to_json(totals, r.totals);
+    totals["loops"] = r.loop_count;
+    totals["by_state"] = r.by_state;
+    j = nlohmann::json{{"since", time_to_json(r.since)},
+                       {"until", time_to_json(r.until)},
+                       {"loops", r.loops},
+                       {"totals", std::move(totals)}};
+}
+
+void from_json(const nlohmann::json& j, report& r) {
+    r.since = time_from_json(j, "since");
+    r.until = time_from_json(j, "until");
+    r.loops = j.value("loops", std::vector<report_loop>{});
+    const nlohmann::json totals = j.value("totals", nlohmann::json::object());
+    from_json(totals, r.totals);
+    r.loop_count = totals.value("loops", std::int64_t(0));
+    r.by_state = totals.value("by_state", std::map<std::string, std::int64_t>{});
+}
+
+void to_json(nlohmann::json& j, const gc_result& r) {
+    j = nlohmann::json{{"dry_run", r.dry_run},          {"before", time_to_json(r.before)},
+                       {"loops", r.loop_ids.size()},    {"loop_ids", r.loop_ids},
+                       {"attempts", r.attempts},        {"events", r.events},
+                       {"output_bytes", r.output_bytes}};
+}
+
+void from_json(const nlohmann::json& j, gc_result& r) {
+    r.dry_run = j.value("dry_run", false);
+    r.before = time_from_json(j, "before");
+    r.loop_ids = j.value("loop_ids", std::vector<std::int64_t>{});
+    r.attempts = j.value("attempts", std::int64_t(0));
+    r.events = j.value("events", std::int64_t(0));
+    r.output_bytes = j.value("output_bytes", std::int64_t(0));
+}
+
+}  // namespace ralph::proto
