@@ -6,6 +6,7 @@
 #include "daemon/clock.hpp"
 #include "daemon/runner/child_reaper.hpp"
 #include "daemon/runner/completion.hpp"
+#include "daemon/runner/helper_process.hpp"
 #include "daemon/runner/loop_memory.hpp"
 #include "daemon/runner/process.hpp"
 #include "daemon/runner/prompt.hpp"
@@ -77,23 +78,6 @@ awaitable<std::invoke_result_t<Work>> off_thread(net::thread_pool& pool, Work wo
             });
         },
         use_awaitable, std::move(work));
-}
-
-// Reads a pipe to its end, keeping the last bytes in `into`; the last of `open_readers` to end
-// cancels `done`.
-awaitable<void> read_to_end(net::io_context& io, int fd, std::string& into, std::size_t keep,
-                            int& open_readers, net::steady_timer& done) {
-    net::posix::stream_descriptor pipe(io, fd);
-    std::array<char, 16384> buffer;
-    while (true) {
-        boost::system::error_code ec;
-        std::size_t n = co_await pipe.async_read_some(net::buffer(buffer),
-                                                      net::redirect_error(use_awaitable, ec));
-        into.append(buffer.data(), n);
-        if (into.size() > 2 * keep) into.erase(0, into.size() - keep);
-        if (ec) break;
-    }
-    if (--open_readers == 0) done.cancel();
 }
 
 std::string read_whole_file(const std::filesystem::path& path) {
@@ -626,30 +610,12 @@ awaitable<bool> loop_runner::verify(const proto::loop_info& loop, proto::attempt
     timeout.async_wait([this](boost::system::error_code ec) {
         if (!ec && agent_pgid_ != 0) terminate_agent();
     });
-    // Both pipes are read at once (a check that fills one while we wait on the other must not
-    // stall), each keeping its last bytes.
-    std::string out_text;
-    std::string err_text;
-    int open_readers = 2;
-    net::steady_timer readers_done(ctx_.io, net::steady_timer::time_point::max());
-    net::co_spawn(ctx_.io,
-                  read_to_end(ctx_.io, process.stdout_fd, out_text, max_verify_output_bytes,
-                              open_readers, readers_done),
-                  net::detached);
-    net::co_spawn(ctx_.io,
-                  read_to_end(ctx_.io, process.stderr_fd, err_text, max_verify_output_bytes,
-                              open_readers, readers_done),
-                  net::detached);
-    int status = co_await ctx_.reaper.wait_exit(process.pid);
-    // Whatever the check left running would hold its pipes open.
-    if (group_alive(process.pid)) signal_group(process.pid, SIGKILL);
-    while (open_readers > 0) {
-        boost::system::error_code ec;
-        co_await readers_done.async_wait(net::redirect_error(use_awaitable, ec));
-    }
+    helper_output captured;
+    captured.limit = max_verify_output_bytes;
+    int status = co_await finish_helper(ctx_.io, ctx_.reaper, process, captured);
     timeout.cancel();
     agent_pgid_ = 0;
-    std::string output = out_text + err_text;
+    std::string output = captured.out + captured.err;
     if (output.size() > max_verify_output_bytes) output.erase(0, output.size() - max_verify_output_bytes);
     attempt.verify_output = text::to_valid_utf8(output);
     attempt.verify_exit = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
