@@ -44,6 +44,7 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
                   [this](const proto::loop_info& loop) { hub_.state_changed(loop); }},
       scheduler_(runner_ctx_),
       services_{db_, scheduler_, gate_, clock_, output_, runner_ctx_.binaries,
+                state_dir_of(options_) / "worktrees",
                 proto::daemon_info{proto::daemon_version, proto::protocol_version, ::getpid(),
                                    options_.socket_path.string(), options_.db_path.string(),
                                    clock_.now_ms(), 1, {}},
@@ -58,6 +59,7 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
       shutdown_delay_(io) {
     paths::make_private_directory(runner_ctx_.prompt_dir);
     paths::make_private_directory(runner_ctx_.scratch_dir);
+    paths::make_private_directory(services_.worktree_dir);
     rpc::register_daemon_methods(registry_, services_);
     rpc::register_loop_methods(registry_, services_);
     rpc::register_agent_methods(registry_, services_);

@@ -86,6 +86,11 @@ void append_loop(fmt::memory_buffer& out, const proto::loop_info& loop,
     append_field(out, "state", proto::to_string(loop.state), state_colour(loop.state), use_colour);
     if (!loop.stop_reason.empty()) append_field(out, "stop reason", loop.stop_reason);
     append_field(out, "workspace", spec.workspace);
+    if (!spec.worktree_path.empty())
+        append_field(out, "worktree",
+                     fmt::format("{}, branch {} from {} of {}", spec.worktree_path,
+                                 spec.worktree_branch, spec.worktree_base.substr(0, 12),
+                                 spec.worktree_source));
     append_field(out, "agent", spec.agent);
     if (std::string missing = missing_capabilities(agent); !missing.empty())
         append_field(out, "agent lacks", missing);

@@ -177,6 +177,7 @@ awaitable<void> loop_runner::run() {
 
 awaitable<void> loop_runner::run_iterations() {
     set_state(proto::loop_state::running, "");
+    if (!co_await make_worktree()) co_return;
     while (true) {
         proto::loop_info loop = ctx_.db.get_loop(loop_id_);
         const auto& spec = loop.spec;
@@ -270,6 +271,27 @@ awaitable<void> loop_runner::run_iterations() {
         if (spec.delay_s > 0) co_await wait(spec.delay_s, "delay between iterations");
         if (finish_if_stopped()) co_return;
     }
+}
+
+awaitable<bool> loop_runner::make_worktree() {
+    const proto::loop_info loop = ctx_.db.get_loop(loop_id_);
+    const auto& spec = loop.spec;
+    if (spec.worktree_path.empty()) co_return true;
+    std::string error = co_await off_thread(ctx_.blocking, [&] {
+        std::string failed = workspace::add_worktree(spec.worktree_source, spec.worktree_path,
+                                                     spec.worktree_branch, spec.worktree_base);
+        // A workspace below the top that HEAD does not have (untracked, empty) starts empty.
+        std::error_code ec;
+        if (failed.empty() && !std::filesystem::create_directories(spec.workspace, ec) && ec)
+            failed = "cannot create " + spec.workspace + ": " + ec.message();
+        return failed;
+    });
+    if (finish_if_stopped()) co_return false;
+    if (error.empty()) co_return true;
+    set_state(proto::loop_state::failed,
+              fmt::format("cannot create the worktree {} of {}: {}", spec.worktree_path,
+                          spec.worktree_source, error));
+    co_return false;
 }
 
 std::int64_t loop_runner::rate_limit_backoff_ms(std::int64_t iteration) {

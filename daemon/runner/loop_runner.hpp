@@ -87,6 +87,9 @@ private:
     enum class stop_kind { none, cancel, shutdown, pause };
 
     awaitable<void> run_iterations();
+    // A --worktree loop: creates its worktree (off the io thread) unless it exists. False when
+    // the loop ended instead (it could not be created, or a cancel or stop came meanwhile).
+    awaitable<bool> make_worktree();
     awaitable<attempt_outcome> run_attempt(const proto::loop_info& loop, std::int64_t iteration,
                                            std::int64_t attempt_number);
     awaitable<void> read_stream(net::posix::stream_descriptor& pipe, std::int64_t attempt_id,
