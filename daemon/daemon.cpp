@@ -28,6 +28,7 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
       output_(io, db_, state_dir_of(options_) / "output",
               [this](std::int64_t loop_id, std::int64_t end) { hub_.output_committed(loop_id, end); }),
       reaper_(io),
+      hooks_(io, reaper_, options_.hooks),
       runner_ctx_{io,
                   blocking_,
                   db_,
@@ -41,7 +42,11 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
                   options_.binaries,
                   options_.rate_limit_margin,
                   options_.rate_limit_wait,
-                  [this](const proto::loop_info& loop) { hub_.state_changed(loop); }},
+                  [this](const proto::loop_info& loop) {
+                      hub_.state_changed(loop);
+                      // Every end state passes here once, whoever set it (runner or scheduler).
+                      if (proto::is_terminal(loop.state)) hooks_.loop_ended(loop);
+                  }},
       scheduler_(runner_ctx_),
       services_{db_, scheduler_, gate_, clock_, output_, runner_ctx_.binaries,
                 state_dir_of(options_) / "worktrees",
@@ -112,10 +117,14 @@ void ralphd::shutdown() {
     ::sd_notify(0, "STOPPING=1");
     spdlog::info("ralphd stopping: ending running agents");
     if (server_) server_->stop();
+    // Loops may end (and start hooks) until the scheduler has stopped; then the hooks get
+    // their grace.
     scheduler_.shutdown([this] {
-        output_.flush();
-        spdlog::info("ralphd stopped");
-        io_.stop();
+        hooks_.shutdown([this] {
+            output_.flush();
+            spdlog::info("ralphd stopped");
+            io_.stop();
+        });
     });
 }
 

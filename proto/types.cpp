@@ -146,6 +146,7 @@ void from_json(const nlohmann::json& j, submit_params& p) {
     read_field(obj, "iterations_per_day", p.iterations_per_day);
     read_field(obj, "max_tokens", p.max_tokens);
     read_field(obj, "max_cost_usd", p.max_cost_usd);
+    read_field(obj, "on_done", p.on_done);
     read_field(obj, "worktree", p.worktree);
     read_field(obj, "worktree_source", p.worktree_source);
     read_field(obj, "worktree_path", p.worktree_path);
@@ -186,6 +187,7 @@ void to_json(nlohmann::json& j, const submit_params& p) {
                        {"iterations_per_day", p.iterations_per_day},
                        {"max_tokens", p.max_tokens},
                        {"max_cost_usd", p.max_cost_usd},
+                       {"on_done", p.on_done},
                        {"worktree", p.worktree},
                        {"worktree_source", p.worktree_source},
                        {"worktree_path", p.worktree_path},

@@ -99,6 +99,7 @@ struct submit_params {
     std::int64_t iterations_per_day = 0;
     std::int64_t max_tokens = 0;       // input + output, summed over its attempts
     double max_cost_usd = 0;
+    std::string on_done;               // hook run when the loop ends (split into words, no shell)
     // Run in a new git worktree of the workspace's repository (SPEC §5). The daemon fills in the
     // worktree_* fields at submit and sets `workspace` to the directory of the worktree that
     // matches the submitted one: the loop runs there, and one-loop-per-workspace applies to it.

@@ -113,6 +113,7 @@ void append_loop(fmt::memory_buffer& out, const proto::loop_info& loop,
     if (!spec.verify_command.empty()) append_field(out, "verify", spec.verify_command);
     if (!spec.specs_file.empty()) append_field(out, "specs", spec.specs_file);
     if (spec.commit) append_field(out, "commit", "each iteration's work");
+    if (!spec.on_done.empty()) append_field(out, "on done", spec.on_done);
     append_field(out, "stall",
                  fmt::format("after {} iterations without progress or {} identical failures",
                              spec.stall_iterations, spec.stall_failures));

@@ -233,6 +233,10 @@ void register_submit_command(CLI::App& app, client_context& ctx) {
                         "Run in a new git worktree of the workspace's repository (branch "
                         "ralph/loop-ID from HEAD; uncommitted changes are not carried over)"),
           "worktree");
+    field(cmd->add_option("--on-done", spec.on_done,
+                          "Command run when the loop ends, with its outcome in RALPH_* variables "
+                          "(split into words, no shell)"),
+          "on_done");
     field(cmd->add_option("--stall-after", spec.stall_iterations,
                           "Stop as stalled after N iterations without progress (0 = never)")
               ->check(non_negative())

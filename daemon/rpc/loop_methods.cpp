@@ -177,13 +177,11 @@ submission validated(proto::submit_params spec, method_services& services) {
     std::vector<std::pair<std::string, std::string>> env(spec.env.begin(), spec.env.end());
     find_program(find_agent(spec.agent), spec, services.binaries,
                  search_path_of(environment_with(env)));
-    if (!spec.verify_command.empty()) {
-        try {
-            if (text::split_command_words(spec.verify_command).empty()) invalid("params.verify_command: empty");
-        } catch (const std::invalid_argument& e) {
-            invalid(std::string("params.verify_command: ") + e.what());
-        }
-    }
+    for (const auto& [field, command] : {std::pair{"verify_command", &spec.verify_command},
+                                         std::pair{"on_done", &spec.on_done}})
+        if (!command->empty())
+            if (std::string error = text::command_words_error(*command); !error.empty())
+                invalid(fmt::format("params.{}: {}", field, error));
     submission result;
     // Set by the daemon only.
     spec.worktree_source.clear();
