@@ -90,6 +90,15 @@ constexpr auto base64_values = [] {
 
 }  // namespace
 
+std::string command_words_error(std::string_view command) {
+    try {
+        if (split_command_words(command).empty()) return "empty command";
+    } catch (const std::invalid_argument& e) {
+        return e.what();
+    }
+    return {};
+}
+
 std::string base64_encode(std::string_view bytes) {
     std::string out;
     base64_append(out, bytes);

@@ -14,6 +14,8 @@ namespace ralph::text {
 // single quotes, double quotes (with \" \\ \$ \` escapes) and backslash escapes — but nothing
 // is ever expanded or executed. Throws std::invalid_argument on an unterminated quote.
 std::vector<std::string> split_command_words(std::string_view command);
+// Why `command` is not a usable command line ("" when it is): an unterminated quote, or no word.
+std::string command_words_error(std::string_view command);
 
 std::string base64_encode(std::string_view bytes);
 // Appends the base64 of `bytes` to `out`, for a caller building a larger message around it.

@@ -30,6 +30,7 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
       output_(io, db_, state_dir_of(options_) / "output",
               [this](std::int64_t loop_id, std::int64_t end) { hub_.output_committed(loop_id, end); }),
       reaper_(io),
+      hooks_(io, reaper_, options_.hooks),
       runner_ctx_{io,
                   blocking_,
                   db_,
@@ -43,12 +44,18 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
                   options_.binaries,
                   options_.rate_limit_margin,
                   options_.rate_limit_wait,
-                  [this](std::int64_t loop_id) {
-                      // Reading the loop (and parsing its spec) is for watchers only.
-                      if (hub_.watched(loop_id)) hub_.state_changed(db_.get_loop(loop_id));
+                  [this](std::int64_t loop_id, proto::loop_state state) {
+                      // Reading the loop (and parsing its spec) only for watchers and hooks.
+                      const bool ended = proto::is_terminal(state);
+                      if (!ended && !hub_.watched(loop_id)) return;
+                      proto::loop_info loop = db_.get_loop(loop_id);
+                      hub_.state_changed(loop);
+                      // Every end state passes here once, whoever set it (runner or scheduler).
+                      if (ended) hooks_.loop_ended(loop);
                   }},
       scheduler_(runner_ctx_),
       services_{db_, scheduler_, gate_, clock_, output_, runner_ctx_.binaries,
+                state_dir_of(options_) / "worktrees",
                 proto::daemon_info{proto::daemon_version, proto::protocol_version, ::getpid(),
                                    options_.socket_path.string(), options_.db_path.string(),
                                    clock_.now_ms(), 1, {}},
@@ -64,6 +71,7 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
       shutdown_delay_(io) {
     paths::make_private_directory(runner_ctx_.prompt_dir);
     paths::make_private_directory(runner_ctx_.scratch_dir);
+    paths::make_private_directory(services_.worktree_dir);
     rpc::register_daemon_methods(registry_, services_);
     rpc::register_loop_methods(registry_, services_);
     rpc::register_agent_methods(registry_, services_);
@@ -135,10 +143,14 @@ void ralphd::shutdown() {
     ::sd_notify(0, "STOPPING=1");
     spdlog::info("ralphd stopping: ending running agents");
     if (server_) server_->stop();
+    // Loops may end (and start hooks) until the scheduler has stopped; then the hooks get
+    // their grace.
     scheduler_.shutdown([this] {
-        output_.flush();
-        spdlog::info("ralphd stopped");
-        io_.stop();
+        hooks_.shutdown([this] {
+            output_.flush();
+            spdlog::info("ralphd stopped");
+            io_.stop();
+        });
     });
 }
 

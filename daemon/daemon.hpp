@@ -8,6 +8,7 @@
 #include "daemon/rpc/methods.hpp"
 #include "daemon/rpc/registry.hpp"
 #include "daemon/runner/child_reaper.hpp"
+#include "daemon/runner/hooks.hpp"
 #include "daemon/runner/loop_runner.hpp"
 #include "daemon/scheduler/admission.hpp"
 #include "daemon/scheduler/scheduler.hpp"
@@ -35,6 +36,7 @@ struct daemon_options {
     agent_binaries binaries;                                  // --agent-binary NAME=PATH
     std::chrono::milliseconds rate_limit_margin{60000};      // --rate-limit-margin
     std::chrono::milliseconds rate_limit_wait{60000};        // --rate-limit-wait
+    hook_settings hooks;                                      // --on-done, --notify, --hook-timeout
 };
 
 class ralphd {
@@ -61,6 +63,7 @@ private:
     subscriber_hub hub_;
     output_log output_;
     child_reaper reaper_;
+    hook_runner hooks_;
     runner_context runner_ctx_;
     scheduler scheduler_;
     rpc::method_registry registry_;

@@ -4,7 +4,9 @@
 #include "common/asio.hpp"
 #include "common/logging.hpp"
 #include "common/paths.hpp"
+#include "common/text.hpp"
 #include "daemon/daemon.hpp"
+#include "daemon/runner/process.hpp"
 #include "proto/version.hpp"
 
 #include <CLI/CLI.hpp>
@@ -47,6 +49,9 @@ int main(int argc, char** argv) {
     std::vector<std::string> agent_binaries;
     double rate_limit_margin_s = 60;
     double rate_limit_wait_s = 60;
+    std::string on_done;
+    double hook_timeout_s = 60;
+    bool notify = false;
     app.add_option("--socket", socket_path, "Unix socket to listen on (env RALPH_SOCKET)")
         ->capture_default_str();
     app.add_option("--db", db_path, "SQLite database (default $XDG_STATE_HOME/ralph/ralph.db)");
@@ -78,6 +83,16 @@ int main(int argc, char** argv) {
                    "at most an hour)")
         ->capture_default_str()
         ->check(CLI::PositiveNumber);
+    app.add_option("--on-done", on_done,
+                   "Hook run when any loop ends, with the outcome in its environment (split into "
+                   "words, no shell; runs besides each loop's own submit --on-done)")
+        ->check([](const std::string& command) { return ralph::text::command_words_error(command); });
+    app.add_option("--hook-timeout", hook_timeout_s,
+                   "Seconds an on-done hook may run before its process group is killed")
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber);
+    app.add_flag("--notify", notify,
+                 "Desktop notification (notify-send, when on PATH) when a loop ends");
     app.add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str();
     app.add_option("--log-file", log_file, "Also log to this file");
     app.set_version_flag("--version", std::string("ralphd ") + ralph::proto::daemon_version);
@@ -100,6 +115,14 @@ int main(int argc, char** argv) {
         }
         options.rate_limit_margin = std::chrono::milliseconds(std::llround(rate_limit_margin_s * 1000));
         options.rate_limit_wait = std::chrono::milliseconds(std::llround(rate_limit_wait_s * 1000));
+        options.hooks.on_done = on_done;
+        options.hooks.notify = notify;
+        options.hooks.time_limit = std::chrono::milliseconds(std::llround(hook_timeout_s * 1000));
+        options.hooks.shutdown_grace = options.kill_grace;
+        if (notify && ralph::paths::find_executable("notify-send", ralph::search_path_of(
+                                                                      ralph::environment_with({})))
+                          .empty())
+            spdlog::warn("--notify: notify-send is not on PATH; no desktop notification until it is");
         // systemd socket activation hands us the listening socket as fd 3.
         if (::sd_listen_fds(1) == 1) options.listen_fd = SD_LISTEN_FDS_START;
         else ralph::paths::make_private_directory(options.socket_path.parent_path());

@@ -142,6 +142,12 @@ void from_json(const nlohmann::json& j, submit_params& p) {
     read_field(obj, "iterations_per_day", p.iterations_per_day);
     read_field(obj, "max_tokens", p.max_tokens);
     read_field(obj, "max_cost_usd", p.max_cost_usd);
+    read_field(obj, "on_done", p.on_done);
+    read_field(obj, "worktree", p.worktree);
+    read_field(obj, "worktree_source", p.worktree_source);
+    read_field(obj, "worktree_path", p.worktree_path);
+    read_field(obj, "worktree_branch", p.worktree_branch);
+    read_field(obj, "worktree_base", p.worktree_base);
 }
 
 void to_json(nlohmann::json& j, const submit_params& p) {
@@ -176,7 +182,13 @@ void to_json(nlohmann::json& j, const submit_params& p) {
                        {"iterations_per_hour", p.iterations_per_hour},
                        {"iterations_per_day", p.iterations_per_day},
                        {"max_tokens", p.max_tokens},
-                       {"max_cost_usd", p.max_cost_usd}};
+                       {"max_cost_usd", p.max_cost_usd},
+                       {"on_done", p.on_done},
+                       {"worktree", p.worktree},
+                       {"worktree_source", p.worktree_source},
+                       {"worktree_path", p.worktree_path},
+                       {"worktree_branch", p.worktree_branch},
+                       {"worktree_base", p.worktree_base}};
 }
 
 void to_json(nlohmann::json& j, const loop_info& loop) {
@@ -205,12 +217,14 @@ struct summary_field {
 };
 
 // The fields of summary_json, in output order.
-const std::array<summary_field, 21> summary_fields{{
+const std::array<summary_field, 23> summary_fields{{
     {"id", [](const loop_info& l) { return nlohmann::json(l.id); }},
     {"name", [](const loop_info& l) { return nlohmann::json(l.spec.name); }},
     {"state", [](const loop_info& l) { return nlohmann::json(to_string(l.state)); }},
     {"stop_reason", [](const loop_info& l) { return nlohmann::json(l.stop_reason); }},
     {"workspace", [](const loop_info& l) { return nlohmann::json(l.spec.workspace); }},
+    {"worktree_path", [](const loop_info& l) { return nlohmann::json(l.spec.worktree_path); }},
+    {"worktree_branch", [](const loop_info& l) { return nlohmann::json(l.spec.worktree_branch); }},
     {"agent", [](const loop_info& l) { return nlohmann::json(l.spec.agent); }},
     {"priority", [](const loop_info& l) { return nlohmann::json(l.spec.priority); }},
     {"iterations", [](const loop_info& l) { return nlohmann::json(l.iterations); }},

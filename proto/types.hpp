@@ -108,6 +108,15 @@ struct submit_params {
     std::int64_t iterations_per_day = 0;
     std::int64_t max_tokens = 0;       // input + output, summed over its attempts
     double max_cost_usd = 0;
+    std::string on_done;               // hook run when the loop ends (split into words, no shell)
+    // Run in a new git worktree of the workspace's repository (SPEC §5). The daemon fills in the
+    // worktree_* fields at submit and sets `workspace` to the directory of the worktree that
+    // matches the submitted one: the loop runs there, and one-loop-per-workspace applies to it.
+    bool worktree = false;
+    std::string worktree_source;       // the workspace as submitted, in the user's checkout
+    std::string worktree_path;         // the top of the loop's worktree
+    std::string worktree_branch;       // its new branch, ralph/loop-<id>
+    std::string worktree_base;         // the commit it starts from: HEAD of the source at submit
 };
 
 void from_json(const nlohmann::json& j, submit_params& p);  // throws rpc_error(invalid_params)

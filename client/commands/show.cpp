@@ -86,6 +86,11 @@ void append_loop(fmt::memory_buffer& out, const proto::loop_info& loop,
     append_field(out, "state", proto::to_string(loop.state), state_colour(loop.state), use_colour);
     if (!loop.stop_reason.empty()) append_field(out, "stop reason", loop.stop_reason);
     append_field(out, "workspace", spec.workspace);
+    if (!spec.worktree_path.empty())
+        append_field(out, "worktree",
+                     fmt::format("{}, branch {} from {} of {}", spec.worktree_path,
+                                 spec.worktree_branch, spec.worktree_base.substr(0, 12),
+                                 spec.worktree_source));
     append_field(out, "agent", spec.agent);
     if (std::string missing = missing_capabilities(agent); !missing.empty())
         append_field(out, "agent lacks", missing);
@@ -108,6 +113,7 @@ void append_loop(fmt::memory_buffer& out, const proto::loop_info& loop,
     if (!spec.verify_command.empty()) append_field(out, "verify", spec.verify_command);
     if (!spec.specs_file.empty()) append_field(out, "specs", spec.specs_file);
     if (spec.commit) append_field(out, "commit", "each iteration's work");
+    if (!spec.on_done.empty()) append_field(out, "on done", spec.on_done);
     append_field(out, "stall",
                  fmt::format("after {} iterations without progress or {} identical failures",
                              spec.stall_iterations, spec.stall_failures));

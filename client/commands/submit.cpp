@@ -1,5 +1,5 @@
 // `ralphctl submit [PROMPT] [options]`: creates a loop (loop.submit) and prints its id, or with
-// --json the loop object. Only the options given on the command line are sent, so everything
+// --json the loop object and the daemon's warnings (also printed to stderr). Only the options given on the command line are sent, so everything
 // else takes the daemon's defaults. Paths (workspace, prompt file) are made absolute here, since
 // the daemon does not share our working directory.
 // --follow tails the new loop right away (the "submitted" line then goes to stderr); --wait
@@ -95,14 +95,21 @@ int run_submit(const client_context& ctx, submit_options& options) {
     // Only the printed fields are read: converting the whole loop_info would parse its times,
     // which reads the time zone file, in every submit.
     const auto id = loop.value("id", std::int64_t(0));
+    // What the daemon wants the user to know (e.g. changes left behind by --worktree).
+    nlohmann::json warnings = loop.value("warnings", nlohmann::json::array());
+    loop.erase("warnings");
+    for (const auto& warning : warnings)
+        if (warning.is_string()) fmt::print(stderr, "ralphctl: warning: {}\n", warning.get<std::string>());
     if (ctx.json) {
-        print_json({{"loop", std::move(loop)}});
+        print_json({{"loop", std::move(loop)}, {"warnings", std::move(warnings)}});
     } else {
         const auto name = loop.value("name", std::string());
+        const auto branch = loop.value("worktree_branch", std::string());
         // With --follow, stdout is for the loop's output.
-        fmt::print(options.follow ? stderr : stdout, "submitted loop {}{} in {}\n", id,
+        fmt::print(options.follow ? stderr : stdout, "submitted loop {}{} in {}{}\n", id,
                    name.empty() ? "" : fmt::format(" ({})", name),
-                   loop.value("workspace", std::string()));
+                   loop.value("workspace", std::string()),
+                   branch.empty() ? "" : fmt::format(" (a new worktree, branch {})", branch));
         std::fflush(stdout);
     }
     if (!options.follow && !options.wait) return exit_code::ok;
@@ -222,6 +229,14 @@ void register_submit_command(CLI::App& app, client_context& ctx) {
     field(cmd->add_flag("--allow-dirty", spec.allow_dirty,
                         "Start even though the workspace has uncommitted changes"),
           "allow_dirty");
+    field(cmd->add_flag("--worktree", spec.worktree,
+                        "Run in a new git worktree of the workspace's repository (branch "
+                        "ralph/loop-ID from HEAD; uncommitted changes are not carried over)"),
+          "worktree");
+    field(cmd->add_option("--on-done", spec.on_done,
+                          "Command run when the loop ends, with its outcome in RALPH_* variables "
+                          "(split into words, no shell)"),
+          "on_done");
     field(cmd->add_option("--stall-after", spec.stall_iterations,
                           "Stop as stalled after N iterations without progress (0 = never)")
               ->check(non_negative())

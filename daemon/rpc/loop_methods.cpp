@@ -86,8 +86,55 @@ void from_json(const nlohmann::json& j, list_params& p) {
             throw rpc_error(error_kind::invalid_params, "params.fields: unknown field '" + field + "'");
 }
 
+// A submit that passed the checks: the spec to insert and what the user should know.
+struct submission {
+    proto::submit_params spec;
+    std::vector<std::string> warnings;
+};
+
+// --worktree: the loop is to run in a new worktree of the workspace's repository, named after the
+// id the loop is about to get, on a new branch from the workspace's HEAD; `workspace` becomes
+// the matching directory in it. The runner creates the worktree (git checks out the files: it
+// can take long). Uncommitted changes stay behind: a warning, not a refusal.
+void plan_worktree(proto::submit_params& spec, method_services& services,
+                   std::vector<std::string>& warnings) {
+    namespace fs = std::filesystem;
+    auto refuse = [&spec](const std::string& why) {
+        throw rpc_error(error_kind::invalid_workspace,
+                        "cannot run in a worktree of " + spec.workspace + ": " + why);
+    };
+    // git on the io thread, like the dirty check: a few quick commands per submit.
+    workspace::repository_info repo = workspace::inspect_repository(spec.workspace);
+    if (!repo.error.empty()) refuse(repo.error);
+    if (!repo.is_git) refuse("it is not in a git repository (--worktree needs one)");
+    if (repo.head.empty()) refuse("its repository has no commit yet to start a worktree from");
+    const std::string id = std::to_string(services.db.next_loop_id());
+    const fs::path path = services.worktree_dir / ("loop-" + id);
+    const std::string branch = "ralph/loop-" + id;
+    std::error_code ec;
+    if (fs::exists(path, ec))
+        refuse(path.string() + " exists already (left by an earlier ralph database?): remove it");
+    std::string error;
+    if (workspace::has_branch(spec.workspace, branch, error))
+        refuse(fmt::format("branch {} exists already (left by an earlier ralph database?): "
+                           "delete it with git -C {} branch -D {}",
+                           branch, repo.top.string(), branch));
+    if (!error.empty()) refuse(error);
+    workspace::dirty_state dirty = workspace::check_dirty(spec.workspace);
+    if (dirty.dirty)
+        warnings.push_back(fmt::format(
+            "workspace {} has {} uncommitted change(s): they are not in the worktree, which starts "
+            "from HEAD ({})",
+            spec.workspace, dirty.total_changes, repo.head.substr(0, 12)));
+    spec.worktree_source = spec.workspace;
+    spec.worktree_path = path.string();
+    spec.worktree_branch = branch;
+    spec.worktree_base = repo.head;
+    spec.workspace = repo.prefix.empty() ? path.string() : (path / repo.prefix).string();
+}
+
 // Checks everything that can be known at submit and normalizes the spec.
-proto::submit_params validated(proto::submit_params spec, const agent_binaries& binaries) {
+submission validated(proto::submit_params spec, method_services& services) {
     namespace fs = std::filesystem;
     if (spec.workspace.empty())
         throw rpc_error(error_kind::invalid_workspace, "a workspace is required");
@@ -128,15 +175,22 @@ proto::submit_params validated(proto::submit_params spec, const agent_binaries& 
         if (key.empty() || key.find('=') != std::string::npos)
             invalid("params.env: invalid variable name '" + key + "'");
     std::vector<std::pair<std::string, std::string>> env(spec.env.begin(), spec.env.end());
-    find_program(find_agent(spec.agent), spec, binaries, search_path_of(environment_with(env)));
-    if (!spec.verify_command.empty()) {
-        try {
-            if (text::split_command_words(spec.verify_command).empty()) invalid("params.verify_command: empty");
-        } catch (const std::invalid_argument& e) {
-            invalid(std::string("params.verify_command: ") + e.what());
-        }
-    }
-    if (!spec.allow_dirty) {
+    find_program(find_agent(spec.agent), spec, services.binaries,
+                 search_path_of(environment_with(env)));
+    for (const auto& [field, command] : {std::pair{"verify_command", &spec.verify_command},
+                                         std::pair{"on_done", &spec.on_done}})
+        if (!command->empty())
+            if (std::string error = text::command_words_error(*command); !error.empty())
+                invalid(fmt::format("params.{}: {}", field, error));
+    submission result;
+    // Set by the daemon only.
+    spec.worktree_source.clear();
+    spec.worktree_path.clear();
+    spec.worktree_branch.clear();
+    spec.worktree_base.clear();
+    if (spec.worktree) {
+        plan_worktree(spec, services, result.warnings);
+    } else if (!spec.allow_dirty) {
         // Runs `git status` on the io thread: one quick command per submit.
         workspace::dirty_state dirty = workspace::check_dirty(spec.workspace);
         if (dirty.dirty)
@@ -145,7 +199,8 @@ proto::submit_params validated(proto::submit_params spec, const agent_binaries& 
                                         dirty.total_changes),
                             nlohmann::json{{"changes", dirty.changes}});
     }
-    return spec;
+    result.spec = std::move(spec);
+    return result;
 }
 
 std::int64_t start_offset(const proto::output_request& request, const output_log& output) {
@@ -158,7 +213,10 @@ std::int64_t start_offset(const proto::output_request& request, const output_log
 void register_loop_methods(method_registry& registry, method_services& services) {
     registry.add_typed<proto::submit_params>(
         proto::method::loop_submit, [&services](const proto::submit_params& spec, call_context&) {
-            return nlohmann::json(services.loops.submit(validated(spec, services.binaries)));
+            submission checked = validated(spec, services);
+            nlohmann::json result = services.loops.submit(checked.spec);
+            result["warnings"] = std::move(checked.warnings);
+            return result;
         });
 
     registry.add_typed<list_params>(

@@ -6,6 +6,7 @@
 #include "daemon/clock.hpp"
 #include "daemon/runner/child_reaper.hpp"
 #include "daemon/runner/completion.hpp"
+#include "daemon/runner/helper_process.hpp"
 #include "daemon/runner/loop_memory.hpp"
 #include "daemon/runner/process.hpp"
 #include "daemon/runner/prompt.hpp"
@@ -83,23 +84,6 @@ awaitable<std::invoke_result_t<Work>> off_thread(net::thread_pool& pool, Work wo
         use_awaitable, std::move(work));
 }
 
-// Reads a pipe to its end, keeping the last bytes in `into`; the last of `open_readers` to end
-// cancels `done`.
-awaitable<void> read_to_end(net::io_context& io, int fd, std::string& into, std::size_t keep,
-                            int& open_readers, net::steady_timer& done) {
-    net::posix::stream_descriptor pipe(io, fd);
-    std::array<char, 16384> buffer;
-    while (true) {
-        boost::system::error_code ec;
-        std::size_t n = co_await pipe.async_read_some(net::buffer(buffer),
-                                                      net::redirect_error(use_awaitable, ec));
-        into.append(buffer.data(), n);
-        if (into.size() > 2 * keep) into.erase(0, into.size() - keep);
-        if (ec) break;
-    }
-    if (--open_readers == 0) done.cancel();
-}
-
 std::string read_whole_file(const std::filesystem::path& path) {
     std::ifstream in(path, std::ios::binary);
     return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
@@ -171,7 +155,7 @@ void loop_runner::watch_inactivity(std::chrono::milliseconds limit) {
 void loop_runner::set_state(proto::loop_state state, const std::string& reason,
                             std::int64_t resume_at) {
     ctx_.db.set_state(loop_id_, state, reason, resume_at, ctx_.clock.now_ms());
-    ctx_.on_state(loop_id_);
+    ctx_.on_state(loop_id_, state);
 }
 
 awaitable<void> loop_runner::run() {
@@ -190,6 +174,7 @@ awaitable<void> loop_runner::run() {
 
 awaitable<void> loop_runner::run_iterations() {
     set_state(proto::loop_state::running, "");
+    if (!co_await make_worktree()) co_return;
     while (true) {
         proto::loop_info loop = ctx_.db.get_loop(loop_id_);
         const auto& spec = loop.spec;
@@ -283,6 +268,27 @@ awaitable<void> loop_runner::run_iterations() {
         if (spec.delay_s > 0) co_await wait(spec.delay_s, "delay between iterations");
         if (finish_if_stopped()) co_return;
     }
+}
+
+awaitable<bool> loop_runner::make_worktree() {
+    const proto::loop_info loop = ctx_.db.get_loop(loop_id_);
+    const auto& spec = loop.spec;
+    if (spec.worktree_path.empty()) co_return true;
+    std::string error = co_await off_thread(ctx_.blocking, [&] {
+        std::string failed = workspace::add_worktree(spec.worktree_source, spec.worktree_path,
+                                                     spec.worktree_branch, spec.worktree_base);
+        // A workspace below the top that HEAD does not have (untracked, empty) starts empty.
+        std::error_code ec;
+        if (failed.empty() && !std::filesystem::create_directories(spec.workspace, ec) && ec)
+            failed = "cannot create " + spec.workspace + ": " + ec.message();
+        return failed;
+    });
+    if (finish_if_stopped()) co_return false;
+    if (error.empty()) co_return true;
+    set_state(proto::loop_state::failed,
+              fmt::format("cannot create the worktree {} of {}: {}", spec.worktree_path,
+                          spec.worktree_source, error));
+    co_return false;
 }
 
 std::int64_t loop_runner::rate_limit_backoff_ms(std::int64_t iteration) {
@@ -649,30 +655,12 @@ awaitable<bool> loop_runner::verify(const proto::loop_info& loop, proto::attempt
     timeout.async_wait([this](boost::system::error_code ec) {
         if (!ec && agent_pgid_ != 0) terminate_agent();
     });
-    // Both pipes are read at once (a check that fills one while we wait on the other must not
-    // stall), each keeping its last bytes.
-    std::string out_text;
-    std::string err_text;
-    int open_readers = 2;
-    net::steady_timer readers_done(ctx_.io, net::steady_timer::time_point::max());
-    net::co_spawn(ctx_.io,
-                  read_to_end(ctx_.io, process.stdout_fd, out_text, max_verify_output_bytes,
-                              open_readers, readers_done),
-                  net::detached);
-    net::co_spawn(ctx_.io,
-                  read_to_end(ctx_.io, process.stderr_fd, err_text, max_verify_output_bytes,
-                              open_readers, readers_done),
-                  net::detached);
-    int status = co_await ctx_.reaper.wait_exit(process.pid);
-    // Whatever the check left running would hold its pipes open.
-    if (group_alive(process.pid)) signal_group(process.pid, SIGKILL);
-    while (open_readers > 0) {
-        boost::system::error_code ec;
-        co_await readers_done.async_wait(net::redirect_error(use_awaitable, ec));
-    }
+    helper_output captured;
+    captured.limit = max_verify_output_bytes;
+    int status = co_await finish_helper(ctx_.io, ctx_.reaper, process, captured);
     timeout.cancel();
     agent_pgid_ = 0;
-    std::string output = out_text + err_text;
+    std::string output = captured.out + captured.err;
     if (output.size() > max_verify_output_bytes) output.erase(0, output.size() - max_verify_output_bytes);
     attempt.verify_output = text::to_valid_utf8(output);
     attempt.verify_exit = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);

@@ -58,8 +58,9 @@ struct runner_context {
     agent_binaries binaries;                   // configured agent programs
     std::chrono::milliseconds rate_limit_margin;  // added to a usage limit's stated reset
     std::chrono::milliseconds rate_limit_wait;    // when no reset is stated (doubles, ≤ 1 h)
-    // Every state change, after commit. Takes the id: the loop is read only if someone watches.
-    std::function<void(std::int64_t loop_id)> on_state;
+    // Every state change, after commit. Takes the id and new state: the loop is read only if
+    // someone watches it or it ended (hooks).
+    std::function<void(std::int64_t loop_id, proto::loop_state state)> on_state;
 };
 
 class loop_runner {
@@ -89,6 +90,9 @@ private:
     enum class stop_kind { none, cancel, shutdown, pause };
 
     awaitable<void> run_iterations();
+    // A --worktree loop: creates its worktree (off the io thread) unless it exists. False when
+    // the loop ended instead (it could not be created, or a cancel or stop came meanwhile).
+    awaitable<bool> make_worktree();
     awaitable<attempt_outcome> run_attempt(const proto::loop_info& loop, std::int64_t iteration,
                                            std::int64_t attempt_number);
     awaitable<void> read_stream(net::posix::stream_descriptor& pipe, std::int64_t attempt_id,

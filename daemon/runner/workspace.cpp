@@ -1,4 +1,4 @@
-// Workspace snapshots, comparison, dirty check and commit (see workspace.hpp). Everything here
+// Workspace snapshots, comparison, dirty check, commit and worktrees (see workspace.hpp). Everything here
 // blocks; nothing is shared between calls. git is run by run_git() below and nowhere else.
 #include "daemon/runner/workspace.hpp"
 
@@ -422,6 +422,8 @@ int run_git(const fs::path& dir, const std::vector<std::string>& args, const env
 struct repository {
     bool found = false;
     fs::path index;     // this work tree's index file (worktrees have their own)
+    fs::path top;       // the top of the work tree
+    std::string prefix; // `dir` relative to top, "" at the top
     std::string error;  // git could not tell; "not a repository" is not an error
 };
 
@@ -441,8 +443,10 @@ repository find_repository(const fs::path& dir) {
     repository repo;
     if (!has_git_entry(dir)) return repo;
     std::string output, error;
-    int code = run_git(dir, {"rev-parse", "--is-inside-work-tree", "--git-path", "index"}, {},
-                       output, error);
+    int code = run_git(dir,
+                       {"rev-parse", "--is-inside-work-tree", "--git-path", "index",
+                        "--show-toplevel", "--show-prefix"},
+                       {}, output, error);
     if (code == git_missing) return repo;
     if (code != 0) {
         if (error.find("not a git repository") == std::string::npos) repo.error = error;
@@ -450,9 +454,12 @@ repository find_repository(const fs::path& dir) {
     }
     auto lines = split_lines(output);
     // "false": inside a .git directory or a bare repository, which have no work to snapshot.
-    if (lines.size() < 2 || lines[0] != "true") return repo;
+    if (lines.size() < 3 || lines[0] != "true") return repo;
     fs::path index = lines[1];
     repo.index = index.is_absolute() ? index : dir / index;  // relative to -C dir
+    repo.top = lines[2];
+    if (lines.size() > 3) repo.prefix = lines[3];  // "sub/dir/", or an empty line at the top
+    while (!repo.prefix.empty() && repo.prefix.back() == '/') repo.prefix.pop_back();
     repo.found = true;
     return repo;
 }
@@ -832,6 +839,42 @@ std::string commit_all(const std::filesystem::path& dir, const std::string& mess
     std::string head = read_head(dir, error);
     if (head.empty() && error.empty()) error = "git commit in " + dir.string() + " left no HEAD";
     return head;
+}
+
+repository_info inspect_repository(const std::filesystem::path& dir) {
+    repository_info info;
+    repository repo = find_repository(dir);
+    info.error = repo.error;
+    if (!repo.found) return info;
+    info.is_git = true;
+    info.top = repo.top;
+    info.prefix = repo.prefix;
+    info.head = read_head(dir, info.error);
+    return info;
+}
+
+bool has_branch(const std::filesystem::path& dir, const std::string& branch, std::string& error) {
+    std::string output, git_error;
+    int code = run_git(dir, {"rev-parse", "--verify", "-q", "refs/heads/" + branch}, {}, output,
+                       git_error);
+    if (code != 0 && code != 1) append_error(error, git_error);  // 1: no such branch
+    return code == 0;
+}
+
+std::string add_worktree(const std::filesystem::path& source, const std::filesystem::path& path,
+                         const std::string& branch, const std::string& base) {
+    std::error_code ec;
+    if (fs::exists(path / ".git", ec)) return "";  // made at an earlier start of the loop
+    std::string error;
+    // The branch outlives a worktree removed by hand: the loop then goes on with its work.
+    bool existing = has_branch(source, branch, error);
+    if (!error.empty()) return error;
+    std::vector<std::string> args = {"worktree", "add", "--quiet"};
+    if (existing) args.insert(args.end(), {path.string(), branch});
+    else args.insert(args.end(), {"-b", branch, path.string(), base});
+    std::string output;
+    if (run_git(source, args, {}, output, error) != 0) return error;
+    return "";
 }
 
 }  // namespace ralph::workspace

@@ -1,6 +1,7 @@
 // What an iteration did to its workspace: snapshots taken before and after it, compared into
-// "did HEAD move, did the tree change, how many files/lines", the dirty check at submit and the
-// optional commit of an iteration's work (SPEC §3, Git and Progress).
+// "did HEAD move, did the tree change, how many files/lines", the dirty check at submit, the
+// optional commit of an iteration's work (SPEC §3, Git and Progress), and the git worktree a
+// `--worktree` loop runs in (SPEC §5).
 //
 // In a git work tree a snapshot is HEAD plus the id of a tree object of the working tree
 // (untracked files included, .gitignore respected), written through a private copy of the index,
@@ -96,5 +97,29 @@ dirty_state check_dirty(const std::filesystem::path& dir);
 // `error` set. Commits only to the repository that contains `dir`.
 std::string commit_all(const std::filesystem::path& dir, const std::string& message,
                        std::string& error);
+
+// ---- git worktrees (submit --worktree: the loop runs in a worktree of its own)
+
+struct repository_info {
+    bool is_git = false;
+    std::filesystem::path top;  // the top of the work tree that contains `dir`
+    std::string prefix;         // `dir` relative to `top` ("sub/dir"), "" at the top
+    std::string head;           // HEAD's commit id, "" in a repository without commits
+    std::string error;          // git could not tell; "not a repository" is not an error
+};
+// The repository that contains `dir`: not a git work tree is is_git false.
+repository_info inspect_repository(const std::filesystem::path& dir);
+
+// Whether the repository that contains `dir` has the local branch `branch`; git failing to tell
+// sets `error`.
+bool has_branch(const std::filesystem::path& dir, const std::string& branch, std::string& error);
+
+// Makes `path` a new worktree of the repository that contains `source`, on a new branch
+// `branch` that starts at commit `base` (`git worktree add -b`). When the branch exists already
+// (its worktree was removed by hand), the worktree checks it out instead; when `path` is a
+// worktree already (made at an earlier start of the loop), nothing is done. The user's checkout
+// and index are not touched. Returns "" or what failed.
+std::string add_worktree(const std::filesystem::path& source, const std::filesystem::path& path,
+                         const std::string& branch, const std::string& base);
 
 }  // namespace ralph::workspace

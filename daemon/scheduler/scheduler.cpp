@@ -20,7 +20,7 @@ proto::loop_info scheduler::submit(const proto::submit_params& spec) {
                                "ralphd is shutting down and takes no new loops");
     std::int64_t id = ctx_.db.insert_loop(spec, ctx_.clock.now_ms());
     spdlog::info("loop {} submitted: agent {} in {}", id, spec.agent, spec.workspace);
-    ctx_.on_state(id);
+    ctx_.on_state(id, proto::loop_state::queued);
     schedule();
     return ctx_.db.get_loop(id);
 }
@@ -143,7 +143,7 @@ void scheduler::wake_at(std::int64_t when) {
 void scheduler::set_state(std::int64_t loop_id, proto::loop_state state, const std::string& reason,
                           std::int64_t resume_at) {
     ctx_.db.set_state(loop_id, state, reason, resume_at, ctx_.clock.now_ms());
-    ctx_.on_state(loop_id);
+    ctx_.on_state(loop_id, state);
 }
 
 void scheduler::start(std::int64_t loop_id, const std::string& workspace) {

@@ -129,6 +129,12 @@ CREATE TABLE settings (
 );
 CREATE INDEX attempts_by_start ON attempts (started_at);
 )sql",
+        // 4 → 5: the git worktree a loop runs in (submit --worktree), for listing loops without
+        // reading their spec; '' = none.
+        R"sql(
+ALTER TABLE loops ADD COLUMN worktree_path TEXT NOT NULL DEFAULT '';
+ALTER TABLE loops ADD COLUMN worktree_branch TEXT NOT NULL DEFAULT '';
+)sql",
     };
     return migrations;
 }

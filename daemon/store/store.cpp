@@ -11,7 +11,12 @@ namespace {
 constexpr const char* loop_columns =
     "id, name, workspace, agent, max_iterations, min_iterations, priority, spec, state, "
     "stop_reason, iterations, attempts, retries, created_at, started_at, finished_at, updated_at, "
-    "resume_at, output_bytes, input_tokens, output_tokens, cost_usd, turns, tool_calls";
+    "resume_at, output_bytes, input_tokens, output_tokens, cost_usd, turns, tool_calls, "
+    "worktree_path, worktree_branch";
+
+// A new loop's id: one more than the largest (SQLite's own rule for a rowid, written out so that
+// next_loop_id() and insert_loop() agree by construction).
+constexpr const char* next_loop_id_sql = "(SELECT coalesce(max(id), 0) + 1 FROM loops)";
 
 constexpr const char* attempt_columns =
     "id, loop_id, iteration, attempt, argv, pid, started_at, ended_at, termination, exit_code, "
@@ -60,6 +65,8 @@ proto::loop_info loop_from_row(SQLite::Statement& q, bool with_spec) {
     loop.resume_at = q.getColumn(17).getInt64();
     loop.output_bytes = q.getColumn(18).getInt64();
     loop.usage = usage_from_row(q, 19);
+    loop.spec.worktree_path = q.getColumn(24).getString();
+    loop.spec.worktree_branch = q.getColumn(25).getString();
     return loop;
 }
 
@@ -166,10 +173,15 @@ void store::migrate() {
     }
 }
 
+std::int64_t store::next_loop_id() {
+    return db_.execAndGet(std::string("SELECT ") + next_loop_id_sql).getInt64();
+}
+
 std::int64_t store::insert_loop(const proto::submit_params& spec, std::int64_t now_ms) {
-    query q = prepared("INSERT INTO loops (name, workspace, agent, max_iterations, "
-                       "min_iterations, priority, spec, state, created_at, updated_at) "
-                       "VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?)");
+    query q = prepared(std::string("INSERT INTO loops (id, name, workspace, agent, max_iterations, "
+                                   "min_iterations, priority, spec, state, created_at, "
+                                   "updated_at, worktree_path, worktree_branch) VALUES (") +
+                       next_loop_id_sql + ", ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?)");
     q.bind(1, spec.name);
     q.bind(2, spec.workspace);
     q.bind(3, spec.agent);
@@ -179,6 +191,8 @@ std::int64_t store::insert_loop(const proto::submit_params& spec, std::int64_t n
     q.bind(7, nlohmann::json(spec).dump());
     q.bind(8, now_ms);
     q.bind(9, now_ms);
+    q.bind(10, spec.worktree_path);
+    q.bind(11, spec.worktree_branch);
     q.exec();
     return db_.getLastInsertRowid();
 }

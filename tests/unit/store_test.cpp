@@ -459,4 +459,27 @@ TEST_CASE("gc: removing ended loops deletes every row they left; a dry run only 
     CHECK(db.find_loop(kept).has_value());
     CHECK(rows(tmp.path(), "attempts", kept) == 1);
     db.truncate_wal();
+
+TEST_CASE("store: next_loop_id is the id insert_loop gives, and a worktree is listed") {
+    temp_db tmp;
+    ralph::store db(tmp.path());
+    CHECK(db.next_loop_id() == 1);
+    auto spec = sample_spec();
+    CHECK(db.insert_loop(spec, 1000) == 1);
+    CHECK(db.next_loop_id() == 2);
+    spec.worktree = true;
+    spec.worktree_source = "/src/repo";
+    spec.worktree_path = "/state/worktrees/loop-2";
+    spec.worktree_branch = "ralph/loop-2";
+    spec.worktree_base = "abc";
+    CHECK(db.insert_loop(spec, 1000) == 2);
+    auto listed = db.list_loops({}, 0);
+    REQUIRE(listed.size() == 2);
+    CHECK(listed[0].spec.worktree_path == "/state/worktrees/loop-2");
+    CHECK(listed[0].spec.worktree_branch == "ralph/loop-2");
+    CHECK(listed[1].spec.worktree_path.empty());
+    auto loop = db.get_loop(2);
+    CHECK(loop.spec.worktree);
+    CHECK(loop.spec.worktree_source == "/src/repo");
+    CHECK(loop.spec.worktree_base == "abc");
 }

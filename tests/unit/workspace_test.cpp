@@ -577,3 +577,72 @@ TEST_CASE("workspace: without git on PATH a repository is snapshotted as plain f
     CHECK(head == "");
     CHECK(error != "");
 }
+
+TEST_CASE("workspace: a subdirectory's repository is found with its top, prefix and HEAD") {
+    temp_dir tmp;
+    auto repo = make_repo(tmp.path / "repo");
+    fs::create_directories(repo / "sub" / "dir");
+    auto top = inspect_repository(repo);
+    CHECK(top.is_git);
+    CHECK(top.error.empty());
+    CHECK(fs::equivalent(top.top, repo));
+    CHECK(top.prefix.empty());
+    CHECK(top.head == head_of(repo));
+    auto sub = inspect_repository(repo / "sub" / "dir");
+    CHECK(sub.is_git);
+    CHECK(fs::equivalent(sub.top, repo));
+    CHECK(sub.prefix == "sub/dir");
+
+    CHECK_FALSE(inspect_repository(tmp.path).is_git);
+    auto empty = inspect_repository(make_repo(tmp.path / "empty", false));
+    CHECK(empty.is_git);
+    CHECK(empty.head.empty());
+    CHECK(empty.error.empty());
+}
+
+TEST_CASE("workspace: a worktree gets a new branch from the base commit; the checkout is untouched") {
+    temp_dir tmp;
+    auto repo = make_repo(tmp.path / "repo");
+    const std::string base = head_of(repo);
+    // The user's uncommitted and staged work stays where it is.
+    write_file(repo / "a.txt", "changed\n");
+    write_file(repo / "staged.txt", "staged\n");
+    git(repo, {"add", "staged.txt"});
+    const std::string status = git(repo, {"status", "--porcelain"});
+    std::string error;
+    CHECK_FALSE(has_branch(repo, "ralph/loop-1", error));
+    CHECK(error.empty());
+
+    auto tree = tmp.path / "worktrees" / "loop-1";
+    CHECK(add_worktree(repo, tree, "ralph/loop-1", base) == "");
+    CHECK(has_branch(repo, "ralph/loop-1", error));
+    CHECK(head_of(tree) == base);
+    CHECK(trimmed(git(tree, {"rev-parse", "--abbrev-ref", "HEAD"})) == "ralph/loop-1");
+    CHECK(read_file(tree / "a.txt") == "one\ntwo\nthree\n");
+    CHECK_FALSE(fs::exists(tree / "staged.txt"));
+    CHECK(git(tree, {"status", "--porcelain"}).empty());
+    CHECK(git(repo, {"status", "--porcelain"}) == status);
+    CHECK(trimmed(git(repo, {"rev-parse", "--abbrev-ref", "HEAD"})) == "main");
+
+    // A commit in the worktree moves its branch only.
+    write_file(tree / "b.txt", "new\n");
+    git(tree, {"add", "b.txt"});
+    git(tree, {"commit", "-q", "-m", "loop work"});
+    CHECK(head_of(repo) == base);
+    CHECK(trimmed(git(repo, {"rev-parse", "ralph/loop-1"})) == head_of(tree));
+
+    // Made already: nothing to do. Removed by hand: made again on the branch, with its work.
+    CHECK(add_worktree(repo, tree, "ralph/loop-1", base) == "");
+    git(repo, {"worktree", "remove", "--force", tree.string()});
+    CHECK(add_worktree(repo, tree, "ralph/loop-1", base) == "");
+    CHECK(read_file(tree / "b.txt") == "new\n");
+}
+
+TEST_CASE("workspace: a worktree that cannot be made says why") {
+    temp_dir tmp;
+    auto repo = make_repo(tmp.path / "repo");
+    std::string error = add_worktree(repo, tmp.path / "tree", "ralph/loop-1", "0123456789abcdef0123");
+    CHECK_FALSE(error.empty());
+    CHECK(error.find("git worktree") != std::string::npos);
+    CHECK_FALSE(fs::exists(tmp.path / "tree" / ".git"));
+}

@@ -1,0 +1,95 @@
+// The on-done hooks (SPEC §8). When a loop reaches an end state — completed, exhausted, failed,
+// stalled or cancelled; not the re-queue of a daemon stop — its own hook (`submit --on-done`)
+// and the daemon-wide one (`ralphd --on-done`) both run, independently and at once, and with
+// `ralphd --notify` a desktop notification is sent through notify-send when it is on PATH.
+//
+// A hook is split into words like the command agent's template and started without a shell
+// (a shell is `sh -c '...'`), in the loop's workspace, stdin /dev/null, in its own process
+// group, with the daemon's environment plus the loop's outcome (hook_environment). Its first
+// lines of output and its exit status go to the daemon's log. One that runs past the time limit
+// is killed with its process group, and so is whatever it leaves running when it exits: no
+// orphans. Hooks are supervised on the io thread like agents (child_reaper, asio pipes), never
+// waited for, so a failing, hanging or missing hook affects neither the loop, nor other loops,
+// nor the daemon. At shutdown the running hooks get a grace to finish, then are killed.
+#pragma once
+
+#include "common/asio.hpp"
+#include "daemon/runner/helper_process.hpp"
+#include "proto/types.hpp"
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <list>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace ralph {
+
+class child_reaper;
+
+struct hook_settings {
+    std::string on_done;                               // the daemon-wide hook; "" = none
+    bool notify = false;                               // desktop notifications (notify-send)
+    std::chrono::milliseconds time_limit{60000};       // per hook, then its group is killed
+    std::chrono::milliseconds shutdown_grace{10000};   // what shutdown waits for running hooks
+};
+
+// What a hook learns of the ended loop: RALPH_HOOK ("loop" or "daemon": which hook this is),
+// RALPH_LOOP_ID, RALPH_LOOP_NAME, RALPH_STATE, RALPH_STOP_REASON, RALPH_ITERATIONS,
+// RALPH_WORKSPACE, RALPH_WORKTREE_BRANCH ("" without --worktree), RALPH_AGENT,
+// RALPH_INPUT_TOKENS, RALPH_OUTPUT_TOKENS and RALPH_COST_USD ("" when the agent reported none).
+std::vector<std::pair<std::string, std::string>> hook_environment(const proto::loop_info& loop,
+                                                                  std::string_view hook);
+
+// The argv of hook `command`: its words, split like a command template. A relative program path
+// with a slash ("./notify.sh") is relative to `dir`, where the hook runs. Throws
+// std::invalid_argument for an unterminated quote or an empty command.
+std::vector<std::string> hook_argv(const std::string& command, const std::filesystem::path& dir);
+
+// Where the hooks of `loop` run: its workspace, or the submitted one when that is gone (a
+// --worktree loop cancelled before its worktree was made), or "" when neither exists.
+std::string hook_directory(const proto::submit_params& spec);
+
+class hook_runner {
+public:
+    hook_runner(net::io_context& io, child_reaper& reaper, hook_settings settings);
+
+    // Starts the hooks of a loop that has just reached an end state (after its commit).
+    void loop_ended(const proto::loop_info& loop);
+    // Gives running hooks the shutdown grace to end, kills what is left, and calls `done` once
+    // none runs (at once when none does). No hook starts afterwards.
+    void shutdown(std::function<void()> done);
+
+private:
+    struct running_hook {
+        running_hook(net::io_context& io, std::string label) : label(std::move(label)), limit(io) {}
+        std::string label;          // for the log: "loop 7: submit --on-done hook"
+        spawned_process process;
+        helper_output output;
+        std::chrono::steady_clock::time_point started;
+        net::steady_timer limit;    // the time limit
+        bool timed_out = false;
+    };
+    using hook_list = std::list<running_hook>;
+
+    void start(const proto::loop_info& loop, const std::string& label,
+               std::vector<std::string> argv, const std::string& dir, std::string_view which);
+    awaitable<void> supervise(running_hook& hook);
+    void finished(hook_list::iterator hook);
+    // Logs what the hook printed: its first lines.
+    void log_output(const running_hook& hook) const;
+
+    net::io_context& io_;
+    child_reaper& reaper_;
+    hook_settings settings_;
+    hook_list running_;
+    bool shutting_down_ = false;        // waiting for the running hooks to end
+    bool stopped_ = false;              // shut down: no hook starts any more
+    std::function<void()> on_all_ended_;
+    net::steady_timer grace_timer_;
+};
+
+}  // namespace ralph

@@ -1,0 +1,77 @@
+// What an on-done hook is given: its argv, its directory and the loop's outcome in its
+// environment. (Running hooks is tested end to end in tests/integration/test_hooks_worktree.py.)
+#include "daemon/runner/hooks.hpp"
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <map>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::map<std::string, std::string> as_map(const std::vector<std::pair<std::string, std::string>>& env) {
+    return {env.begin(), env.end()};
+}
+
+ralph::proto::loop_info ended_loop() {
+    ralph::proto::loop_info loop;
+    loop.id = 7;
+    loop.spec.name = "refactor";
+    loop.spec.workspace = "/work/app";
+    loop.spec.agent = "claude";
+    loop.state = ralph::proto::loop_state::completed;
+    loop.stop_reason = "completion signal <promise>COMPLETE</promise> in iteration 3";
+    loop.iterations = 3;
+    loop.usage.input_tokens = 1200;
+    loop.usage.output_tokens = 34;
+    return loop;
+}
+
+}  // namespace
+
+TEST_CASE("hooks: the environment describes the ended loop; an unknown cost is empty") {
+    auto loop = ended_loop();
+    auto env = as_map(ralph::hook_environment(loop, "loop"));
+    CHECK(env.at("RALPH_HOOK") == "loop");
+    CHECK(env.at("RALPH_LOOP_ID") == "7");
+    CHECK(env.at("RALPH_LOOP_NAME") == "refactor");
+    CHECK(env.at("RALPH_STATE") == "completed");
+    CHECK(env.at("RALPH_STOP_REASON") == loop.stop_reason);
+    CHECK(env.at("RALPH_ITERATIONS") == "3");
+    CHECK(env.at("RALPH_WORKSPACE") == "/work/app");
+    CHECK(env.at("RALPH_WORKTREE_BRANCH") == "");
+    CHECK(env.at("RALPH_AGENT") == "claude");
+    CHECK(env.at("RALPH_INPUT_TOKENS") == "1200");
+    CHECK(env.at("RALPH_OUTPUT_TOKENS") == "34");
+    CHECK(env.at("RALPH_COST_USD") == "");
+
+    loop.usage.cost_usd = 0.0125;
+    loop.spec.worktree_branch = "ralph/loop-7";
+    env = as_map(ralph::hook_environment(loop, "daemon"));
+    CHECK(env.at("RALPH_HOOK") == "daemon");
+    CHECK(env.at("RALPH_COST_USD") == "0.0125");
+    CHECK(env.at("RALPH_WORKTREE_BRANCH") == "ralph/loop-7");
+}
+
+TEST_CASE("hooks: the command is split like a template and never interpreted") {
+    CHECK(ralph::hook_argv("notify 'loop done' $HOME;x", "/w") ==
+          std::vector<std::string>{"notify", "loop done", "$HOME;x"});
+    // A relative path is relative to where the hook runs; names and absolute paths stay.
+    CHECK(ralph::hook_argv("./scripts/done.sh a", "/w/app") ==
+          std::vector<std::string>{"/w/app/scripts/done.sh", "a"});
+    CHECK(ralph::hook_argv("/bin/true", "/w").front() == "/bin/true");
+    CHECK_THROWS_AS(ralph::hook_argv("say 'unterminated", "/w"), std::invalid_argument);
+    CHECK_THROWS_AS(ralph::hook_argv("  ", "/w"), std::invalid_argument);
+}
+
+TEST_CASE("hooks: they run in the workspace, else in the submitted one, else nowhere") {
+    ralph::proto::submit_params spec;
+    spec.workspace = fs::temp_directory_path().string();
+    CHECK(ralph::hook_directory(spec) == spec.workspace);
+    spec.workspace = "/nonexistent/ralph/worktrees/loop-1";
+    CHECK(ralph::hook_directory(spec) == "");
+    spec.worktree_source = fs::temp_directory_path().string();
+    CHECK(ralph::hook_directory(spec) == spec.worktree_source);
+}
