@@ -459,6 +459,7 @@ TEST_CASE("gc: removing ended loops deletes every row they left; a dry run only 
     CHECK(db.find_loop(kept).has_value());
     CHECK(rows(tmp.path(), "attempts", kept) == 1);
     db.truncate_wal();
+}
 
 TEST_CASE("store: next_loop_id is the id insert_loop gives, and a worktree is listed") {
     temp_db tmp;
