@@ -471,8 +471,8 @@ std::optional<store::agent_hold> store::agent_hold_of(const std::string& agent,
 }
 
 std::vector<std::pair<std::string, store::agent_hold>> store::agent_holds(std::int64_t now_ms) {
-    SQLite::Statement q(db_, "SELECT agent, until, reason FROM agent_holds WHERE until > ? "
-                             "ORDER BY until");
+    query q = prepared("SELECT agent, until, reason FROM agent_holds WHERE until > ? "
+                       "ORDER BY until");
     q.bind(1, now_ms);
     std::vector<std::pair<std::string, agent_hold>> result;
     while (q.executeStep())
@@ -483,10 +483,9 @@ std::vector<std::pair<std::string, store::agent_hold>> store::agent_holds(std::i
 
 std::vector<store::attempt_charge> store::attempts_started_since(std::int64_t since_ms,
                                                                  std::int64_t loop_id) {
-    SQLite::Statement q(db_,
-                        "SELECT started_at, input_tokens + output_tokens, IFNULL(cost_usd, 0) "
-                        "FROM attempts WHERE started_at >= ?1 AND (?2 = 0 OR loop_id = ?2) "
-                        "ORDER BY started_at");
+    query q = prepared("SELECT started_at, input_tokens + output_tokens, IFNULL(cost_usd, 0) "
+                       "FROM attempts WHERE started_at >= ?1 AND (?2 = 0 OR loop_id = ?2) "
+                       "ORDER BY started_at");
     q.bind(1, since_ms);
     q.bind(2, loop_id);
     std::vector<attempt_charge> result;
@@ -497,15 +496,15 @@ std::vector<store::attempt_charge> store::attempts_started_since(std::int64_t si
 }
 
 std::optional<nlohmann::json> store::setting(const std::string& key) {
-    SQLite::Statement q(db_, "SELECT value FROM settings WHERE key = ?");
+    query q = prepared("SELECT value FROM settings WHERE key = ?");
     q.bind(1, key);
     if (!q.executeStep()) return std::nullopt;
     return nlohmann::json::parse(q.getColumn(0).getString());
 }
 
 void store::set_setting(const std::string& key, const nlohmann::json& value) {
-    SQLite::Statement q(db_, "INSERT INTO settings (key, value) VALUES (?1, ?2) "
-                             "ON CONFLICT (key) DO UPDATE SET value = ?2");
+    query q = prepared("INSERT INTO settings (key, value) VALUES (?1, ?2) "
+                       "ON CONFLICT (key) DO UPDATE SET value = ?2");
     q.bind(1, key);
     q.bind(2, value.dump());
     q.exec();
