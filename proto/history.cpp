@@ -124,15 +124,21 @@ void from_json(const nlohmann::json& j, report& r) {
 }
 
 void to_json(nlohmann::json& j, const gc_result& r) {
-    j = nlohmann::json{{"dry_run", r.dry_run},          {"before", time_to_json(r.before)},
-                       {"loops", r.loop_ids.size()},    {"loop_ids", r.loop_ids},
-                       {"attempts", r.attempts},        {"events", r.events},
-                       {"output_bytes", r.output_bytes}};
+    j = nlohmann::json::object();
+    j["dry_run"] = r.dry_run;
+    j["before"] = time_to_json(r.before);
+    j["kept_for_budgets"] = r.kept_for_budgets;
+    j["loops"] = r.loop_ids.size();
+    j["loop_ids"] = r.loop_ids;
+    j["attempts"] = r.attempts;
+    j["events"] = r.events;
+    j["output_bytes"] = r.output_bytes;
 }
 
 void from_json(const nlohmann::json& j, gc_result& r) {
     r.dry_run = j.value("dry_run", false);
     r.before = time_from_json(j, "before");
+    r.kept_for_budgets = j.value("kept_for_budgets", false);
     r.loop_ids = j.value("loop_ids", std::vector<std::int64_t>{});
     r.attempts = j.value("attempts", std::int64_t(0));
     r.events = j.value("events", std::int64_t(0));

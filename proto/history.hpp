@@ -74,6 +74,8 @@ void from_json(const nlohmann::json& j, report& r);
 struct gc_result {
     bool dry_run = false;
     std::int64_t before = 0;             // loops that ended before this time
+    bool kept_for_budgets = false;       // `before` is earlier than asked: a global budget
+                                         // still counts the agent runs of later loops
     std::vector<std::int64_t> loop_ids;  // oldest first
     std::int64_t attempts = 0;
     std::int64_t events = 0;

@@ -44,15 +44,18 @@ int run_gc(const client_context& ctx, const gc_options& options) {
     }
     const auto result = reply.get<proto::gc_result>();
     const std::string cutoff = format_local_time(result.before);
-    if (result.loop_ids.empty()) {
-        fmt::print("nothing to remove: no loop ended before {}\n", cutoff);
-        return exit_code::ok;
-    }
     const std::size_t n = result.loop_ids.size();
-    fmt::print("{} {} loop{} that ended before {} ({}): {} attempt{}, {} event{}, {} of output\n",
-               result.dry_run ? "would remove" : "removed", n, n == 1 ? "" : "s", cutoff,
-               describe_ids(result.loop_ids), result.attempts, result.attempts == 1 ? "" : "s",
-               result.events, result.events == 1 ? "" : "s", format_bytes(result.output_bytes));
+    if (n == 0)
+        fmt::print("nothing to remove: no loop ended before {}\n", cutoff);
+    else
+        fmt::print(
+            "{} {} loop{} that ended before {} ({}): {} attempt{}, {} event{}, {} of output\n",
+            result.dry_run ? "would remove" : "removed", n, n == 1 ? "" : "s", cutoff,
+            describe_ids(result.loop_ids), result.attempts, result.attempts == 1 ? "" : "s",
+            result.events, result.events == 1 ? "" : "s", format_bytes(result.output_bytes));
+    if (result.kept_for_budgets)
+        fmt::print(
+            "loops that ended later are kept while the global budgets count their agent runs\n");
     return exit_code::ok;
 }
 

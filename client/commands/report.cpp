@@ -97,15 +97,12 @@ void append_details(fmt::memory_buffer& out, const std::vector<proto::report_loo
 
 void append_totals(fmt::memory_buffer& out, const proto::report& report, bool use_colour) {
     const proto::activity& t = report.totals;
-    std::string states;
-    for (const auto& [state, count] : report.by_state)
-        states += fmt::format("{}{} {}", states.empty() ? "" : ", ", count, state);
     std::string line = fmt::format(
         "{} loop{} ({}) · {} iteration{} · {} commit{} · {} · {} in / {} out tokens · cost {} · "
         "agents ran {}",
-        report.loop_count, report.loop_count == 1 ? "" : "s", states, t.iterations,
-        t.iterations == 1 ? "" : "s", t.commits, t.commits == 1 ? "" : "s", describe_changes(t),
-        t.usage.input_tokens, t.usage.output_tokens, describe_cost(t.usage),
+        report.loop_count, report.loop_count == 1 ? "" : "s", describe_loop_counts(report.by_state),
+        t.iterations, t.iterations == 1 ? "" : "s", t.commits, t.commits == 1 ? "" : "s",
+        describe_changes(t), t.usage.input_tokens, t.usage.output_tokens, describe_cost(t.usage),
         text::format_duration(t.agent_ms));
     if (t.retries > 0) line += fmt::format(" · {} retr{}", t.retries, t.retries == 1 ? "y" : "ies");
     if (!t.failures.empty()) line += " · failures: " + describe_failures(t.failures);

@@ -4,6 +4,7 @@
 #include "daemon/clock.hpp"
 #include "daemon/rpc/methods.hpp"
 #include "daemon/rpc/registry.hpp"
+#include "daemon/scheduler/admission.hpp"
 #include "daemon/scheduler/scheduler.hpp"
 #include "daemon/store/output_log.hpp"
 #include "daemon/store/store.hpp"
@@ -73,7 +74,16 @@ void register_history_methods(method_registry& registry, method_services& servic
             const auto started = std::chrono::steady_clock::now();
             proto::gc_result result;
             result.dry_run = params.dry_run;
-            result.before = services.clock.now_ms() - std::int64_t(params.older_than_s * 1000);
+            const std::int64_t now = services.clock.now_ms();
+            result.before = now - std::int64_t(params.older_than_s * 1000);
+            // The global budgets count the attempts of their window (an hour, a day): removing
+            // those would give the budget back. A loop's attempts all began before it ended, so
+            // keeping the loops that ended within the longest window keeps them all.
+            for (const proto::budget_use& budget : services.gate.budget_use(now)) {
+                if (now - budget.window_ms >= result.before) continue;
+                result.before = now - budget.window_ms;
+                result.kept_for_budgets = true;
+            }
             // A loop whose runner is still finishing may yet write its last rows.
             std::vector<std::int64_t> ids;
             for (std::int64_t id : services.db.loops_ended_before(result.before))

@@ -186,7 +186,7 @@ class ReportTest(HistoryTestCase):
         self.assertIn("1 retry; failures: crash 2", text)
         self.assertIn("%d cancelled: cancelled by the user" % x["id"], text)
         totals = text.rstrip("\n").splitlines()[-1]
-        self.assertTrue(totals.startswith("Total: 3 loops (1 cancelled, 1 completed, 1 failed) · "
+        self.assertTrue(totals.startswith("Total: 3 loops (completed 1, failed 1, cancelled 1) · "
                                           "5 iterations · 3 commits · 3 files +3 -0 · "
                                           "3000 in / 600 out tokens · cost $0.1500"), totals)
         self.assertIn("· 1 retry · failures: crash 2", totals)
@@ -387,6 +387,39 @@ class GcTest(HistoryTestCase):
         d.ctl("cancel", queued["id"])
         d.ctl("cancel", running["id"])
         d.wait_state(running["id"], "cancelled")
+
+    def test_gc_keeps_the_loops_whose_agent_runs_a_global_budget_still_counts(self):
+        d = self.history_daemon()
+        done = []
+        for name in ("two-days-ago", "an-hour-ago"):
+            loop = d.ctl_submit(d.workspace(name), "Count.", "--command",
+                                agent_command("count-to-complete.sh", "1"), name=name)
+            done.append(d.wait_state(loop["id"], "completed")["id"])
+        old, recent = done
+        d.stop()
+        shift_history(d.db, [old], -2 * DAY_MS)
+        set_finished(d.db, old, now_ms() - 2 * DAY_MS)
+        shift_history(d.db, [recent], -3600 * 1000)
+        set_finished(d.db, recent, now_ms() - 3600 * 1000)
+        d.start()
+        d.call("budget.set", {"iterations_per_day": 100})
+
+        # Removing the recent loop would give its run back to the daily budget.
+        kept = d.ctl_json("gc", "--older-than", "0s")
+        self.assertEqual((kept["loop_ids"], kept["kept_for_budgets"]), ([old], True))
+        self.assertAlmostEqual(parse_time(kept["before"]), time.time() - 86400, delta=10)
+        self.assertEqual(d.get(recent)["state"], "completed")
+        text = d.ctl("gc", "--older-than", "0s").stdout
+        self.assertEqual(text, "nothing to remove: no loop ended before %s\n"
+                         "loops that ended later are kept while the global budgets count their "
+                         "agent runs\n" % text.split("before ", 1)[1].split("\n")[0])
+        # A cutoff older than the budget's window is not moved.
+        asked = d.ctl_json("gc", "--older-than", "2d")
+        self.assertEqual((asked["loop_ids"], asked["kept_for_budgets"]), ([], False))
+
+        d.call("budget.set", {"iterations_per_day": 0})
+        freed = d.ctl_json("gc", "--older-than", "0s")
+        self.assertEqual((freed["loop_ids"], freed["kept_for_budgets"]), ([recent], False))
 
     def test_a_tail_of_a_loop_being_removed_ends_and_the_daemon_goes_on(self):
         d = self.history_daemon()
