@@ -7,6 +7,8 @@
 // attempt does — one index lookup per loop instead of a scan of its attempts.
 #include "daemon/store/store.hpp"
 
+#include <fmt/format.h>
+
 #include <array>
 #include <string>
 
@@ -51,27 +53,26 @@ std::vector<proto::report_loop> store::report_loops(std::int64_t since_ms, std::
                             " FROM attempts a WHERE a.loop_id = l.id ORDER BY a.id DESC LIMIT 1) "
                             "ORDER BY l.id");
     loops.bind(1, since_ms);
-    const std::string window = attempt_in_window;
-    // ?1 loop, ?2 since, ?3 until (the end of an attempt still running).
+    // ?1 loop, ?2 since, ?3 until (the end of an attempt still running); {0}: in the window.
     SQLite::Statement sums(
         db_,
-        "SELECT count(*), count(DISTINCT iteration), ifnull(sum(attempt > 1), 0), "
-        "ifnull(sum(head_before != '' AND head_after != '' AND head_before != head_after), 0), "
-        "ifnull(sum(files_changed), 0), ifnull(sum(insertions), 0), ifnull(sum(deletions), 0), "
-        "ifnull(sum(input_tokens), 0), ifnull(sum(output_tokens), 0), sum(cost_usd), "
-        "ifnull(sum(turns), 0), ifnull(sum(tool_calls), 0), "
-        "ifnull(sum(CASE WHEN ended_at > 0 THEN ended_at ELSE ?3 END - started_at), 0), "
-        "ifnull((SELECT head_before FROM attempts WHERE loop_id = ?1 AND " +
-            window +
-            " AND head_before != '' ORDER BY id LIMIT 1), ''), "
-            "ifnull((SELECT head_after FROM attempts WHERE loop_id = ?1 AND " +
-            window +
-            " AND head_after != '' ORDER BY id DESC LIMIT 1), '') "
-            "FROM attempts WHERE loop_id = ?1 AND " +
-            window);
+        fmt::format(
+            "SELECT count(*), count(DISTINCT iteration), ifnull(sum(attempt > 1), 0), "
+            "ifnull(sum(head_before != '' AND head_after != '' AND head_before != head_after), 0), "
+            "ifnull(sum(files_changed), 0), ifnull(sum(insertions), 0), ifnull(sum(deletions), 0), "
+            "ifnull(sum(input_tokens), 0), ifnull(sum(output_tokens), 0), sum(cost_usd), "
+            "ifnull(sum(turns), 0), ifnull(sum(tool_calls), 0), "
+            "ifnull(sum(CASE WHEN ended_at > 0 THEN ended_at ELSE ?3 END - started_at), 0), "
+            "ifnull((SELECT head_before FROM attempts WHERE loop_id = ?1 AND {0} "
+            "        AND head_before != '' ORDER BY id LIMIT 1), ''), "
+            "ifnull((SELECT head_after FROM attempts WHERE loop_id = ?1 AND {0} "
+            "        AND head_after != '' ORDER BY id DESC LIMIT 1), '') "
+            "FROM attempts WHERE loop_id = ?1 AND {0}",
+            attempt_in_window));
     SQLite::Statement failures(
-        db_, "SELECT failure, count(*) FROM attempts WHERE loop_id = ?1 AND " + window +
-                 " AND failure != '' GROUP BY failure");
+        db_, fmt::format("SELECT failure, count(*) FROM attempts WHERE loop_id = ?1 AND {0} "
+                         "AND failure != '' GROUP BY failure",
+                         attempt_in_window));
 
     std::vector<proto::report_loop> result;
     while (loops.executeStep()) {

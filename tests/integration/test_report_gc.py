@@ -67,7 +67,8 @@ def agent_seconds(attempts):
     """How long the attempts ran, in seconds, as the report sums them (ms precision)."""
     total_ms = 0
     for a in attempts:
-        total_ms += round(parse_time(a["ended_at"]) * 1000) - round(parse_time(a["started_at"]) * 1000)
+        total_ms += (round(parse_time(a["ended_at"]) * 1000)
+                     - round(parse_time(a["started_at"]) * 1000))
     return total_ms / 1000
 
 

@@ -431,7 +431,8 @@ TEST_CASE("gc: removing ended loops deletes every row they left; a dry run only 
     const auto gone = add_loop(db, "gone", 1);
     const auto attempt = add_attempt(db, gone, {.started_at = 10, .ended_at = 20});
     add_attempt(db, gone, {.iteration = 2, .started_at = 30, .ended_at = 40});
-    db.add_events(gone, {{0, attempt, 1, 15, "text", "", "hello"}, {0, attempt, 1, 16, "text", "", "bye"}});
+    db.add_events(gone,
+                  {{0, attempt, 1, 15, "text", "", "hello"}, {0, attempt, 1, 16, "text", "", "bye"}});
     db.add_steering(gone, "hint", 12);
     db.record_output({{gone, attempt, 0, 5, 15, "stdout"}}, {{gone, 5}});
     db.set_state(gone, loop_state::completed, "done", 0, 50);
