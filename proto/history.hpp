@@ -77,6 +77,7 @@ struct gc_result {
     bool kept_for_budgets = false;       // `before` is earlier than asked: a global budget
                                          // still counts the agent runs of later loops
     std::vector<std::int64_t> loop_ids;  // oldest first
+    std::vector<std::int64_t> kept_for_worktrees;  // ended before, but their worktree exists
     std::int64_t attempts = 0;
     std::int64_t events = 0;
     std::int64_t output_bytes = 0;  // the loops' output files on disk

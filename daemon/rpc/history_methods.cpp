@@ -15,6 +15,7 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <filesystem>
 #include <optional>
 
 namespace ralph::rpc {
@@ -53,6 +54,16 @@ void from_json(const nlohmann::json& j, gc_params& p) {
                         "params.older_than_s: must be between 0 and 100 years in seconds");
 }
 
+// A --worktree loop's worktree holds its results, on its branch: the loop's history says what
+// they are, so it stays as long as the worktree does (and its id, which names both, is not
+// given to a new loop).
+bool worktree_exists(store& db, std::int64_t loop_id) {
+    const std::optional<proto::loop_info> loop = db.find_loop(loop_id);
+    std::error_code ec;
+    return loop && !loop->spec.worktree_path.empty() &&
+           std::filesystem::exists(loop->spec.worktree_path, ec);
+}
+
 }  // namespace
 
 void register_history_methods(method_registry& registry, method_services& services) {
@@ -84,10 +95,15 @@ void register_history_methods(method_registry& registry, method_services& servic
                 result.before = now - budget.window_ms;
                 result.kept_for_budgets = true;
             }
-            // A loop whose runner is still finishing may yet write its last rows.
             std::vector<std::int64_t> ids;
-            for (std::int64_t id : services.db.loops_ended_before(result.before))
-                if (!services.loops.is_running(id)) ids.push_back(id);
+            for (std::int64_t id : services.db.loops_ended_before(result.before)) {
+                // A loop whose runner is still finishing may yet write its last rows.
+                if (services.loops.is_running(id)) continue;
+                if (worktree_exists(services.db, id))
+                    result.kept_for_worktrees.push_back(id);
+                else
+                    ids.push_back(id);
+            }
             // Output index rows waiting for their batch must not outlive their loop's rows.
             services.output.flush();
             store::removal removal = services.db.remove_loops(ids, params.dry_run);

@@ -422,6 +422,28 @@ class GcTest(HistoryTestCase):
         freed = d.ctl_json("gc", "--older-than", "0s")
         self.assertEqual((freed["loop_ids"], freed["kept_for_budgets"]), ([recent], False))
 
+    def test_gc_keeps_a_loop_while_its_worktree_is_there(self):
+        d = self.history_daemon()
+        repo = d.workspace("repo")
+        loop = d.ctl_json("submit", "--workspace", repo, "--name", "in-worktree", "--delay", "0s",
+                          "--worktree", "--command", agent_command("count-to-complete.sh", "1"),
+                          "Count.")["loop"]
+        ended = d.wait_state(loop["id"], "completed")
+        self.assertTrue(os.path.isdir(ended["worktree_path"]))
+
+        kept = d.ctl_json("gc", "--older-than", "0s")
+        self.assertEqual((kept["loop_ids"], kept["kept_for_worktrees"]), ([], [loop["id"]]))
+        self.assertEqual(d.get(loop["id"])["state"], "completed")
+        self.assertIn("kept loop %d: its worktree is still there (git worktree remove it, then "
+                      "gc)\n" % loop["id"], d.ctl("gc", "--older-than", "0s").stdout)
+
+        git(repo, "worktree", "remove", "--force", ended["worktree_path"])
+        removed = d.ctl_json("gc", "--older-than", "0s")
+        self.assertEqual((removed["loop_ids"], removed["kept_for_worktrees"]),
+                         ([loop["id"]], []))
+        # The branch with the loop's work is the user's to merge or delete.
+        git(repo, "rev-parse", "--verify", "-q", ended["worktree_branch"])
+
     def test_a_tail_of_a_loop_being_removed_ends_and_the_daemon_goes_on(self):
         d = self.history_daemon()
         total = 8_000_000
