@@ -8,8 +8,6 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -161,24 +159,6 @@ std::size_t display_width(std::string_view text) {
     return static_cast<std::size_t>(std::count_if(text.begin(), text.end(), [](char c) {
         return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
     }));
-}
-
-std::int64_t parse_time(std::string_view s) {
-    // The fixed layout written by text::format_iso8601: 2026-11-22T10:11:12.345Z
-    if (s.size() < 20 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':')
-        return 0;
-    auto number = [s](std::size_t pos, std::size_t length) {
-        int n = 0;
-        std::from_chars(s.data() + pos, s.data() + pos + length, n);
-        return n;
-    };
-    using namespace std::chrono;
-    const sys_days day{year{number(0, 4)} / month(unsigned(number(5, 2))) /
-                       std::chrono::day(unsigned(number(8, 2)))};
-    const std::int64_t seconds = std::int64_t(day.time_since_epoch().count()) * 86400 +
-                                 number(11, 2) * 3600 + number(14, 2) * 60 + number(17, 2);
-    const int millis = s.size() >= 24 && s[19] == '.' ? number(20, 3) : 0;
-    return seconds * 1000 + millis;
 }
 
 std::string format_local_time(std::int64_t epoch_ms) {

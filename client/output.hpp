@@ -106,8 +106,6 @@ void print_json(nlohmann::json members);
 // Columns a string takes on a terminal (UTF-8 code points; wide characters count as one).
 std::size_t display_width(std::string_view text);
 
-// Parses an API timestamp ("2026-11-22T10:11:12.345Z"); 0 for anything else.
-std::int64_t parse_time(std::string_view s);
 // Local time "2026-11-22 10:11:12"; "-" for 0.
 std::string format_local_time(std::int64_t epoch_ms);
 // Compact age for tables: "42s", "5m", "3h", "12d".

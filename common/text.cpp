@@ -9,6 +9,16 @@
 
 namespace ralph::text {
 
+std::string join_words(const std::vector<std::string>& words, std::string_view separator) {
+    // (fmt::join trips a false -Wstringop-overflow of GCC 12 at -O3.)
+    std::string joined;
+    for (const auto& word : words) {
+        if (!joined.empty()) joined += separator;
+        joined += word;
+    }
+    return joined;
+}
+
 std::vector<std::string> split_command_words(std::string_view command) {
     std::vector<std::string> words;
     std::string word;
@@ -342,6 +352,15 @@ std::int64_t parse_iso8601(std::string_view text) {
         seconds = std::int64_t(local);
     }
     return seconds * 1000 + millis;
+}
+
+std::int64_t parse_iso8601_or_zero(std::string_view text) {
+    if (text.empty()) return 0;
+    try {
+        return parse_iso8601(text);
+    } catch (const std::invalid_argument&) {
+        return 0;
+    }
 }
 
 std::int64_t parse_time_or_age(std::string_view text, std::int64_t now_ms) {

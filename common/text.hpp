@@ -16,6 +16,8 @@ namespace ralph::text {
 std::vector<std::string> split_command_words(std::string_view command);
 // Why `command` is not a usable command line ("" when it is): an unterminated quote, or no word.
 std::string command_words_error(std::string_view command);
+// "a b c" (or with another separator), for messages: no quoting.
+std::string join_words(const std::vector<std::string>& words, std::string_view separator = " ");
 
 std::string base64_encode(std::string_view bytes);
 // Appends the base64 of `bytes` to `out`, for a caller building a larger message around it.
@@ -41,6 +43,8 @@ std::string format_duration(std::int64_t ms);
 // "2026-11-22 08:30:00+02:00", "2026-11-22" (midnight). Without a zone (Z or ±HH[:MM]) the time
 // is local. Throws std::invalid_argument.
 std::int64_t parse_iso8601(std::string_view text);
+// parse_iso8601 for times the API sent (format_iso8601's form): 0 for "" or anything invalid.
+std::int64_t parse_iso8601_or_zero(std::string_view text);
 // A point in time given either as an age before now_ms ("30m", "8h", "2d", "90" seconds: see
 // parse_duration_seconds) or as an ISO 8601 time (parse_iso8601). Throws std::invalid_argument
 // naming both forms.

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <array>
-#include <ctime>
 #include <stdexcept>
 
 namespace ralph::proto {
@@ -37,15 +36,7 @@ nlohmann::json time_to_json(std::int64_t ms) {
 std::int64_t time_from_json(const nlohmann::json& j, const char* name) {
     auto it = j.find(name);
     if (it == j.end() || !it->is_string()) return 0;
-    std::string s = it->get<std::string>();
-    std::tm tm{};
-    int millis = 0;
-    if (std::sscanf(s.c_str(), "%d-%d-%dT%d:%d:%d.%dZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
-                    &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &millis) < 6)
-        return 0;
-    tm.tm_year -= 1900;
-    tm.tm_mon -= 1;
-    return std::int64_t(::timegm(&tm)) * 1000 + millis;
+    return text::parse_iso8601_or_zero(it->get_ref<const std::string&>());
 }
 
 std::string_view to_string(loop_state state) { return state_names[static_cast<std::size_t>(state)]; }

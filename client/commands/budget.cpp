@@ -50,7 +50,7 @@ int print_budget(const client_context& ctx, nlohmann::json state) {
     for (const auto& hold : state.value("holds", nlohmann::json::array()))
         fmt::format_to(std::back_inserter(out), "agent {} held until {}: {}\n",
                        hold.value("agent", ""),
-                       format_local_time(parse_time(hold.value("until", ""))),
+                       format_local_time(text::parse_iso8601_or_zero(hold.value("until", ""))),
                        hold.value("reason", ""));
     write_stdout(out);
     return exit_code::ok;

@@ -81,7 +81,7 @@ class list_reader final : public nlohmann::json_sax<nlohmann::json> {
         else if (field == "workspace")
             row.workspace = std::move(value);
         else if (field == "created_at")
-            row.created_at = parse_time(value);
+            row.created_at = text::parse_iso8601_or_zero(value);
         return true;
     }
 

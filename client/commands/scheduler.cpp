@@ -6,6 +6,7 @@
 
 #include "client/connection.hpp"
 #include "client/output.hpp"
+#include "common/text.hpp"
 #include "proto/methods.hpp"
 
 #include <fmt/format.h>
@@ -35,7 +36,7 @@ int print_scheduler(const client_context& ctx, nlohmann::json state) {
         append_field(out, "window", window + " (open)");
     } else {
         std::string opens = state["window_opens_at"].is_string()
-                                ? format_local_time(parse_time(state["window_opens_at"].get<std::string>()))
+                                ? format_local_time(text::parse_iso8601_or_zero(state["window_opens_at"].get<std::string>()))
                                 : "-";
         append_field(out, "window", fmt::format("{} (closed; opens {})", window, opens));
     }

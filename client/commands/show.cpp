@@ -31,17 +31,6 @@ std::string preview(std::string_view prompt) {
     return fmt::format("\"{}{}\"", line.substr(0, cut), cut < prompt.size() ? "…" : "");
 }
 
-// "a b c" (or another separator). (fmt::join trips a false -Wstringop-overflow of GCC 12 at -O3.)
-template <typename Words>
-std::string join_words(const Words& words, std::string_view separator = " ") {
-    std::string joined;
-    for (const auto& word : words) {
-        if (!joined.empty()) joined += separator;
-        joined += word;
-    }
-    return joined;
-}
-
 // The prompt source the daemon uses, first that applies (SPEC §3).
 std::string prompt_source(const proto::submit_params& spec) {
     if (!spec.prompt.empty()) return preview(spec.prompt);
@@ -67,7 +56,7 @@ std::string missing_capabilities(const proto::agent_info& agent) {
     if (!agent.tokens) missing.emplace_back("no token counts");
     if (!agent.cost) missing.emplace_back("no cost");
     if (!agent.rate_limit_detection) missing.emplace_back("rate limits only guessed from its text");
-    return join_words(missing);
+    return text::join_words(missing);
 }
 
 void append_time(fmt::memory_buffer& out, std::string_view key, std::int64_t at, std::int64_t now) {
@@ -96,12 +85,12 @@ void append_loop(fmt::memory_buffer& out, const proto::loop_info& loop,
         append_field(out, "agent lacks", missing);
     if (!spec.model.empty()) append_field(out, "model", spec.model);
     if (!spec.command.empty()) append_field(out, "command", spec.command);
-    if (!spec.args.empty()) append_field(out, "args", join_words(spec.args));
+    if (!spec.args.empty()) append_field(out, "args", text::join_words(spec.args));
     // Only the names: values are often API keys.
     if (!spec.env.empty()) {
-        std::vector<std::string_view> names;
+        std::vector<std::string> names;
         for (const auto& entry : spec.env) names.push_back(entry.first);
-        append_field(out, "env", join_words(names));
+        append_field(out, "env", text::join_words(names));
     }
     append_field(out, "prompt", prompt_source(spec));
     std::string rules = fmt::format("<promise>{}</promise>", spec.completion_phrase);
@@ -135,7 +124,7 @@ void append_loop(fmt::memory_buffer& out, const proto::loop_info& loop,
     if (spec.iterations_per_day > 0) budgets.push_back(fmt::format("{} runs/day", spec.iterations_per_day));
     if (spec.max_tokens > 0) budgets.push_back(fmt::format("at most {} tokens", spec.max_tokens));
     if (spec.max_cost_usd > 0) budgets.push_back(fmt::format("at most ${:.2f}", spec.max_cost_usd));
-    if (!budgets.empty()) append_field(out, "budget", join_words(budgets, ", "));
+    if (!budgets.empty()) append_field(out, "budget", text::join_words(budgets, ", "));
     append_time(out, "created", loop.created_at, now);
     append_time(out, "started", loop.started_at, now);
     append_time(out, "finished", loop.finished_at, now);

@@ -23,15 +23,6 @@ constexpr std::size_t kept_output_bytes = 4096;
 constexpr std::size_t logged_lines = 10;
 constexpr std::size_t logged_line_bytes = 300;
 
-std::string join_words(const std::vector<std::string>& words) {
-    std::string joined;
-    for (const auto& word : words) {
-        if (!joined.empty()) joined += ' ';
-        joined += word;
-    }
-    return joined;
-}
-
 std::vector<std::string> notification_argv(const std::string& program, const proto::loop_info& loop) {
     return {program, "--app-name=ralph",
             fmt::format("ralph: loop {} ({}) {}", loop.id, loop.spec.name, proto::to_string(loop.state)),
@@ -112,7 +103,7 @@ void hook_runner::start(const proto::loop_info& loop, const std::string& label,
         spdlog::warn("{} not run: the loop's workspace {} does not exist", label, loop.spec.workspace);
         return;
     }
-    const std::string command = join_words(argv);
+    const std::string command = text::join_words(argv);
     running_hook& hook = running_.emplace_back(io_, label);
     auto it = std::prev(running_.end());
     try {

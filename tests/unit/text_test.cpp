@@ -97,6 +97,14 @@ TEST_CASE("time: ISO 8601 is parsed with or without seconds, fraction and zone")
     CHECK(parse_iso8601("1970-01-01Z") == 0);
 }
 
+TEST_CASE("time: an API time that is missing or not a time reads as 0") {
+    using ralph::text::parse_iso8601_or_zero;
+    CHECK(parse_iso8601_or_zero("2026-11-18T11:06:40.123Z") == 1795000000123);
+    CHECK(parse_iso8601_or_zero("") == 0);
+    CHECK(parse_iso8601_or_zero("yesterday") == 0);
+    CHECK(parse_iso8601_or_zero("2026-13-01T00:00:00Z") == 0);
+}
+
 TEST_CASE("time: an ISO 8601 time without a zone is local time") {
     const char* saved = std::getenv("TZ");
     const std::string old = saved ? saved : "";
