@@ -55,8 +55,7 @@ void from_json(const nlohmann::json& j, gc_params& p) {
 }
 
 // A --worktree loop's worktree holds its results, on its branch: the loop's history says what
-// they are, so it stays as long as the worktree does (and its id, which names both, is not
-// given to a new loop).
+// they are, so it stays as long as the worktree does.
 bool worktree_exists(store& db, std::int64_t loop_id) {
     const std::optional<proto::loop_info> loop = db.find_loop(loop_id);
     std::error_code ec;

@@ -146,6 +146,12 @@ store::removal store::remove_loops(const std::vector<std::int64_t>& loop_ids, bo
     // (foreign keys are on) instead of leaving orphans.
     deletes.emplace_back(db_, "DELETE FROM loops WHERE id = ?");
 
+    // The ids stay taken (next_loop_id_sql).
+    SQLite::Statement mark_removed(db_,
+                                   "INSERT INTO settings (key, value) VALUES ('removed_loop_id', ?1) "
+                                   "ON CONFLICT (key) DO UPDATE SET value = "
+                                   "max(CAST(value AS INTEGER), ?1)");
+
     removal removed;
     for (std::int64_t id : loop_ids) {
         state_of.reset();
@@ -162,6 +168,9 @@ store::removal store::remove_loops(const std::vector<std::int64_t>& loop_ids, bo
             remove.bind(1, id);
             remove.exec();
         }
+        mark_removed.reset();
+        mark_removed.bind(1, id);
+        mark_removed.exec();
     }
     if (!dry_run) tx.commit();
     return removed;

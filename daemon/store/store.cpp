@@ -14,9 +14,13 @@ constexpr const char* loop_columns =
     "resume_at, output_bytes, input_tokens, output_tokens, cost_usd, turns, tool_calls, "
     "worktree_path, worktree_branch";
 
-// A new loop's id: one more than the largest (SQLite's own rule for a rowid, written out so that
-// next_loop_id() and insert_loop() agree by construction).
-constexpr const char* next_loop_id_sql = "(SELECT coalesce(max(id), 0) + 1 FROM loops)";
+// A new loop's id: one more than the largest there is or ever was (remove_loops records the
+// largest it removed), so that an id names one loop for good — its output file, its worktree
+// and branch, a tail still following it. Written out so that next_loop_id() and insert_loop()
+// agree by construction.
+constexpr const char* next_loop_id_sql =
+    "(SELECT max(coalesce((SELECT max(id) FROM loops), 0), "
+    "coalesce((SELECT CAST(value AS INTEGER) FROM settings WHERE key = 'removed_loop_id'), 0)) + 1)";
 
 constexpr const char* attempt_columns =
     "id, loop_id, iteration, attempt, argv, pid, started_at, ended_at, termination, exit_code, "

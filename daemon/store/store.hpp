@@ -36,9 +36,9 @@ public:
     static int latest_schema_version();
 
     // ---- loops
-    // The id the next insert_loop gives (one more than the largest; an id freed by deleting the
-    // newest loop is given again). Nothing else inserts loops between the two calls on the io
-    // thread, so a submit can name things after its loop before inserting it.
+    // The id the next insert_loop gives: one more than the largest there is or was (an id is
+    // never given again, also after gc). Nothing else inserts loops between the two calls on the
+    // io thread, so a submit can name things after its loop before inserting it.
     std::int64_t next_loop_id();
     std::int64_t insert_loop(const proto::submit_params& spec, std::int64_t now_ms);
     std::optional<proto::loop_info> find_loop(std::int64_t id);

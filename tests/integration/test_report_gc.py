@@ -463,10 +463,10 @@ class GcTest(HistoryTestCase):
             removed = d.call("history.gc", {"older_than_s": 0})
             self.assertEqual(removed["loop_ids"], [loop["id"]])
             self.assertEqual(removed["output_bytes"], total)
-            # The newest loop is gone, so the next one gets its id (SQLite: highest id + 1),
-            # and has as much output: the old tail must not go on with the new loop's bytes.
+            # The newest loop is gone, yet the next one gets a new id (an id names one loop for
+            # good), and has as much output: the old tail must not go on with its bytes.
             successor = d.submit(d.workspace("successor"), flood, max_iterations=1)
-            self.assertEqual(successor["id"], loop["id"])
+            self.assertEqual(successor["id"], loop["id"] + 1)
             d.wait_state(successor["id"], TERMINAL_STATES, timeout=60)
             offset = first["params"]["offset"] + first["params"]["length"]
             while True:

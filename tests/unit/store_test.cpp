@@ -484,4 +484,13 @@ TEST_CASE("store: next_loop_id is the id insert_loop gives, and a worktree is li
     CHECK(loop.spec.worktree);
     CHECK(loop.spec.worktree_source == "/src/repo");
     CHECK(loop.spec.worktree_base == "abc");
+
+    // gc of the newest loop does not give its id again.
+    db.set_state(2, ralph::proto::loop_state::completed, "", 0, 2000);
+    REQUIRE(db.remove_loops({2}, false).loop_ids == std::vector<std::int64_t>{2});
+    CHECK(db.next_loop_id() == 3);
+    CHECK(db.insert_loop(sample_spec(), 3000) == 3);
+    db.set_state(1, ralph::proto::loop_state::completed, "", 0, 2000);
+    db.remove_loops({1}, false);
+    CHECK(db.next_loop_id() == 4);
 }
