@@ -16,8 +16,7 @@ nlohmann::json scheduler_state(method_services& services) {
     const auto& settings = services.gate.scheduler_settings();
     nlohmann::json result = settings;
     const std::int64_t now = services.clock.now_ms();
-    std::int64_t opens = now;
-    if (auto window = parse_time_window(settings.window)) opens = next_window_open(*window, now);
+    const std::int64_t opens = services.gate.window_opens_at(now);
     result["window_open"] = opens == now;
     result["window_opens_at"] = opens == now ? nlohmann::json(nullptr)
                                              : nlohmann::json(text::format_iso8601(opens));

@@ -180,13 +180,14 @@ std::vector<proto::budget_use> admission::budget_use(std::int64_t now_ms,
 
 admission::verdict admission::global(std::int64_t now_ms) {
     if (settings_.paused) return {verdict::kind::stay_queued, "the scheduler is paused", 0};
-    if (window_) {
-        std::int64_t opens = next_window_open(*window_, now_ms);
-        if (opens > now_ms)
-            return {verdict::kind::wait,
-                    fmt::format("outside the time window {}", settings_.window), opens};
-    }
+    if (std::int64_t opens = window_opens_at(now_ms); opens > now_ms)
+        return {verdict::kind::wait, fmt::format("outside the time window {}", settings_.window),
+                opens};
     return wait_for_budgets(measure(global_limits(budgets_), now_ms));
+}
+
+std::int64_t admission::window_opens_at(std::int64_t now_ms) const {
+    return window_ ? next_window_open(*window_, now_ms) : now_ms;
 }
 
 admission::verdict admission::for_agent(const std::string& agent, std::int64_t now_ms) {

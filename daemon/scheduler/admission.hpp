@@ -55,6 +55,8 @@ public:
     verdict for_agent(const std::string& agent, std::int64_t now_ms);
     // The loop's own caps and budgets.
     verdict for_loop(const proto::loop_info& loop, std::int64_t now_ms);
+    // now_ms while the time window is open (or there is none), else when it opens next.
+    std::int64_t window_opens_at(std::int64_t now_ms) const;
     // The first of global, for_agent and for_loop that does not say go.
     verdict check(const proto::loop_info& loop, std::int64_t now_ms);
 
