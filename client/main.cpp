@@ -11,12 +11,69 @@
 
 #include <csignal>
 #include <cstdio>
+#include <string_view>
 
 namespace {
 
 // Ctrl-C ends ralphctl at once with 130, also while it blocks reading from the daemon;
 // only async-signal-safe calls here.
 void on_interrupt(int) { ::_exit(ralph::client::exit_code::interrupted); }
+
+using register_function = void (*)(CLI::App&, ralph::client::client_context&);
+
+// The commands in the order of the help text, each with the function that adds it (cancel,
+// pause and resume share one).
+struct command_entry {
+    std::string_view name;
+    register_function add;
+};
+constexpr command_entry commands[] = {
+    {"submit", ralph::client::register_submit_command},
+    {"list", ralph::client::register_list_command},
+    {"show", ralph::client::register_show_command},
+    {"tail", ralph::client::register_tail_command},
+    {"cancel", ralph::client::register_control_commands},
+    {"pause", ralph::client::register_control_commands},
+    {"resume", ralph::client::register_control_commands},
+    {"daemon", ralph::client::register_daemon_command},
+    {"agents", ralph::client::register_agents_command},
+    {"steer", ralph::client::register_steer_command},
+    {"init", ralph::client::register_init_command},
+    {"scheduler", ralph::client::register_scheduler_command},
+    {"budget", ralph::client::register_budget_command},
+    {"report", ralph::client::register_report_command},
+    {"gc", ralph::client::register_gc_command},
+};
+
+// The command word of the arguments: the first that is neither an option nor --socket's value.
+std::string_view command_word(int argc, char** argv) {
+    for (int i = 1; i < argc; ++i) {
+        const std::string_view arg = argv[i];
+        if (arg == "--socket") {
+            ++i;
+        } else if (!arg.starts_with('-')) {
+            return arg;
+        }
+    }
+    return {};
+}
+
+// Adds the command the arguments name, or every command when they name none (help, errors).
+// Building every command's options is a third of ralphctl's start-up, and scripts run it often.
+void register_commands(CLI::App& app, ralph::client::client_context& ctx, int argc, char** argv) {
+    const std::string_view word = command_word(argc, argv);
+    for (const auto& command : commands) {
+        if (command.name == word) {
+            command.add(app, ctx);
+            return;
+        }
+    }
+    register_function added = nullptr;
+    for (const auto& command : commands) {
+        if (command.add != added) command.add(app, ctx);
+        added = command.add;
+    }
+}
 
 }  // namespace
 
@@ -41,19 +98,7 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     app.add_flag("--json", ctx.json, "Print JSON documents instead of human output");
 
-    register_submit_command(app, ctx);
-    register_list_command(app, ctx);
-    register_show_command(app, ctx);
-    register_tail_command(app, ctx);
-    register_control_commands(app, ctx);
-    register_daemon_command(app, ctx);
-    register_agents_command(app, ctx);
-    register_steer_command(app, ctx);
-    register_init_command(app, ctx);
-    register_scheduler_command(app, ctx);
-    register_budget_command(app, ctx);
-    register_report_command(app, ctx);
-    register_gc_command(app, ctx);
+    register_commands(app, ctx, argc, argv);
 
     try {
         // The chosen command runs inside parse(), from its callback, once all options are read.

@@ -1,6 +1,7 @@
 """ralphctl as a user meets it: exit codes (0 completed, 1 exhausted/failed, 130 cancelled,
 2 usage, 3 no daemon), --json shapes with schema_version, daemon status/stop."""
 
+import json
 import re
 import socket
 
@@ -130,6 +131,32 @@ class CliTest(DaemonTestCase):
         self.assertEqual(d.ctl("submit", "--workspace", d.workspace(), "-m", "many", "x",
                                check=False).returncode, 2)
         self.assertEqual(d.ctl("show", check=False).returncode, 2)
+
+    def test_the_command_is_found_among_the_global_options_and_help_lists_every_command(self):
+        # ralphctl builds only the options of the command it runs: the command word has to be
+        # found past --socket's value, whatever the order of the global options.
+        d = self.daemon()
+        env = {"RALPH_SOCKET": "/nonexistent/ralphd.sock"}
+        for args in (["--socket", d.socket, "--json", "list"],
+                     ["--json", "--socket", d.socket, "list"],
+                     ["--socket=" + d.socket, "list", "--json"],
+                     ["list", "--socket", d.socket, "--json"]):
+            proc = d.ctl(*args, env=env)
+            self.assertEqual(json.loads(proc.stdout)["schema_version"], 1, args)
+        # A socket path that is also a command's name is still the socket.
+        proc = d.ctl("--socket", "show", "daemon", "status", env=env, check=False)
+        self.assertEqual(proc.returncode, 3, proc)
+        self.assertIn("cannot connect to show", proc.stderr)
+
+        helped = d.ctl("--help").stdout
+        for command in ("submit", "list", "show", "tail", "cancel", "pause", "resume", "daemon",
+                        "agents", "steer", "init", "scheduler", "budget", "report", "gc"):
+            self.assertRegex(helped, re.compile(r"^\s+%s\s" % command, re.M), command)
+        self.assertIn("--follow", d.ctl("submit", "--help").stdout)
+        for word in ("cancel", "pause", "resume"):
+            self.assertIn("Loop id", d.ctl(word, "--help").stdout, word)
+        unknown = d.ctl("sbumit", "x", check=False)
+        self.assertEqual(unknown.returncode, 2, unknown)
 
     def test_daemon_status_succeeds_and_daemon_stop_makes_ralphd_exit_0(self):
         d = self.daemon()
