@@ -729,7 +729,8 @@ awaitable<void> loop_runner::read_stream(net::posix::stream_descriptor& pipe,
                                          net::steady_timer& readers_done) {
     // Not zero-filled: the pages of a buffer only an agent's output touches cost nothing when it
     // says little (zeroing 2 x 256 KiB per attempt was a fifth of ralphd's time per iteration).
-    auto buffer = std::make_unique_for_overwrite<char[]>(read_buffer_bytes);
+    auto& buffer = read_buffers_[stream == output_stream::stdout_stream ? 0 : 1];
+    if (!buffer) buffer = std::make_unique_for_overwrite<char[]>(read_buffer_bytes);
     std::vector<agent_stream::event> events;
     while (true) {
         boost::system::error_code ec;

@@ -150,6 +150,10 @@ private:
     // The last successful attempt's "after" snapshot and when it was taken (see run_attempt).
     std::shared_ptr<workspace_snapshot> fresh_snapshot_;
     std::chrono::steady_clock::time_point fresh_snapshot_at_;
+    // The read buffers of the agent's stdout and stderr pipes, allocated at the first attempt and
+    // kept: a buffer of this size is an mmap, and its munmap after every attempt stopped the
+    // other threads' CPUs to flush their TLBs.
+    std::unique_ptr<char[]> read_buffers_[2];
 };
 
 }  // namespace ralph
