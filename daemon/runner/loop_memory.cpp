@@ -632,40 +632,18 @@ std::string render_loop_state(const loop_state_file& state) {
     return out;
 }
 
-void write_file_atomically(const std::filesystem::path& file, std::string_view content) {
-    if (!file.has_filename())
-        throw std::runtime_error("cannot write " + file.string() + ": not a file name");
-    create_parent_directories(file);
-    // The temporary file is in the same directory: rename() is only atomic within a file system.
-    std::string temp = (file.parent_path() / ("." + file.filename().string() + ".XXXXXX")).string();
-    unique_fd fd(::mkostemp(temp.data(), O_CLOEXEC));
-    if (fd.get() < 0) throw_io_error("create a temporary file for", file, errno);
-    try {
-        // mkostemp creates the file private (0600); the agent and the user must read it.
-        if (::fchmod(fd.get(), 0644) != 0) throw_io_error("set the mode of", temp, errno);
-        write_all(fd.get(), content, "write", temp);
-        // No fsync: the file is rewritten before every iteration, so after a power loss an
-        // empty one is replaced at once, and a flush per iteration would cost more than the rest
-        // of the iteration's bookkeeping.
-        if (fd.close() != 0) throw_io_error("write", temp, errno);
-        // Swapping the two names and removing the old file replaces it as atomically as renaming
-        // over it, but ext4 (auto_da_alloc) writes out a file renamed over another at once:
-        // about 2.5 ms, more than the rest of an iteration's bookkeeping. rename() when there is
-        // no file to swap with or the file system cannot swap.
-        if (::renameat2(AT_FDCWD, temp.c_str(), AT_FDCWD, file.c_str(), RENAME_EXCHANGE) == 0)
-            ::unlink(temp.c_str());  // the old content; if that fails, a hidden stale copy stays
-        else if (::rename(temp.c_str(), file.c_str()) != 0)
-            throw_io_error("replace", file, errno);
-    } catch (...) {
-        ::unlink(temp.c_str());
-        throw;
-    }
-}
-
 void overwrite_file(const std::filesystem::path& file, std::string_view content) {
     // Not O_TRUNC: ext4 (auto_da_alloc) writes out a file truncated to zero and rewritten when
-    // it is closed, milliseconds each time.
-    unique_fd fd(::open(file.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+    // it is closed, milliseconds each time. Nor a new file renamed over the old one: ext4 writes
+    // that out at once too, and creating, renaming and removing names cost more than the rest
+    // of an iteration's file work.
+    auto open_file = [&file] { return ::open(file.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644); };
+    int opened = open_file();
+    if (opened < 0 && errno == ENOENT) {
+        create_parent_directories(file);
+        opened = open_file();
+    }
+    unique_fd fd(opened);
     if (fd.get() < 0) throw_io_error("open", file, errno);
     write_all(fd.get(), content, "write", file);
     if (::ftruncate(fd.get(), off_t(content.size())) != 0) throw_io_error("write", file, errno);

@@ -130,14 +130,10 @@ std::string render_loop_state(const loop_state_file& state);
 // becomes U+FFFD. The result is always a single line.
 std::string yaml_quote(std::string_view text);
 
-// Replaces `file` with `content` atomically: writes a temporary file in the same directory and
-// swaps it with `file` (or renames it, when there is none), so a reader sees the old or the new
-// content, never a partial one. Creates the parent directories. Throws std::runtime_error on
-// failure.
-void write_file_atomically(const std::filesystem::path& file, std::string_view content);
-
-// Replaces the content of `file` (created if missing) in place: cheaper than replacing the file,
-// for a file nobody reads while it is written. Throws std::runtime_error on failure.
+// Replaces the content of `file` in place, creating it and its parent directories if missing:
+// cheaper than replacing the file, for a file nobody reads while it is written (ralph writes the
+// prompt file and .ralph/loop.md between attempts, while the loop's agent is not running). A
+// reader at that moment could see part of the new content. Throws std::runtime_error on failure.
 void overwrite_file(const std::filesystem::path& file, std::string_view content);
 
 }  // namespace ralph

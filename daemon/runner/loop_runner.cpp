@@ -399,12 +399,11 @@ awaitable<loop_runner::attempt_outcome> loop_runner::run_attempt(const proto::lo
         std::string program = find_program(adapter, loop.spec, ctx_.binaries, search_path_of(env));
         invocation inv = adapter.invoke({loop.spec, program, prompt, prompt_file.string()});
         attempt.argv = inv.argv;
-        attempt.id = ctx_.db.begin_attempt(attempt);
         process = spawn_process({inv.argv, std::move(env), loop.spec.workspace,
                                  inv.prompt_on_stdin ? prompt_file.string() : std::string()});
     } catch (const std::exception& e) {
         auto* unavailable = dynamic_cast<const proto::rpc_error*>(&e);
-        if (attempt.id == 0) attempt.id = ctx_.db.begin_attempt(attempt);
+        attempt.id = ctx_.db.begin_attempt(attempt, 0);
         attempt.how = proto::termination::spawn_failed;
         attempt.failure = unavailable && unavailable->kind() == proto::error_kind::agent_unavailable
                               ? proto::failure_class::missing_program
@@ -421,8 +420,21 @@ awaitable<loop_runner::attempt_outcome> loop_runner::run_attempt(const proto::lo
     }
 
     ctx_.reaper.watch(process.pid);
-    ctx_.db.set_attempt_process(attempt.id, process.pid, process.start_time);
     agent_pgid_ = process.pid;
+    // Recorded once the agent runs, in one transaction with its process, while it starts up. A
+    // crash of ralphd before this commit leaves the agent unrecorded (as one between a spawn and
+    // any later write of its pid would): its iteration runs again at the next start.
+    attempt.pid = process.pid;
+    try {
+        attempt.id = ctx_.db.begin_attempt(attempt, process.start_time);
+    } catch (...) {
+        // An agent ralph cannot account for must not run on; the loop ends as failed.
+        signal_group(process.pid, SIGKILL);
+        ::close(process.stdout_fd);
+        ::close(process.stderr_fd);
+        agent_pgid_ = 0;
+        throw;
+    }
     timed_out_ = false;
     spdlog::info("loop {}: iteration {} attempt {} started (pid {})", loop_id_, iteration,
                  attempt_number, process.pid);
@@ -490,7 +502,8 @@ awaitable<loop_runner::attempt_outcome> loop_runner::run_attempt(const proto::lo
 
     std::vector<agent_stream::event> last_events;
     parser->finish(last_events);
-    store_events(attempt.id, last_events);
+    // Stored with the attempt's end, in its transaction.
+    const std::vector<proto::event_info> last_rows = event_rows(attempt.id, last_events);
     const agent_stream::summary& said = parser->result();
     attempt.usage = {said.input_tokens, said.output_tokens, said.cost_usd, said.turns,
                      said.tool_calls};
@@ -508,7 +521,7 @@ awaitable<loop_runner::attempt_outcome> loop_runner::run_attempt(const proto::lo
     ctx_.output.flush();
     attempt.output_end = ctx_.output.committed_end(loop_id_);
     attempt.ended_at = ctx_.clock.now_ms();
-    ctx_.db.finish_attempt(attempt);
+    ctx_.db.finish_attempt(attempt, last_rows);
     spdlog::info("loop {}: iteration {} attempt {} ended: {}{}{}", loop_id_, iteration,
                  attempt_number, proto::to_string(attempt.how),
                  attempt.failure == proto::failure_class::none
@@ -539,8 +552,9 @@ std::string loop_runner::write_state_file(const proto::loop_info& loop, std::int
     state.started_at = text::format_iso8601(loop.started_at != 0 ? loop.started_at : ctx_.clock.now_ms());
     state.previous_feedback = previous;
     try {
-        write_file_atomically(std::filesystem::path(loop.spec.workspace) / state_file_name,
-                              render_loop_state(state));
+        // In place: the agent is not running yet.
+        overwrite_file(std::filesystem::path(loop.spec.workspace) / state_file_name,
+                       render_loop_state(state));
     } catch (const std::exception& e) {
         // The state file is a courtesy to the agent; the loop runs without it.
         spdlog::warn("loop {}: cannot write {}: {}", loop_id_, state_file_name, e.what());
@@ -705,8 +719,8 @@ void loop_runner::classify(proto::attempt_info& attempt, int status,
     }
 }
 
-void loop_runner::store_events(std::int64_t attempt_id, std::vector<agent_stream::event>& events) {
-    if (events.empty()) return;
+std::vector<proto::event_info> loop_runner::event_rows(std::int64_t attempt_id,
+                                                       std::vector<agent_stream::event>& events) {
     std::vector<proto::event_info> rows;
     rows.reserve(events.size());
     std::int64_t now = ctx_.clock.now_ms();
@@ -719,8 +733,13 @@ void loop_runner::store_events(std::int64_t attempt_id, std::vector<agent_stream
         row.text = e.kind == agent_stream::event_kind::usage ? describe_usage(e) : e.text;
         rows.push_back(std::move(row));
     }
-    ctx_.db.add_events(loop_id_, rows);
     events.clear();
+    return rows;
+}
+
+void loop_runner::store_events(std::int64_t attempt_id, std::vector<agent_stream::event>& events) {
+    if (events.empty()) return;
+    ctx_.db.add_events(loop_id_, event_rows(attempt_id, events));
 }
 
 awaitable<void> loop_runner::read_stream(net::posix::stream_descriptor& pipe,

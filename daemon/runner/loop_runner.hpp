@@ -110,6 +110,9 @@ private:
     awaitable<bool> verify(const proto::loop_info& loop, proto::attempt_info& attempt);
     // Writes .ralph/loop.md for the iteration and returns the previous feedback for its prompt.
     std::string write_state_file(const proto::loop_info& loop, std::int64_t iteration);
+    // The events as rows of the attempt (and clears them).
+    std::vector<proto::event_info> event_rows(std::int64_t attempt_id,
+                                              std::vector<agent_stream::event>& events);
     // Stores and clears the events.
     void store_events(std::int64_t attempt_id, std::vector<agent_stream::event>& events);
     // Sets how the ended attempt terminated and its failure class, from the exit status, a

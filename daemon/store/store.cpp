@@ -47,10 +47,12 @@ proto::usage usage_from_row(SQLite::Statement& q, int first) {
     return u;
 }
 
-proto::loop_info loop_from_row(SQLite::Statement& q, bool with_spec) {
+// The loop of a row; its spec is `spec` (the row's, parsed) with the columns' values, or only
+// the columns' values when null.
+proto::loop_info loop_from_row(SQLite::Statement& q, const proto::submit_params* spec) {
     proto::loop_info loop;
     loop.id = q.getColumn(0).getInt64();
-    if (with_spec) from_json(nlohmann::json::parse(q.getColumn(7).getString()), loop.spec);
+    if (spec) loop.spec = *spec;
     loop.spec.name = q.getColumn(1).getString();
     loop.spec.workspace = q.getColumn(2).getString();
     loop.spec.agent = q.getColumn(3).getString();
@@ -205,7 +207,17 @@ std::optional<proto::loop_info> store::find_loop(std::int64_t id) {
     query q = prepared(std::string("SELECT ") + loop_columns + " FROM loops WHERE id = ?");
     q.bind(1, id);
     if (!q.executeStep()) return std::nullopt;
-    return loop_from_row(q, true);
+    // A loop's spec never changes after its submit, and ids are not given again: parsed at the
+    // first read only (a runner reads its loop at every iteration).
+    auto spec = parsed_specs_.find(id);
+    if (spec == parsed_specs_.end()) {
+        if (parsed_specs_.size() >= max_parsed_specs) parsed_specs_.clear();
+        spec = parsed_specs_
+                   .emplace(id, nlohmann::json::parse(q.getColumn(7).getString())
+                                    .get<proto::submit_params>())
+                   .first;
+    }
+    return loop_from_row(q, &spec->second);
 }
 
 proto::loop_info store::get_loop(std::int64_t id) {
@@ -234,7 +246,7 @@ std::vector<proto::loop_info> store::list_loops(const std::vector<proto::loop_st
         q.bind(int(i + 1), std::string(proto::to_string(states[i])));
     if (limit > 0) q.bind(int(states.size() + 1), limit);
     std::vector<proto::loop_info> loops;
-    while (q.executeStep()) loops.push_back(loop_from_row(q, false));
+    while (q.executeStep()) loops.push_back(loop_from_row(q, nullptr));
     return loops;
 }
 
@@ -278,10 +290,11 @@ void store::set_iterations(std::int64_t loop_id, std::int64_t iterations, std::i
     q.exec();
 }
 
-std::int64_t store::begin_attempt(const proto::attempt_info& a) {
+std::int64_t store::begin_attempt(const proto::attempt_info& a, std::int64_t process_start_time) {
     SQLite::Transaction tx(db_);
     query q = prepared("INSERT INTO attempts (loop_id, iteration, attempt, argv, started_at, "
-                       "output_start, output_end) VALUES (?, ?, ?, ?, ?, ?, ?)");
+                       "output_start, output_end, pid, process_start_time) "
+                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
     q.bind(1, a.loop_id);
     q.bind(2, a.iteration);
     q.bind(3, a.attempt);
@@ -289,6 +302,8 @@ std::int64_t store::begin_attempt(const proto::attempt_info& a) {
     q.bind(5, a.started_at);
     q.bind(6, a.output_start);
     q.bind(7, a.output_start);
+    q.bind(8, a.pid);
+    q.bind(9, process_start_time);
     q.exec();
     std::int64_t id = db_.getLastInsertRowid();
     query counters = prepared("UPDATE loops SET attempts = attempts + 1, "
@@ -302,16 +317,8 @@ std::int64_t store::begin_attempt(const proto::attempt_info& a) {
     return id;
 }
 
-void store::set_attempt_process(std::int64_t attempt_id, std::int64_t pid,
-                                std::int64_t process_start_time) {
-    query q = prepared("UPDATE attempts SET pid = ?, process_start_time = ? WHERE id = ?");
-    q.bind(1, pid);
-    q.bind(2, process_start_time);
-    q.bind(3, attempt_id);
-    q.exec();
-}
-
-void store::finish_attempt(const proto::attempt_info& a) {
+void store::finish_attempt(const proto::attempt_info& a,
+                           const std::vector<proto::event_info>& last_events) {
     SQLite::Transaction tx(db_);
     query q = prepared("UPDATE attempts SET ended_at = ?, termination = ?, exit_code = ?, signal = ?, "
                        "completion_signal = ?, error = ?, output_end = ?, failure = ?, "
@@ -355,6 +362,7 @@ void store::finish_attempt(const proto::attempt_info& a) {
     sums.bind(5, a.usage.tool_calls);
     sums.bind(6, a.loop_id);
     sums.exec();
+    insert_events(a.loop_id, last_events);
     tx.commit();
 }
 
@@ -398,6 +406,11 @@ std::int64_t store::iterations_without_progress(std::int64_t loop_id) {
 
 void store::add_events(std::int64_t loop_id, const std::vector<proto::event_info>& events) {
     SQLite::Transaction tx(db_);
+    insert_events(loop_id, events);
+    tx.commit();
+}
+
+void store::insert_events(std::int64_t loop_id, const std::vector<proto::event_info>& events) {
     query insert = prepared("INSERT INTO events (loop_id, attempt_id, ts, kind, tool, text) "
                             "VALUES (?, ?, ?, ?, ?, ?)");
     for (const auto& e : events) {
@@ -410,7 +423,6 @@ void store::add_events(std::int64_t loop_id, const std::vector<proto::event_info
         insert.exec();
         insert.reset();
     }
-    tx.commit();
 }
 
 std::vector<proto::event_info> store::events_of(std::int64_t loop_id, std::int64_t iteration,
@@ -443,15 +455,25 @@ std::int64_t store::add_steering(std::int64_t loop_id, const std::string& text,
 }
 
 std::vector<std::string> store::steering_for(std::int64_t loop_id, std::int64_t iteration) {
-    query assign = prepared("UPDATE steering SET iteration = ? WHERE loop_id = ? AND iteration = 0");
-    assign.bind(1, iteration);
-    assign.bind(2, loop_id);
-    assign.exec();
-    query q = prepared("SELECT text FROM steering WHERE loop_id = ? AND iteration = ? ORDER BY id");
-    q.bind(1, loop_id);
-    q.bind(2, iteration);
     std::vector<std::string> hints;
-    while (q.executeStep()) hints.push_back(q.getColumn(0).getString());
+    bool unassigned = false;
+    {
+        query q = prepared("SELECT text, iteration FROM steering WHERE loop_id = ?1 AND "
+                           "iteration IN (0, ?2) ORDER BY id");
+        q.bind(1, loop_id);
+        q.bind(2, iteration);
+        while (q.executeStep()) {
+            hints.push_back(q.getColumn(0).getString());
+            unassigned = unassigned || q.getColumn(1).getInt64() == 0;
+        }
+    }
+    // A write only when there are new hints: most iterations have none.
+    if (unassigned) {
+        query assign = prepared("UPDATE steering SET iteration = ? WHERE loop_id = ? AND iteration = 0");
+        assign.bind(1, iteration);
+        assign.bind(2, loop_id);
+        assign.exec();
+    }
     return hints;
 }
 

@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -63,11 +64,14 @@ public:
     void set_iterations(std::int64_t loop_id, std::int64_t iterations, std::int64_t now_ms);
 
     // ---- attempts
-    // Inserts the attempt (how = running) and bumps the loop's attempts/retries counters.
-    std::int64_t begin_attempt(const proto::attempt_info& attempt);
-    void set_attempt_process(std::int64_t attempt_id, std::int64_t pid,
-                             std::int64_t process_start_time);
-    void finish_attempt(const proto::attempt_info& attempt);
+    // Inserts the attempt (how = running) with its agent's process (pid and start time, which
+    // recovery checks before ending the group; 0 when it did not start) and bumps the loop's
+    // attempts/retries counters.
+    std::int64_t begin_attempt(const proto::attempt_info& attempt, std::int64_t process_start_time);
+    // Records how the attempt ended and adds its usage to the loop's counters, and stores the
+    // attempt's last stream events, in one transaction.
+    void finish_attempt(const proto::attempt_info& attempt,
+                        const std::vector<proto::event_info>& last_events = {});
     std::vector<proto::attempt_info> attempts_of(std::int64_t loop_id);
     std::int64_t attempts_in_iteration(std::int64_t loop_id, std::int64_t iteration);
     // The feedback the iteration's last attempt that gave one gave (JSON), or null.
@@ -157,8 +161,13 @@ private:
     query prepared(std::string_view sql);
 
     void migrate();
+    // The INSERTs of add_events, inside the caller's transaction.
+    void insert_events(std::int64_t loop_id, const std::vector<proto::event_info>& events);
     SQLite::Database db_;
     std::map<std::string, cached_statement, std::less<>> statements_;  // after db_: closed first
+    // Specs of loops read by find_loop, by id; emptied when it reaches max_parsed_specs.
+    static constexpr std::size_t max_parsed_specs = 256;
+    std::unordered_map<std::int64_t, proto::submit_params> parsed_specs_;
 };
 
 }  // namespace ralph

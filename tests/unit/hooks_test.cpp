@@ -1,9 +1,12 @@
 // What an on-done hook is given: its argv, its directory and the loop's outcome in its
 // environment. (Running hooks is tested end to end in tests/integration/test_hooks_worktree.py.)
 #include "daemon/runner/hooks.hpp"
+#include "daemon/runner/process.hpp"
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 
@@ -74,4 +77,23 @@ TEST_CASE("hooks: they run in the workspace, else in the submitted one, else now
     CHECK(ralph::hook_directory(spec) == "");
     spec.worktree_source = fs::temp_directory_path().string();
     CHECK(ralph::hook_directory(spec) == spec.worktree_source);
+}
+
+TEST_CASE("environment_with: the daemon's environment with overrides, the last of a key winning") {
+    ::setenv("RALPH_ENV_TEST_KEPT", "daemon", 1);
+    ::setenv("RALPH_ENV_TEST_REPLACED", "daemon", 1);
+    const std::vector<std::string> env =
+        ralph::environment_with({{"RALPH_ENV_TEST_REPLACED", "first"},
+                                 {"RALPH_ENV_TEST_NEW", "new"},
+                                 {"RALPH_ENV_TEST_REPLACED", "loop"}});
+    std::map<std::string, int> seen;
+    for (const auto& entry : env) ++seen[entry.substr(0, entry.find('='))];
+    for (const auto& [key, count] : seen) CHECK_MESSAGE(count == 1, key);
+    auto has = [&env](const std::string& entry) {
+        return std::find(env.begin(), env.end(), entry) != env.end();
+    };
+    CHECK(has("RALPH_ENV_TEST_KEPT=daemon"));
+    CHECK(has("RALPH_ENV_TEST_REPLACED=loop"));
+    CHECK(has("RALPH_ENV_TEST_NEW=new"));
+    CHECK(seen.size() == env.size());
 }

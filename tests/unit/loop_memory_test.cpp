@@ -499,19 +499,21 @@ TEST_CASE("notes: append_notes reports an I/O failure naming the file") {
     CHECK_THROWS_AS(append_notes(dir.path, 1, {"n"}, 1), std::runtime_error);  // a directory
 }
 
-TEST_CASE("notes: write_file_atomically replaces the file and leaves no temporary file") {
+TEST_CASE("notes: overwrite_file replaces the content in place and creates missing directories") {
     temp_dir dir;
     const fs::path file = dir.path / ".ralph" / "loop.md";
-    write_file_atomically(file, "one");
-    write_file_atomically(file, "two");
-    CHECK(read_file(file) == "two");
+    overwrite_file(file, "a longer first content");
+    struct stat first {};
+    REQUIRE(::stat(file.c_str(), &first) == 0);
+    overwrite_file(file, "two");
+    CHECK(read_file(file) == "two");  // cut to the new size
+    struct stat second {};
+    REQUIRE(::stat(file.c_str(), &second) == 0);
+    CHECK(second.st_ino == first.st_ino);  // the same file, not a new one
     int entries = 0;
     for ([[maybe_unused]] const auto& entry : fs::directory_iterator(file.parent_path())) ++entries;
     CHECK(entries == 1);
-    struct stat st {};
-    REQUIRE(::stat(file.c_str(), &st) == 0);
-    CHECK((st.st_mode & 0777) == 0644);
-    CHECK_THROWS_AS(write_file_atomically(dir.path / "x" / "", "y"), std::runtime_error);
+    CHECK_THROWS_AS(overwrite_file(dir.path / "x" / "", "y"), std::runtime_error);
 }
 
 // ---- loop.md ----

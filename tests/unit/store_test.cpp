@@ -113,7 +113,7 @@ TEST_CASE("store: attempts are separate rows and unfinished ones are found for r
     a.attempt = 1;
     a.argv = {"true"};
     a.started_at = 10;
-    a.id = db.begin_attempt(a);
+    a.id = db.begin_attempt(a, 0);
     a.how = ralph::proto::termination::failed;
     a.exit_code = 3;
     a.ended_at = 20;
@@ -121,8 +121,8 @@ TEST_CASE("store: attempts are separate rows and unfinished ones are found for r
     ralph::proto::attempt_info retry = a;
     retry.attempt = 2;
     retry.how = ralph::proto::termination::running;
-    retry.id = db.begin_attempt(retry);
-    db.set_attempt_process(retry.id, 4242, 777);
+    retry.pid = 4242;
+    retry.id = db.begin_attempt(retry, 777);
 
     auto attempts = db.attempts_of(loop_id);
     REQUIRE(attempts.size() == 2);
@@ -193,7 +193,7 @@ TEST_CASE("store: an attempt's usage is added to its loop's totals, cost only wh
         a.iteration = i;
         a.attempt = 1;
         a.started_at = 1000;
-        a.id = db.begin_attempt(a);
+        a.id = db.begin_attempt(a, 0);
         a.how = ralph::proto::termination::exited;
         a.usage.input_tokens = 100;
         a.usage.output_tokens = 10;
@@ -265,7 +265,7 @@ std::int64_t add_attempt(ralph::store& db, std::int64_t loop_id, const attempt_s
     a.attempt = s.attempt;
     a.argv = {"agent"};
     a.started_at = s.started_at;
-    a.id = db.begin_attempt(a);
+    a.id = db.begin_attempt(a, 0);
     if (s.ended_at == 0) return a.id;
     a.ended_at = s.ended_at;
     a.how = s.how;
