@@ -26,6 +26,7 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
       options_(std::move(options)),
       clock_(options_.test_clock, options_.test_clock_start_ms),
       db_(options_.db_path),
+      checkpointer_(db_, options_.db_path),
       gate_(db_),
       output_(io, db_, state_dir_of(options_) / "output",
               [this](std::int64_t loop_id, std::int64_t end) { hub_.output_committed(loop_id, end); }),

@@ -16,6 +16,7 @@
 #include "daemon/server/subscriber_hub.hpp"
 #include "daemon/store/output_log.hpp"
 #include "daemon/store/store.hpp"
+#include "daemon/store/wal_checkpointer.hpp"
 
 #include <chrono>
 #include <filesystem>
@@ -59,6 +60,7 @@ private:
     net::thread_pool blocking_{1};  // git snapshots and other blocking work of the runners
     wall_clock clock_;
     store db_;
+    wal_checkpointer checkpointer_;
     admission gate_;
     subscriber_hub hub_;
     output_log output_;

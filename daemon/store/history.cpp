@@ -178,4 +178,5 @@ store::removal store::remove_loops(const std::vector<std::int64_t>& loop_ids, bo
 
 void store::truncate_wal() { db_.exec("PRAGMA wal_checkpoint(TRUNCATE)"); }
 
+
 }  // namespace ralph

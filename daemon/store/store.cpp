@@ -4,6 +4,7 @@
 #include "proto/errors.hpp"
 
 #include <spdlog/spdlog.h>
+#include <sqlite3.h>
 
 namespace ralph {
 namespace {
@@ -157,6 +158,24 @@ store::store(const std::filesystem::path& db_path)
     db_.exec("PRAGMA foreign_keys = ON");
     db_.setBusyTimeout(5000);
     migrate();
+}
+
+void store::on_wal_commit(std::function<bool(int pages_in_wal)> observer) {
+    wal_observer_ = std::move(observer);
+    if (!wal_observer_) {
+        sqlite3_wal_autocheckpoint(db_.getHandle(), 1000);  // SQLite's default
+        return;
+    }
+    sqlite3_wal_hook(
+        db_.getHandle(),
+        [](void* self, sqlite3* handle, const char*, int pages) {
+            // As SQLite's own automatic checkpoint does in this hook (after the commit).
+            if (static_cast<store*>(self)->wal_observer_(pages))
+                sqlite3_wal_checkpoint_v2(handle, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr,
+                                          nullptr);
+            return SQLITE_OK;
+        },
+        this);
 }
 
 int store::latest_schema_version() { return static_cast<int>(schema_migrations().size()); }

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -148,6 +149,10 @@ public:
     // Gives the space of a large removal back to the file system where it is cheap: the WAL is
     // checkpointed and truncated. (The freed pages of the database stay in it for reuse.)
     void truncate_wal();
+    // Calls `observer` with the number of pages in the WAL after every commit, instead of
+    // checkpointing the WAL in the commit that fills it (see wal_checkpointer), and checkpoints
+    // it then only when the observer returns true; null restores SQLite's automatic checkpoints.
+    void on_wal_commit(std::function<bool(int pages_in_wal)> observer);
 
 private:
     // Prepared statements by their SQL text, prepared at their first use and kept: preparing one
@@ -168,6 +173,7 @@ private:
     // Specs of loops read by find_loop, by id; emptied when it reaches max_parsed_specs.
     static constexpr std::size_t max_parsed_specs = 256;
     std::unordered_map<std::int64_t, proto::submit_params> parsed_specs_;
+    std::function<bool(int)> wal_observer_;
 };
 
 }  // namespace ralph

@@ -1,4 +1,5 @@
 #include "daemon/store/store.hpp"
+#include "daemon/store/wal_checkpointer.hpp"
 
 #include "proto/errors.hpp"
 
@@ -6,7 +7,9 @@
 
 #include <SQLiteCpp/SQLiteCpp.h>
 
+#include <chrono>
 #include <filesystem>
+#include <thread>
 #include <optional>
 #include <unistd.h>
 
@@ -45,6 +48,25 @@ TEST_CASE("store: a new database is migrated to the latest schema in WAL mode") 
     CHECK(raw.tableExists("loops"));
     CHECK(raw.tableExists("attempts"));
     CHECK(raw.tableExists("output_chunks"));
+}
+
+TEST_CASE("store: the WAL is checkpointed on the checkpointer's thread once it is full") {
+    temp_db tmp;
+    ralph::store db(tmp.path());
+    int loops = 0;
+    {
+        ralph::wal_checkpointer checkpointer(db, tmp.path());
+        // Each submit is a commit of at least one page.
+        for (; loops < 2 * ralph::wal_checkpointer::pages_per_checkpoint; ++loops)
+            db.insert_loop(sample_spec(), 1000 + loops);
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (checkpointer.checkpoints() == 0 && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        CHECK(checkpointer.checkpoints() >= 1);
+    }
+    db.insert_loop(sample_spec(), 5000);  // commits go on once the checkpointer is gone
+    ralph::store again(tmp.path());
+    CHECK(again.count_by_state()["queued"] == loops + 1);
 }
 
 TEST_CASE("store: reopening a migrated database keeps its data and does not migrate again") {
