@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <stdexcept>
 #include <string_view>
@@ -24,6 +25,10 @@ using nlohmann::json;
 
 // Output sent per loop.output notification.
 constexpr std::int64_t tail_chunk_bytes = 64 * 1024;
+// While a loop runs, a tail further behind than a chunk sends at most a chunk per this time.
+// Without it a tail of an agent that floods its output takes as much of the io thread (reading
+// and encoding) and of the CPUs (the client decoding) as the agent producing it.
+constexpr auto tail_pace = std::chrono::milliseconds(4);
 // How long a close frame may wait behind a write the client does not read.
 constexpr std::chrono::seconds close_deadline{2};
 
@@ -132,9 +137,10 @@ awaitable<void> websocket_session::write_loop() {
         while (serving_) {
             std::optional<std::string> message = next_message();
             if (!message) {
-                // Sleep until on_output, on_state or a queued message cancels the wait.
+                // Sleep until on_output, on_state or a queued message cancels the wait, or a
+                // paced tail may send again.
                 beast::error_code woken;
-                wake_.expires_at(net::steady_timer::time_point::max());
+                wake_.expires_at(paced_until_.value_or(net::steady_timer::time_point::max()));
                 co_await wake_.async_wait(net::redirect_error(use_awaitable, woken));
                 continue;
             }
@@ -193,6 +199,7 @@ void websocket_session::enqueue(std::string message) {
 }
 
 std::optional<std::string> websocket_session::next_message() {
+    paced_until_.reset();
     if (!outbox_.empty()) {
         std::string message = std::move(outbox_.front());
         outbox_.pop_front();
@@ -214,6 +221,14 @@ std::optional<std::string> websocket_session::next_tail_message(std::int64_t loo
     const std::int64_t end = output.committed_end(loop_id);
 
     if (tail.output && tail.offset < end) {
+        const auto now = std::chrono::steady_clock::now();
+        const bool paced = end - tail.offset > tail_chunk_bytes &&
+                           tail.loop.state == proto::loop_state::running;
+        if (paced && now < tail.next_chunk_at) {
+            paced_until_ = std::min(paced_until_.value_or(tail.next_chunk_at), tail.next_chunk_at);
+            return std::nullopt;
+        }
+        tail.next_chunk_at = paced ? now + tail_pace : std::chrono::steady_clock::time_point();
         const std::string bytes = output.read(loop_id, tail.offset, tail_chunk_bytes);
         if (bytes.empty())
             throw std::runtime_error("output of loop " + std::to_string(loop_id) +
@@ -273,7 +288,7 @@ void websocket_session::add_tail(const tail_request& request) {
             proto::error_kind::limit_exceeded,
             "a session may tail at most " + std::to_string(max_tails) + " loops");
     tails_.emplace(request.loop_id,
-                   cursor{request.offset, request.output, request.encoding, request.loop});
+                   cursor{request.offset, request.output, request.encoding, request.loop, {}});
     state_->context.hub.join(request.loop_id, this);
     // The writer runs only after the current request's reply is queued, so that reply is sent
     // before the first notification of this tail.

@@ -10,6 +10,9 @@
 //   loop.output of a loop.tail);
 // - a loop's terminal loop.state (final: true) comes after the last byte of its output (or at
 //   once when history.gc removed the loop meanwhile);
+// - while a loop runs, a tail more than one chunk behind sends at most one chunk per 4 ms
+//   (16 MiB/s): the agent writing the output comes first, and the tail catches up from the
+//   file when the output slows down or the loop ends;
 // - once closed, the session is in no hub list.
 #pragma once
 
@@ -17,6 +20,7 @@
 #include "daemon/server/connection.hpp"
 #include "daemon/server/subscriber_hub.hpp"
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -49,6 +53,7 @@ class websocket_session : public connection,
         bool output = true;
         std::string encoding;
         proto::loop_info loop;  // latest known state of the loop
+        std::chrono::steady_clock::time_point next_chunk_at;  // paced: not before
     };
 
     awaitable<void> read_loop(beast::http::request<beast::http::string_body> upgrade);
@@ -75,6 +80,9 @@ class websocket_session : public connection,
     std::deque<std::string> outbox_;
     std::map<std::int64_t, cursor> tails_;  // by loop id
     std::int64_t last_served_ = 0;          // loop id last sent, to take turns between tails
+    // When next_message found nothing to send only because of pacing: the earliest time a
+    // paced tail may send again.
+    std::optional<std::chrono::steady_clock::time_point> paced_until_;
     bool serving_ = true;                   // false once closing: no more work is accepted
 };
 

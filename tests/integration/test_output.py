@@ -3,6 +3,7 @@
 `--from-offset`; and loop.tail over a WebSocket session (output, then the final loop.state)."""
 
 import base64
+import subprocess
 import tempfile
 import threading
 import time
@@ -122,6 +123,35 @@ class OutputTest(DaemonTestCase):
         self.assertEqual(page["end_offset"], len(full))
         self.assertEqual(page["state"], "completed")
         self.assertTrue(page["final"])
+
+    def test_a_tail_far_behind_a_running_loop_is_paced_and_catches_up_without_gaps(self):
+        # While the loop runs, a tail more than a chunk behind gets at most a 64 KiB chunk per
+        # 4 ms (the agent's throughput comes first): 4 MiB take at least 256 ms, where unpaced
+        # they take a few tens. (A lower bound: a slow machine only makes it longer.)
+        d = self.daemon()
+        ws = d.workspace()
+        size = 4 * 1024 * 1024
+        loop = d.submit(ws, agent_command("slow-counter.sh", 1, "4", size), max_iterations=1)
+        started = slow_counter_output(1, 1, size, finished=False)
+        deadline = time.monotonic() + scaled(30)
+        while d.call("loop.get", {"id": loop["id"]})["output_bytes"] < len(started):
+            self.assertLess(time.monotonic(), deadline, "the agent did not write its output")
+            time.sleep(0.02)
+
+        tail = d.ctl_popen("tail", "-f", loop["id"], stderr=subprocess.DEVNULL)
+        got = b""
+        subscribed = time.monotonic()
+        while len(got) < len(started):
+            piece = tail.stdout.read1(1 << 20)
+            self.assertTrue(piece, "tail -f ended before the output already written")
+            got += piece
+        paced_for = time.monotonic() - subscribed
+        self.assertEqual(d.call("loop.get", {"id": loop["id"]})["state"], "running")
+        self.assertGreaterEqual(paced_for, 0.2, "4 MiB behind a running loop came unpaced")
+
+        got += tail.stdout.read()  # the rest, once the agent prints it and ends
+        self.assertEqual(tail.wait(timeout=scaled(30)), 0)
+        self.assertSameBytes(got, slow_counter_output(1, 1, size), "paced tail -f")
 
     def test_loop_tail_over_a_websocket_streams_output_then_the_final_state(self):
         d = self.daemon()
