@@ -637,7 +637,10 @@ void overwrite_file(const std::filesystem::path& file, std::string_view content)
     // it is closed, milliseconds each time. Nor a new file renamed over the old one: ext4 writes
     // that out at once too, and creating, renaming and removing names cost more than the rest
     // of an iteration's file work.
-    auto open_file = [&file] { return ::open(file.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644); };
+    // Not through a symbolic link: the file is ralph's, whatever an agent put at its name.
+    auto open_file = [&file] {
+        return ::open(file.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+    };
     int opened = open_file();
     if (opened < 0 && errno == ENOENT) {
         create_parent_directories(file);

@@ -133,7 +133,8 @@ std::string yaml_quote(std::string_view text);
 // Replaces the content of `file` in place, creating it and its parent directories if missing:
 // cheaper than replacing the file, for a file nobody reads while it is written (ralph writes the
 // prompt file and .ralph/loop.md between attempts, while the loop's agent is not running). A
-// reader at that moment could see part of the new content. Throws std::runtime_error on failure.
+// reader at that moment could see part of the new content. Refuses to write through a symbolic
+// link at `file`. Throws std::runtime_error on failure.
 void overwrite_file(const std::filesystem::path& file, std::string_view content);
 
 }  // namespace ralph

@@ -514,6 +514,13 @@ TEST_CASE("notes: overwrite_file replaces the content in place and creates missi
     for ([[maybe_unused]] const auto& entry : fs::directory_iterator(file.parent_path())) ++entries;
     CHECK(entries == 1);
     CHECK_THROWS_AS(overwrite_file(dir.path / "x" / "", "y"), std::runtime_error);
+
+    const fs::path elsewhere = dir.path / "elsewhere.txt";
+    std::ofstream(elsewhere) << "keep";
+    const fs::path link = dir.path / ".ralph" / "linked.md";
+    fs::create_symlink(elsewhere, link);
+    CHECK_THROWS_AS(overwrite_file(link, "replaced"), std::runtime_error);
+    CHECK(read_file(elsewhere) == "keep");
 }
 
 // ---- loop.md ----
