@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "common/text.hpp"
+#include "common/unique_fd.hpp"
 
 namespace ralph {
 namespace {
@@ -252,23 +253,6 @@ void read_key_lines(std::string_view body, feedback& fb) {
 }
 
 // ---- files ----
-
-// Closes a POSIX file descriptor on scope exit.
-class unique_fd {
-  public:
-    explicit unique_fd(int fd) : fd_(fd) {}
-    ~unique_fd() {
-        if (fd_ >= 0) ::close(fd_);
-    }
-    unique_fd(const unique_fd&) = delete;
-    unique_fd& operator=(const unique_fd&) = delete;
-    int get() const { return fd_; }
-    // Closes now, reporting the error: on some file systems a failed write shows only here.
-    int close() { return ::close(std::exchange(fd_, -1)); }
-
-  private:
-    int fd_;
-};
 
 [[noreturn]] void throw_io_error(const std::string& action, const fs::path& file, int error) {
     throw std::runtime_error("cannot " + action + " " + file.string() + ": " +

@@ -3,6 +3,7 @@
 #include "daemon/runner/workspace.hpp"
 
 #include "common/paths.hpp"
+#include "common/unique_fd.hpp"
 #include "daemon/runner/process.hpp"
 
 #include <fcntl.h>
@@ -61,23 +62,6 @@ constexpr std::array<std::string_view, 8> repository_variables = {
     "GIT_ALTERNATE_OBJECT_DIRECTORIES",
     "GIT_NAMESPACE",
     "GIT_PREFIX"};
-
-class unique_fd {
-public:
-    unique_fd() = default;
-    explicit unique_fd(int fd) : fd_(fd) {}
-    unique_fd(const unique_fd&) = delete;
-    unique_fd& operator=(const unique_fd&) = delete;
-    ~unique_fd() { reset(); }
-    int get() const { return fd_; }
-    void reset(int fd = -1) {
-        if (fd_ >= 0) ::close(fd_);
-        fd_ = fd;
-    }
-
-private:
-    int fd_ = -1;
-};
 
 bool make_pipe(unique_fd& read_end, unique_fd& write_end) {
     int fds[2];
