@@ -56,11 +56,9 @@ void from_json(const nlohmann::json& j, gc_params& p) {
 
 // A --worktree loop's worktree holds its results, on its branch: the loop's history says what
 // they are, so it stays as long as the worktree does.
-bool worktree_exists(store& db, std::int64_t loop_id) {
-    const std::optional<proto::loop_info> loop = db.find_loop(loop_id);
+bool worktree_exists(const store::ended_loop& loop) {
     std::error_code ec;
-    return loop && !loop->spec.worktree_path.empty() &&
-           std::filesystem::exists(loop->spec.worktree_path, ec);
+    return !loop.worktree_path.empty() && std::filesystem::exists(loop.worktree_path, ec);
 }
 
 }  // namespace
@@ -95,13 +93,13 @@ void register_history_methods(method_registry& registry, method_services& servic
                 result.kept_for_budgets = true;
             }
             std::vector<std::int64_t> ids;
-            for (std::int64_t id : services.db.loops_ended_before(result.before)) {
+            for (const store::ended_loop& loop : services.db.loops_ended_before(result.before)) {
                 // A loop whose runner is still finishing may yet write its last rows.
-                if (services.loops.is_running(id)) continue;
-                if (worktree_exists(services.db, id))
-                    result.kept_for_worktrees.push_back(id);
+                if (services.loops.is_running(loop.id)) continue;
+                if (worktree_exists(loop))
+                    result.kept_for_worktrees.push_back(loop.id);
                 else
-                    ids.push_back(id);
+                    ids.push_back(loop.id);
             }
             // Output index rows waiting for their batch must not outlive their loop's rows.
             services.output.flush();

@@ -124,14 +124,16 @@ std::vector<proto::report_loop> store::report_loops(std::int64_t since_ms, std::
     return result;
 }
 
-std::vector<std::int64_t> store::loops_ended_before(std::int64_t cutoff_ms) {
-    SQLite::Statement q(db_, "SELECT id FROM loops WHERE state IN (" + end_states_sql() +
+std::vector<store::ended_loop> store::loops_ended_before(std::int64_t cutoff_ms) {
+    SQLite::Statement q(db_, "SELECT id, worktree_path FROM loops WHERE state IN (" +
+                                 end_states_sql() +
                                  ") AND finished_at > 0 AND finished_at < ? "
                                  "ORDER BY finished_at, id");
     q.bind(1, cutoff_ms);
-    std::vector<std::int64_t> ids;
-    while (q.executeStep()) ids.push_back(q.getColumn(0).getInt64());
-    return ids;
+    std::vector<ended_loop> loops;
+    while (q.executeStep())
+        loops.push_back({q.getColumn(0).getInt64(), q.getColumn(1).getString()});
+    return loops;
 }
 
 store::removal store::remove_loops(const std::vector<std::int64_t>& loop_ids, bool dry_run) {

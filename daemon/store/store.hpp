@@ -136,8 +136,12 @@ public:
     // started, ended or still runs in it — by id, with its attempts in the window summed in
     // SQL (no attempt row is loaded).
     std::vector<proto::report_loop> report_loops(std::int64_t since_ms, std::int64_t until_ms);
-    // Ids of the loops in an end state that finished before cutoff_ms, oldest first.
-    std::vector<std::int64_t> loops_ended_before(std::int64_t cutoff_ms);
+    // The loops in an end state that finished before cutoff_ms, oldest first.
+    struct ended_loop {
+        std::int64_t id = 0;
+        std::string worktree_path;  // "" unless it ran in a --worktree
+    };
+    std::vector<ended_loop> loops_ended_before(std::int64_t cutoff_ms);
     struct removal {
         std::vector<std::int64_t> loop_ids;  // those still in an end state, thus removed
         std::int64_t attempts = 0;

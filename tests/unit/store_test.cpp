@@ -443,8 +443,13 @@ TEST_CASE("gc: only loops that ended before the cutoff are candidates, oldest fi
     const auto waiting = add_loop(db, "waiting", 4);  // old, but not ended
     db.set_state(waiting, loop_state::waiting, "delay", 10'000, 50);
     add_loop(db, "queued", 5);
-    CHECK(db.loops_ended_before(1'000) == std::vector<std::int64_t>{oldest, old});
-    CHECK(db.loops_ended_before(100) == std::vector<std::int64_t>{});
+    auto ids_ended_before = [&db](std::int64_t cutoff) {
+        std::vector<std::int64_t> ids;
+        for (const auto& loop : db.loops_ended_before(cutoff)) ids.push_back(loop.id);
+        return ids;
+    };
+    CHECK(ids_ended_before(1'000) == std::vector<std::int64_t>{oldest, old});
+    CHECK(ids_ended_before(100) == std::vector<std::int64_t>{});
 }
 
 TEST_CASE("gc: removing ended loops deletes every row they left; a dry run only counts") {
