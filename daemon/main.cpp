@@ -6,7 +6,6 @@
 #include "common/paths.hpp"
 #include "common/text.hpp"
 #include "daemon/daemon.hpp"
-#include "daemon/runner/process.hpp"
 #include "proto/version.hpp"
 
 #include <CLI/CLI.hpp>
@@ -119,9 +118,7 @@ int main(int argc, char** argv) {
         options.hooks.notify = notify;
         options.hooks.time_limit = std::chrono::milliseconds(std::llround(hook_timeout_s * 1000));
         options.hooks.shutdown_grace = options.kill_grace;
-        if (notify && ralph::paths::find_executable("notify-send", ralph::search_path_of(
-                                                                      ralph::environment_with({})))
-                          .empty())
+        if (notify && ralph::notify_send_program().empty())
             spdlog::warn("--notify: notify-send is not on PATH; no desktop notification until it is");
         // systemd socket activation hands us the listening socket as fd 3.
         if (::sd_listen_fds(1) == 1) options.listen_fd = SD_LISTEN_FDS_START;

@@ -64,6 +64,10 @@ std::string hook_directory(const proto::submit_params& spec) {
     return {};
 }
 
+std::filesystem::path notify_send_program() {
+    return paths::find_executable("notify-send", search_path_of(environment_with({})));
+}
+
 hook_runner::hook_runner(net::io_context& io, child_reaper& reaper, hook_settings settings)
     : io_(io), reaper_(reaper), settings_(std::move(settings)), grace_timer_(io) {}
 
@@ -83,7 +87,7 @@ void hook_runner::loop_ended(const proto::loop_info& loop) {
         }
     }
     if (settings_.notify) {
-        auto program = paths::find_executable("notify-send", search_path_of(environment_with({})));
+        const std::filesystem::path program = notify_send_program();
         if (program.empty())
             spdlog::debug("loop {}: no desktop notification: notify-send is not on PATH", loop.id);
         else

@@ -53,6 +53,9 @@ std::vector<std::string> hook_argv(const std::string& command, const std::filesy
 // --worktree loop cancelled before its worktree was made), or "" when neither exists.
 std::string hook_directory(const proto::submit_params& spec);
 
+// notify-send on the daemon's PATH, or "" (ralphd --notify).
+std::filesystem::path notify_send_program();
+
 class hook_runner {
 public:
     hook_runner(net::io_context& io, child_reaper& reaper, hook_settings settings);
