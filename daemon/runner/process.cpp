@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 #include <cstring>
+#include <map>
 #include <system_error>
 
 extern char** environ;
@@ -159,22 +160,17 @@ bool kill_leftover_group(pid_t pgid, std::int64_t leader_start_time) {
 
 std::vector<std::string> environment_with(
     const std::vector<std::pair<std::string, std::string>>& overrides) {
-    // The key of an override given again later is set by the later one.
-    auto overridden_later = [&overrides](std::string_view key, std::size_t after) {
-        for (std::size_t i = after; i < overrides.size(); ++i)
-            if (overrides[i].first == key) return true;
-        return false;
-    };
-    std::vector<std::string> result;
+    std::map<std::string, std::string> env;
     for (char** entry = environ; *entry != nullptr; ++entry) {
         std::string_view kv(*entry);
         auto eq = kv.find('=');
-        if (eq == std::string_view::npos || overridden_later(kv.substr(0, eq), 0)) continue;
-        result.emplace_back(kv);
+        if (eq == std::string_view::npos) continue;
+        env[std::string(kv.substr(0, eq))] = std::string(kv.substr(eq + 1));
     }
-    for (std::size_t i = 0; i < overrides.size(); ++i)
-        if (!overridden_later(overrides[i].first, i + 1))
-            result.push_back(overrides[i].first + "=" + overrides[i].second);
+    for (const auto& [key, value] : overrides) env[key] = value;
+    std::vector<std::string> result;
+    result.reserve(env.size());
+    for (const auto& [key, value] : env) result.push_back(key + "=" + value);
     return result;
 }
 
