@@ -1,7 +1,8 @@
 // `ralphctl submit [PROMPT] [options]`: creates a loop (loop.submit) and prints its id, or with
-// --json the loop object and the daemon's warnings (also printed to stderr). Only the options given on the command line are sent, so everything
-// else takes the daemon's defaults. Paths (workspace, prompt file) are made absolute here, since
-// the daemon does not share our working directory.
+// --json the loop object and the daemon's warnings (also printed to stderr). Only the options
+// given on the command line are sent, so everything else takes the daemon's defaults. Paths
+// (workspace, prompt file) are made absolute here, since the daemon does not share our working
+// directory.
 // --follow tails the new loop right away (the "submitted" line then goes to stderr); --wait
 // blocks until it ends, printing only its state. Both exit like `tail -f` (SPEC §7); with
 // --json they print the loop object and then the NDJSON events of `tail --json`.

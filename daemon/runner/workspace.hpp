@@ -107,7 +107,7 @@ struct repository_info {
     std::string head;           // HEAD's commit id, "" in a repository without commits
     std::string error;          // git could not tell; "not a repository" is not an error
 };
-// The repository that contains `dir`: not a git work tree is is_git false.
+// The repository that contains `dir`; is_git is false outside a git work tree.
 repository_info inspect_repository(const std::filesystem::path& dir);
 
 // Whether the repository that contains `dir` has the local branch `branch`; git failing to tell
