@@ -21,7 +21,8 @@ proto::loop_info scheduler::submit(const proto::submit_params& spec) {
     std::int64_t id = ctx_.db.insert_loop(spec, ctx_.clock.now_ms());
     spdlog::info("loop {} submitted: agent {} in {}", id, spec.agent, spec.workspace);
     ctx_.on_state(id, proto::loop_state::queued);
-    schedule();
+    // After the reply: whoever submits waits for no loop to start.
+    net::post(ctx_.io, [this] { schedule(); });
     return ctx_.db.get_loop(id);
 }
 

@@ -22,7 +22,7 @@ class scheduler {
 public:
     explicit scheduler(runner_context& ctx);
 
-    // Inserts a validated loop as queued and schedules.
+    // Inserts a validated loop as queued; schedules once the caller's reply is out.
     proto::loop_info submit(const proto::submit_params& spec);
     // Cancels a queued, waiting, paused or running loop. Throws rpc_error(invalid_state) for an
     // ended loop. A running loop is returned still running; it becomes cancelled when its agent

@@ -219,15 +219,19 @@ std::int64_t store::insert_loop(const proto::submit_params& spec, std::int64_t n
     q.bind(10, spec.worktree_path);
     q.bind(11, spec.worktree_branch);
     q.exec();
-    return db_.getLastInsertRowid();
+    const std::int64_t id = db_.getLastInsertRowid();
+    // The submit reads its loop back at once, and the runner soon after.
+    if (parsed_specs_.size() >= max_parsed_specs) parsed_specs_.clear();
+    parsed_specs_.emplace(id, spec);
+    return id;
 }
 
 std::optional<proto::loop_info> store::find_loop(std::int64_t id) {
     query q = prepared(std::string("SELECT ") + loop_columns + " FROM loops WHERE id = ?");
     q.bind(1, id);
     if (!q.executeStep()) return std::nullopt;
-    // A loop's spec never changes after its submit, and ids are not given again: parsed at the
-    // first read only (a runner reads its loop at every iteration).
+    // A loop's spec never changes after its submit, and ids are not given again: kept from the
+    // insert or parsed at the first read (a runner reads its loop at every iteration).
     auto spec = parsed_specs_.find(id);
     if (spec == parsed_specs_.end()) {
         if (parsed_specs_.size() >= max_parsed_specs) parsed_specs_.clear();
