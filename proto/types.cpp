@@ -142,44 +142,46 @@ void from_json(const nlohmann::json& j, submit_params& p) {
 }
 
 void to_json(nlohmann::json& j, const submit_params& p) {
-    j = nlohmann::json{{"name", p.name},
-                       {"workspace", p.workspace},
-                       {"agent", p.agent},
-                       {"model", p.model},
-                       {"command", p.command},
-                       {"args", p.args},
-                       {"env", p.env},
-                       {"prompt", p.prompt},
-                       {"prompt_file", p.prompt_file},
-                       {"completion_phrase", p.completion_phrase},
-                       {"max_iterations", p.max_iterations},
-                       {"min_iterations", p.min_iterations},
-                       {"timeout_s", p.timeout_s},
-                       {"delay_s", p.delay_s},
-                       {"max_retries", p.max_retries},
-                       {"retry_backoff_s", p.retry_backoff_s},
-                       {"priority", p.priority},
-                       {"specs_file", p.specs_file},
-                       {"status_tag", p.status_tag},
-                       {"status_value", p.status_value},
-                       {"legacy_phrase", p.legacy_phrase},
-                       {"backlog_rule", p.backlog_rule},
-                       {"verify_command", p.verify_command},
-                       {"commit", p.commit},
-                       {"allow_dirty", p.allow_dirty},
-                       {"stall_iterations", p.stall_iterations},
-                       {"stall_failures", p.stall_failures},
-                       {"inactivity_timeout_s", p.inactivity_timeout_s},
-                       {"iterations_per_hour", p.iterations_per_hour},
-                       {"iterations_per_day", p.iterations_per_day},
-                       {"max_tokens", p.max_tokens},
-                       {"max_cost_usd", p.max_cost_usd},
-                       {"on_done", p.on_done},
-                       {"worktree", p.worktree},
-                       {"worktree_source", p.worktree_source},
-                       {"worktree_path", p.worktree_path},
-                       {"worktree_branch", p.worktree_branch},
-                       {"worktree_base", p.worktree_base}};
+    // Field by field: an initializer list builds a two-element array per field first.
+    j = nlohmann::json::object();
+    j["name"] = p.name;
+    j["workspace"] = p.workspace;
+    j["agent"] = p.agent;
+    j["model"] = p.model;
+    j["command"] = p.command;
+    j["args"] = p.args;
+    j["env"] = p.env;
+    j["prompt"] = p.prompt;
+    j["prompt_file"] = p.prompt_file;
+    j["completion_phrase"] = p.completion_phrase;
+    j["max_iterations"] = p.max_iterations;
+    j["min_iterations"] = p.min_iterations;
+    j["timeout_s"] = p.timeout_s;
+    j["delay_s"] = p.delay_s;
+    j["max_retries"] = p.max_retries;
+    j["retry_backoff_s"] = p.retry_backoff_s;
+    j["priority"] = p.priority;
+    j["specs_file"] = p.specs_file;
+    j["status_tag"] = p.status_tag;
+    j["status_value"] = p.status_value;
+    j["legacy_phrase"] = p.legacy_phrase;
+    j["backlog_rule"] = p.backlog_rule;
+    j["verify_command"] = p.verify_command;
+    j["commit"] = p.commit;
+    j["allow_dirty"] = p.allow_dirty;
+    j["stall_iterations"] = p.stall_iterations;
+    j["stall_failures"] = p.stall_failures;
+    j["inactivity_timeout_s"] = p.inactivity_timeout_s;
+    j["iterations_per_hour"] = p.iterations_per_hour;
+    j["iterations_per_day"] = p.iterations_per_day;
+    j["max_tokens"] = p.max_tokens;
+    j["max_cost_usd"] = p.max_cost_usd;
+    j["on_done"] = p.on_done;
+    j["worktree"] = p.worktree;
+    j["worktree_source"] = p.worktree_source;
+    j["worktree_path"] = p.worktree_path;
+    j["worktree_branch"] = p.worktree_branch;
+    j["worktree_base"] = p.worktree_base;
 }
 
 void to_json(nlohmann::json& j, const loop_info& loop) {
