@@ -10,7 +10,7 @@ namespace ralph::rpc {
 
 void register_agent_methods(method_registry& registry, method_services& services) {
     registry.add(proto::method::agents_list, [&services](const nlohmann::json&, call_context&) {
-        std::string search_path = search_path_of(environment_with({}));
+        std::string search_path = search_path_with({});
         nlohmann::json agents = nlohmann::json::array();
         for (const agent* adapter : all_agents())
             agents.push_back(describe_agent(*adapter, {}, services.binaries, search_path));

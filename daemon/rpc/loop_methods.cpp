@@ -174,9 +174,7 @@ submission validated(proto::submit_params spec, method_services& services) {
     for (const auto& [key, value] : spec.env)
         if (key.empty() || key.find('=') != std::string::npos)
             invalid("params.env: invalid variable name '" + key + "'");
-    std::vector<std::pair<std::string, std::string>> env(spec.env.begin(), spec.env.end());
-    find_program(find_agent(spec.agent), spec, services.binaries,
-                 search_path_of(environment_with(env)));
+    find_program(find_agent(spec.agent), spec, services.binaries, search_path_with(spec.env));
     for (const auto& [field, command] : {std::pair{"verify_command", &spec.verify_command},
                                          std::pair{"on_done", &spec.on_done}})
         if (!command->empty())
@@ -231,11 +229,9 @@ void register_loop_methods(method_registry& registry, method_services& services)
         proto::method::loop_get, [&services](const id_params& params, call_context&) {
             proto::loop_info loop = services.db.get_loop(params.id);
             nlohmann::json result = loop;
-            std::vector<std::pair<std::string, std::string>> env(loop.spec.env.begin(),
-                                                                 loop.spec.env.end());
             result["agent_info"] = describe_agent(find_agent(loop.spec.agent), loop.spec,
                                                   services.binaries,
-                                                  search_path_of(environment_with(env)));
+                                                  search_path_with(loop.spec.env));
             return result;
         });
 

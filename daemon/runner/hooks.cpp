@@ -65,7 +65,7 @@ std::string hook_directory(const proto::submit_params& spec) {
 }
 
 std::filesystem::path notify_send_program() {
-    return paths::find_executable("notify-send", search_path_of(environment_with({})));
+    return paths::find_executable("notify-send", search_path_with({}));
 }
 
 hook_runner::hook_runner(net::io_context& io, child_reaper& reaper, hook_settings settings)

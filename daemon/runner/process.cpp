@@ -130,10 +130,20 @@ void signal_group(pid_t pgid, int signal) {
     if (pgid > 1) ::kill(-pgid, signal);
 }
 
+namespace {
+constexpr const char* default_search_path = "/usr/local/bin:/usr/bin:/bin";
+}
+
 std::string search_path_of(const std::vector<std::string>& env) {
     for (const auto& entry : env)
         if (entry.rfind("PATH=", 0) == 0) return entry.substr(5);
-    return "/usr/local/bin:/usr/bin:/bin";
+    return default_search_path;
+}
+
+std::string search_path_with(const std::map<std::string, std::string>& loop_env) {
+    if (auto path = loop_env.find("PATH"); path != loop_env.end()) return path->second;
+    const char* own = std::getenv("PATH");
+    return own ? own : default_search_path;
 }
 
 bool group_alive(pid_t pgid) { return pgid > 1 && (::kill(-pgid, 0) == 0 || errno == EPERM); }

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,9 @@ bool kill_leftover_group(pid_t pgid, std::int64_t leader_start_time);
 // The PATH an agent with environment `env` resolves its program against (a default when unset),
 // used both to check a loop at submit and to start its agent, so the two always agree.
 std::string search_path_of(const std::vector<std::string>& env);
+// The same for the environment_with(loop_env) of an agent, without building it: the PATH in
+// loop_env, else ralphd's own.
+std::string search_path_with(const std::map<std::string, std::string>& loop_env);
 
 // The environment of this process as "KEY=VALUE" strings, with `overrides` applied.
 std::vector<std::string> environment_with(const std::vector<std::pair<std::string, std::string>>& overrides);

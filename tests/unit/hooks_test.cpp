@@ -97,3 +97,22 @@ TEST_CASE("environment_with: the daemon's environment with overrides, the last o
     CHECK(has("RALPH_ENV_TEST_NEW=new"));
     CHECK(seen.size() == env.size());
 }
+
+TEST_CASE("search_path_with: the PATH of environment_with(loop_env), without building it") {
+    const char* original = std::getenv("PATH");
+    const std::string saved = original ? original : "";
+    ::setenv("PATH", "/ralph/daemon/bin:/usr/bin", 1);
+    auto both = [](const std::map<std::string, std::string>& loop_env) {
+        const std::vector<std::pair<std::string, std::string>> overrides(loop_env.begin(),
+                                                                         loop_env.end());
+        CHECK(ralph::search_path_with(loop_env) ==
+              ralph::search_path_of(ralph::environment_with(overrides)));
+        return ralph::search_path_with(loop_env);
+    };
+    CHECK(both({}) == "/ralph/daemon/bin:/usr/bin");
+    CHECK(both({{"HOME", "/x"}}) == "/ralph/daemon/bin:/usr/bin");
+    CHECK(both({{"PATH", "/loop/bin"}}) == "/loop/bin");
+    ::unsetenv("PATH");
+    CHECK(both({}) == "/usr/local/bin:/usr/bin:/bin");
+    if (original) ::setenv("PATH", saved.c_str(), 1);
+}
