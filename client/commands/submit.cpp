@@ -136,6 +136,12 @@ void register_submit_command(CLI::App& app, client_context& ctx) {
     auto options = std::make_shared<submit_options>();
     auto& spec = options->spec;
     auto* cmd = app.add_subcommand("submit", "Submit a new loop");
+    // Sections of --help. (CLI11 also compares a new option's names with those of its own
+    // section only, which keeps the start of every submit short.)
+    auto* completion = cmd->add_option_group("Completion", "When the loop is done");
+    auto* attempts = cmd->add_option_group("Attempts", "Each run of the agent, its retries and stalls");
+    auto* budgets = cmd->add_option_group("Budgets", "This loop's own limits");
+    auto* git = cmd->add_option_group("Git and hooks");
     auto field = [&](CLI::Option* option, const char* name) {
         options->fields.emplace_back(option, name);
         return option;
@@ -168,35 +174,35 @@ void register_submit_command(CLI::App& app, client_context& ctx) {
     cmd->add_option("--env", options->env, "Variable for the agent's environment (repeatable)")
         ->allow_extra_args(false)
         ->check(env_assignment());
-    field(cmd->add_option("-m,--max-iterations", spec.max_iterations, "0 = unlimited")
+    field(completion->add_option("-m,--max-iterations", spec.max_iterations, "0 = unlimited")
               ->check(non_negative())
               ->capture_default_str(),
           "max_iterations");
-    field(cmd->add_option("-n,--min-iterations", spec.min_iterations,
+    field(completion->add_option("-n,--min-iterations", spec.min_iterations,
                           "Completion signals before this are ignored")
               ->check(non_negative())
               ->capture_default_str(),
           "min_iterations");
-    field(cmd->add_option("-p,--promise", spec.completion_phrase,
+    field(completion->add_option("-p,--promise", spec.completion_phrase,
                           "Completion phrase: the agent answers <promise>PHRASE</promise>")
               ->capture_default_str(),
           "completion_phrase");
-    field(cmd->add_option("--timeout", spec.timeout_s,
+    field(attempts->add_option("--timeout", spec.timeout_s,
                           "Per-attempt timeout, e.g. 90s, 15m, 2h (default in seconds)")
               ->transform(duration_seconds())
               ->type_name("DURATION")
               ->capture_default_str(),
           "timeout_s");
-    field(cmd->add_option("--delay", spec.delay_s, "Pause between iterations")
+    field(attempts->add_option("--delay", spec.delay_s, "Pause between iterations")
               ->transform(duration_seconds())
               ->type_name("DURATION")
               ->capture_default_str(),
           "delay_s");
-    field(cmd->add_option("--retries", spec.max_retries, "Retries of a failed attempt")
+    field(attempts->add_option("--retries", spec.max_retries, "Retries of a failed attempt")
               ->check(non_negative())
               ->capture_default_str(),
           "max_retries");
-    field(cmd->add_option("--backoff", spec.retry_backoff_s,
+    field(attempts->add_option("--backoff", spec.retry_backoff_s,
                           "First retry delay, doubled for each further retry")
               ->transform(duration_seconds())
               ->type_name("DURATION")
@@ -204,69 +210,69 @@ void register_submit_command(CLI::App& app, client_context& ctx) {
           "retry_backoff_s");
     field(cmd->add_option("--priority", spec.priority, "Higher runs first")->capture_default_str(),
           "priority");
-    field(cmd->add_option("--specs", spec.specs_file,
+    field(completion->add_option("--specs", spec.specs_file,
                           "Specs/backlog file injected into every prompt (default: SPECS.md, else "
                           "backlog.md, in the workspace)"),
           "specs_file");
-    field(cmd->add_option("--status-tag", spec.status_tag,
+    field(completion->add_option("--status-tag", spec.status_tag,
                           "<TAG>VALUE</TAG> in the final answer also completes (\"\" = off)")
               ->capture_default_str(),
           "status_tag");
-    field(cmd->add_option("--status-value", spec.status_value, "The VALUE of --status-tag")
+    field(completion->add_option("--status-value", spec.status_value, "The VALUE of --status-tag")
               ->capture_default_str(),
           "status_value");
-    field(cmd->add_option("--legacy-phrase", spec.legacy_phrase,
+    field(completion->add_option("--legacy-phrase", spec.legacy_phrase,
                           "Also complete on this plain text anywhere in the final answer (opt-in)"),
           "legacy_phrase");
-    field(cmd->add_flag("--backlog", spec.backlog_rule,
+    field(completion->add_flag("--backlog", spec.backlog_rule,
                         "Complete when every checkbox of the specs/backlog file is checked"),
           "backlog_rule");
-    field(cmd->add_option("--verify", spec.verify_command,
+    field(completion->add_option("--verify", spec.verify_command,
                           "Command run in the workspace (no shell) when a completion signal comes; "
                           "the signal counts only if it exits 0"),
           "verify_command");
-    field(cmd->add_flag("--commit", spec.commit, "Commit each iteration's work (git workspaces)"),
+    field(git->add_flag("--commit", spec.commit, "Commit each iteration's work (git workspaces)"),
           "commit");
-    field(cmd->add_flag("--allow-dirty", spec.allow_dirty,
+    field(git->add_flag("--allow-dirty", spec.allow_dirty,
                         "Start even though the workspace has uncommitted changes"),
           "allow_dirty");
-    field(cmd->add_flag("--worktree", spec.worktree,
+    field(git->add_flag("--worktree", spec.worktree,
                         "Run in a new git worktree of the workspace's repository (branch "
                         "ralph/loop-ID from HEAD; uncommitted changes are not carried over)"),
           "worktree");
-    field(cmd->add_option("--on-done", spec.on_done,
+    field(git->add_option("--on-done", spec.on_done,
                           "Command run when the loop ends, with its outcome in RALPH_* variables "
                           "(split into words, no shell)"),
           "on_done");
-    field(cmd->add_option("--stall-after", spec.stall_iterations,
+    field(attempts->add_option("--stall-after", spec.stall_iterations,
                           "Stop as stalled after N iterations without progress (0 = never)")
               ->check(non_negative())
               ->capture_default_str(),
           "stall_iterations");
-    field(cmd->add_option("--stall-failures", spec.stall_failures,
+    field(attempts->add_option("--stall-failures", spec.stall_failures,
                           "Stop as stalled after N identical failures in a row (0 = never)")
               ->check(non_negative())
               ->capture_default_str(),
           "stall_failures");
-    field(cmd->add_option("--inactivity-timeout", spec.inactivity_timeout_s,
+    field(attempts->add_option("--inactivity-timeout", spec.inactivity_timeout_s,
                           "An agent silent this long while no tool runs is hung (0 = never)")
               ->transform(duration_seconds())
               ->type_name("DURATION")
               ->capture_default_str(),
           "inactivity_timeout_s");
-    field(cmd->add_option("--iterations-per-hour", spec.iterations_per_hour,
+    field(budgets->add_option("--iterations-per-hour", spec.iterations_per_hour,
                           "This loop's budget: agent runs in any rolling hour (0 = none)")
               ->check(non_negative()),
           "iterations_per_hour");
-    field(cmd->add_option("--iterations-per-day", spec.iterations_per_day,
+    field(budgets->add_option("--iterations-per-day", spec.iterations_per_day,
                           "This loop's budget: agent runs in any rolling 24 hours (0 = none)")
               ->check(non_negative()),
           "iterations_per_day");
-    field(cmd->add_option("--max-tokens", spec.max_tokens,
+    field(budgets->add_option("--max-tokens", spec.max_tokens,
                           "End the loop as exhausted once its agents used this many tokens")
               ->check(non_negative()),
           "max_tokens");
-    field(cmd->add_option("--max-cost", spec.max_cost_usd,
+    field(budgets->add_option("--max-cost", spec.max_cost_usd,
                           "End the loop as exhausted once its agents reported this many US dollars")
               ->check(CLI::NonNegativeNumber),
           "max_cost_usd");
