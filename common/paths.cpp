@@ -55,8 +55,13 @@ fs::path find_executable(const std::string& program, const std::string& search_p
     while (true) {
         auto colon = rest.find(':');
         std::string_view entry = rest.substr(0, colon);
-        fs::path candidate = fs::path(entry.empty() ? "." : std::string(entry)) / program;
-        if (::access(candidate.c_str(), X_OK) == 0 && !fs::is_directory(candidate)) return candidate;
+        // Plain strings: fs::path would split each candidate into its components.
+        std::string candidate = entry.empty() ? std::string(".") : std::string(entry);
+        candidate += '/';
+        candidate += program;
+        std::error_code ec;
+        if (::access(candidate.c_str(), X_OK) == 0 && !fs::is_directory(candidate, ec))
+            return candidate;
         if (colon == std::string_view::npos) break;
         rest.remove_prefix(colon + 1);
     }

@@ -1,14 +1,19 @@
 // What an on-done hook is given: its argv, its directory and the loop's outcome in its
-// environment. (Running hooks is tested end to end in tests/integration/test_hooks_worktree.py.)
+// environment; the environment and PATH lookup that hooks and agents share. (Running hooks is
+// tested end to end in tests/integration/test_hooks_worktree.py.)
+#include "common/paths.hpp"
 #include "daemon/runner/hooks.hpp"
 #include "daemon/runner/process.hpp"
 
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
+#include <string>
 
 namespace fs = std::filesystem;
 
@@ -115,4 +120,27 @@ TEST_CASE("search_path_with: the PATH of environment_with(loop_env), without bui
     ::unsetenv("PATH");
     CHECK(both({}) == "/usr/local/bin:/usr/bin:/bin");
     if (original) ::setenv("PATH", saved.c_str(), 1);
+}
+
+TEST_CASE("find_executable: the first executable file of that name along the search path") {
+    const fs::path dir = fs::temp_directory_path() / ("ralph-find-" + std::to_string(::getpid()));
+    fs::create_directories(dir / "second");
+    auto make = [](const fs::path& path, fs::perms perms) {
+        std::ofstream(path) << "#!/bin/sh\n";
+        fs::permissions(path, perms);
+    };
+    make(dir / "tool", fs::perms::owner_all);
+    make(dir / "second" / "tool", fs::perms::owner_all);
+    make(dir / "plain", fs::perms::owner_read | fs::perms::owner_write);
+    fs::create_directories(dir / "subdir");
+    const std::string search = "/nonexistent/ralph:" + dir.string() + ":" + (dir / "second").string();
+    CHECK(ralph::paths::find_executable("tool", search) == dir / "tool");
+    CHECK(ralph::paths::find_executable("tool", "/nonexistent/ralph:" + (dir / "second").string()) ==
+          dir / "second" / "tool");
+    CHECK(ralph::paths::find_executable("plain", search).empty());   // not executable
+    CHECK(ralph::paths::find_executable("subdir", search).empty());  // a directory
+    CHECK(ralph::paths::find_executable("missing", search).empty());
+    CHECK(ralph::paths::find_executable((dir / "tool").string(), "") == dir / "tool");
+    CHECK(ralph::paths::find_executable((dir / "plain").string(), search).empty());
+    fs::remove_all(dir);
 }
