@@ -47,16 +47,22 @@ void make_private_directory(const fs::path& dir) {
         throw std::runtime_error("cannot make " + dir.string() + " private (chmod 0700)");
 }
 
-fs::path find_executable(const std::string& program, const std::string& search_path) {
+fs::path find_executable(const std::string& program, const std::string& search_path,
+                         const fs::path& run_in) {
     if (program.empty()) return {};
-    if (program.find('/') != std::string::npos)
-        return ::access(program.c_str(), X_OK) == 0 ? fs::path(program) : fs::path();
+    if (program.find('/') != std::string::npos) {
+        const fs::path path = program.front() == '/' || run_in.empty()
+                                  ? fs::path(program)
+                                  : (run_in / program).lexically_normal();
+        return ::access(path.c_str(), X_OK) == 0 ? path : fs::path();
+    }
+    const std::string here = run_in.empty() ? std::string(".") : run_in.string();
     std::string_view rest = search_path;
     while (true) {
         auto colon = rest.find(':');
         std::string_view entry = rest.substr(0, colon);
         // Plain strings: fs::path would split each candidate into its components.
-        std::string candidate = entry.empty() ? std::string(".") : std::string(entry);
+        std::string candidate = entry.empty() ? here : std::string(entry);
         candidate += '/';
         candidate += program;
         std::error_code ec;

@@ -17,8 +17,11 @@ std::filesystem::path default_database();
 // Throws std::runtime_error naming the directory when that is not possible.
 void make_private_directory(const std::filesystem::path& dir);
 
-// Resolves `program` like execvp would: a name with a slash is taken as is, otherwise each
-// entry of `search_path` (colon-separated) is tried. Returns an empty path when not found.
-std::filesystem::path find_executable(const std::string& program, const std::string& search_path);
+// Resolves `program` like execvp would in a process running in directory `run_in` (ralphd's
+// own when empty): a name with a slash is taken as is (a relative one from `run_in`), otherwise
+// each entry of `search_path` (colon-separated; an empty entry is `run_in`) is tried. Returns
+// an empty path when not found.
+std::filesystem::path find_executable(const std::string& program, const std::string& search_path,
+                                      const std::filesystem::path& run_in = {});
 
 }  // namespace ralph::paths

@@ -30,9 +30,7 @@ std::string locate_program(const agent& adapter, const proto::submit_params& spe
     if (auto configured = binaries.find(adapter.name()); configured != binaries.end())
         program = configured->second;
     // A relative path names a program in the workspace, where the agent runs.
-    if (program.find('/') != std::string::npos && program.front() != '/')
-        program = (std::filesystem::path(spec.workspace) / program).string();
-    return paths::find_executable(program, search_path).string();
+    return paths::find_executable(program, search_path, spec.workspace).string();
 }
 
 std::string find_program(const agent& adapter, const proto::submit_params& spec,

@@ -60,7 +60,7 @@ void make_pipe(int fds[2]) {
 spawned_process spawn_process(const spawn_request& request) {
     if (request.argv.empty()) throw std::system_error(EINVAL, std::generic_category(), "empty command");
     const std::string& program = request.argv[0];
-    auto executable = paths::find_executable(program, search_path_of(request.env));
+    auto executable = paths::find_executable(program, search_path_of(request.env), request.cwd);
     if (executable.empty())
         throw std::system_error(ENOENT, std::generic_category(),
                                 "cannot run " + program + ": not found or not executable");

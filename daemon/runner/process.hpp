@@ -14,7 +14,7 @@
 namespace ralph {
 
 struct spawn_request {
-    std::vector<std::string> argv;     // argv[0] resolved against PATH of `env`, like execvp
+    std::vector<std::string> argv;     // argv[0] resolved like execvp would in `cwd`, on PATH of `env`
     std::vector<std::string> env;      // "KEY=VALUE", the complete environment
     std::string cwd;
     std::string stdin_path;            // empty = /dev/null

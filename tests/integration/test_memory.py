@@ -207,6 +207,20 @@ class CompletionRulesTest(MemoryTestCase):
         self.assertIn("verify: ok exists: False", attempts[1]["verify_output"])
         self.assertIn("verify: ok exists: True", attempts[2]["verify_output"])
 
+    def test_a_relative_verify_program_is_found_in_the_workspace(self):
+        # Like --command: ./check.sh names the workspace's script, where verify runs, whatever
+        # directory ralphd was started in.
+        d = self.memory_daemon()
+        ws = d.workspace()
+        write(os.path.join(ws, "check.sh"), "#!/bin/sh\necho verify ran in $(pwd)\n[ -e ok ]\n")
+        os.chmod(os.path.join(ws, "check.sh"), 0o755)
+        final, attempts = self.run_loop(
+            d, ws, ["1:promise", "2:write=ok:verified", "2:promise"], "--verify", "./check.sh",
+            "-m", "5")
+        self.assertEqual((final["state"], final["iterations"]), ("completed", 2), final)
+        self.assertEqual([a["verify_exit"] for a in attempts], [1, 0], attempts)
+        self.assertIn("verify ran in " + os.path.realpath(ws), attempts[1]["verify_output"])
+
 
 class NotesAndFeedbackTest(MemoryTestCase):
 

@@ -142,5 +142,10 @@ TEST_CASE("find_executable: the first executable file of that name along the sea
     CHECK(ralph::paths::find_executable("missing", search).empty());
     CHECK(ralph::paths::find_executable((dir / "tool").string(), "") == dir / "tool");
     CHECK(ralph::paths::find_executable((dir / "plain").string(), search).empty());
+    // Relative to the directory the program is to run in.
+    CHECK(ralph::paths::find_executable("./tool", "/nonexistent/ralph", dir) == dir / "tool");
+    CHECK(ralph::paths::find_executable("second/tool", "", dir) == dir / "second" / "tool");
+    CHECK(ralph::paths::find_executable("tool", "/nonexistent/ralph:", dir) == dir / "tool");
+    CHECK(ralph::paths::find_executable("./plain", "", dir).empty());
     fs::remove_all(dir);
 }
