@@ -419,8 +419,6 @@ awaitable<loop_runner::attempt_outcome> loop_runner::run_attempt(const proto::lo
         co_return outcome;
     }
 
-    ctx_.reaper.watch(process.pid);
-    agent_pgid_ = process.pid;
     // Recorded once the agent runs, in one transaction with its process, while it starts up. A
     // crash of ralphd before this commit leaves the agent unrecorded (as one between a spawn and
     // any later write of its pid would): its iteration runs again at the next start.
@@ -428,13 +426,16 @@ awaitable<loop_runner::attempt_outcome> loop_runner::run_attempt(const proto::lo
     try {
         attempt.id = ctx_.db.begin_attempt(attempt, process.start_time);
     } catch (...) {
-        // An agent ralph cannot account for must not run on; the loop ends as failed.
+        // An agent ralph cannot account for must not run on; the loop ends as failed. Not
+        // watched: the reaper reaps it without keeping its status for anyone.
         signal_group(process.pid, SIGKILL);
         ::close(process.stdout_fd);
         ::close(process.stderr_fd);
-        agent_pgid_ = 0;
         throw;
     }
+    // Still before control returns to the io_context, as watch() requires.
+    ctx_.reaper.watch(process.pid);
+    agent_pgid_ = process.pid;
     timed_out_ = false;
     spdlog::info("loop {}: iteration {} attempt {} started (pid {})", loop_id_, iteration,
                  attempt_number, process.pid);
