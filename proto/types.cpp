@@ -139,6 +139,7 @@ void from_json(const nlohmann::json& j, submit_params& p) {
     read_field(obj, "worktree_path", p.worktree_path);
     read_field(obj, "worktree_branch", p.worktree_branch);
     read_field(obj, "worktree_base", p.worktree_base);
+    read_field(obj, "idempotency_key", p.idempotency_key);
 }
 
 void to_json(nlohmann::json& j, const submit_params& p) {
@@ -182,6 +183,7 @@ void to_json(nlohmann::json& j, const submit_params& p) {
     j["worktree_path"] = p.worktree_path;
     j["worktree_branch"] = p.worktree_branch;
     j["worktree_base"] = p.worktree_base;
+    j["idempotency_key"] = p.idempotency_key;
 }
 
 void to_json(nlohmann::json& j, const loop_info& loop) {

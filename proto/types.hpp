@@ -117,6 +117,9 @@ struct submit_params {
     std::string worktree_path;         // the top of the loop's worktree
     std::string worktree_branch;       // its new branch, ralph/loop-<id>
     std::string worktree_base;         // the commit it starts from: HEAD of the source at submit
+    // A submit with the key of a loop in the history creates nothing and answers that loop
+    // (SPEC §7: a script may retry a submit safely); "" = none.
+    std::string idempotency_key;
 };
 
 void from_json(const nlohmann::json& j, submit_params& p);  // throws rpc_error(invalid_params)

@@ -1,5 +1,6 @@
 // `ralphctl submit [PROMPT] [options]`: creates a loop (loop.submit) and prints its id, or with
-// --json the loop object and the daemon's warnings (also printed to stderr). Only the options
+// --json the loop object, whether it was created (not with the --idempotency-key of an earlier
+// loop) and the daemon's warnings (also printed to stderr). Only the options
 // given on the command line are sent, so everything else takes the daemon's defaults. Paths
 // (workspace, prompt file) are made absolute here, since the daemon does not share our working
 // directory.
@@ -98,11 +99,13 @@ int run_submit(const client_context& ctx, submit_options& options) {
     const auto id = loop.value("id", std::int64_t(0));
     // What the daemon wants the user to know (e.g. changes left behind by --worktree).
     nlohmann::json warnings = loop.value("warnings", nlohmann::json::array());
+    const bool created = loop.value("created", true);
     loop.erase("warnings");
+    loop.erase("created");
     for (const auto& warning : warnings)
         if (warning.is_string()) fmt::print(stderr, "ralphctl: warning: {}\n", warning.get<std::string>());
     if (ctx.json) {
-        print_json({{"loop", std::move(loop)}, {"warnings", std::move(warnings)}});
+        print_json({{"loop", std::move(loop)}, {"created", created}, {"warnings", std::move(warnings)}});
     } else {
         const auto name = loop.value("name", std::string());
         const auto branch = loop.value("worktree_branch", std::string());
@@ -279,6 +282,10 @@ void register_submit_command(CLI::App& app, client_context& ctx) {
     cmd->add_option("--workspace", spec.workspace, "Directory the agent works in (default: .)")
         ->check(CLI::ExistingDirectory);
     field(cmd->add_option("--name", spec.name, "Name shown in lists"), "name");
+    field(cmd->add_option("--idempotency-key", spec.idempotency_key,
+                          "Submit at most once with this key: a submit with the key of a loop in "
+                          "the history creates nothing and answers that loop"),
+          "idempotency_key");
     auto* follow = cmd->add_flag("--follow", options->follow,
                                  "Print the loop's output until it ends (like tail -f)");
     cmd->add_flag("--wait", options->wait, "Wait until the loop ends, without printing its output")

@@ -86,6 +86,8 @@ void from_json(const nlohmann::json& j, list_params& p) {
             throw rpc_error(error_kind::invalid_params, "params.fields: unknown field '" + field + "'");
 }
 
+constexpr std::size_t max_idempotency_key_bytes = 256;
+
 // A submit that passed the checks: the spec to insert and what the user should know.
 struct submission {
     proto::submit_params spec;
@@ -174,6 +176,8 @@ submission validated(proto::submit_params spec, method_services& services) {
     for (const auto& [key, value] : spec.env)
         if (key.empty() || key.find('=') != std::string::npos)
             invalid("params.env: invalid variable name '" + key + "'");
+    if (spec.idempotency_key.size() > max_idempotency_key_bytes)
+        invalid(fmt::format("params.idempotency_key: at most {} bytes", max_idempotency_key_bytes));
     find_program(find_agent(spec.agent), spec, services.binaries, search_path_with(spec.env));
     for (const auto& [field, command] : {std::pair{"verify_command", &spec.verify_command},
                                          std::pair{"on_done", &spec.on_done}})
@@ -211,8 +215,23 @@ std::int64_t start_offset(const proto::output_request& request, const output_log
 void register_loop_methods(method_registry& registry, method_services& services) {
     registry.add_typed<proto::submit_params>(
         proto::method::loop_submit, [&services](const proto::submit_params& spec, call_context&) {
+            // A submit retried with its key gets the loop it made, unchecked (its workspace may
+            // have changed since), and nothing new. Check and insert run without a pause on the
+            // io thread, so no other submit comes between them.
+            if (!spec.idempotency_key.empty()) {
+                if (auto id = services.db.loop_with_idempotency_key(spec.idempotency_key)) {
+                    nlohmann::json result = services.db.get_loop(*id);
+                    result["created"] = false;
+                    result["warnings"] = {fmt::format(
+                        "loop {} was submitted with idempotency key '{}' already: nothing new "
+                        "was created",
+                        *id, spec.idempotency_key)};
+                    return result;
+                }
+            }
             submission checked = validated(spec, services);
             nlohmann::json result = services.loops.submit(checked.spec);
+            result["created"] = true;
             result["warnings"] = std::move(checked.warnings);
             return result;
         });

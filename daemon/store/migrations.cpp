@@ -135,6 +135,12 @@ CREATE INDEX attempts_by_start ON attempts (started_at);
 ALTER TABLE loops ADD COLUMN worktree_path TEXT NOT NULL DEFAULT '';
 ALTER TABLE loops ADD COLUMN worktree_branch TEXT NOT NULL DEFAULT '';
 )sql",
+        // 5 → 6: submit --idempotency-key (SPEC §7): at most one loop per key; NULL = none.
+        R"sql(
+ALTER TABLE loops ADD COLUMN idempotency_key TEXT;
+CREATE UNIQUE INDEX loops_by_idempotency_key ON loops (idempotency_key)
+    WHERE idempotency_key IS NOT NULL;
+)sql",
     };
     return migrations;
 }

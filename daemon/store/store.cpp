@@ -205,8 +205,9 @@ std::int64_t store::next_loop_id() {
 std::int64_t store::insert_loop(const proto::submit_params& spec, std::int64_t now_ms) {
     query q = prepared(std::string("INSERT INTO loops (id, name, workspace, agent, max_iterations, "
                                    "min_iterations, priority, spec, state, created_at, "
-                                   "updated_at, worktree_path, worktree_branch) VALUES (") +
-                       next_loop_id_sql + ", ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?)");
+                                   "updated_at, worktree_path, worktree_branch, idempotency_key) "
+                                   "VALUES (") +
+                       next_loop_id_sql + ", ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?)");
     q.bind(1, spec.name);
     q.bind(2, spec.workspace);
     q.bind(3, spec.agent);
@@ -218,12 +219,21 @@ std::int64_t store::insert_loop(const proto::submit_params& spec, std::int64_t n
     q.bind(9, now_ms);
     q.bind(10, spec.worktree_path);
     q.bind(11, spec.worktree_branch);
+    // Left unbound (NULL) without a key: the unique index allows any number of those.
+    if (!spec.idempotency_key.empty()) q.bind(12, spec.idempotency_key);
     q.exec();
     const std::int64_t id = db_.getLastInsertRowid();
     // The submit reads its loop back at once, and the runner soon after.
     if (parsed_specs_.size() >= max_parsed_specs) parsed_specs_.clear();
     parsed_specs_.emplace(id, spec);
     return id;
+}
+
+std::optional<std::int64_t> store::loop_with_idempotency_key(const std::string& key) {
+    query q = prepared("SELECT id FROM loops WHERE idempotency_key = ?");
+    q.bind(1, key);
+    if (!q.executeStep()) return std::nullopt;
+    return q.getColumn(0).getInt64();
 }
 
 std::optional<proto::loop_info> store::find_loop(std::int64_t id) {

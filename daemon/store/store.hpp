@@ -42,7 +42,10 @@ public:
     // never given again, also after gc). Nothing else inserts loops between the two calls on the
     // io thread, so a submit can name things after its loop before inserting it.
     std::int64_t next_loop_id();
+    // A spec with an idempotency_key that a loop has already: SQLite::Exception (unique index).
     std::int64_t insert_loop(const proto::submit_params& spec, std::int64_t now_ms);
+    // The loop submitted with this idempotency key, if it is still in the history.
+    std::optional<std::int64_t> loop_with_idempotency_key(const std::string& key);
     std::optional<proto::loop_info> find_loop(std::int64_t id);
     // Throws rpc_error(loop_not_found).
     proto::loop_info get_loop(std::int64_t id);

@@ -2,7 +2,9 @@
 2 usage, 3 no daemon), --json shapes with schema_version, daemon status/stop."""
 
 import json
+import os
 import re
+import shutil
 import socket
 
 from harness import (DaemonTestCase, agent_command, main, scaled, wait_until)
@@ -124,6 +126,55 @@ class CliTest(DaemonTestCase):
         human = d.ctl("list").stdout
         self.assertIn("json", human)
         self.assertIn("completed", human)
+
+    def test_a_submit_with_the_idempotency_key_of_an_earlier_loop_creates_nothing(self):
+        d = self.daemon()
+        ws = d.workspace()
+        submit = ("submit", "--workspace", ws, "--command", agent_command("sleep.sh", 60), "-m", "1",
+                  "--delay", "0s", "--idempotency-key", "nightly-2026-11-23")
+        first = d.ctl_json(*submit, "Once only")
+        loop_id = first["loop"]["id"]
+        self.assertTrue(first["created"], first)
+        self.assertEqual(first["loop"]["idempotency_key"], "nightly-2026-11-23")
+
+        # A script retrying: the same loop, whatever else it sends, and a word on stderr.
+        again = d.ctl(*submit, "--name", "other", "Another prompt")
+        self.assertIn("submitted loop %d " % loop_id, again.stdout)
+        self.assertIn("idempotency key 'nightly-2026-11-23' already", again.stderr)
+        retried = d.ctl_json(*submit, "Once only")
+        self.assertEqual((retried["created"], retried["loop"]["id"]), (False, loop_id), retried)
+        self.assertEqual(len(retried["warnings"]), 1, retried)
+
+        # Many at once with a new key: exactly one loop.
+        race = ("submit", "--workspace", d.workspace("race"), "--command", "true", "-m", "1",
+                "--delay", "0s", "--idempotency-key", "race", "Racing")
+        racing = [d.ctl_popen("--json", *race) for _ in range(6)]
+        answers = [json.loads(p.communicate(timeout=scaled(30))[0]) for p in racing]
+        self.assertEqual(len({a["loop"]["id"] for a in answers}), 1, answers)
+        self.assertEqual(sorted(a["created"] for a in answers), [False] * 5 + [True], answers)
+
+        # The key is kept across a restart and after the loop ended, even once its workspace is
+        # gone (the retry is not checked again).
+        d.ctl("cancel", loop_id)
+        d.wait_state(loop_id, "cancelled", timeout=20)
+        d.restart()
+        shutil.rmtree(ws)
+        after = d.call("loop.submit", {"workspace": "/nonexistent/ralph", "agent": "command",
+                                       "command": "true", "idempotency_key": "nightly-2026-11-23"})
+        self.assertEqual((after["created"], after["id"], after["state"]),
+                         (False, loop_id, "cancelled"), after)
+
+        # Without a key, or with another one, loops are created as always.
+        ws2 = d.workspace("ws2")
+        plain = [d.ctl_json("submit", "--workspace", ws2, "--command", "true", "-m", "1",
+                            "--delay", "0s", "Plain")["loop"]["id"] for _ in range(2)]
+        self.assertEqual(len(set(plain) | {loop_id}), 3, plain)
+        self.assertEqual(len(d.call("loop.list", {})["loops"]), 4)  # first, race, 2 plain
+
+        too_long = d.ctl("submit", "--workspace", ws2, "--command", "true",
+                         "--idempotency-key", "k" * 257, check=False)
+        self.assertEqual(too_long.returncode, 1, too_long)
+        self.assertIn("params.idempotency_key: at most 256 bytes", too_long.stderr)
 
     def test_usage_errors_exit_2(self):
         d = self.daemon()

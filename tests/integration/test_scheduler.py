@@ -312,7 +312,7 @@ class CrashTest(SchedulerTestCase):
         loops = d.call("loop.list", {})["loops"]
         self.assertGreater(len(loops), 0)
         with sqlite3.connect(d.db) as db:
-            self.assertEqual(db.execute("PRAGMA user_version").fetchone()[0], 5)
+            self.assertEqual(db.execute("PRAGMA user_version").fetchone()[0], 6)
         self.assertEqual(d.call("budget.get")["use"], [])
 
 

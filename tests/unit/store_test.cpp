@@ -521,3 +521,22 @@ TEST_CASE("store: next_loop_id is the id insert_loop gives, and a worktree is li
     db.remove_loops({1}, false);
     CHECK(db.next_loop_id() == 4);
 }
+
+TEST_CASE("store: an idempotency key names at most one loop; loops without one are unlimited") {
+    temp_db tmp;
+    ralph::store db(tmp.path());
+    auto spec = sample_spec();
+    const std::int64_t plain_a = db.insert_loop(spec, 1);
+    const std::int64_t plain_b = db.insert_loop(spec, 2);
+    CHECK(plain_a != plain_b);
+    CHECK_FALSE(db.loop_with_idempotency_key("nightly"));
+
+    spec.idempotency_key = "nightly";
+    const std::int64_t keyed = db.insert_loop(spec, 3);
+    CHECK(db.loop_with_idempotency_key("nightly") == keyed);
+    CHECK(db.get_loop(keyed).spec.idempotency_key == "nightly");
+    CHECK_THROWS_AS(db.insert_loop(spec, 4), SQLite::Exception);
+    CHECK_FALSE(db.loop_with_idempotency_key(""));
+    spec.idempotency_key = "weekly";
+    CHECK(db.insert_loop(spec, 5) != keyed);
+}
