@@ -69,7 +69,8 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
                     });
                 },
                 [this](std::int64_t loop_id) { return forget_loop(loop_id); }},
-      shutdown_delay_(io) {
+      shutdown_delay_(io),
+      watchdog_timer_(io) {
     paths::make_private_directory(runner_ctx_.prompt_dir);
     paths::make_private_directory(runner_ctx_.scratch_dir);
     paths::make_private_directory(services_.worktree_dir);
@@ -136,6 +137,19 @@ void ralphd::start() {
     spdlog::info("ralphd {} ready on {} (database {})", proto::daemon_version,
                  options_.socket_path.string(), options_.db_path.string());
     ::sd_notify(0, "READY=1");
+    // Pinged from the io thread at half systemd's limit: if it hangs, systemd restarts ralphd,
+    // which re-queues the loops that were running.
+    std::uint64_t watchdog_usec = 0;
+    if (::sd_watchdog_enabled(0, &watchdog_usec) > 0)
+        ping_watchdog(std::chrono::microseconds(watchdog_usec / 2));
+}
+
+void ralphd::ping_watchdog(std::chrono::microseconds interval) {
+    ::sd_notify(0, "WATCHDOG=1");
+    watchdog_timer_.expires_after(interval);
+    watchdog_timer_.async_wait([this, interval](boost::system::error_code ec) {
+        if (!ec) ping_watchdog(interval);
+    });
 }
 
 void ralphd::shutdown() {

@@ -52,6 +52,9 @@ public:
 
 private:
     void recover();
+    // Tells systemd's watchdog (WatchdogSec= of ralphd.service) that the io thread is alive, now
+    // and every `interval` after.
+    void ping_watchdog(std::chrono::microseconds interval);
     // method_services::forget_loop.
     std::int64_t forget_loop(std::int64_t loop_id);
 
@@ -72,6 +75,7 @@ private:
     rpc::method_services services_;
     std::unique_ptr<server> server_;
     net::steady_timer shutdown_delay_;
+    net::steady_timer watchdog_timer_;
     bool shutting_down_ = false;
 };
 
