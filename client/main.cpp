@@ -43,6 +43,7 @@ constexpr command_entry commands[] = {
     {"budget", ralph::client::register_budget_command},
     {"report", ralph::client::register_report_command},
     {"gc", ralph::client::register_gc_command},
+    {"doctor", ralph::client::register_doctor_command},
 };
 
 // The command word of the arguments: the first that is neither an option nor --socket's value.

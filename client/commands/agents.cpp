@@ -25,9 +25,9 @@ namespace {
 
 constexpr auto version_timeout = std::chrono::seconds(5);
 
-// The first non-empty line `program --version` prints (stdout or stderr) within the timeout;
-// empty when it cannot run, hangs or prints nothing.
-std::string version_of(const std::string& program) {
+}  // namespace
+
+std::string program_version(const std::string& program) {
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0) return {};
     posix_spawn_file_actions_t actions;
@@ -64,6 +64,8 @@ std::string version_of(const std::string& program) {
     return output.substr(start, end == std::string::npos ? std::string::npos : end - start);
 }
 
+namespace {
+
 std::string_view yes_no(bool value) { return value ? "yes" : "-"; }
 
 int run_agents(const client_context& ctx) {
@@ -71,7 +73,7 @@ int run_agents(const client_context& ctx) {
     auto agents = reply.at("agents").get<std::vector<proto::agent_info>>();
     std::vector<std::string> versions;
     for (const auto& agent : agents)
-        versions.push_back(agent.path.empty() ? std::string() : version_of(agent.path));
+        versions.push_back(agent.path.empty() ? std::string() : program_version(agent.path));
     if (ctx.json) {
         nlohmann::json list = nlohmann::json::array();
         for (std::size_t i = 0; i < agents.size(); ++i) {

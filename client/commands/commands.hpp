@@ -34,6 +34,11 @@ void register_scheduler_command(CLI::App& app, client_context& ctx);
 void register_budget_command(CLI::App& app, client_context& ctx);
 void register_report_command(CLI::App& app, client_context& ctx);
 void register_gc_command(CLI::App& app, client_context& ctx);
+void register_doctor_command(CLI::App& app, client_context& ctx);
+
+// The first non-empty line `program --version` prints (stdout or stderr) within 5 s; empty when
+// it cannot run, hangs or prints nothing (agents.cpp; also used by doctor).
+std::string program_version(const std::string& program);
 
 // Where tailing starts (the daemon's default: at offset 0) and what is followed.
 struct tail_selection {

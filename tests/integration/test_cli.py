@@ -1,5 +1,6 @@
 """ralphctl as a user meets it: exit codes (0 completed, 1 exhausted/failed, 130 cancelled,
-2 usage, 3 no daemon), --json shapes with schema_version, daemon status/stop."""
+2 usage, 3 no daemon), --json shapes with schema_version, daemon status/stop, doctor,
+--idempotency-key."""
 
 import json
 import os
@@ -176,6 +177,55 @@ class CliTest(DaemonTestCase):
         self.assertEqual(too_long.returncode, 1, too_long)
         self.assertIn("params.idempotency_key: at most 256 bytes", too_long.stderr)
 
+    def test_doctor_says_what_fails_and_what_to_fix(self):
+        d = self.new_daemon_unstarted(env={"USER": "ralph-doctor-test"})
+
+        def checks(expect_exit):
+            proc = d.ctl("--json", "doctor", check=False)
+            self.assertEqual(proc.returncode, expect_exit, proc)
+            out = json.loads(proc.stdout)
+            self.assertEqual(out["ok"], expect_exit == 0, out)
+            return {c["check"]: c for c in out["checks"]}
+
+        down = checks(1)
+        self.assertEqual(down["daemon"]["status"], "fail")
+        self.assertIn("not running", down["daemon"]["detail"])
+        self.assertIn("systemctl --user start ralphd", down["daemon"]["fix"])
+        self.assertEqual(down["linger"]["status"], "warn")
+        self.assertEqual(down["linger"]["fix"], "loginctl enable-linger ralph-doctor-test")
+
+        units = os.path.join(d.config_dir, "systemd", "user")
+        os.makedirs(units)
+        with open(os.path.join(units, "ralphd.service"), "w") as f:
+            f.write("[Service]\nExecStart=ralphd\n")
+        d.start()
+        up = checks(0)
+        for name in ("daemon", "socket", "database", "service", "agent demo"):
+            self.assertEqual(up[name]["status"], "ok", up[name])
+        self.assertIn("0700", up["socket"]["detail"])
+        self.assertIn("free", up["database"]["detail"])
+        self.assertEqual(up["service"]["detail"], os.path.join(units, "ralphd.service"))
+        self.assertIn("ralph-demo-agent 0.1.0", up["agent demo"]["detail"])  # its --version
+        self.assertNotIn("agent command", up, "the command agent has no program of its own")
+        missing = [c for name, c in up.items() if name.startswith("agent ") and c["status"] != "ok"]
+        for check in missing:  # the real agent CLIs are not installed here
+            self.assertEqual(check["status"], "warn", check)
+            self.assertIn("--agent-binary", check["fix"])
+
+        # A socket directory others can enter fails, with the command that fixes it.
+        socket_dir = os.path.dirname(d.socket)
+        os.chmod(socket_dir, 0o755)
+        try:
+            loose = checks(1)
+        finally:
+            os.chmod(socket_dir, 0o700)
+        self.assertEqual(loose["socket"]["status"], "fail", loose["socket"])
+        self.assertEqual(loose["socket"]["fix"], "chmod 700 " + socket_dir)
+
+        human = d.ctl("doctor")
+        self.assertRegex(human.stdout, r"ok +daemon +ralphd ")
+        self.assertRegex(human.stdout, r"warn +linger .*fix: loginctl enable-linger ralph-doctor-test")
+
     def test_usage_errors_exit_2(self):
         d = self.daemon()
         self.assertEqual(d.ctl("no-such-command", check=False).returncode, 2)
@@ -201,7 +251,7 @@ class CliTest(DaemonTestCase):
 
         helped = d.ctl("--help").stdout
         for command in ("submit", "list", "show", "tail", "cancel", "pause", "resume", "daemon",
-                        "agents", "steer", "init", "scheduler", "budget", "report", "gc"):
+                        "agents", "steer", "init", "scheduler", "budget", "report", "gc", "doctor"):
             self.assertRegex(helped, re.compile(r"^\s+%s\s" % command, re.M), command)
         self.assertIn("--follow", d.ctl("submit", "--help").stdout)
         for word in ("cancel", "pause", "resume"):
