@@ -35,7 +35,7 @@ struct check_result {
     std::string check;
     std::string status;  // ok, warn or fail
     std::string detail;
-    std::string fix;     // what to do; empty when ok
+    std::string fix;  // what to do; empty when ok
 };
 
 std::string mode_text(mode_t mode) { return fmt::format("{:04o}", mode & 07777); }
@@ -44,13 +44,14 @@ std::string mode_text(mode_t mode) { return fmt::format("{:04o}", mode & 07777);
 std::optional<proto::daemon_info> check_daemon(const client_context& ctx,
                                                std::vector<check_result>& results) {
     try {
-        auto info = connection(ctx.socket).call(proto::method::daemon_info, {}).get<proto::daemon_info>();
+        auto info =
+            connection(ctx.socket).call(proto::method::daemon_info, {}).get<proto::daemon_info>();
         if (info.version != proto::daemon_version)
-            results.push_back({"daemon", "warn",
-                               fmt::format("ralphd {} (pid {}) answers on {}; this ralphctl is {}",
-                                           info.version, info.pid, ctx.socket,
-                                           proto::daemon_version),
-                               "restart ralphd so that the installed version runs"});
+            results.push_back(
+                {"daemon", "warn",
+                 fmt::format("ralphd {} (pid {}) answers on {}; this ralphctl is {}", info.version,
+                             info.pid, ctx.socket, proto::daemon_version),
+                 "restart ralphd so that the installed version runs"});
         else
             results.push_back({"daemon", "ok",
                                fmt::format("ralphd {} (pid {}) answers on {}", info.version,
@@ -70,10 +71,9 @@ void check_socket(const client_context& ctx, bool daemon_up, std::vector<check_r
     struct stat st {};
     if (::stat(dir.c_str(), &st) != 0) {
         if (!daemon_up)
-            results.push_back({"socket", "ok",
-                               fmt::format("{} does not exist yet; ralphd makes it at start",
-                                           dir.string()),
-                               ""});
+            results.push_back(
+                {"socket", "ok",
+                 fmt::format("{} does not exist yet; ralphd makes it at start", dir.string()), ""});
         return;
     }
     if (st.st_uid != ::geteuid() || (st.st_mode & 077) != 0) {
@@ -87,7 +87,8 @@ void check_socket(const client_context& ctx, bool daemon_up, std::vector<check_r
         return;
     }
     std::string detail = fmt::format("{} is yours, {}", dir.string(), mode_text(st.st_mode));
-    if (::stat(socket.c_str(), &st) == 0) detail += fmt::format("; the socket {}", mode_text(st.st_mode));
+    if (::stat(socket.c_str(), &st) == 0)
+        detail += fmt::format("; the socket {}", mode_text(st.st_mode));
     results.push_back({"socket", "ok", detail, ""});
 }
 
@@ -106,19 +107,20 @@ void check_database(const std::optional<proto::daemon_info>& info,
         return;
     }
     if (::access(dir.c_str(), W_OK) != 0) {
-        results.push_back({"database", "fail",
-                           fmt::format("{} cannot be written", dir.string()),
+        results.push_back({"database", "fail", fmt::format("{} cannot be written", dir.string()),
                            fmt::format("make it yours: chown -R \"$USER\" {}", dir.string())});
         return;
     }
     struct statvfs fs_info {};
     if (::statvfs(dir.c_str(), &fs_info) != 0) {
-        results.push_back({"database", "warn", fmt::format("cannot tell the free space of {}", dir.string()), ""});
+        results.push_back({"database", "warn",
+                           fmt::format("cannot tell the free space of {}", dir.string()), ""});
         return;
     }
     const std::uint64_t free_bytes = std::uint64_t(fs_info.f_bavail) * fs_info.f_frsize;
-    const std::string size =
-        fs::exists(database, ec) ? format_bytes(std::int64_t(fs::file_size(database, ec))) : "not created yet";
+    const std::string size = fs::exists(database, ec)
+                                 ? format_bytes(std::int64_t(fs::file_size(database, ec)))
+                                 : "not created yet";
     const std::string detail = fmt::format("{} ({}); {} free", database.string(), size,
                                            format_bytes(std::int64_t(free_bytes)));
     if (free_bytes < low_disk_bytes)
@@ -136,7 +138,8 @@ std::vector<fs::path> user_unit_dirs() {
         dirs.emplace_back(fs::path(config) / "systemd" / "user");
     else if (const char* home = std::getenv("HOME"); home && *home)
         dirs.emplace_back(fs::path(home) / ".config" / "systemd" / "user");
-    for (const char* dir : {"/etc/systemd/user", "/usr/local/lib/systemd/user", "/usr/lib/systemd/user"})
+    for (const char* dir :
+         {"/etc/systemd/user", "/usr/local/lib/systemd/user", "/usr/lib/systemd/user"})
         dirs.emplace_back(dir);
     return dirs;
 }
@@ -152,16 +155,18 @@ void check_service(std::vector<check_result>& results) {
             break;
         }
     if (installed.empty())
-        results.push_back({"service", "warn",
-                           "ralphd.service is not installed: ralphd runs only while started by hand",
-                           "meson install -C build, then: systemctl --user enable --now ralphd.socket"});
+        results.push_back(
+            {"service", "warn",
+             "ralphd.service is not installed: ralphd runs only while started by hand",
+             "meson install -C build, then: systemctl --user enable --now ralphd.socket"});
     else
         results.push_back({"service", "ok", installed, ""});
 
     const char* user = std::getenv("USER");
     if (!user || !*user) user = std::getenv("LOGNAME");
     if (!user || !*user) {
-        results.push_back({"linger", "warn", "$USER is not set: cannot tell whether lingering is on",
+        results.push_back({"linger", "warn",
+                           "$USER is not set: cannot tell whether lingering is on",
                            "loginctl enable-linger YOUR-NAME"});
         return;
     }
@@ -185,17 +190,17 @@ void check_agents(const client_context& ctx, std::vector<check_result>& results)
         if (agent.program.empty()) continue;  // `command`: the loop names its program
         const std::string check = "agent " + agent.name;
         if (agent.path.empty()) {
-            results.push_back({check, "warn",
-                               fmt::format("{} is not on the daemon's PATH", agent.program),
-                               fmt::format("install it, or start ralphd with --agent-binary {}=PATH",
-                                           agent.name)});
+            results.push_back(
+                {check, "warn", fmt::format("{} is not on the daemon's PATH", agent.program),
+                 fmt::format("install it, or start ralphd with --agent-binary {}=PATH",
+                             agent.name)});
             continue;
         }
         const std::string version = program_version(agent.path);
-        results.push_back({check, "ok",
-                           fmt::format("{} ({})", agent.path,
-                                       version.empty() ? "no version printed" : version),
-                           ""});
+        results.push_back(
+            {check, "ok",
+             fmt::format("{} ({})", agent.path, version.empty() ? "no version printed" : version),
+             ""});
     }
 }
 
@@ -238,8 +243,9 @@ int run_doctor(const client_context& ctx) {
 
 void register_doctor_command(CLI::App& app, client_context& ctx) {
     auto* cmd = app.add_subcommand(
-        "doctor", "Check the daemon, its socket and database, the systemd service and lingering, "
-                  "and the agents' programs, and say what to fix");
+        "doctor",
+        "Check the daemon, its socket and database, the systemd service and lingering, "
+        "and the agents' programs, and say what to fix");
     cmd->callback([&ctx] { ctx.exit_code = run_doctor(ctx); });
 }
 
