@@ -10,6 +10,7 @@ packages=(
     libcli11-dev doctest-dev libsystemd-dev
     python3 git curl procps sqlite3
     systemd       # systemd-analyze, to check the unit files
+    zsh fish      # to test ralphctl's completion scripts for them (bash is there already)
     task-spooler  # the tsp baseline of the benchmarks
 )
 

@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import socket
+import subprocess
 
 from harness import (DaemonTestCase, agent_command, main, scaled, wait_until)
 
@@ -226,6 +227,62 @@ class CliTest(DaemonTestCase):
         self.assertRegex(human.stdout, r"ok +daemon +ralphd ")
         self.assertRegex(human.stdout, r"warn +linger .*fix: loginctl enable-linger ralph-doctor-test")
 
+    def test_completion_scripts_complete_commands_options_and_values(self):
+        d = self.new_daemon_unstarted()  # completion needs no daemon
+        ws = d.workspace("completion-ws")
+        scripts = {}
+        for shell in ("bash", "zsh", "fish"):
+            scripts[shell] = os.path.join(d.root, "completion." + shell)
+            with open(scripts[shell], "w") as f:
+                f.write(d.ctl("completion", shell).stdout)
+
+        def bash(*words):
+            # As bash-completion calls it: the words of the line, the cursor on the last one.
+            proc = subprocess.run(
+                ["bash", "-c", 'source "$1"; shift; COMP_WORDS=("$@"); '
+                 'COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _ralphctl; echo "${COMPREPLY[*]}"',
+                 "bash", scripts["bash"], "ralphctl", *words],
+                capture_output=True, text=True, timeout=scaled(30), check=True)
+            return proc.stdout.split()
+
+        def zsh(*words):
+            # zsh's compadd and _files stand in for the completion system: what would be offered.
+            proc = subprocess.run(
+                ["zsh", "-c", 'compadd() { [[ $1 == -- ]] && shift; local w; '
+                 'for w in "$@"; do [[ $w == ${words[CURRENT]}* ]] && print -r -- $w; done }; '
+                 '_files() { print -r -- "(files $*)" }; source "$1" >/dev/null; shift; '
+                 'words=("$@"); CURRENT=$#words; _ralphctl',
+                 "zsh", scripts["zsh"], "ralphctl", *words],
+                capture_output=True, text=True, timeout=scaled(30))
+            return proc.stdout.split()
+
+        def fish(line):
+            proc = subprocess.run(
+                ["fish", "-c", "source $argv[1]; complete -C $argv[2] | string split -f1 \\t",
+                 scripts["fish"], line],
+                capture_output=True, text=True, timeout=scaled(30), check=True)
+            return sorted(proc.stdout.split())
+
+        self.assertEqual(bash("su"), ["submit"])
+        self.assertEqual(sorted(bash("submit", "--max-")),
+                         ["--max-cost", "--max-iterations", "--max-tokens"])
+        self.assertEqual(bash("--socket", "/x", "daemon", ""), ["status", "stop"])
+        self.assertEqual(bash("submit", "-m", "3", "--idem"), ["--idempotency-key"])
+        self.assertEqual(bash("submit", "--workspace", ws[:-3]), [ws])   # --workspace: a directory
+        self.assertEqual(bash("submit", "-m", ""), [])                    # a number: nothing
+        self.assertIn("--json", bash("list", "--j"), "global options stand after the command")
+
+        self.assertEqual(zsh("su"), ["submit"])
+        self.assertEqual(sorted(zsh("submit", "--max-")),
+                         ["--max-cost", "--max-iterations", "--max-tokens"])
+        self.assertEqual(zsh("scheduler", "p"), ["pause"])
+        self.assertEqual(zsh("submit", "--workspace", ""), ["(files", "-/)"])
+
+        self.assertEqual(fish("ralphctl su"), ["submit"])
+        self.assertEqual(fish("ralphctl submit --max-"),
+                         ["--max-cost", "--max-iterations", "--max-tokens"])
+        self.assertEqual(fish("ralphctl daemon "), ["status", "stop"])
+
     def test_usage_errors_exit_2(self):
         d = self.daemon()
         self.assertEqual(d.ctl("no-such-command", check=False).returncode, 2)
@@ -251,7 +308,8 @@ class CliTest(DaemonTestCase):
 
         helped = d.ctl("--help").stdout
         for command in ("submit", "list", "show", "tail", "cancel", "pause", "resume", "daemon",
-                        "agents", "steer", "init", "scheduler", "budget", "report", "gc", "doctor"):
+                        "agents", "steer", "init", "scheduler", "budget", "report", "gc", "doctor",
+                        "completion"):
             self.assertRegex(helped, re.compile(r"^\s+%s\s" % command, re.M), command)
         self.assertIn("--follow", d.ctl("submit", "--help").stdout)
         for word in ("cancel", "pause", "resume"):

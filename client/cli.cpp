@@ -1,0 +1,81 @@
+#include "client/cli.hpp"
+
+#include "proto/version.hpp"
+
+#include <fmt/format.h>
+
+namespace ralph::client {
+namespace {
+
+using register_function = void (*)(CLI::App&, client_context&);
+
+// The commands in the order of the help text, each with the function that adds it (cancel,
+// pause and resume share one).
+struct command_entry {
+    std::string_view name;
+    register_function add;
+};
+constexpr command_entry commands[] = {
+    {"submit", register_submit_command},
+    {"list", register_list_command},
+    {"show", register_show_command},
+    {"tail", register_tail_command},
+    {"cancel", register_control_commands},
+    {"pause", register_control_commands},
+    {"resume", register_control_commands},
+    {"daemon", register_daemon_command},
+    {"agents", register_agents_command},
+    {"steer", register_steer_command},
+    {"init", register_init_command},
+    {"scheduler", register_scheduler_command},
+    {"budget", register_budget_command},
+    {"report", register_report_command},
+    {"gc", register_gc_command},
+    {"doctor", register_doctor_command},
+    {"completion", register_completion_command},
+};
+
+void register_commands(CLI::App& app, client_context& ctx, std::string_view word) {
+    for (const auto& command : commands) {
+        if (command.name == word) {
+            command.add(app, ctx);
+            return;
+        }
+    }
+    register_function added = nullptr;
+    for (const auto& command : commands) {
+        if (command.add != added) command.add(app, ctx);
+        added = command.add;
+    }
+}
+
+}  // namespace
+
+std::string_view command_word(int argc, char** argv) {
+    for (int i = 1; i < argc; ++i) {
+        const std::string_view arg = argv[i];
+        if (arg == "--socket") {
+            ++i;
+        } else if (!arg.starts_with('-')) {
+            return arg;
+        }
+    }
+    return {};
+}
+
+void define_cli(CLI::App& app, client_context& ctx, std::string_view command) {
+    app.set_version_flag("--version", std::string(proto::daemon_version));
+    // Usage errors look like every other error of ralphctl.
+    app.failure_message([](const CLI::App*, const CLI::Error& e) {
+        return fmt::format("ralphctl: {}\nRun with --help for more information.\n", e.what());
+    });
+    // Global options may also come after the command: `ralphctl list --json`.
+    app.fallthrough();
+    app.require_subcommand(1);
+    app.add_option("--socket", ctx.socket, "ralphd's socket ($RALPH_SOCKET overrides the default)")
+        ->capture_default_str();
+    app.add_flag("--json", ctx.json, "Print JSON documents instead of human output");
+    register_commands(app, ctx, command);
+}
+
+}  // namespace ralph::client

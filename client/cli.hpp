@@ -1,0 +1,19 @@
+// ralphctl's command line: the global options and the commands (CLI11), defined in one place for
+// parsing (main.cpp) and for the shell completions generated from it (commands/completion.cpp).
+#pragma once
+
+#include "client/commands/commands.hpp"
+
+#include <string_view>
+
+namespace ralph::client {
+
+// The command word of the arguments: the first that is neither an option nor --socket's value.
+std::string_view command_word(int argc, char** argv);
+
+// Adds the global options and the command named `command` to `app`, or every command when no
+// command has that name (help, errors, completions). Building every command's options is a third
+// of ralphctl's start-up, and scripts run it often.
+void define_cli(CLI::App& app, client_context& ctx, std::string_view command);
+
+}  // namespace ralph::client
