@@ -33,6 +33,7 @@ constexpr command_entry commands[] = {
     {"gc", register_gc_command},
     {"doctor", register_doctor_command},
     {"completion", register_completion_command},
+    {"man-page", register_man_page_command},
 };
 
 void register_commands(CLI::App& app, client_context& ctx, std::string_view word) {
@@ -64,6 +65,8 @@ std::string_view command_word(int argc, char** argv) {
 }
 
 void define_cli(CLI::App& app, client_context& ctx, std::string_view command) {
+    app.name("ralphctl");
+    app.description("Submit, watch and manage the Ralph loops run by ralphd.");
     app.set_version_flag("--version", std::string(proto::daemon_version));
     // Usage errors look like every other error of ralphctl.
     app.failure_message([](const CLI::App*, const CLI::Error& e) {
@@ -76,6 +79,13 @@ void define_cli(CLI::App& app, client_context& ctx, std::string_view command) {
         ->capture_default_str();
     app.add_flag("--json", ctx.json, "Print JSON documents instead of human output");
     register_commands(app, ctx, command);
+}
+
+std::vector<cli_docs::command_doc> describe_cli() {
+    client_context unused;
+    CLI::App app;
+    define_cli(app, unused, {});
+    return cli_docs::describe(app);
 }
 
 }  // namespace ralph::client

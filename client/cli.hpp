@@ -3,17 +3,23 @@
 #pragma once
 
 #include "client/commands/commands.hpp"
+#include "common/cli_docs.hpp"
 
 #include <string_view>
+#include <vector>
 
 namespace ralph::client {
 
 // The command word of the arguments: the first that is neither an option nor --socket's value.
 std::string_view command_word(int argc, char** argv);
 
-// Adds the global options and the command named `command` to `app`, or every command when no
-// command has that name (help, errors, completions). Building every command's options is a third
-// of ralphctl's start-up, and scripts run it often.
+// Names `app` and adds the global options and the command named `command`, or every command when
+// no command has that name (help, errors). Building every command's options is a third of
+// ralphctl's start-up, and scripts run it often.
 void define_cli(CLI::App& app, client_context& ctx, std::string_view command);
+
+// Every command and option of ralphctl, whichever this run defined: for the completions and the
+// manual page.
+std::vector<cli_docs::command_doc> describe_cli();
 
 }  // namespace ralph::client

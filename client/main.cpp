@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
     ctx.socket = ralph::paths::default_socket().string();
     ctx.colour = stdout_wants_colour();
 
-    CLI::App app("Submit, watch and manage the Ralph loops run by ralphd.", "ralphctl");
+    CLI::App app;
     define_cli(app, ctx, command_word(argc, argv));
 
     try {

@@ -2,6 +2,7 @@
 // database), and runs the daemon on one io_context thread until SIGTERM/SIGINT or
 // daemon.shutdown.
 #include "common/asio.hpp"
+#include "common/cli_docs.hpp"
 #include "common/logging.hpp"
 #include "common/paths.hpp"
 #include "common/text.hpp"
@@ -35,10 +36,29 @@ int lock_database(const std::filesystem::path& db_path) {
     return fd;
 }
 
+// The manual page's prose; its NAME, SYNOPSIS and OPTIONS come from the options below.
+constexpr const char* man_description =
+    "ralphd runs Ralph loops: it starts an AI coding agent's CLI (Claude Code, Codex, opencode, "
+    "Gemini, aider, Kiro or any command) on the same prompt in a workspace, again and again, until "
+    "the agent signals completion or a limit is reached, under per-hour and per-day budgets. Loops "
+    "are queued, run and steered with\n.BR ralphctl (1)\nover a Unix socket (JSON-RPC 2.0), and "
+    "everything is kept in an SQLite database, so that a restarted ralphd goes on where it "
+    "stopped.\n.PP\nIt runs in the foreground, as a systemd user service (ralphd.service, with "
+    "socket activation by ralphd.socket), or by hand.";
+constexpr const char* man_more_sections =
+    ".SH SIGNALS\nSIGTERM and SIGINT end the running agents (SIGTERM to each agent's process "
+    "group, SIGKILL after \\-\\-kill\\-grace) and exit 0; their loops run again at the next "
+    "start.\n"
+    ".SH FILES\n.TP\n$XDG_RUNTIME_DIR/ralph/ralphd.sock\nThe socket (its directory 0700, the "
+    "socket 0600; /tmp/ralph\\-$UID/ without XDG_RUNTIME_DIR).\n.TP\n"
+    "$XDG_STATE_HOME/ralph/ralph.db\nThe database (~/.local/state/ralph/ without "
+    "XDG_STATE_HOME), with the agents' output in output/ next to it.\n"
+    ".SH SEE ALSO\n.BR ralphctl (1),\n.BR systemctl (1)\n";
+
 }  // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{"ralphd: runs queued Ralph loops of AI coding agents"};
+    CLI::App app{"runs queued Ralph loops of AI coding agents", "ralphd"};
     std::string socket_path = ralph::paths::default_socket().string();
     std::string db_path;
     std::string log_level = "info";
@@ -95,7 +115,16 @@ int main(int argc, char** argv) {
     app.add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str();
     app.add_option("--log-file", log_file, "Also log to this file");
     app.set_version_flag("--version", std::string("ralphd ") + ralph::proto::daemon_version);
+    bool print_man_page = false;
+    app.add_flag("--man-page", print_man_page, "Print the manual page (roff) and exit")
+        ->group("");  // not in --help: the build writes ralphd.1 with it
     CLI11_PARSE(app, argc, argv);
+    if (print_man_page) {
+        std::cout << ralph::cli_docs::man_page(ralph::cli_docs::describe(app), "1",
+                                               ralph::proto::daemon_version, man_description,
+                                               man_more_sections);
+        return 0;
+    }
 
     ralph::logging::setup("ralphd", log_level, log_file);
     try {

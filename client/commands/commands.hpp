@@ -36,6 +36,8 @@ void register_report_command(CLI::App& app, client_context& ctx);
 void register_gc_command(CLI::App& app, client_context& ctx);
 void register_doctor_command(CLI::App& app, client_context& ctx);
 void register_completion_command(CLI::App& app, client_context& ctx);
+// Not in --help: the build writes ralphctl.1 with `ralphctl man-page`.
+void register_man_page_command(CLI::App& app, client_context& ctx);
 
 // The first non-empty line `program --version` prints (stdout or stderr) within 5 s; empty when
 // it cannot run, hangs or prints nothing (agents.cpp; also used by doctor).

@@ -7,6 +7,7 @@
 #include "client/cli.hpp"
 
 #include "client/output.hpp"
+#include "common/cli_docs.hpp"
 #include "common/text.hpp"
 
 #include <fmt/format.h>
@@ -19,61 +20,8 @@
 namespace ralph::client {
 namespace {
 
-enum class value_kind { none, text, file, directory };
-
-struct option_doc {
-    std::vector<std::string> flags;  // "-m", "--max-iterations"
-    std::string description;
-    value_kind value = value_kind::none;
-};
-
-struct command_doc {
-    std::string path;  // " daemon status" for `ralphctl daemon status`; "" for ralphctl itself
-    std::string name;
-    std::string description;
-    std::vector<option_doc> options;
-    std::vector<std::string> subcommands;  // names
-};
-
-value_kind value_of(const CLI::Option& option) {
-    if (option.get_expected_max() == 0) return value_kind::none;  // a flag
-    const std::string type = option.get_type_name();
-    if (type.find("DIR") != std::string::npos) return value_kind::directory;
-    if (type.find("FILE") != std::string::npos) return value_kind::file;
-    return value_kind::text;
-}
-
-// The options of `app` and of its option groups (nameless subcommands, each with a --help of its
-// own that the command line never reaches); not the positionals.
-std::vector<option_doc> options_of(const CLI::App& app) {
-    std::vector<option_doc> docs;
-    auto add = [&docs](const CLI::App& from, bool with_help) {
-        for (const CLI::Option* option : from.get_options()) {
-            if (!option->nonpositional() || (!with_help && option == from.get_help_ptr())) continue;
-            option_doc doc;
-            for (const auto& name : option->get_snames()) doc.flags.push_back("-" + name);
-            for (const auto& name : option->get_lnames()) doc.flags.push_back("--" + name);
-            doc.description = option->get_description();
-            doc.value = value_of(*option);
-            docs.push_back(std::move(doc));
-        }
-    };
-    add(app, true);
-    for (const CLI::App* group :
-         app.get_subcommands([](const CLI::App* sub) { return sub->get_name().empty(); }))
-        add(*group, false);
-    return docs;
-}
-
-// ralphctl and every command below it, depth first.
-void describe(const CLI::App& app, const std::string& path, std::vector<command_doc>& out) {
-    command_doc doc{path, app.get_name(), app.get_description(), options_of(app), {}};
-    const auto named =
-        app.get_subcommands([](const CLI::App* sub) { return !sub->get_name().empty(); });
-    for (const CLI::App* sub : named) doc.subcommands.push_back(sub->get_name());
-    out.push_back(std::move(doc));
-    for (const CLI::App* sub : named) describe(*sub, path + " " + sub->get_name(), out);
-}
+using cli_docs::command_doc;
+using cli_docs::value_kind;
 
 // A string in single quotes for any of the three shells.
 std::string shell_quoted(std::string_view value) {
@@ -254,12 +202,7 @@ void register_completion_command(CLI::App& app, client_context& ctx) {
         ->required()
         ->check(CLI::IsMember({"bash", "zsh", "fish"}));
     cmd->callback([&ctx, shell] {
-        // Every command's options, whatever this run of ralphctl defined.
-        client_context scratch = ctx;
-        CLI::App full("", "ralphctl");
-        define_cli(full, scratch, {});
-        std::vector<command_doc> commands;
-        describe(full, "", commands);
+        const std::vector<command_doc> commands = describe_cli();
         const std::string script = *shell == "bash"  ? bash_script(commands)
                                    : *shell == "zsh" ? zsh_script(commands)
                                                      : fish_script(commands);

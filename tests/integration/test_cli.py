@@ -9,7 +9,7 @@ import shutil
 import socket
 import subprocess
 
-from harness import (DaemonTestCase, agent_command, main, scaled, wait_until)
+from harness import (RALPHD, DaemonTestCase, agent_command, main, scaled, wait_until)
 
 
 class CliTest(DaemonTestCase):
@@ -282,6 +282,29 @@ class CliTest(DaemonTestCase):
         self.assertEqual(fish("ralphctl submit --max-"),
                          ["--max-cost", "--max-iterations", "--max-tokens"])
         self.assertEqual(fish("ralphctl daemon "), ["status", "stop"])
+
+    def test_manual_pages_list_every_command_and_option(self):
+        d = self.new_daemon_unstarted()
+        page = d.ctl("man-page").stdout
+        self.assertTrue(page.startswith(".TH RALPHCTL 1 "), page[:80])
+        for section in ("NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "COMMANDS", "EXIT STATUS",
+                        "ENVIRONMENT", "SEE ALSO"):
+            self.assertIn(".SH " + section + "\n", page)
+        for command in ("submit PROMPT", "list", "tail ID", "daemon status", "scheduler set",
+                        "doctor", "completion SHELL"):
+            self.assertIn('.SS "ralphctl %s"\n' % command, page)
+        for flag in ("\\-\\-max\\-iterations", "\\-\\-idempotency\\-key", "\\-\\-json"):
+            self.assertIn(flag, page)
+        self.assertNotIn("man\\-page", page, "the hidden command stays hidden")
+        self.assertNotIn("man-page", d.ctl("--help").stdout)
+
+        daemon_page = subprocess.run([RALPHD, "--man-page"], capture_output=True, text=True,
+                                     check=True, timeout=scaled(30)).stdout
+        self.assertTrue(daemon_page.startswith(".TH RALPHD 1 "), daemon_page[:80])
+        for text in (".SH OPTIONS\n", "\\-\\-kill\\-grace", "\\-\\-max\\-concurrent",
+                     ".SH SIGNALS\n", ".SH FILES\n"):
+            self.assertIn(text, daemon_page)
+        self.assertNotIn("man\\-page", daemon_page)
 
     def test_usage_errors_exit_2(self):
         d = self.daemon()
