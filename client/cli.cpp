@@ -32,6 +32,7 @@ constexpr command_entry commands[] = {
     {"report", register_report_command},
     {"gc", register_gc_command},
     {"doctor", register_doctor_command},
+    {"mcp", register_mcp_command},
     {"completion", register_completion_command},
     {"man-page", register_man_page_command},
 };

@@ -5,11 +5,12 @@
 import json
 import os
 import re
+import select
 import shutil
 import socket
 import subprocess
 
-from harness import (RALPHD, DaemonTestCase, agent_command, main, scaled, wait_until)
+from harness import (RALPHCTL, RALPHD, DaemonTestCase, agent_command, main, scaled, wait_until)
 
 
 class CliTest(DaemonTestCase):
@@ -306,6 +307,79 @@ class CliTest(DaemonTestCase):
             self.assertIn(text, daemon_page)
         self.assertNotIn("man\\-page", daemon_page)
 
+    def test_mcp_serves_tools_that_submit_watch_and_cancel_loops(self):
+        d = self.daemon()
+        mcp = subprocess.Popen([RALPHCTL, "mcp"], env=d.ctl_env(), stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.addCleanup(mcp.kill)
+
+        def send(message):
+            mcp.stdin.write((message if isinstance(message, str) else json.dumps(message)) + "\n")
+            mcp.stdin.flush()
+
+        def receive():
+            ready, _, _ = select.select([mcp.stdout], [], [], scaled(30))
+            self.assertTrue(ready, "ralphctl mcp did not answer")
+            return json.loads(mcp.stdout.readline())
+
+        def call(tool, **arguments):
+            send({"jsonrpc": "2.0", "id": tool, "method": "tools/call",
+                  "params": {"name": tool, "arguments": arguments}})
+            answer = receive()
+            self.assertEqual(answer["id"], tool, answer)
+            content = answer["result"]["content"]
+            self.assertEqual([c["type"] for c in content], ["text"], answer)
+            return answer["result"]["isError"], content[0]["text"]
+
+        send({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"protocolVersion": "2024-11-05", "capabilities": {},
+                         "clientInfo": {"name": "test", "version": "1"}}})
+        init = receive()["result"]
+        self.assertEqual((init["protocolVersion"], init["serverInfo"]["name"]), ("2024-11-05", "ralph"))
+        self.assertIn("tools", init["capabilities"])
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})  # no answer to this
+        send({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+        listed = receive()
+        self.assertEqual(listed["id"], 2, "the notification got no answer")
+        tools = {t["name"]: t for t in listed["result"]["tools"]}
+        self.assertEqual(sorted(tools), ["ralph_cancel", "ralph_get", "ralph_list", "ralph_output",
+                                         "ralph_submit"])
+        self.assertEqual(tools["ralph_submit"]["inputSchema"]["required"], ["workspace"])
+
+        failed, text = call("ralph_submit", workspace=d.workspace(), name="via-mcp",
+                            command=agent_command("count-to-complete.sh", 2), delay_s=0)
+        self.assertFalse(failed, text)
+        loop_id = json.loads(text)["id"]
+        d.wait_state(loop_id, "completed", timeout=30)
+        failed, text = call("ralph_get", id=loop_id)
+        self.assertEqual((failed, json.loads(text)["state"]), (False, "completed"))
+        failed, text = call("ralph_output", id=loop_id, last_lines=3)
+        self.assertFalse(failed)
+        self.assertIn("<promise>COMPLETE</promise>", text)
+        failed, text = call("ralph_list")
+        self.assertEqual([l["name"] for l in json.loads(text)["loops"]], ["via-mcp"])
+
+        failed, text = call("ralph_submit", workspace=d.workspace("sleepy"),
+                            command=agent_command("sleep.sh", 60), delay_s=0)
+        sleeper = json.loads(text)["id"]
+        d.wait_state(sleeper, "running", timeout=20)
+        self.assertFalse(call("ralph_cancel", id=sleeper)[0])
+        d.wait_state(sleeper, "cancelled", timeout=20)
+
+        # What goes wrong is told: by ralphd as a tool error, by the protocol as JSON-RPC errors.
+        self.assertEqual(call("ralph_get", id=999), (True, "no loop with id 999"))
+        send({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+              "params": {"name": "rm_rf", "arguments": {}}})
+        self.assertEqual(receive()["error"]["code"], -32602)
+        send("this is not JSON")
+        self.assertEqual(receive(), {"jsonrpc": "2.0", "id": None,
+                                     "error": {"code": -32700, "message": "Parse error"}})
+        send({"jsonrpc": "2.0", "id": 8, "method": "resources/list"})
+        self.assertEqual(receive()["error"]["code"], -32601)
+
+        out, err = mcp.communicate(timeout=scaled(10))  # closes stdin: its end ends ralphctl mcp
+        self.assertEqual((mcp.returncode, out), (0, ""), err)
+
     def test_usage_errors_exit_2(self):
         d = self.daemon()
         self.assertEqual(d.ctl("no-such-command", check=False).returncode, 2)
@@ -332,7 +406,7 @@ class CliTest(DaemonTestCase):
         helped = d.ctl("--help").stdout
         for command in ("submit", "list", "show", "tail", "cancel", "pause", "resume", "daemon",
                         "agents", "steer", "init", "scheduler", "budget", "report", "gc", "doctor",
-                        "completion"):
+                        "mcp", "completion"):
             self.assertRegex(helped, re.compile(r"^\s+%s\s" % command, re.M), command)
         self.assertIn("--follow", d.ctl("submit", "--help").stdout)
         for word in ("cancel", "pause", "resume"):
