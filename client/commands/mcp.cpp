@@ -36,9 +36,9 @@ nlohmann::json object_schema(nlohmann::json properties, nlohmann::json required)
             {"required", std::move(required)}};
 }
 
-const nlohmann::json id_property = {{"type", "integer"}, {"description", "The loop's id"}};
-
 std::vector<tool> make_tools() {
+    // A local, not a global: every run of ralphctl would build it at start.
+    const nlohmann::json id_property = {{"type", "integer"}, {"description", "The loop's id"}};
     auto pass = [](const nlohmann::json& arguments) { return arguments; };
     return {
         {"ralph_submit",
