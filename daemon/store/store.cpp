@@ -202,6 +202,11 @@ std::int64_t store::next_loop_id() {
     return db_.execAndGet(std::string("SELECT ") + next_loop_id_sql).getInt64();
 }
 
+const proto::submit_params& store::remember_spec(std::int64_t id, proto::submit_params spec) {
+    if (parsed_specs_.size() >= max_parsed_specs) parsed_specs_.clear();
+    return parsed_specs_.insert_or_assign(id, std::move(spec)).first->second;
+}
+
 std::int64_t store::insert_loop(const proto::submit_params& spec, std::int64_t now_ms) {
     query q = prepared(std::string("INSERT INTO loops (id, name, workspace, agent, max_iterations, "
                                    "min_iterations, priority, spec, state, created_at, "
@@ -223,9 +228,7 @@ std::int64_t store::insert_loop(const proto::submit_params& spec, std::int64_t n
     if (!spec.idempotency_key.empty()) q.bind(12, spec.idempotency_key);
     q.exec();
     const std::int64_t id = db_.getLastInsertRowid();
-    // The submit reads its loop back at once, and the runner soon after.
-    if (parsed_specs_.size() >= max_parsed_specs) parsed_specs_.clear();
-    parsed_specs_.emplace(id, spec);
+    remember_spec(id, spec);  // the submit reads its loop back at once, the runner soon after
     return id;
 }
 
@@ -243,14 +246,12 @@ std::optional<proto::loop_info> store::find_loop(std::int64_t id) {
     // A loop's spec never changes after its submit, and ids are not given again: kept from the
     // insert or parsed at the first read (a runner reads its loop at every iteration).
     auto spec = parsed_specs_.find(id);
-    if (spec == parsed_specs_.end()) {
-        if (parsed_specs_.size() >= max_parsed_specs) parsed_specs_.clear();
-        spec = parsed_specs_
-                   .emplace(id, nlohmann::json::parse(q.getColumn(7).getString())
-                                    .get<proto::submit_params>())
-                   .first;
-    }
-    return loop_from_row(q, &spec->second);
+    const proto::submit_params& parsed =
+        spec != parsed_specs_.end()
+            ? spec->second
+            : remember_spec(id, nlohmann::json::parse(q.getColumn(7).getString())
+                                    .get<proto::submit_params>());
+    return loop_from_row(q, &parsed);
 }
 
 proto::loop_info store::get_loop(std::int64_t id) {

@@ -177,8 +177,9 @@ private:
     void insert_events(std::int64_t loop_id, const std::vector<proto::event_info>& events);
     SQLite::Database db_;
     std::map<std::string, cached_statement, std::less<>> statements_;  // after db_: closed first
-    // Specs of loops inserted or read by find_loop, by id; emptied when it reaches
-    // max_parsed_specs.
+    // Specs of loops inserted or read by find_loop, by id (remember_spec adds one, emptying the
+    // cache first when it holds max_parsed_specs).
+    const proto::submit_params& remember_spec(std::int64_t id, proto::submit_params spec);
     static constexpr std::size_t max_parsed_specs = 256;
     std::unordered_map<std::int64_t, proto::submit_params> parsed_specs_;
     std::function<bool(int)> wal_observer_;
