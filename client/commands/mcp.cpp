@@ -96,11 +96,9 @@ nlohmann::json text_result(const std::string& text, bool is_error) {
 nlohmann::json call_tool(const client_context& ctx, const tool& called,
                          const nlohmann::json& arguments) {
     try {
-        nlohmann::json reply =
-            parse_reply(connection(ctx.socket).call_text(called.method, called.params(arguments)));
-        if (auto error = reply.find("error"); error != reply.end())
-            return text_result(error->value("message", std::string("ralphd refused")), true);
-        nlohmann::json result = reply.value("result", nlohmann::json::object());
+        // A refusal of ralphd comes as a client_error too, with its message.
+        const nlohmann::json result =
+            connection(ctx.socket).call(called.method, called.params(arguments));
         if (called.method == std::string_view(proto::method::loop_output))
             return text_result(result.value("data", std::string()), false);
         return text_result(result.dump(), false);
