@@ -147,13 +147,7 @@ std::string fish_script(const std::vector<command_doc>& commands) {
     for (const auto& command : commands) {
         // Where this command's words apply: after its path, before any of its subcommands.
         std::vector<std::string> conditions;
-        std::vector<std::string> path_words;
-        for (std::size_t start = 1; start < command.path.size();) {
-            const auto end = command.path.find(' ', start);
-            path_words.push_back(
-                command.path.substr(start, end == std::string::npos ? end : end - start));
-            start = end == std::string::npos ? command.path.size() : end + 1;
-        }
+        const std::vector<std::string> path_words = text::split_command_words(command.path);
         for (const auto& word : path_words)
             conditions.push_back("__fish_seen_subcommand_from " + word);
         if (!command.subcommands.empty())
