@@ -97,6 +97,15 @@ bench_submit() {
     local tsp_ms; tsp_ms=$(ms_since "$t0")
     tsp -K >/dev/null 2>&1 || true
 
+    # The client's part alone: the same submits with no daemon to answer them (ralphctl parses
+    # its command line, builds the request, finds no socket and exits 3).
+    t0=$(now_ns)
+    for i in $(seq $n); do
+        "$ralphctl" --socket "$tmp/no-daemon.sock" submit --workspace "$workspace" --command true -m 1 \
+            --delay 0 "job $i" >/dev/null 2>&1 && { echo "bench: a submit without a daemon succeeded" >&2; exit 1; }
+    done
+    local alone_ms; alone_ms=$(ms_since "$t0")
+
     start_daemon --max-concurrent 1
     t0=$(now_ns)
     for i in $(seq $n); do
@@ -104,7 +113,7 @@ bench_submit() {
     done
     local ralph_ms; ralph_ms=$(ms_since "$t0")
     stop_daemon
-    echo "submit x$n: tsp ${tsp_ms} ms, ralphctl ${ralph_ms} ms (goal: ralphctl <= tsp)"
+    echo "submit x$n: tsp ${tsp_ms} ms, ralphctl ${ralph_ms} ms (goal: ralphctl <= tsp); ralphctl with no daemon to answer ${alone_ms} ms"
 }
 
 bench_iterations() {
