@@ -31,6 +31,7 @@ constexpr command_entry commands[] = {
     {"budget", register_budget_command},
     {"report", register_report_command},
     {"gc", register_gc_command},
+    {"top", register_top_command},
     {"doctor", register_doctor_command},
     {"mcp", register_mcp_command},
     {"completion", register_completion_command},

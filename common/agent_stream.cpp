@@ -428,6 +428,17 @@ std::string render(const event& e) {
     return {};
 }
 
+std::string render_lines(const std::vector<event>& events) {
+    std::string lines;
+    for (const auto& e : events) {
+        std::string line = render(e);
+        if (line.empty()) continue;
+        lines.append(line);
+        if (line.back() != '\n') lines.push_back('\n');
+    }
+    return lines;
+}
+
 std::unique_ptr<parser> make_parser(format value, std::string prompt) {
     switch (value) {
         case format::claude:

@@ -109,5 +109,7 @@ failure_hint classify_error_text(std::string_view text, std::int64_t now_ms,
 // "● Write ralph-progress.txt", "  ⎿ File created", "✗ API Error: 429 …". Empty for events
 // not worth showing (usage, system bookkeeping).
 std::string render(const event& e);
+// render() of each event worth showing, each line ending in a newline.
+std::string render_lines(const std::vector<event>& events);
 
 }  // namespace ralph::agent_stream

@@ -67,12 +67,7 @@ class output_writer {
 
   private:
     void write_events() {
-        for (const auto& e : events_) {
-            std::string line = agent_stream::render(e);
-            if (line.empty()) continue;
-            if (line.back() != '\n') line.push_back('\n');
-            write_bytes(line);
-        }
+        write_bytes(agent_stream::render_lines(events_));
         events_.clear();
     }
 

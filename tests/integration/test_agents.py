@@ -365,6 +365,14 @@ class ClientTest(AgentTestCase):
         self.assertIn("● Write", rendered)
         self.assertIn("Iteration 1: wrote ralph-progress.txt. More work remains.", rendered)
         self.assertNotIn('{"type"', rendered)
+        # top, with the claude loop selected: its stream rendered the same way, tokens and cost.
+        frame = d.ctl("top", "--once", claude["id"]).stdout
+        self.assertRegex(frame, r"%d\s+c\s+completed\s+2/30\s+\S+\s+480\s+\$0\.0024" % claude["id"])
+        self.assertIn("── loop %d c" % claude["id"], frame)
+        self.assertIn("● Write", frame)
+        self.assertIn("All tasks finished.", frame)
+        self.assertNotIn('{"type"', frame)
+
         raw = d.ctl("tail", "--raw", claude["id"], text=False).stdout
         fixtures = os.environ["RALPH_FIXTURES"]
         recorded = b"".join(open(os.path.join(fixtures, "agents", "claude", s + ".jsonl"), "rb").read()

@@ -739,6 +739,13 @@ TEST_CASE("render: one line per event worth showing") {
     CHECK(as::render(e(event_kind::final_answer, "done")).empty());
     CHECK(as::render(e(event_kind::usage, "")).empty());
     CHECK(as::render(e(event_kind::system, "session x")).empty());
+
+    // render_lines: the shown ones, each ending in one newline.
+    CHECK(as::render_lines({e(event_kind::system, "session x"), e(event_kind::text, "hi"),
+                            e(event_kind::tool_use, "a.txt", "Write"),
+                            e(event_kind::usage, "1 token"), e(event_kind::raw, "line\n")}) ==
+          "hi\n● Write a.txt\nline\n");
+    CHECK(as::render_lines({}).empty());
 }
 
 TEST_CASE("names: formats round-trip through their names, an unknown name is an error") {

@@ -1,0 +1,543 @@
+// `ralphctl top [ID] [--interval S] [--once]`: the live dashboard (SPEC §7). A header (daemon,
+// scheduler, loops per state), one row per loop (every loop that has not ended and the latest
+// that have: iteration X/max, elapsed, tokens, cost), and for the selected loop (ID, else the
+// first running one) its last attempt (summary, diff stats) and the end of its output, rendered
+// like `tail` renders it.
+// Keys: ↑/↓ or k/j select, c cancel, p pause, r resume, q or Ctrl-C quit.
+//
+// It polls, like top(1): every interval (default 1 s) it asks ralphd for the scheduler, the loop
+// list and the selected loop's new output (from the offset it has read up to), and redraws the
+// whole screen; a key redraws at once. Polling keeps it a plain blocking client with one
+// connection, and a dashboard loses nothing by seeing a change up to a second late.
+// On a terminal it takes the alternate screen in raw mode and gives both back however it ends;
+// with --once, or when stdin or stdout is not a terminal, it prints one frame without control
+// sequences and exits (`--json`: the same data as one JSON document).
+#include "client/commands/commands.hpp"
+
+#include "client/connection.hpp"
+#include "client/output.hpp"
+#include "common/agent_stream.hpp"
+#include "common/text.hpp"
+#include "proto/methods.hpp"
+#include "proto/types.hpp"
+
+#include <fmt/format.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <optional>
+
+namespace ralph::client {
+namespace {
+
+struct top_options {
+    std::int64_t id = 0;  // the loop selected at start; 0: the first running one
+    double interval_s = 1.0;
+    bool once = false;
+};
+
+// The loops that have ended shown below the others.
+constexpr std::int64_t ended_rows = 20;
+// Output lines kept for the selected loop (more than any screen shows).
+constexpr std::size_t kept_output_lines = 500;
+// Bytes of new output read per refresh; a loop that writes faster is shown from its end.
+constexpr std::int64_t output_page_bytes = 256 << 10;
+
+const std::vector<std::string> row_fields{
+    "id",         "name",        "state",        "iterations",    "max_iterations",
+    "started_at", "finished_at", "input_tokens", "output_tokens", "cost_usd",
+    "attempts",   "workspace",   "stop_reason",  "resume_at"};
+
+// The terminal in raw mode on the alternate screen, for as long as the object lives.
+class raw_terminal {
+  public:
+    raw_terminal() {
+        ::tcgetattr(STDIN_FILENO, &saved_);
+        termios raw = saved_;
+        // No line editing, no echo, no signals: Ctrl-C arrives as a key and ends top cleanly.
+        raw.c_lflag &= ~tcflag_t(ICANON | ECHO | ISIG | IEXTEN);
+        raw.c_iflag &= ~tcflag_t(IXON | ICRNL);
+        raw.c_cc[VMIN] = 0;
+        raw.c_cc[VTIME] = 0;
+        ::tcsetattr(STDIN_FILENO, TCSAFLUSH, &raw);
+        write_all("\x1b[?1049h\x1b[?25l");
+    }
+    ~raw_terminal() {
+        write_all("\x1b[?25h\x1b[?1049l");
+        ::tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved_);
+    }
+    raw_terminal(const raw_terminal&) = delete;
+    raw_terminal& operator=(const raw_terminal&) = delete;
+
+    static void write_all(std::string_view bytes) {
+        while (!bytes.empty()) {
+            const ssize_t n = ::write(STDOUT_FILENO, bytes.data(), bytes.size());
+            if (n <= 0) return;
+            bytes.remove_prefix(std::size_t(n));
+        }
+    }
+
+  private:
+    termios saved_{};
+};
+
+struct screen_size {
+    std::size_t rows = 24;
+    std::size_t columns = 80;
+};
+
+screen_size terminal_size() {
+    winsize size{};
+    if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) != 0 || size.ws_row == 0 || size.ws_col == 0)
+        return {};
+    return {size.ws_row, size.ws_col};
+}
+
+// The first `width` columns of `text` (code points, as display_width counts them).
+std::string_view clip(std::string_view text, std::size_t width) {
+    std::size_t columns = 0;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        if ((static_cast<unsigned char>(text[i]) & 0xC0) == 0x80) continue;
+        if (columns == width) return text.substr(0, i);
+        ++columns;
+    }
+    return text;
+}
+
+// An output line made safe for the screen: tabs become spaces, escape sequences (colours,
+// cursor movement) and other control characters are dropped.
+std::string printable(std::string_view line) {
+    std::string out;
+    out.reserve(line.size());
+    for (std::size_t i = 0; i < line.size(); ++i) {
+        const auto c = static_cast<unsigned char>(line[i]);
+        if (c == '\t') {
+            out.append("    ");
+        } else if (c == 0x1b) {
+            // CSI: ESC [ parameters final byte (0x40..0x7e); anything else: ESC and one byte.
+            if (i + 1 < line.size() && line[i + 1] == '[') {
+                i += 2;
+                while (i < line.size() && (line[i] < 0x40 || line[i] > 0x7e)) ++i;
+            } else {
+                ++i;
+            }
+        } else if (c >= 0x20 && c != 0x7f) {
+            out.push_back(char(c));
+        }
+    }
+    return out;
+}
+
+std::string format_tokens(std::int64_t tokens) {
+    if (tokens < 1000) return std::to_string(tokens);
+    if (tokens < 1000000) return fmt::format("{:.1f}k", double(tokens) / 1000);
+    return fmt::format("{:.1f}M", double(tokens) / 1000000);
+}
+
+std::int64_t time_field(const nlohmann::json& object, const char* name) {
+    const auto it = object.find(name);
+    return it != object.end() && it->is_string()
+               ? text::parse_iso8601_or_zero(it->get<std::string>())
+               : 0;
+}
+
+// The end of the selected loop's output, as lines, read incrementally.
+class output_view {
+  public:
+    void select(std::int64_t id) {
+        if (id == loop_id_) return;
+        loop_id_ = id;
+        offset_.reset();
+        lines_.clear();
+        partial_.clear();
+        renderer_.reset();
+        attempts_seen_ = -1;
+        last_attempt_ = nlohmann::json();
+    }
+
+    std::int64_t loop_id() const { return loop_id_; }
+    const std::deque<std::string>& lines() const { return lines_; }
+    const std::string& partial() const { return partial_; }
+    const nlohmann::json& last_attempt() const { return last_attempt_; }
+
+    // Reads what the loop wrote since the last call; the first call starts `screen_lines`
+    // lines before the end. `attempts` is the loop's attempt count from the list: the last
+    // attempt is read again only when it changed.
+    void refresh(connection& daemon, std::int64_t attempts, std::size_t screen_lines) {
+        if (loop_id_ == 0) return;
+        if (!offset_) start(daemon, screen_lines);
+        nlohmann::json params{
+            {"id", loop_id_}, {"offset", *offset_}, {"max_bytes", output_page_bytes}};
+        nlohmann::json page = daemon.call(proto::method::loop_output, params);
+        const auto end = page.value("end_offset", std::int64_t(0));
+        const auto next = page.value("next_offset", std::int64_t(0));
+        add(page.value("data", std::string()));
+        // Far behind (a flood): skip to the last page instead of reading everything.
+        offset_ = end - next > output_page_bytes ? end - output_page_bytes : next;
+        if (attempts != attempts_seen_) {
+            attempts_seen_ = attempts;
+            nlohmann::json result = daemon.call(proto::method::loop_iterations, {{"id", loop_id_}});
+            const auto& all = result.at("attempts");
+            last_attempt_ = all.empty() ? nlohmann::json() : all.back();
+        }
+    }
+
+  private:
+    void start(connection& daemon, std::size_t screen_lines) {
+        nlohmann::json loop = daemon.call(proto::method::loop_get, {{"id", loop_id_}});
+        const std::string format =
+            loop.value("agent_info", nlohmann::json::object()).value("output_format", "text");
+        if (format != "text")
+            renderer_ = agent_stream::make_parser(agent_stream::format_from_string(format));
+        // A structured stream needs whole lines from their start: begin at a line boundary.
+        nlohmann::json first =
+            daemon.call(proto::method::loop_output,
+                        {{"id", loop_id_},
+                         {"last_lines", renderer_ ? screen_lines * 4 : screen_lines},
+                         {"max_bytes", 1}});
+        offset_ = first.value("offset", std::int64_t(0));
+    }
+
+    void add(std::string_view bytes) {
+        if (!renderer_) {
+            add_text(bytes);
+            return;
+        }
+        renderer_->feed(bytes, events_);
+        add_text(agent_stream::render_lines(events_));
+        events_.clear();
+    }
+
+    void add_text(std::string_view bytes) {
+        partial_.append(bytes);
+        std::size_t start = 0;
+        for (std::size_t end; (end = partial_.find('\n', start)) != std::string::npos;
+             start = end + 1) {
+            lines_.push_back(printable(std::string_view(partial_).substr(start, end - start)));
+            if (lines_.size() > kept_output_lines) lines_.pop_front();
+        }
+        partial_.erase(0, start);
+    }
+
+    std::int64_t loop_id_ = 0;
+    std::optional<std::int64_t> offset_;
+    std::deque<std::string> lines_;
+    std::string partial_;
+    std::unique_ptr<agent_stream::parser> renderer_;
+    std::vector<agent_stream::event> events_;
+    std::int64_t attempts_seen_ = -1;
+    nlohmann::json last_attempt_;
+};
+
+class dashboard {
+  public:
+    dashboard(const client_context& ctx, bool interactive, std::int64_t selected_id)
+        : daemon_(ctx.socket), interactive_(interactive) {
+        output_.select(selected_id);
+    }
+
+    // Reads everything shown from the daemon.
+    void refresh(std::size_t screen_lines) {
+        info_ = daemon_.call(proto::method::daemon_info, nlohmann::json::object());
+        scheduler_ = daemon_.call(proto::method::scheduler_get, nlohmann::json::object());
+        loops_ = list({"queued", "running", "waiting", "paused"}, 0);
+        for (auto& loop :
+             list({"completed", "exhausted", "failed", "cancelled", "stalled"}, ended_rows))
+            loops_.push_back(std::move(loop));
+        // Keep the selection on its loop; at first, the first running loop; else the first row.
+        auto selected = std::find_if(loops_.begin(), loops_.end(), [&](const auto& loop) {
+            return loop.value("id", std::int64_t(0)) == output_.loop_id();
+        });
+        if (output_.loop_id() == 0)
+            selected = std::find_if(loops_.begin(), loops_.end(), [](const auto& loop) {
+                return loop.value("state", std::string()) == "running";
+            });
+        const std::size_t row =
+            selected != loops_.end() ? std::size_t(selected - loops_.begin()) : 0;
+        select_row(row);
+        if (loops_.empty()) return;
+        try {
+            output_.refresh(daemon_, loops_[row_].value("attempts", std::int64_t(0)), screen_lines);
+        } catch (const client_error& e) {
+            // E.g. the loop was just removed by gc: say so and go on; a lost daemon ends top.
+            if (e.code() == exit_code::unreachable) throw;
+            status_ = e.what();
+        }
+    }
+
+    void move_selection(int delta) {
+        if (loops_.empty()) return;
+        const auto last = std::int64_t(loops_.size()) - 1;
+        select_row(std::size_t(std::clamp<std::int64_t>(std::int64_t(row_) + delta, 0, last)));
+    }
+
+    // cancel / pause / resume of the selected loop; the outcome goes to the status line.
+    void control(const char* method, std::string_view verb) {
+        if (loops_.empty()) return;
+        const auto id = loops_[row_].value("id", std::int64_t(0));
+        try {
+            nlohmann::json loop = daemon_.call(method, {{"id", id}});
+            status_ =
+                fmt::format("{} loop {}: now {}", verb, id, loop.value("state", std::string()));
+        } catch (const client_error& e) {
+            status_ = fmt::format("{} loop {}: {}", verb, id, e.what());
+        }
+    }
+
+    nlohmann::json snapshot() const {
+        return {{"daemon", info_}, {"scheduler", scheduler_}, {"loops", loops_}};
+    }
+
+    std::string render(screen_size size) const {
+        std::vector<std::string> lines;
+        lines.push_back(header());
+        lines.push_back(describe_loop_counts(
+            info_.value("loops_by_state", std::map<std::string, std::int64_t>())));
+        lines.emplace_back();
+        const auto rows = table_lines();
+        // The table gets at most half the screen; the selected row stays visible.
+        const std::size_t table_rows = std::max<std::size_t>(size.rows / 2, 3) - 1;
+        std::size_t first = 0;
+        if (row_ + 1 > table_rows) first = row_ + 1 - table_rows;
+        lines.push_back(rows.front());
+        std::optional<std::size_t> selected_line;
+        for (std::size_t i = first; i < loops_.size() && i - first < table_rows; ++i) {
+            if (i == row_) selected_line = lines.size();
+            lines.push_back(rows[i + 1]);
+        }
+        if (loops_.empty()) lines.emplace_back("  no loops yet: ralphctl submit …");
+        lines.emplace_back();
+        if (!loops_.empty()) add_selected(lines, size);
+        const std::string keys =
+            interactive_ ? "↑/↓ select · c cancel · p pause · r resume · q quit" : std::string();
+        return frame(lines, size, selected_line, keys);
+    }
+
+  private:
+    std::vector<nlohmann::json> list(const std::vector<std::string>& states, std::int64_t limit) {
+        nlohmann::json params{{"states", states}, {"fields", row_fields}};
+        if (limit > 0) params["limit"] = limit;
+        nlohmann::json result = daemon_.call(proto::method::loop_list, params);
+        return result.at("loops").get<std::vector<nlohmann::json>>();
+    }
+
+    void select_row(std::size_t row) {
+        row_ = loops_.empty() ? 0 : std::min(row, loops_.size() - 1);
+        output_.select(loops_.empty() ? 0 : loops_[row_].value("id", std::int64_t(0)));
+    }
+
+    std::string header() const {
+        std::string scheduler =
+            scheduler_.value("paused", false)
+                ? "paused"
+                : fmt::format("{} of {} running", scheduler_.value("running", 0),
+                              scheduler_.value("max_concurrent", 1));
+        const std::string window = scheduler_.value("window", std::string());
+        if (!window.empty()) scheduler += fmt::format(", window {}", window);
+        return fmt::format("ralph {} · scheduler {} · {}", info_.value("version", std::string()),
+                           scheduler, format_local_time(text::now_ms()));
+    }
+
+    // The header line and one line per loop.
+    std::vector<std::string> table_lines() const {
+        table t({{"ID", true},
+                 {"NAME"},
+                 {"STATE"},
+                 {"ITER", true},
+                 {"ELAPSED", true},
+                 {"TOKENS", true},
+                 {"COST", true},
+                 {"WORKSPACE"}});
+        const auto now = text::now_ms();
+        for (const auto& loop : loops_) {
+            t.add_format("{}", loop.value("id", std::int64_t(0)));
+            t.add(loop.value("name", std::string()));
+            t.add(loop.value("state", std::string()));
+            const auto max = loop.value("max_iterations", std::int64_t(0));
+            t.add_format("{}/{}", loop.value("iterations", std::int64_t(0)),
+                         max == 0 ? std::string("∞") : std::to_string(max));
+            const auto started = time_field(loop, "started_at");
+            const auto finished = time_field(loop, "finished_at");
+            t.add(started == 0 ? "-" : format_age((finished != 0 ? finished : now) - started));
+            t.add(format_tokens(loop.value("input_tokens", std::int64_t(0)) +
+                                loop.value("output_tokens", std::int64_t(0))));
+            const auto cost = loop.find("cost_usd");
+            t.add(cost != loop.end() && cost->is_number()
+                      ? fmt::format("${:.4f}", cost->get<double>())
+                      : "-");
+            t.add(shorten_home(loop.value("workspace", std::string())));
+        }
+        fmt::memory_buffer out;
+        t.render(out, false);
+        std::vector<std::string> lines;
+        std::string_view text(out.data(), out.size());
+        for (std::size_t start = 0, end; start < text.size(); start = end + 1) {
+            end = text.find('\n', start);
+            if (end == std::string_view::npos) end = text.size();
+            lines.emplace_back(text.substr(start, end - start));
+        }
+        return lines;
+    }
+
+    // The selected loop: its state, last attempt and the end of its output, to the screen's end.
+    void add_selected(std::vector<std::string>& lines, screen_size size) const {
+        const auto& loop = loops_[row_];
+        std::string title = fmt::format("── loop {} {}", loop.value("id", std::int64_t(0)),
+                                        loop.value("name", std::string()));
+        const std::string reason = loop.value("stop_reason", std::string());
+        if (!reason.empty()) title += " · " + reason;
+        const auto resume_at = time_field(loop, "resume_at");
+        if (resume_at != 0) title += " · goes on at " + format_local_time(resume_at);
+        lines.push_back(title + " ──");
+        const auto& attempt = output_.last_attempt();
+        if (attempt.is_object()) {
+            std::string last = fmt::format("last attempt: iteration {} {}",
+                                           attempt.value("iteration", std::int64_t(0)),
+                                           attempt.value("termination", std::string()));
+            if (attempt.value("files_changed", std::int64_t(0)) > 0)
+                last += fmt::format(" · {} files +{} -{}",
+                                    attempt.value("files_changed", std::int64_t(0)),
+                                    attempt.value("insertions", std::int64_t(0)),
+                                    attempt.value("deletions", std::int64_t(0)));
+            const std::string summary = attempt.value("summary", std::string());
+            if (!summary.empty()) last += " · " + summary;
+            lines.push_back(printable(last));
+        }
+        const std::size_t footer = interactive_ ? 2 : 0;
+        const std::size_t room =
+            size.rows > lines.size() + footer ? size.rows - lines.size() - footer : 0;
+        std::vector<std::string_view> shown;
+        if (!output_.partial().empty()) shown.emplace_back(output_.partial());
+        for (auto it = output_.lines().rbegin();
+             it != output_.lines().rend() && shown.size() < room; ++it)
+            shown.emplace_back(*it);
+        if (shown.size() > room) shown.resize(room);
+        for (auto it = shown.rbegin(); it != shown.rend(); ++it) lines.push_back(printable(*it));
+    }
+
+    std::string frame(const std::vector<std::string>& lines, screen_size size,
+                      std::optional<std::size_t> selected_line, const std::string& keys) const {
+        std::string out;
+        if (!interactive_) {
+            for (const auto& line : lines) out.append(line).push_back('\n');
+            return out;
+        }
+        out.append("\x1b[H");
+        const std::size_t body = size.rows > 2 ? size.rows - 2 : size.rows;
+        for (std::size_t i = 0; i < lines.size() && i < body; ++i) {
+            const bool highlighted = i == selected_line;
+            const bool bold = i == 0 || i == 3;
+            if (highlighted) out.append("\x1b[7m");
+            if (bold) out.append("\x1b[1m");
+            out.append(clip(lines[i], size.columns));
+            if (highlighted || bold) out.append("\x1b[0m");
+            out.append("\x1b[K\r\n");
+        }
+        out.append("\x1b[J");
+        // The status and the keys on the last two lines.
+        out.append(fmt::format("\x1b[{};1H", size.rows - 1));
+        out.append(clip(status_, size.columns)).append("\x1b[K\r\n\x1b[2m");
+        out.append(clip(keys, size.columns)).append("\x1b[0m\x1b[K");
+        return out;
+    }
+
+    connection daemon_;
+    bool interactive_;
+    nlohmann::json info_ = nlohmann::json::object();
+    nlohmann::json scheduler_ = nlohmann::json::object();
+    std::vector<nlohmann::json> loops_;
+    std::size_t row_ = 0;
+    output_view output_;
+    std::string status_;
+};
+
+// What a key does; false: quit.
+bool handle_key(dashboard& board, std::string_view keys) {
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+        const char key = keys[i];
+        if (key == 'q' || key == 'Q' || key == 0x03) return false;
+        if (key == 0x1b && i + 2 < keys.size() && keys[i + 1] == '[') {
+            if (keys[i + 2] == 'A') board.move_selection(-1);
+            if (keys[i + 2] == 'B') board.move_selection(1);
+            i += 2;
+        } else if (key == 'k') {
+            board.move_selection(-1);
+        } else if (key == 'j') {
+            board.move_selection(1);
+        } else if (key == 'c') {
+            board.control(proto::method::loop_cancel, "cancel");
+        } else if (key == 'p') {
+            board.control(proto::method::loop_pause, "pause");
+        } else if (key == 'r') {
+            board.control(proto::method::loop_resume, "resume");
+        }
+    }
+    return true;
+}
+
+int run_top(const client_context& ctx, const top_options& options) {
+    const bool interactive =
+        !options.once && !ctx.json && ::isatty(STDIN_FILENO) == 1 && ::isatty(STDOUT_FILENO) == 1;
+    dashboard board(ctx, interactive, options.id);
+    if (!interactive) {
+        const screen_size size = ::isatty(STDOUT_FILENO) == 1 ? terminal_size() : screen_size{};
+        board.refresh(size.rows);
+        if (ctx.json) {
+            print_json(board.snapshot());
+        } else {
+            const std::string frame = board.render(size);
+            std::fwrite(frame.data(), 1, frame.size(), stdout);
+        }
+        return exit_code::ok;
+    }
+
+    raw_terminal terminal;
+    const auto interval = std::chrono::milliseconds(std::int64_t(options.interval_s * 1000));
+    auto next_refresh = std::chrono::steady_clock::now();
+    for (;;) {
+        const screen_size size = terminal_size();
+        if (std::chrono::steady_clock::now() >= next_refresh) {
+            board.refresh(size.rows);
+            next_refresh = std::chrono::steady_clock::now() + interval;
+        }
+        raw_terminal::write_all(board.render(size));
+        const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(
+            next_refresh - std::chrono::steady_clock::now());
+        pollfd input{STDIN_FILENO, POLLIN, 0};
+        if (::poll(&input, 1, int(std::max<std::int64_t>(wait.count(), 0))) <= 0) continue;
+        char keys[64];
+        const ssize_t n = ::read(STDIN_FILENO, keys, sizeof keys);
+        if (n <= 0) return exit_code::ok;  // the terminal went away
+        const std::string_view pressed(keys, std::size_t(n));
+        if (!handle_key(board, pressed)) return exit_code::ok;
+        // An action changed something: show it now, not at the next tick.
+        if (pressed.find_first_of("cpr") != std::string_view::npos)
+            next_refresh = std::chrono::steady_clock::now();
+    }
+}
+
+}  // namespace
+
+void register_top_command(CLI::App& app, client_context& ctx) {
+    auto options = std::make_shared<top_options>();
+    auto* cmd = app.add_subcommand(
+        "top",
+        "The live dashboard: every loop, the selected one's last attempt and output; keys to "
+        "select, cancel, pause, resume");
+    cmd->add_option("id", options->id,
+                    "The loop selected at start (default: the first running one)");
+    cmd->add_option("--interval", options->interval_s, "Seconds between refreshes")
+        ->check(CLI::Range(0.1, 3600.0))
+        ->capture_default_str();
+    cmd->add_flag("--once", options->once,
+                  "Print one frame and exit (also when stdin or stdout is not a terminal)");
+    cmd->callback([&ctx, options] { ctx.exit_code = run_top(ctx, *options); });
+}
+
+}  // namespace ralph::client
