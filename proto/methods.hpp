@@ -13,6 +13,7 @@ inline constexpr const char* loop_iterations = "loop.iterations";
 inline constexpr const char* loop_output = "loop.output";
 inline constexpr const char* loop_tail = "loop.tail";
 inline constexpr const char* loop_events = "loop.events";
+inline constexpr const char* events_subscribe = "events.subscribe";
 inline constexpr const char* loop_steer = "loop.steer";
 inline constexpr const char* loop_pause = "loop.pause";
 inline constexpr const char* loop_resume = "loop.resume";
@@ -34,5 +35,7 @@ namespace ralph::proto::notification {
 inline constexpr const char* loop_output = "loop.output";
 // A tailed loop changed state: {id, state, stop_reason, iterations, final}.
 inline constexpr const char* loop_state = "loop.state";
+// Some loop changed state (sessions that called events.subscribe): its loop.list summary.
+inline constexpr const char* loop_changed = "loop.changed";
 
 }  // namespace ralph::proto::notification

@@ -1,5 +1,5 @@
 // loop.submit, loop.list, loop.get, loop.cancel, loop.pause, loop.resume, loop.steer,
-// loop.iterations, loop.events, loop.output, loop.tail.
+// loop.iterations, loop.events, loop.output, loop.tail, events.subscribe.
 #include "common/paths.hpp"
 #include "common/text.hpp"
 #include "daemon/agents/agent.hpp"
@@ -341,6 +341,17 @@ void register_loop_methods(method_registry& registry, method_services& services)
                                   {"offset", tail.offset},
                                   {"state", proto::to_string(tail.loop.state)}};
         });
+
+    // No params. From now on the session gets a loop.changed notification (the loop's summary)
+    // at every state change of every loop, submits included.
+    registry.add(proto::method::events_subscribe, [](const nlohmann::json&, call_context& ctx) {
+        if (ctx.session == nullptr)
+            throw rpc_error(error_kind::invalid_params,
+                            "events.subscribe sends notifications and needs a WebSocket session "
+                            "(GET /rpc with Upgrade: websocket)");
+        ctx.session->subscribe_events();
+        return nlohmann::json{{"subscribed", true}};
+    });
 }
 
 }  // namespace ralph::rpc

@@ -31,6 +31,7 @@ void subscriber_hub::leave(std::int64_t loop_id, tail_sink* sink) {
 }
 
 void subscriber_hub::leave_all(tail_sink* sink) {
+    event_watchers_.erase(sink);
     for (auto it = watchers_.begin(); it != watchers_.end();) {
         it->second.erase(sink);
         it = it->second.empty() ? watchers_.erase(it) : std::next(it);
@@ -43,6 +44,10 @@ void subscriber_hub::output_committed(std::int64_t loop_id, std::int64_t end) {
 
 void subscriber_hub::state_changed(const proto::loop_info& loop) {
     for_each_watcher(watchers_, loop.id, [&](tail_sink* sink) { sink->on_state(loop); });
+    // A sink may leave (be closed) from inside a call: iterate over a copy and re-check.
+    const std::vector<tail_sink*> sinks(event_watchers_.begin(), event_watchers_.end());
+    for (tail_sink* sink : sinks)
+        if (event_watchers_.contains(sink)) sink->on_event(loop);
 }
 
 void subscriber_hub::loop_removed(std::int64_t loop_id) {

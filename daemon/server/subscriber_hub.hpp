@@ -1,6 +1,6 @@
-// Who watches which loop. WebSocket sessions subscribe to loops (loop.tail); the output log and
-// the scheduler tell the hub when a loop's persisted output grew or its state changed, and the
-// hub wakes the sessions concerned. The hub never holds output bytes: each subscription is a
+// Who watches which loop. WebSocket sessions subscribe to loops (loop.tail) or to every loop's
+// state changes (events.subscribe); the output log and the scheduler tell the hub when a loop's
+// persisted output grew or its state changed, and the hub wakes the sessions concerned. The hub never holds output bytes: each subscription is a
 // cursor into the persisted output, so a slow client only falls behind and never grows memory.
 // Single-threaded: everything runs on the daemon's io_context thread.
 #pragma once
@@ -35,23 +35,32 @@ public:
     virtual void on_state(const proto::loop_info& loop) = 0;
     // The loop's history was removed (history.gc): the subscription ends now, with what was sent.
     virtual void on_removed(std::int64_t loop_id) = 0;
+    // Starts the subscription to every loop's state changes (events.subscribe); throws
+    // proto::rpc_error when the session has one already or is closing.
+    virtual void subscribe_events() = 0;
+    // Some loop changed state (only for a session subscribed to events).
+    virtual void on_event(const proto::loop_info& loop) = 0;
 };
 
 class subscriber_hub {
 public:
     void join(std::int64_t loop_id, tail_sink* sink) { watchers_[loop_id].insert(sink); }
+    void join_events(tail_sink* sink) { event_watchers_.insert(sink); }
     void leave(std::int64_t loop_id, tail_sink* sink);
-    // Removes the sink from every loop (called by a closing session).
+    // Removes the sink from every loop and from the events (called by a closing session).
     void leave_all(tail_sink* sink);
 
     void output_committed(std::int64_t loop_id, std::int64_t end);
     void state_changed(const proto::loop_info& loop);
     void loop_removed(std::int64_t loop_id);
-    // Whether any session watches the loop.
-    bool watched(std::int64_t loop_id) const { return watchers_.count(loop_id) > 0; }
+    // Whether any session watches the loop, by tail or by events.
+    bool watched(std::int64_t loop_id) const {
+        return !event_watchers_.empty() || watchers_.count(loop_id) > 0;
+    }
 
 private:
     std::map<std::int64_t, std::set<tail_sink*>> watchers_;
+    std::set<tail_sink*> event_watchers_;
 };
 
 }  // namespace ralph

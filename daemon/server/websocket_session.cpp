@@ -268,6 +268,7 @@ void websocket_session::stop_serving() {
     serving_ = false;
     state_->context.hub.leave_all(this);
     tails_.clear();
+    events_ = false;
     outbox_.clear();
     wake_writer();
 }
@@ -319,6 +320,23 @@ void websocket_session::on_state(const proto::loop_info& loop) {
         wake_writer();  // announced (final: true) once the remaining output is sent
     else
         enqueue(state_notification(loop, false));
+}
+
+void websocket_session::subscribe_events() {
+    if (!serving_)
+        throw proto::rpc_error(proto::error_kind::limit_exceeded, "this session is being closed");
+    if (events_)
+        throw proto::rpc_error(proto::error_kind::invalid_params,
+                               "this session is subscribed to the events already");
+    events_ = true;
+    state_->context.hub.join_events(this);
+}
+
+void websocket_session::on_event(const proto::loop_info& loop) {
+    // Queued like a reply: a client that stops reading is dropped at the outbox's bound.
+    if (events_)
+        enqueue(rpc::serialize(
+            rpc::make_notification(proto::notification::loop_changed, proto::summary_json(loop))));
 }
 
 }  // namespace ralph

@@ -46,6 +46,8 @@ class websocket_session : public connection,
     void on_output(std::int64_t loop_id, std::int64_t end) override;
     void on_state(const proto::loop_info& loop) override;
     void on_removed(std::int64_t loop_id) override;
+    void subscribe_events() override;
+    void on_event(const proto::loop_info& loop) override;
 
   private:
     struct cursor {
@@ -84,6 +86,7 @@ class websocket_session : public connection,
     // paced tail may send again.
     std::optional<std::chrono::steady_clock::time_point> paced_until_;
     bool serving_ = true;                   // false once closing: no more work is accepted
+    bool events_ = false;                   // subscribed to every loop's state changes
 };
 
 }  // namespace ralph

@@ -5,7 +5,8 @@ and the documented application error codes, and requests over a WebSocket sessio
 import json
 import os
 
-from harness import FIXTURES, DaemonTestCase, main, post_raw_streaming
+from harness import (FIXTURES, DaemonTestCase, RpcError, agent_command, main,
+                     post_raw_streaming)
 
 # ralphd has none of the example methods (subtract, sum, get_data, ...), so where the
 # specification expects a result, ralphd must answer "method not found" for the same id.
@@ -137,6 +138,48 @@ class JsonRpcTest(DaemonTestCase):
             self.assertEqual(replies[1]["error"]["code"], METHOD_NOT_FOUND)
             session.send_text("{oops")
             self.assertEqual(session.recv_json()["error"]["code"], -32700)
+
+    def test_events_subscribe_announces_every_state_change_of_every_loop(self):
+        d = self.daemon()
+        with self.assertRaises(RpcError) as refused:
+            d.call("events.subscribe")  # HTTP cannot carry notifications
+        self.assertEqual(refused.exception.code, -32602)
+        self.assertIn("WebSocket", refused.exception.message)
+
+        with d.websocket() as events, d.websocket() as quiet:
+            events.send_json({"jsonrpc": "2.0", "id": 1, "method": "events.subscribe"})
+            self.assertEqual(events.recv_json(), {"jsonrpc": "2.0", "id": 1,
+                                                  "result": {"subscribed": True}})
+            events.send_json({"jsonrpc": "2.0", "id": 2, "method": "events.subscribe"})
+            self.assertEqual(events.recv_json()["error"]["code"], -32602, "only once a session")
+
+            # Two iterations with a delay between them: queued, running, waiting, running, completed.
+            ws = d.workspace()
+            done = d.submit(ws, agent_command("count-to-complete.sh", 2), name="two-steps",
+                            delay_s=0.3)
+            changes = []
+            while not changes or changes[-1]["state"] != "completed":
+                message = events.recv_json()
+                self.assertEqual(message["method"], "loop.changed", message)
+                self.assertEqual(message["params"]["id"], done["id"])
+                changes.append(message["params"])
+            self.assertEqual([c["state"] for c in changes],
+                             ["queued", "running", "waiting", "running", "completed"])
+            self.assertEqual(changes[-1]["iterations"], 2)
+            self.assertEqual(changes[-1]["name"], "two-steps")
+            self.assertIsNotNone(changes[-1]["finished_at"])
+
+            # Every loop, also one that never runs: a paused scheduler, then a cancel.
+            d.call("scheduler.set", {"paused": True})
+            waiting = d.submit(ws, agent_command("never-complete.sh"), name="never-runs")
+            d.call("loop.cancel", {"id": waiting["id"]})
+            states = [events.recv_json()["params"] for _ in range(2)]
+            self.assertEqual([(c["id"], c["state"]) for c in states],
+                             [(waiting["id"], "queued"), (waiting["id"], "cancelled")])
+
+            # A session that did not subscribe heard none of it.
+            quiet.send_json({"jsonrpc": "2.0", "id": 7, "method": "daemon.info"})
+            self.assertEqual(quiet.recv_json()["id"], 7)
 
 
 if __name__ == "__main__":

@@ -100,10 +100,13 @@ class recording_sink : public ralph::tail_sink {
     }
     void on_state(const ralph::proto::loop_info& loop) override { states.push_back(loop.id); }
     void on_removed(std::int64_t loop_id) override { removed.push_back(loop_id); }
+    void subscribe_events() override {}
+    void on_event(const ralph::proto::loop_info& loop) override { events.push_back(loop.id); }
 
     std::vector<std::pair<std::int64_t, std::int64_t>> outputs;
     std::vector<std::int64_t> states;
     std::vector<std::int64_t> removed;
+    std::vector<std::int64_t> events;
 };
 
 }  // namespace
@@ -364,6 +367,30 @@ TEST_CASE_FIXTURE(hub_with_two_sinks,
     hub.output_committed(2, 100);
     CHECK(a.outputs.empty());
     CHECK(b.outputs == std::vector<std::pair<std::int64_t, std::int64_t>>{{2, 100}});
+}
+
+TEST_CASE_FIXTURE(hub_with_two_sinks,
+                  "subscriber hub: an events sink hears every loop's state changes, until it leaves") {
+    recording_sink events;
+    CHECK_FALSE(hub.watched(3));
+    hub.join_events(&events);
+    CHECK(hub.watched(3));  // the daemon reads a loop's new state for it
+    ralph::proto::loop_info loop;
+    for (std::int64_t id : {1, 2, 3}) {
+        loop.id = id;
+        hub.state_changed(loop);
+    }
+    CHECK(events.events == std::vector<std::int64_t>{1, 2, 3});
+    CHECK(events.states.empty());  // not a tail of any loop
+    CHECK(a.states == std::vector<std::int64_t>{1});
+    CHECK(a.events.empty());
+    hub.output_committed(3, 10);
+    CHECK(events.outputs.empty());
+
+    hub.leave_all(&events);
+    CHECK_FALSE(hub.watched(3));
+    hub.state_changed(loop);
+    CHECK(events.events.size() == 3);
 }
 
 TEST_CASE("subscriber hub: a sink removed while the hub notifies is not called afterwards") {
