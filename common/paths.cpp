@@ -33,6 +33,14 @@ fs::path default_database() {
     throw std::runtime_error("cannot find a state directory: neither XDG_STATE_HOME nor HOME is set");
 }
 
+fs::path default_config() {
+    if (auto config = env_or_empty("XDG_CONFIG_HOME"); !config.empty())
+        return fs::path(config) / "ralph" / "ralphd.conf";
+    if (auto home = env_or_empty("HOME"); !home.empty())
+        return fs::path(home) / ".config" / "ralph" / "ralphd.conf";
+    return {};
+}
+
 void make_private_directory(const fs::path& dir) {
     std::error_code ec;
     fs::create_directories(dir, ec);

@@ -13,6 +13,10 @@ std::filesystem::path default_socket();
 // $XDG_STATE_HOME/ralph/ralph.db, else ~/.local/state/ralph/ralph.db.
 std::filesystem::path default_database();
 
+// ralphd's config file: $XDG_CONFIG_HOME/ralph/ralphd.conf, else ~/.config/ralph/ralphd.conf;
+// empty when neither variable is set.
+std::filesystem::path default_config();
+
 // Creates `dir` (and parents) and makes sure the last component is owned by us with mode 0700.
 // Throws std::runtime_error naming the directory when that is not possible.
 void make_private_directory(const std::filesystem::path& dir);

@@ -79,11 +79,7 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
     rpc::register_agent_methods(registry_, services_);
     rpc::register_history_methods(registry_, services_);
     rpc::register_scheduler_methods(registry_, services_);
-    if (options_.max_concurrent) {
-        proto::scheduler_settings settings = gate_.scheduler_settings();
-        settings.max_concurrent = *options_.max_concurrent;
-        gate_.set_scheduler_settings(settings);
-    }
+    if (options_.max_concurrent) store_max_concurrent(*options_.max_concurrent);
     if (clock_.adjustable())
         spdlog::warn("test clock: debug.clock may shift this daemon's time (now {})",
                      text::format_iso8601(clock_.now_ms()));
@@ -105,6 +101,25 @@ std::int64_t ralphd::forget_loop(std::int64_t loop_id) {
     std::filesystem::remove_all(runner_ctx_.scratch_dir / ("loop-" + std::to_string(loop_id)), ec);
     if (ec) spdlog::warn("loop {}: cannot remove its scratch directory: {}", loop_id, ec.message());
     return bytes;
+}
+
+void ralphd::reload(const daemon_options& options) {
+    options_.kill_grace = runner_ctx_.kill_grace = options.kill_grace;
+    options_.binaries = runner_ctx_.binaries = options.binaries;
+    options_.rate_limit_margin = runner_ctx_.rate_limit_margin = options.rate_limit_margin;
+    options_.rate_limit_wait = runner_ctx_.rate_limit_wait = options.rate_limit_wait;
+    options_.hooks = options.hooks;
+    hooks_.set_settings(options.hooks);
+    if (options.max_concurrent) {
+        store_max_concurrent(*options.max_concurrent);
+        scheduler_.schedule();  // more slots may start queued loops now
+    }
+}
+
+void ralphd::store_max_concurrent(std::int64_t max_concurrent) {
+    proto::scheduler_settings settings = gate_.scheduler_settings();
+    settings.max_concurrent = max_concurrent;
+    gate_.set_scheduler_settings(settings);
 }
 
 void ralphd::recover() {

@@ -49,9 +49,15 @@ public:
     // Stops accepting, ends the agents (loops go back to queued), then stops the io_context.
     // Idempotent.
     void shutdown();
+    // SIGHUP: takes the settings of `options` that can change while loops run (kill grace, agent
+    // programs, rate-limit waits, hooks, max_concurrent when given); the rest is ignored.
+    // Running loops use the new values from their next step on (a kill, a wait, a spawn).
+    void reload(const daemon_options& options);
 
 private:
     void recover();
+    // --max-concurrent replaces the stored scheduler setting (at start and at SIGHUP).
+    void store_max_concurrent(std::int64_t max_concurrent);
     // Tells systemd's watchdog (WatchdogSec= of ralphd.service) that the io thread is alive, now
     // and every `interval` after.
     void ping_watchdog(std::chrono::microseconds interval);

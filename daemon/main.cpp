@@ -1,6 +1,6 @@
-// ralphd: the Ralph loop daemon. Parses flags, takes the database lock (one daemon per
-// database), and runs the daemon on one io_context thread until SIGTERM/SIGINT or
-// daemon.shutdown.
+// ralphd: the Ralph loop daemon. Parses flags and the config file, takes the database lock (one
+// daemon per database), and runs the daemon on one io_context thread until SIGTERM/SIGINT or
+// daemon.shutdown; SIGHUP reloads the configuration.
 #include "common/asio.hpp"
 #include "common/cli_docs.hpp"
 #include "common/logging.hpp"
@@ -20,6 +20,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 
 namespace {
@@ -48,41 +49,58 @@ constexpr const char* man_description =
 constexpr const char* man_more_sections =
     ".SH SIGNALS\nSIGTERM and SIGINT end the running agents (SIGTERM to each agent's process "
     "group, SIGKILL after \\-\\-kill\\-grace) and exit 0; their loops run again at the next "
-    "start.\n"
-    ".SH FILES\n.TP\n$XDG_RUNTIME_DIR/ralph/ralphd.sock\nThe socket (its directory 0700, the "
+    "start. SIGHUP reads the flags and the config file again and applies them (the log level "
+    "and file, \\-\\-max\\-concurrent, agent programs, hooks, grace and rate\\-limit waits; the "
+    "socket, the database and \\-\\-test\\-clock need a restart); a file that does not parse "
+    "changes nothing.\n"
+    ".SH FILES\n.TP\n$XDG_CONFIG_HOME/ralph/ralphd.conf\nThe config file (~/.config/ralph/ "
+    "without XDG_CONFIG_HOME): options without their dashes, `max\\-concurrent = 2`.\n.TP\n$XDG_RUNTIME_DIR/ralph/ralphd.sock\nThe socket (its directory 0700, the "
     "socket 0600; /tmp/ralph\\-$UID/ without XDG_RUNTIME_DIR).\n.TP\n"
     "$XDG_STATE_HOME/ralph/ralph.db\nThe database (~/.local/state/ralph/ without "
     "XDG_STATE_HOME), with the agents' output in output/ next to it.\n"
     ".SH SEE ALSO\n.BR ralphctl (1),\n.BR systemctl (1)\n";
 
-}  // namespace
-
-int main(int argc, char** argv) {
-    CLI::App app{"runs queued Ralph loops of AI coding agents", "ralphd"};
+// ralphd's settings as given: the command-line flags over the config file (CLI11 reads both).
+// Parsed at start and again at each SIGHUP, from the same argv, so the flags keep winning.
+struct command_line {
     std::string socket_path = ralph::paths::default_socket().string();
     std::string db_path;
     std::string log_level = "info";
     std::string log_file;
     double kill_grace_s = 10;
-    std::int64_t max_concurrent = 1;
+    std::int64_t max_concurrent = 0;  // 0: not given
+    std::int64_t test_clock_start_ms = -1;
     std::vector<std::string> agent_binaries;
     double rate_limit_margin_s = 60;
     double rate_limit_wait_s = 60;
     std::string on_done;
     double hook_timeout_s = 60;
     bool notify = false;
+    bool print_man_page = false;
+
+    void define(CLI::App& app);
+    // The daemon's options (all but listen_fd); throws std::invalid_argument for an unknown agent
+    // name in --agent-binary.
+    ralph::daemon_options options() const;
+};
+
+void command_line::define(CLI::App& app) {
+    app.set_config("--config", ralph::paths::default_config().string(),
+                   "Read options from this file, one `name = value` per line (e.g. "
+                   "`max-concurrent = 2`, `agent-binary = [\"claude=/opt/claude\"]`); flags given "
+                   "on the command line win. Read again at SIGHUP");
+    // A misspelt name in the file is an error, not a setting silently ignored.
+    app.allow_config_extras(CLI::config_extras_mode::error);
     app.add_option("--socket", socket_path, "Unix socket to listen on (env RALPH_SOCKET)")
         ->capture_default_str();
     app.add_option("--db", db_path, "SQLite database (default $XDG_STATE_HOME/ralph/ralph.db)");
     app.add_option("--kill-grace", kill_grace_s, "Seconds between SIGTERM and SIGKILL for agents")
         ->capture_default_str()
         ->check(CLI::PositiveNumber);
-    auto* max_concurrent_option =
-        app.add_option("--max-concurrent", max_concurrent,
-                       "Loops running at once (stored: replaces what `ralphctl scheduler set` "
-                       "chose; default 1)")
-            ->check(CLI::Range(std::int64_t(1), std::int64_t(1000)));
-    std::int64_t test_clock_start_ms = -1;
+    app.add_option("--max-concurrent", max_concurrent,
+                   "Loops running at once (stored: replaces what `ralphctl scheduler set` "
+                   "chose; default 1)")
+        ->check(CLI::Range(std::int64_t(1), std::int64_t(1000)));
     app.add_option("--test-clock", test_clock_start_ms,
                    "For tests: start the wall clock at this epoch ms (0 = now) and let "
                    "debug.clock shift it")
@@ -112,43 +130,91 @@ int main(int argc, char** argv) {
         ->check(CLI::PositiveNumber);
     app.add_flag("--notify", notify,
                  "Desktop notification (notify-send, when on PATH) when a loop ends");
-    app.add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str();
-    app.add_option("--log-file", log_file, "Also log to this file");
+    app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
+    app.add_option("--log-file", log_file, "Also log to this file (opened again at SIGHUP)");
     app.set_version_flag("--version", std::string("ralphd ") + ralph::proto::daemon_version);
-    bool print_man_page = false;
     app.add_flag("--man-page", print_man_page, "Print the manual page (roff) and exit")
         ->group("");  // not in --help: the build writes ralphd.1 with it
+}
+
+ralph::daemon_options command_line::options() const {
+    ralph::daemon_options options;
+    options.socket_path = socket_path;
+    options.db_path = db_path.empty() ? ralph::paths::default_database() : std::filesystem::path(db_path);
+    options.db_path = std::filesystem::absolute(options.db_path);
+    options.kill_grace = std::chrono::milliseconds(std::llround(kill_grace_s * 1000));
+    if (max_concurrent > 0) options.max_concurrent = max_concurrent;
+    options.test_clock = test_clock_start_ms >= 0;
+    options.test_clock_start_ms = std::max<std::int64_t>(0, test_clock_start_ms);
+    for (const auto& binary : agent_binaries) {
+        auto eq = binary.find('=');
+        ralph::find_agent(binary.substr(0, eq));  // an unknown agent name is an error
+        options.binaries[binary.substr(0, eq)] = binary.substr(eq + 1);
+    }
+    options.rate_limit_margin = std::chrono::milliseconds(std::llround(rate_limit_margin_s * 1000));
+    options.rate_limit_wait = std::chrono::milliseconds(std::llround(rate_limit_wait_s * 1000));
+    options.hooks.on_done = on_done;
+    options.hooks.notify = notify;
+    options.hooks.time_limit = std::chrono::milliseconds(std::llround(hook_timeout_s * 1000));
+    options.hooks.shutdown_grace = options.kill_grace;
+    return options;
+}
+
+void warn_if_notify_send_is_missing(bool notify) {
+    if (notify && ralph::notify_send_program().empty())
+        spdlog::warn("--notify: notify-send is not on PATH; no desktop notification until it is");
+}
+
+// SIGHUP: reads the flags and the config file again and applies what can change while loops
+// run; the socket, the database and the test clock need a restart. A file that does not parse
+// changes nothing.
+void reload_config(ralph::ralphd& daemon, command_line& running, int argc, char** argv) {
+    command_line fresh;
+    CLI::App app;
+    fresh.define(app);
+    try {
+        app.parse(argc, argv);
+        ralph::daemon_options options = fresh.options();
+        const ralph::daemon_options before = running.options();
+        if (options.socket_path != before.socket_path || options.db_path != before.db_path ||
+            fresh.test_clock_start_ms != running.test_clock_start_ms)
+            spdlog::warn("SIGHUP: the socket, the database and the test clock change only at "
+                         "the next start");
+        fresh.socket_path = running.socket_path;
+        fresh.db_path = running.db_path;
+        fresh.test_clock_start_ms = running.test_clock_start_ms;
+        ralph::logging::setup("ralphd", fresh.log_level, fresh.log_file);
+        daemon.reload(options);
+        warn_if_notify_send_is_missing(fresh.notify);
+        running = std::move(fresh);
+        const std::string config = app.get_config_ptr()->as<std::string>();
+        spdlog::info("SIGHUP: configuration reloaded ({})",
+                     std::filesystem::exists(config) ? "flags and " + config : "flags only");
+    } catch (const std::exception& e) {
+        spdlog::error("SIGHUP: the configuration was not reloaded, nothing changed: {}", e.what());
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"runs queued Ralph loops of AI coding agents", "ralphd"};
+    command_line line;
+    line.define(app);
     CLI11_PARSE(app, argc, argv);
-    if (print_man_page) {
+    if (line.print_man_page) {
         std::cout << ralph::cli_docs::man_page(ralph::cli_docs::describe(app), "1",
                                                ralph::proto::daemon_version, man_description,
                                                man_more_sections);
         return 0;
     }
 
-    ralph::logging::setup("ralphd", log_level, log_file);
+    ralph::logging::setup("ralphd", line.log_level, line.log_file);
     try {
-        ralph::daemon_options options;
-        options.socket_path = socket_path;
-        options.db_path = db_path.empty() ? ralph::paths::default_database() : std::filesystem::path(db_path);
-        options.db_path = std::filesystem::absolute(options.db_path);
-        options.kill_grace = std::chrono::milliseconds(std::llround(kill_grace_s * 1000));
-        if (max_concurrent_option->count() > 0) options.max_concurrent = max_concurrent;
-        options.test_clock = test_clock_start_ms >= 0;
-        options.test_clock_start_ms = std::max<std::int64_t>(0, test_clock_start_ms);
-        for (const auto& binary : agent_binaries) {
-            auto eq = binary.find('=');
-            ralph::find_agent(binary.substr(0, eq));  // an unknown agent name is an error
-            options.binaries[binary.substr(0, eq)] = binary.substr(eq + 1);
-        }
-        options.rate_limit_margin = std::chrono::milliseconds(std::llround(rate_limit_margin_s * 1000));
-        options.rate_limit_wait = std::chrono::milliseconds(std::llround(rate_limit_wait_s * 1000));
-        options.hooks.on_done = on_done;
-        options.hooks.notify = notify;
-        options.hooks.time_limit = std::chrono::milliseconds(std::llround(hook_timeout_s * 1000));
-        options.hooks.shutdown_grace = options.kill_grace;
-        if (notify && ralph::notify_send_program().empty())
-            spdlog::warn("--notify: notify-send is not on PATH; no desktop notification until it is");
+        ralph::daemon_options options = line.options();
+        warn_if_notify_send_is_missing(line.notify);
         // systemd socket activation hands us the listening socket as fd 3.
         if (::sd_listen_fds(1) == 1) options.listen_fd = SD_LISTEN_FDS_START;
         else ralph::paths::make_private_directory(options.socket_path.parent_path());
@@ -165,6 +231,15 @@ int main(int argc, char** argv) {
             spdlog::info("received signal {}", signal);
             daemon.shutdown();
         });
+        ralph::net::signal_set reload_signal(io, SIGHUP);
+        std::function<void()> wait_for_reload = [&] {
+            reload_signal.async_wait([&](boost::system::error_code ec, int) {
+                if (ec) return;
+                reload_config(daemon, line, argc, argv);
+                wait_for_reload();
+            });
+        };
+        wait_for_reload();
         daemon.start();
         io.run();
         ::close(lock_fd);

@@ -62,6 +62,8 @@ public:
 
     // Starts the hooks of a loop that has just reached an end state (after its commit).
     void loop_ended(const proto::loop_info& loop);
+    // New settings (SIGHUP) for the hooks started from now on.
+    void set_settings(hook_settings settings) { settings_ = std::move(settings); }
     // Gives running hooks the shutdown grace to end, kills what is left, and calls `done` once
     // none runs (at once when none does). No hook starts afterwards.
     void shutdown(std::function<void()> done);

@@ -1,14 +1,17 @@
 """The ralphd process: default paths and their permissions, daemon.info, refusing a second
-daemon on a live socket, replacing a stale socket file, and refusing other uids."""
+daemon on a live socket, replacing a stale socket file, refusing other uids, and the config file
+with its reload at SIGHUP."""
 
 import json
 import os
+import signal
 import socket
 import stat
 import subprocess
 import sys
 
-from harness import (RALPHD, DaemonTestCase, agent_command, main, parse_time, scaled)
+from harness import (RALPHD, DaemonTestCase, agent_command, main, parse_time, scaled,
+                     wait_until)
 
 # Run by a child process: drops to uid/gid 65534 but keeps CAP_DAC_OVERRIDE, so file permissions
 # (dir 0700, socket 0600) do not stop it and only the daemon's SO_PEERCRED check can refuse it.
@@ -150,6 +153,84 @@ class DaemonProcessTest(DaemonTestCase):
         # Refused and logged, and the daemon goes on serving its owner.
         self.assertEqual(d.call("daemon.info")["pid"], d.pid)
         self.assertIn("65534", d.log_text(), "the refused uid is logged")
+
+
+class ConfigTest(DaemonTestCase):
+
+    def write_config(self, d, text):
+        path = os.path.join(d.config_dir, "ralph", "ralphd.conf")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def max_concurrent(self, d):
+        return d.call("scheduler.get")["max_concurrent"]
+
+    def reload(self, d, expected_log):
+        """SIGHUP, then waits for the line the reload logs."""
+        seen = d.log_text().count(expected_log)
+        os.kill(d.pid, signal.SIGHUP)
+        wait_until(lambda: d.log_text().count(expected_log) > seen, scaled(10),
+                   "ralphd to log %r" % expected_log)
+
+    def test_the_config_file_sets_options_and_sighup_reads_it_again(self):
+        d = self.new_daemon_unstarted()
+        self.write_config(d, "# ralphd.conf\nmax-concurrent = 3\nlog-level = \"warn\"\n")
+        d.start()
+        self.assertEqual(self.max_concurrent(d), 3)
+
+        # SIGHUP: a new value, a daemon-wide hook and a log level take effect without a restart.
+        records = os.path.join(d.root, "hook-records")
+        os.makedirs(records)
+        hook = agent_command("hook.py", "record", records)
+        self.write_config(d, "max-concurrent = 4\nlog-level = \"info\"\non-done = %s\n"
+                          % json.dumps(hook))
+        self.reload(d, "SIGHUP: configuration reloaded")
+        self.assertEqual(self.max_concurrent(d), 4)
+        loop = d.submit(d.workspace(), agent_command("count-to-complete.sh", 1), name="hooked")
+        d.wait_state(loop["id"], ["completed"])
+        wait_until(lambda: os.path.exists(os.path.join(records, "daemon-%d.json" % loop["id"])),
+                   scaled(10), "the reloaded on-done hook to run")
+
+        # A file that does not parse changes nothing, and the daemon goes on.
+        self.write_config(d, "max-concurent = 5\n")  # misspelt
+        self.reload(d, "the configuration was not reloaded")
+        self.assertIn("max-concurent", d.log_text())
+        self.assertEqual(self.max_concurrent(d), 4)
+        self.write_config(d, "max-concurrent = 0\n")  # out of range
+        self.reload(d, "the configuration was not reloaded")
+        self.assertEqual(self.max_concurrent(d), 4)
+        d.stop()
+
+        # At start, the same file is refused with its mistake named.
+        self.write_config(d, "max-concurent = 5\n")
+        proc = subprocess.run(d.argv(), env=d.env, capture_output=True, text=True,
+                              timeout=scaled(10))
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("max-concurent", proc.stdout + proc.stderr)
+
+    def test_flags_win_over_the_config_file_and_an_explicit_config_file_must_exist(self):
+        d = self.new_daemon_unstarted(extra_args=["--max-concurrent", "2"])
+        self.write_config(d, "max-concurrent = 3\nrate-limit-wait = 5\n")
+        d.start()
+        self.assertEqual(self.max_concurrent(d), 2)
+        self.reload(d, "SIGHUP: configuration reloaded")
+        self.assertEqual(self.max_concurrent(d), 2, "the flag still wins after a reload")
+        d.stop()
+
+        other = self.write_config(d, "max-concurrent = 6\n") + ".other"
+        os.rename(other[:-len(".other")], other)
+        d.extra_args = ["--config", other]
+        d.start()
+        self.assertEqual(self.max_concurrent(d), 6)
+        d.stop()
+
+        d.extra_args = ["--config", other + ".missing"]
+        proc = subprocess.run(d.argv(), env=d.env, capture_output=True, text=True,
+                              timeout=scaled(10))
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn(".missing", proc.stdout + proc.stderr)
 
 
 if __name__ == "__main__":
