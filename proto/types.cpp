@@ -135,6 +135,7 @@ void from_json(const nlohmann::json& j, submit_params& p) {
     read_field(obj, "max_cost_usd", p.max_cost_usd);
     read_field(obj, "on_done", p.on_done);
     read_field(obj, "worktree", p.worktree);
+    read_field(obj, "sandbox", p.sandbox);
     read_field(obj, "worktree_source", p.worktree_source);
     read_field(obj, "worktree_path", p.worktree_path);
     read_field(obj, "worktree_branch", p.worktree_branch);
@@ -179,6 +180,7 @@ void to_json(nlohmann::json& j, const submit_params& p) {
     j["max_cost_usd"] = p.max_cost_usd;
     j["on_done"] = p.on_done;
     j["worktree"] = p.worktree;
+    j["sandbox"] = p.sandbox;
     j["worktree_source"] = p.worktree_source;
     j["worktree_path"] = p.worktree_path;
     j["worktree_branch"] = p.worktree_branch;

@@ -113,6 +113,7 @@ struct submit_params {
     // worktree_* fields at submit and sets `workspace` to the directory of the worktree that
     // matches the submitted one: the loop runs there, and one-loop-per-workspace applies to it.
     bool worktree = false;
+    bool sandbox = false;              // run the agent under bubblewrap (daemon/runner/sandbox)
     std::string worktree_source;       // the workspace as submitted, in the user's checkout
     std::string worktree_path;         // the top of the loop's worktree
     std::string worktree_branch;       // its new branch, ralph/loop-<id>

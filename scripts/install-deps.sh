@@ -11,6 +11,7 @@ packages=(
     python3 git curl procps sqlite3
     systemd       # systemd-analyze, to check the unit files
     zsh fish      # to test ralphctl's completion scripts for them (bash is there already)
+    bubblewrap    # submit --sandbox (bwrap)
     task-spooler  # the tsp baseline of the benchmarks
 )
 

@@ -243,6 +243,10 @@ void register_submit_command(CLI::App& app, client_context& ctx) {
                         "Run in a new git worktree of the workspace's repository (branch "
                         "ralph/loop-ID from HEAD; uncommitted changes are not carried over)"),
           "worktree");
+    field(git->add_flag("--sandbox", spec.sandbox,
+                        "Run the agent under bubblewrap: it may write only in the workspace, its "
+                        "git directory and its own config dirs; /tmp is its own"),
+          "sandbox");
     field(git->add_option("--on-done", spec.on_done,
                           "Command run when the loop ends, with its outcome in RALPH_* variables "
                           "(split into words, no shell)"),

@@ -45,6 +45,9 @@ public:
     // Whether each attempt gets its own TMPDIR, removed afterwards (for agents that leave files
     // in $TMPDIR on every start).
     virtual bool needs_private_tmpdir() const = 0;
+    // Where under $HOME the agent keeps its config, sessions and caches: writable for it in a
+    // --sandbox (daemon/runner/sandbox), where everything else outside the workspace is not.
+    virtual std::vector<std::string> home_state_paths() const = 0;
     // The program to run: a name looked up on PATH, or an absolute path. Throws
     // proto::rpc_error(invalid_params) when the spec cannot name one (an empty command template).
     virtual std::string program(const proto::submit_params& spec) const = 0;

@@ -17,6 +17,7 @@ const agent& aider_agent() {
         .rate_limits = true,
         .prompt_on_stdin = false,
         .private_tmpdir = false,
+        .home_state_paths = {".aider"},
         .arguments =
             [](const invocation_input& input) {
                 std::vector<std::string> args{"--message-file", input.prompt_file, "--yes-always"};

@@ -16,6 +16,7 @@ const agent& claude_agent() {
         .rate_limits = true,
         .prompt_on_stdin = true,
         .private_tmpdir = false,
+        .home_state_paths = {".claude", ".claude.json"},
         .arguments =
             [](const invocation_input& input) {
                 std::vector<std::string> args{"-p", "--output-format", "stream-json", "--verbose",

@@ -20,6 +20,7 @@ public:
         bool rate_limits = false;
         bool prompt_on_stdin = false;    // else the prompt is in the arguments and stdin is /dev/null
         bool private_tmpdir = false;
+        std::vector<std::string> home_state_paths;  // agent::home_state_paths
         // The arguments after the program, before the loop's extra args.
         std::function<std::vector<std::string>(const invocation_input&)> arguments;
     };
@@ -33,6 +34,7 @@ public:
     bool reports_cost() const override { return def_.cost; }
     bool detects_rate_limits() const override { return def_.rate_limits; }
     bool needs_private_tmpdir() const override { return def_.private_tmpdir; }
+    std::vector<std::string> home_state_paths() const override { return def_.home_state_paths; }
     std::string program(const proto::submit_params&) const override { return def_.program; }
 
     invocation invoke(const invocation_input& input) const override {

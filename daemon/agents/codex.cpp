@@ -16,6 +16,7 @@ const agent& codex_agent() {
         .rate_limits = true,
         .prompt_on_stdin = true,
         .private_tmpdir = false,
+        .home_state_paths = {".codex"},
         .arguments =
             [](const invocation_input& input) {
                 std::vector<std::string> args{"exec", "--json",

@@ -42,6 +42,7 @@ public:
     bool reports_cost() const override { return false; }
     bool detects_rate_limits() const override { return false; }
     bool needs_private_tmpdir() const override { return false; }
+    std::vector<std::string> home_state_paths() const override { return {}; }
 
     std::string program(const proto::submit_params& spec) const override {
         return split_template(spec.command).front();

@@ -37,6 +37,7 @@ const agent& demo_agent() {
         .rate_limits = false,
         .prompt_on_stdin = true,
         .private_tmpdir = false,
+        .home_state_paths = {},
         .arguments = [](const invocation_input&) { return std::vector<std::string>{}; },
     });
     return instance;

@@ -16,6 +16,7 @@ const agent& gemini_agent() {
         .rate_limits = true,
         .prompt_on_stdin = false,
         .private_tmpdir = true,
+        .home_state_paths = {".gemini"},
         .arguments =
             [](const invocation_input& input) {
                 std::vector<std::string> args{"-p", input.prompt, "--yolo", "--output-format",

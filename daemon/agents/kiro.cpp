@@ -15,6 +15,7 @@ const agent& kiro_agent() {
         .rate_limits = false,
         .prompt_on_stdin = false,
         .private_tmpdir = false,
+        .home_state_paths = {".kiro", ".local/share/kiro-cli"},
         .arguments =
             [](const invocation_input& input) {
                 std::vector<std::string> args{"chat", "--no-interactive", "--trust-all-tools"};

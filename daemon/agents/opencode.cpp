@@ -15,6 +15,7 @@ const agent& opencode_agent() {
         .rate_limits = true,
         .prompt_on_stdin = false,
         .private_tmpdir = true,
+        .home_state_paths = {".local/share/opencode", ".local/state/opencode", ".config/opencode", ".cache/opencode"},
         .arguments =
             [](const invocation_input& input) {
                 std::vector<std::string> args{"run", "--format", "json"};

@@ -7,6 +7,7 @@
 #include "daemon/rpc/methods.hpp"
 #include "daemon/rpc/registry.hpp"
 #include "daemon/runner/process.hpp"
+#include "daemon/runner/sandbox.hpp"
 #include "daemon/runner/workspace.hpp"
 #include "daemon/scheduler/scheduler.hpp"
 #include "daemon/store/output_log.hpp"
@@ -179,6 +180,7 @@ submission validated(proto::submit_params spec, method_services& services) {
     if (spec.idempotency_key.size() > max_idempotency_key_bytes)
         invalid(fmt::format("params.idempotency_key: at most {} bytes", max_idempotency_key_bytes));
     find_program(find_agent(spec.agent), spec, services.binaries, search_path_with(spec.env));
+    if (spec.sandbox) sandbox::find_bwrap(search_path_with(spec.env));
     for (const auto& [field, command] : {std::pair{"verify_command", &spec.verify_command},
                                          std::pair{"on_done", &spec.on_done}})
         if (!command->empty())

@@ -10,6 +10,7 @@
 #include "daemon/runner/loop_memory.hpp"
 #include "daemon/runner/process.hpp"
 #include "daemon/runner/prompt.hpp"
+#include "daemon/runner/sandbox.hpp"
 #include "daemon/runner/workspace.hpp"
 #include "daemon/scheduler/admission.hpp"
 #include "daemon/store/output_log.hpp"
@@ -382,6 +383,10 @@ awaitable<loop_runner::attempt_outcome> loop_runner::run_attempt(const proto::lo
                                      [&] { return workspace::take_snapshot(workspace_dir); });
     fresh_snapshot_.reset();
     attempt.head_before = before.head;
+    std::filesystem::path git_dir;  // writable in a --sandbox: commits go there
+    if (loop.spec.sandbox)
+        git_dir = co_await off_thread(ctx_.blocking,
+                                      [&] { return workspace::git_common_dir(workspace_dir); });
     try {
         if (adapter.needs_private_tmpdir()) {
             tmpdir = ctx_.scratch_dir / ("loop-" + std::to_string(loop_id_));
@@ -398,6 +403,11 @@ awaitable<loop_runner::attempt_outcome> loop_runner::run_attempt(const proto::lo
         overwrite_file(prompt_file, prompt);  // in place: the agent is not running yet
         std::string program = find_program(adapter, loop.spec, ctx_.binaries, search_path_of(env));
         invocation inv = adapter.invoke({loop.spec, program, prompt, prompt_file.string()});
+        if (loop.spec.sandbox)
+            inv.argv = sandbox::wrap(sandbox::find_bwrap(search_path_of(env)),
+                                     sandbox::writable_paths(workspace_dir, git_dir, tmpdir, env,
+                                                             adapter.home_state_paths()),
+                                     loop.spec.workspace, inv.argv);
         attempt.argv = inv.argv;
         process = spawn_process({inv.argv, std::move(env), loop.spec.workspace,
                                  inv.prompt_on_stdin ? prompt_file.string() : std::string()});

@@ -837,6 +837,14 @@ repository_info inspect_repository(const std::filesystem::path& dir) {
     return info;
 }
 
+std::filesystem::path git_common_dir(const std::filesystem::path& dir) {
+    if (!has_git_entry(dir)) return {};
+    std::string output, error;
+    if (run_git(dir, {"rev-parse", "--git-common-dir"}, {}, output, error) != 0) return {};
+    const fs::path path = trim(output);
+    return path.is_absolute() ? path : (dir / path).lexically_normal();
+}
+
 bool has_branch(const std::filesystem::path& dir, const std::string& branch, std::string& error) {
     std::string output, git_error;
     int code = run_git(dir, {"rev-parse", "--verify", "-q", "refs/heads/" + branch}, {}, output,

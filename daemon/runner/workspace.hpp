@@ -110,6 +110,10 @@ struct repository_info {
 // The repository that contains `dir`; is_git is false outside a git work tree.
 repository_info inspect_repository(const std::filesystem::path& dir);
 
+// The git directory of the repository that contains `dir` (`git rev-parse --git-common-dir`:
+// the main repository's also from a linked worktree), absolute; empty outside git.
+std::filesystem::path git_common_dir(const std::filesystem::path& dir);
+
 // Whether the repository that contains `dir` has the local branch `branch`; git failing to tell
 // sets `error`.
 bool has_branch(const std::filesystem::path& dir, const std::string& branch, std::string& error);

@@ -1,5 +1,9 @@
-// Workspace snapshots against real temporary git repositories and plain directories.
+// Workspace snapshots against real temporary git repositories and plain directories; the
+// sandbox's writable paths and bwrap command line.
 #include "daemon/runner/workspace.hpp"
+
+#include "daemon/runner/sandbox.hpp"
+#include "proto/errors.hpp"
 
 #include <doctest/doctest.h>
 
@@ -645,4 +649,44 @@ TEST_CASE("workspace: a worktree that cannot be made says why") {
     CHECK_FALSE(error.empty());
     CHECK(error.find("git worktree") != std::string::npos);
     CHECK_FALSE(fs::exists(tmp.path / "tree" / ".git"));
+}
+
+TEST_CASE("workspace: the git directory of a work tree, also of a linked worktree and a subdirectory") {
+    temp_dir tmp;
+    auto repo = make_repo(tmp.path / "repo");
+    fs::create_directories(repo / "sub" / "dir");
+    const fs::path git_dir = fs::canonical(repo / ".git");
+    CHECK(fs::canonical(git_common_dir(repo)) == git_dir);
+    CHECK(fs::canonical(git_common_dir(repo / "sub" / "dir")) == git_dir);
+    auto tree = tmp.path / "worktrees" / "loop-1";
+    REQUIRE(add_worktree(repo, tree, "ralph/loop-1", head_of(repo)) == "");
+    CHECK(fs::canonical(git_common_dir(tree)) == git_dir);
+    fs::create_directories(tmp.path / "plain");
+    CHECK(git_common_dir(tmp.path / "plain").empty());
+}
+
+TEST_CASE("sandbox: the writable paths are those that exist, outermost only; bwrap binds them") {
+    temp_dir tmp;
+    const fs::path ws = tmp.path / "ws";
+    const fs::path home = tmp.path / "home";
+    fs::create_directories(ws / ".git");
+    fs::create_directories(home / ".agent" / "cache");
+    fs::create_directories(tmp.path / "scratch");
+    const std::vector<std::string> env{"PATH=/usr/bin", "HOME=" + home.string()};
+    const auto writable = ralph::sandbox::writable_paths(
+        ws, ws / ".git", tmp.path / "scratch", env, {".agent", ".agent/cache", ".missing"});
+    const fs::path base = fs::canonical(tmp.path);
+    CHECK(writable == std::vector<fs::path>{base / "home" / ".agent", base / "scratch", base / "ws"});
+    // Without HOME in the agent's environment, nothing under it.
+    CHECK(ralph::sandbox::writable_paths(ws, {}, {}, {"PATH=/usr/bin"}, {".agent"}) ==
+          std::vector<fs::path>{base / "ws"});
+
+    const auto argv = ralph::sandbox::wrap("/usr/bin/bwrap", {base / "ws"}, ws.string(),
+                                           {"agent", "--flag", "two words"});
+    const std::vector<std::string> expected{
+        "/usr/bin/bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs",
+        "/tmp", "--bind", (base / "ws").string(), (base / "ws").string(), "--chdir", ws.string(),
+        "--", "agent", "--flag", "two words"};
+    CHECK(argv == expected);
+    CHECK_THROWS_AS(ralph::sandbox::find_bwrap((tmp.path / "no-bin").string()), ralph::proto::rpc_error);
 }
