@@ -7,7 +7,7 @@
 //
 // It polls, like top(1): every interval (default 1 s) it asks ralphd for the scheduler, the loop
 // list and the selected loop's new output (from the offset it has read up to), and redraws the
-// whole screen; a key redraws at once. Polling keeps it a plain blocking client with one
+// whole screen; a key refreshes and redraws at once. Polling keeps it a plain blocking client with one
 // connection, and a dashboard loses nothing by seeing a change up to a second late.
 // On a terminal it takes the alternate screen in raw mode and gives both back however it ends;
 // with --once, or when stdin or stdout is not a terminal, it prints one frame without control
@@ -514,11 +514,9 @@ int run_top(const client_context& ctx, const top_options& options) {
         char keys[64];
         const ssize_t n = ::read(STDIN_FILENO, keys, sizeof keys);
         if (n <= 0) return exit_code::ok;  // the terminal went away
-        const std::string_view pressed(keys, std::size_t(n));
-        if (!handle_key(board, pressed)) return exit_code::ok;
-        // An action changed something: show it now, not at the next tick.
-        if (pressed.find_first_of("cpr") != std::string_view::npos)
-            next_refresh = std::chrono::steady_clock::now();
+        if (!handle_key(board, std::string_view(keys, std::size_t(n)))) return exit_code::ok;
+        // A key changed the selection or a loop: show the outcome now, not at the next tick.
+        next_refresh = std::chrono::steady_clock::now();
     }
 }
 
