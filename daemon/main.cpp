@@ -88,7 +88,8 @@ void command_line::define(CLI::App& app) {
     app.set_config("--config", ralph::paths::default_config().string(),
                    "Read options from this file, one `name = value` per line (e.g. "
                    "`max-concurrent = 2`, `agent-binary = [\"claude=/opt/claude\"]`); flags given "
-                   "on the command line win. Read again at SIGHUP");
+                   "on the command line win. Read again at SIGHUP")
+        ->type_name("FILE");
     // A misspelt name in the file is an error, not a setting silently ignored.
     app.allow_config_extras(CLI::config_extras_mode::error);
     app.add_option("--socket", socket_path, "Unix socket to listen on (env RALPH_SOCKET)")
