@@ -102,6 +102,8 @@ void append_loop(fmt::memory_buffer& out, const proto::loop_info& loop,
     if (!spec.verify_command.empty()) append_field(out, "verify", spec.verify_command);
     if (!spec.specs_file.empty()) append_field(out, "specs", spec.specs_file);
     if (spec.commit) append_field(out, "commit", "each iteration's work");
+    if (spec.sandbox)
+        append_field(out, "sandbox", "bubblewrap: writes only the workspace, git and its own dirs");
     if (!spec.on_done.empty()) append_field(out, "on done", spec.on_done);
     append_field(out, "stall",
                  fmt::format("after {} iterations without progress or {} identical failures",

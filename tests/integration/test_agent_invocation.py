@@ -51,6 +51,7 @@ class AgentInvocationTest(DaemonTestCase):
         self.assertEqual(os.path.realpath(read_bytes(os.path.join(ws, ".cwd")).decode().strip()),
                          os.path.realpath(ws), "the agent runs in its workspace")
         self.assertNothingRanThroughAShell()
+        self.assertRegex(d.ctl("show", loop["id"]).stdout, r"sandbox\s+bubblewrap")
         argv = d.attempts(loop["id"])[0]["argv"]
         self.assertEqual(argv[1:], args, "the attempt records the argv it ran")
 
