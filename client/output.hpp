@@ -117,6 +117,10 @@ std::string format_seconds(double seconds);
 std::string describe_loop_counts(const std::map<std::string, std::int64_t>& counts);
 // Sizes: "512 B", "1.5 KiB", "20.0 MiB", "3.2 GiB".
 std::string format_bytes(std::int64_t bytes);
+// The loop.list params of the default view of `list` and `top`: every loop that has not ended,
+// then the `ended` most recent that have (two requests, so a long history stays cheap).
+std::vector<nlohmann::json> recent_loops_requests(std::int64_t ended);
+
 // Replaces a leading $HOME with "~".
 std::string shorten_home(std::string_view path);
 

@@ -124,16 +124,8 @@ constexpr std::int64_t recent_ended_loops = 50;
 // The loop.list requests the options stand for (two for the default view).
 std::vector<nlohmann::json> list_requests(const list_options& options) {
     nlohmann::json params = nlohmann::json::object();
-    if (!options.all && options.states.empty() && options.limit == 0) {
-        std::vector<std::string> active, ended;
-        for (auto state : {proto::loop_state::queued, proto::loop_state::running,
-                           proto::loop_state::waiting, proto::loop_state::paused,
-                           proto::loop_state::completed, proto::loop_state::exhausted,
-                           proto::loop_state::failed, proto::loop_state::cancelled,
-                           proto::loop_state::stalled})
-            (proto::is_terminal(state) ? ended : active).emplace_back(proto::to_string(state));
-        return {{{"states", active}}, {{"states", ended}, {"limit", recent_ended_loops}}};
-    }
+    if (!options.all && options.states.empty() && options.limit == 0)
+        return recent_loops_requests(recent_ended_loops);
     if (!options.states.empty()) params["states"] = options.states;
     if (options.limit > 0) params["limit"] = options.limit;
     return {params};

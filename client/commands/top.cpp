@@ -246,10 +246,12 @@ class dashboard {
     void refresh(std::size_t screen_lines) {
         info_ = daemon_.call(proto::method::daemon_info, nlohmann::json::object());
         scheduler_ = daemon_.call(proto::method::scheduler_get, nlohmann::json::object());
-        loops_ = list({"queued", "running", "waiting", "paused"}, 0);
-        for (auto& loop :
-             list({"completed", "exhausted", "failed", "cancelled", "stalled"}, ended_rows))
-            loops_.push_back(std::move(loop));
+        loops_.clear();
+        for (nlohmann::json params : recent_loops_requests(ended_rows)) {
+            params["fields"] = row_fields;
+            nlohmann::json result = daemon_.call(proto::method::loop_list, params);
+            for (auto& loop : result.at("loops")) loops_.push_back(std::move(loop));
+        }
         // Keep the selection on its loop; at first, the first running loop; else the first row.
         auto selected = std::find_if(loops_.begin(), loops_.end(), [&](const auto& loop) {
             return loop.value("id", std::int64_t(0)) == output_.loop_id();
@@ -320,13 +322,6 @@ class dashboard {
     }
 
   private:
-    std::vector<nlohmann::json> list(const std::vector<std::string>& states, std::int64_t limit) {
-        nlohmann::json params{{"states", states}, {"fields", row_fields}};
-        if (limit > 0) params["limit"] = limit;
-        nlohmann::json result = daemon_.call(proto::method::loop_list, params);
-        return result.at("loops").get<std::vector<nlohmann::json>>();
-    }
-
     void select_row(std::size_t row) {
         row_ = loops_.empty() ? 0 : std::min(row, loops_.size() - 1);
         output_.select(loops_.empty() ? 0 : loops_[row_].value("id", std::int64_t(0)));
