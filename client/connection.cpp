@@ -2,9 +2,18 @@
 #include "client/connection.hpp"
 
 #include "client/output.hpp"
+#include "common/paths.hpp"
 #include "proto/version.hpp"
 
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <fmt/format.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <system_error>
 
 #include <charconv>
 #include <limits>
@@ -21,7 +30,48 @@ constexpr const char* target = "/rpc";
 // Beast 1.74 has its own string_view.
 std::string_view to_std(beast::string_view text) { return {text.data(), text.size()}; }
 
+// Refuses a socket another user could have put there, before sending it anything (a submit
+// carries --env secrets): its directory must be ours and closed to others, the socket ours.
+void check_socket_path(const std::string& path) {
+    const std::filesystem::path socket(path);
+    std::error_code ec;
+    // Nothing there: the connect fails and says that ralphd is not running.
+    if (!std::filesystem::exists(std::filesystem::symlink_status(socket.parent_path(), ec))) return;
+    std::string problem = paths::socket_directory_problem(socket.parent_path());
+    struct stat st {};
+    if (problem.empty() && ::lstat(path.c_str(), &st) == 0) {
+        if (!S_ISSOCK(st.st_mode))
+            problem = path + " is not a socket";
+        else if (st.st_uid != ::getuid())
+            problem = path + " belongs to " + paths::describe_uid(st.st_uid) + ", not to you";
+    }
+    if (problem.empty()) return;
+    throw client_error(exit_code::unreachable,
+                       fmt::format("refusing to talk to {}: {}; another user may be posing as "
+                                   "ralphd",
+                                   path, problem),
+                       "remove it, or point ralphctl at your daemon with --socket or "
+                       "XDG_RUNTIME_DIR");
+}
+
+// The listening process must run as us too (the client's side of the SO_PEERCRED check).
+void check_peer(local_stream::socket& socket, const std::string& path) {
+    struct ucred peer {};
+    socklen_t size = sizeof peer;
+    if (::getsockopt(socket.native_handle(), SOL_SOCKET, SO_PEERCRED, &peer, &size) != 0)
+        throw client_error(exit_code::unreachable,
+                           fmt::format("cannot tell who listens on {}: {}", path,
+                                       std::generic_category().message(errno)));
+    if (peer.uid == ::getuid()) return;
+    throw client_error(exit_code::unreachable,
+                       fmt::format("refusing to talk to {}: the process listening there (pid {}) "
+                                   "runs as {}, not as you; another user may be posing as ralphd",
+                                   path, peer.pid, paths::describe_uid(peer.uid)),
+                       "point ralphctl at your daemon with --socket or XDG_RUNTIME_DIR");
+}
+
 local_stream::socket connect_to(net::io_context& io, const std::string& path) {
+    check_socket_path(path);
     local_stream::socket socket(io);
     try {
         // The endpoint itself throws when the path does not fit in sockaddr_un.
@@ -33,6 +83,7 @@ local_stream::socket connect_to(net::io_context& io, const std::string& path) {
                         e.code().message()),
             "start it with: systemctl --user start ralphd   (or in the foreground: ralphd)");
     }
+    check_peer(socket, path);
     return socket;
 }
 

@@ -42,7 +42,11 @@ std::vector<std::string> split_command_words(std::string_view command) {
             bool closed = false;
             while (i < n) {
                 char d = command[i];
-                if (d == '"') { closed = true; ++i; break; }
+                if (d == '"') {
+                    closed = true;
+                    ++i;
+                    break;
+                }
                 if (d == '\\' && i + 1 < n &&
                     (command[i + 1] == '"' || command[i + 1] == '\\' || command[i + 1] == '$' ||
                      command[i + 1] == '`')) {
@@ -182,15 +186,24 @@ std::string to_valid_utf8(std::string_view bytes) {
         unsigned char c = s[i];
         std::size_t len = 0;
         std::uint32_t min = 0;
-        if (c < 0x80) { out.push_back(char(c)); ++i; continue; }
-        if ((c & 0xE0) == 0xC0) len = 2, min = 0x80;
-        else if ((c & 0xF0) == 0xE0) len = 3, min = 0x800;
-        else if ((c & 0xF8) == 0xF0) len = 4, min = 0x10000;
+        if (c < 0x80) {
+            out.push_back(char(c));
+            ++i;
+            continue;
+        }
+        if ((c & 0xE0) == 0xC0)
+            len = 2, min = 0x80;
+        else if ((c & 0xF0) == 0xE0)
+            len = 3, min = 0x800;
+        else if ((c & 0xF8) == 0xF0)
+            len = 4, min = 0x10000;
         bool valid = len != 0 && i + len <= n;
         std::uint32_t cp = len ? (c & (0xFF >> (len + 1))) : 0;
         for (std::size_t k = 1; valid && k < len; ++k) {
-            if ((s[i + k] & 0xC0) != 0x80) valid = false;
-            else cp = (cp << 6) | (s[i + k] & 0x3F);
+            if ((s[i + k] & 0xC0) != 0x80)
+                valid = false;
+            else
+                cp = (cp << 6) | (s[i + k] & 0x3F);
         }
         if (valid && (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))) valid = false;
         if (valid) {
@@ -237,22 +250,35 @@ double parse_duration_seconds(std::string_view text) {
     if (ec != std::errc() || value < 0 || !std::isfinite(value))
         throw std::invalid_argument("invalid duration '" + std::string(text) + "'");
     std::string_view unit(end, text.data() + text.size() - end);
-    if (unit.empty() || unit == "s") return value;
-    if (unit == "ms") return value / 1000;
-    if (unit == "m") return value * 60;
-    if (unit == "h") return value * 3600;
-    if (unit == "d") return value * 86400;
-    throw std::invalid_argument("invalid duration unit in '" + std::string(text) +
-                                "' (use s, m, h or d)");
+    double seconds = 0;
+    if (unit.empty() || unit == "s")
+        seconds = value;
+    else if (unit == "ms")
+        seconds = value / 1000;
+    else if (unit == "m")
+        seconds = value * 60;
+    else if (unit == "h")
+        seconds = value * 3600;
+    else if (unit == "d")
+        seconds = value * 86400;
+    else
+        throw std::invalid_argument("invalid duration unit in '" + std::string(text) +
+                                    "' (use s, m, h or d)");
+    if (seconds > max_duration_seconds)
+        throw std::invalid_argument("duration '" + std::string(text) +
+                                    "' is too long (at most 100 years)");
+    return seconds;
 }
 
 std::string format_duration(std::int64_t ms) {
     std::int64_t s = ms / 1000;
     char buffer[48];
     if (s >= 3600)
-        std::snprintf(buffer, sizeof buffer, "%lldh%02lldm", (long long)(s / 3600), (long long)(s % 3600 / 60));
+        std::snprintf(buffer, sizeof buffer, "%lldh%02lldm", (long long)(s / 3600),
+                      (long long)(s % 3600 / 60));
     else if (s >= 60)
-        std::snprintf(buffer, sizeof buffer, "%lldm%02llds", (long long)(s / 60), (long long)(s % 60));
+        std::snprintf(buffer, sizeof buffer, "%lldm%02llds", (long long)(s / 60),
+                      (long long)(s % 60));
     else
         std::snprintf(buffer, sizeof buffer, "%llds", (long long)s);
     return buffer;
@@ -336,8 +362,8 @@ std::int64_t parse_iso8601(std::string_view text) {
     if (!date.ok()) throw invalid();
     std::int64_t seconds = 0;
     if (has_zone) {
-        seconds = std::int64_t(sys_days(date).time_since_epoch().count()) * 86400 +
-                  hour * 3600 + minute * 60 + second - offset_minutes * 60;
+        seconds = std::int64_t(sys_days(date).time_since_epoch().count()) * 86400 + hour * 3600 +
+                  minute * 60 + second - offset_minutes * 60;
     } else {
         std::tm tm{};
         tm.tm_year = year - 1900;

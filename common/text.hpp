@@ -35,6 +35,9 @@ std::size_t utf8_complete_prefix(std::string_view bytes);
 std::int64_t now_ms();
 // "2026-11-22T10:11:12.345Z"; an empty string for 0 (never happened).
 std::string format_iso8601(std::int64_t epoch_ms);
+// The longest duration parse_duration_seconds accepts: 100 years, so that any result converts
+// to milliseconds in 64 bits (the daemon bounds each use further, e.g. a timeout to 7 days).
+inline constexpr double max_duration_seconds = 100.0 * 365 * 86400;
 // Parses durations like "90", "90s", "15m", "2h", "1d" into seconds. Throws std::invalid_argument.
 double parse_duration_seconds(std::string_view text);
 // "1h02m", "3m05s", "42s".

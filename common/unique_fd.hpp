@@ -8,11 +8,16 @@
 namespace ralph {
 
 class unique_fd {
-public:
+  public:
     unique_fd() = default;
     explicit unique_fd(int fd) : fd_(fd) {}
     unique_fd(const unique_fd&) = delete;
     unique_fd& operator=(const unique_fd&) = delete;
+    unique_fd(unique_fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+    unique_fd& operator=(unique_fd&& other) noexcept {
+        if (this != &other) reset(std::exchange(other.fd_, -1));
+        return *this;
+    }
     ~unique_fd() { reset(); }
 
     int get() const { return fd_; }
@@ -24,7 +29,7 @@ public:
     // Closes now, reporting the error: on some file systems a failed write shows only here.
     int close() { return ::close(std::exchange(fd_, -1)); }
 
-private:
+  private:
     int fd_ = -1;
 };
 

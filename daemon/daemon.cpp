@@ -28,10 +28,12 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
       db_(options_.db_path),
       checkpointer_(db_, options_.db_path),
       gate_(db_),
-      output_(io, db_, state_dir_of(options_) / "output",
-              [this](std::int64_t loop_id, std::int64_t end) { hub_.output_committed(loop_id, end); }),
+      output_(
+          io, db_, state_dir_of(options_) / "output",
+          [this](std::int64_t loop_id, std::int64_t end) { hub_.output_committed(loop_id, end); }),
       reaper_(io),
-      hooks_(io, reaper_, options_.hooks),
+      hooks_(io, reaper_, options_.hooks,
+             [this](std::int64_t loop_id) { return sandbox_hidden(loop_id); }),
       runner_ctx_{io,
                   blocking_,
                   db_,
@@ -43,6 +45,7 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
                   state_dir_of(options_) / "tmp",
                   options_.kill_grace,
                   options_.binaries,
+                  options_.agent_env,
                   options_.rate_limit_margin,
                   options_.rate_limit_wait,
                   [this](std::int64_t loop_id, proto::loop_state state) {
@@ -53,13 +56,24 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
                       hub_.state_changed(loop);
                       // Every end state passes here once, whoever set it (runner or scheduler).
                       if (ended) hooks_.loop_ended(loop);
-                  }},
+                  },
+                  [this](std::int64_t loop_id) { return sandbox_hidden(loop_id); }},
       scheduler_(runner_ctx_),
-      services_{db_, scheduler_, gate_, clock_, output_, runner_ctx_.binaries,
+      services_{db_,
+                scheduler_,
+                gate_,
+                clock_,
+                output_,
+                runner_ctx_.binaries,
                 state_dir_of(options_) / "worktrees",
-                proto::daemon_info{proto::daemon_version, proto::protocol_version, ::getpid(),
-                                   options_.socket_path.string(), options_.db_path.string(),
-                                   clock_.now_ms(), 1, {}},
+                proto::daemon_info{proto::daemon_version,
+                                   proto::protocol_version,
+                                   ::getpid(),
+                                   options_.socket_path.string(),
+                                   options_.db_path.string(),
+                                   clock_.now_ms(),
+                                   1,
+                                   {}},
                 [this] {
                     // Stopping closes every session: give the reply to daemon.shutdown a moment
                     // to reach its client first (a WebSocket reply is written asynchronously).
@@ -103,9 +117,20 @@ std::int64_t ralphd::forget_loop(std::int64_t loop_id) {
     return bytes;
 }
 
+std::vector<std::filesystem::path> ralphd::sandbox_hidden(std::int64_t loop_id) {
+    std::vector<std::filesystem::path> hidden{options_.socket_path.parent_path(),
+                                              state_dir_of(options_)};
+    using proto::loop_state;
+    for (const auto& loop : db_.list_loops(
+             {loop_state::queued, loop_state::running, loop_state::waiting, loop_state::paused}, 0))
+        if (loop.id != loop_id) hidden.push_back(loop.spec.workspace);
+    return hidden;
+}
+
 void ralphd::reload(const daemon_options& options) {
     options_.kill_grace = runner_ctx_.kill_grace = options.kill_grace;
     options_.binaries = runner_ctx_.binaries = options.binaries;
+    options_.agent_env = runner_ctx_.agent_env = options.agent_env;
     options_.rate_limit_margin = runner_ctx_.rate_limit_margin = options.rate_limit_margin;
     options_.rate_limit_wait = runner_ctx_.rate_limit_wait = options.rate_limit_wait;
     options_.hooks = options.hooks;

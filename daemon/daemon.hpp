@@ -34,14 +34,15 @@ struct daemon_options {
     bool test_clock = false;                     // --test-clock: debug.clock may shift the time
     std::int64_t test_clock_start_ms = 0;        // the time to start at (0 = real time)
     server_limits limits;
-    agent_binaries binaries;                                  // --agent-binary NAME=PATH
-    std::chrono::milliseconds rate_limit_margin{60000};      // --rate-limit-margin
-    std::chrono::milliseconds rate_limit_wait{60000};        // --rate-limit-wait
-    hook_settings hooks;                                      // --on-done, --notify, --hook-timeout
+    agent_binaries binaries;                             // --agent-binary NAME=PATH
+    env_policy agent_env;                                // --env-policy RULE
+    std::chrono::milliseconds rate_limit_margin{60000};  // --rate-limit-margin
+    std::chrono::milliseconds rate_limit_wait{60000};    // --rate-limit-wait
+    hook_settings hooks;                                 // --on-done, --notify, --hook-timeout
 };
 
 class ralphd {
-public:
+  public:
     ralphd(net::io_context& io, daemon_options options);
 
     // Recovers interrupted work, starts listening and scheduling.
@@ -54,13 +55,16 @@ public:
     // Running loops use the new values from their next step on (a kill, a wait, a spawn).
     void reload(const daemon_options& options);
 
-private:
+  private:
     void recover();
     // --max-concurrent replaces the stored scheduler setting (at start and at SIGHUP).
     void store_max_concurrent(std::int64_t max_concurrent);
     // Tells systemd's watchdog (WatchdogSec= of ralphd.service) that the io thread is alive, now
     // and every `interval` after.
     void ping_watchdog(std::chrono::microseconds interval);
+    // runner_context::sandbox_hidden: ralph's socket directory and state directory, and the
+    // workspaces of the loops but `loop_id` that have not ended.
+    std::vector<std::filesystem::path> sandbox_hidden(std::int64_t loop_id);
     // method_services::forget_loop.
     std::int64_t forget_loop(std::int64_t loop_id);
 

@@ -9,12 +9,12 @@
 #include "daemon/daemon.hpp"
 #include "proto/version.hpp"
 
-#include <CLI/CLI.hpp>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
+#include <CLI/CLI.hpp>
 
 #include <spdlog/spdlog.h>
 
@@ -54,7 +54,8 @@ constexpr const char* man_more_sections =
     "socket, the database and \\-\\-test\\-clock need a restart); a file that does not parse "
     "changes nothing.\n"
     ".SH FILES\n.TP\n$XDG_CONFIG_HOME/ralph/ralphd.conf\nThe config file (~/.config/ralph/ "
-    "without XDG_CONFIG_HOME): options without their dashes, `max\\-concurrent = 2`.\n.TP\n$XDG_RUNTIME_DIR/ralph/ralphd.sock\nThe socket (its directory 0700, the "
+    "without XDG_CONFIG_HOME): options without their dashes, `max\\-concurrent = "
+    "2`.\n.TP\n$XDG_RUNTIME_DIR/ralph/ralphd.sock\nThe socket (its directory 0700, the "
     "socket 0600; /tmp/ralph\\-$UID/ without XDG_RUNTIME_DIR).\n.TP\n"
     "$XDG_STATE_HOME/ralph/ralph.db\nThe database (~/.local/state/ralph/ without "
     "XDG_STATE_HOME), with the agents' output in output/ next to it.\n"
@@ -71,6 +72,7 @@ struct command_line {
     std::int64_t max_concurrent = 0;  // 0: not given
     std::int64_t test_clock_start_ms = -1;
     std::vector<std::string> agent_binaries;
+    std::vector<std::string> env_policy;
     double rate_limit_margin_s = 60;
     double rate_limit_wait_s = 60;
     std::string on_done;
@@ -97,7 +99,7 @@ void command_line::define(CLI::App& app) {
     app.add_option("--db", db_path, "SQLite database (default $XDG_STATE_HOME/ralph/ralph.db)");
     app.add_option("--kill-grace", kill_grace_s, "Seconds between SIGTERM and SIGKILL for agents")
         ->capture_default_str()
-        ->check(CLI::PositiveNumber);
+        ->check(CLI::PositiveNumber & CLI::Range(0.0, 3600.0));
     app.add_option("--max-concurrent", max_concurrent,
                    "Loops running at once (stored: replaces what `ralphctl scheduler set` "
                    "chose; default 1)")
@@ -112,23 +114,30 @@ void command_line::define(CLI::App& app) {
             if (value.find('=') == std::string::npos || value.front() == '=')
                 throw CLI::ValidationError("--agent-binary", "expected NAME=PATH, got " + value);
         });
+    app.add_option("--env-policy", env_policy,
+                   "Which of ralphd's environment variables agents get besides the defaults: "
+                   "+PATTERN passes, -PATTERN withholds (`*` is a wildcard; the last rule that "
+                   "matches decides; repeatable; +* passes everything)")
+        ->type_name("RULE")
+        ->check([](const std::string& rule) { return ralph::env_policy::rule_error(rule); });
     app.add_option("--rate-limit-margin", rate_limit_margin_s,
                    "Seconds added to the reset time an agent states for its usage limit")
         ->capture_default_str()
-        ->check(CLI::NonNegativeNumber);
+        ->check(CLI::Range(0.0, 86400.0));
     app.add_option("--rate-limit-wait", rate_limit_wait_s,
                    "Seconds to wait after a usage limit that states no reset (doubles each time, "
                    "at most an hour)")
         ->capture_default_str()
-        ->check(CLI::PositiveNumber);
+        ->check(CLI::PositiveNumber & CLI::Range(0.0, 86400.0));
     app.add_option("--on-done", on_done,
                    "Hook run when any loop ends, with the outcome in its environment (split into "
                    "words, no shell; runs besides each loop's own submit --on-done)")
-        ->check([](const std::string& command) { return ralph::text::command_words_error(command); });
+        ->check(
+            [](const std::string& command) { return ralph::text::command_words_error(command); });
     app.add_option("--hook-timeout", hook_timeout_s,
                    "Seconds an on-done hook may run before its process group is killed")
         ->capture_default_str()
-        ->check(CLI::PositiveNumber);
+        ->check(CLI::PositiveNumber & CLI::Range(0.0, 86400.0));
     app.add_flag("--notify", notify,
                  "Desktop notification (notify-send, when on PATH) when a loop ends");
     app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
@@ -143,7 +152,8 @@ void command_line::define(CLI::App& app) {
 ralph::daemon_options command_line::options() const {
     ralph::daemon_options options;
     options.socket_path = socket_path;
-    options.db_path = db_path.empty() ? ralph::paths::default_database() : std::filesystem::path(db_path);
+    options.db_path =
+        db_path.empty() ? ralph::paths::default_database() : std::filesystem::path(db_path);
     options.db_path = std::filesystem::absolute(options.db_path);
     options.kill_grace = std::chrono::milliseconds(std::llround(kill_grace_s * 1000));
     if (max_concurrent > 0) options.max_concurrent = max_concurrent;
@@ -154,6 +164,7 @@ ralph::daemon_options command_line::options() const {
         ralph::find_agent(binary.substr(0, eq));  // an unknown agent name is an error
         options.binaries[binary.substr(0, eq)] = binary.substr(eq + 1);
     }
+    options.agent_env = ralph::env_policy(env_policy);
     options.rate_limit_margin = std::chrono::milliseconds(std::llround(rate_limit_margin_s * 1000));
     options.rate_limit_wait = std::chrono::milliseconds(std::llround(rate_limit_wait_s * 1000));
     options.hooks.on_done = on_done;
@@ -161,6 +172,27 @@ ralph::daemon_options command_line::options() const {
     options.hooks.time_limit = std::chrono::milliseconds(std::llround(hook_timeout_s * 1000));
     options.hooks.shutdown_grace = options.kill_grace;
     return options;
+}
+
+// `socket` with its directory made private. The fallback under /tmp (no XDG_RUNTIME_DIR, no
+// --socket) moves to a new private directory when another user made /tmp/ralph-$UID first:
+// that user can neither stop ralphd from starting nor receive what clients send.
+std::filesystem::path socket_to_listen_on(const std::filesystem::path& socket) {
+    namespace fs = std::filesystem;
+    const fs::path dir = socket.parent_path();
+    std::error_code ec;
+    if (socket == ralph::paths::default_socket() && ralph::paths::socket_is_fallback() &&
+        fs::exists(fs::symlink_status(dir, ec))) {
+        if (std::string problem = ralph::paths::socket_directory_problem(dir); !problem.empty()) {
+            const fs::path moved =
+                ralph::paths::make_fallback_socket_directory() / socket.filename();
+            spdlog::warn("{}: listening on {} instead (recorded in {} for ralphctl)", problem,
+                         moved.string(), ralph::paths::fallback_socket_record().string());
+            return moved;
+        }
+    }
+    ralph::paths::make_private_directory(dir);
+    return socket;
 }
 
 void warn_if_notify_send_is_missing(bool notify) {
@@ -181,8 +213,9 @@ void reload_config(ralph::ralphd& daemon, command_line& running, int argc, char*
         const ralph::daemon_options before = running.options();
         if (options.socket_path != before.socket_path || options.db_path != before.db_path ||
             fresh.test_clock_start_ms != running.test_clock_start_ms)
-            spdlog::warn("SIGHUP: the socket, the database and the test clock change only at "
-                         "the next start");
+            spdlog::warn(
+                "SIGHUP: the socket, the database and the test clock change only at "
+                "the next start");
         fresh.socket_path = running.socket_path;
         fresh.db_path = running.db_path;
         fresh.test_clock_start_ms = running.test_clock_start_ms;
@@ -217,8 +250,10 @@ int main(int argc, char** argv) {
         ralph::daemon_options options = line.options();
         warn_if_notify_send_is_missing(line.notify);
         // systemd socket activation hands us the listening socket as fd 3.
-        if (::sd_listen_fds(1) == 1) options.listen_fd = SD_LISTEN_FDS_START;
-        else ralph::paths::make_private_directory(options.socket_path.parent_path());
+        if (::sd_listen_fds(1) == 1)
+            options.listen_fd = SD_LISTEN_FDS_START;
+        else
+            options.socket_path = socket_to_listen_on(options.socket_path);
         ralph::paths::make_private_directory(options.db_path.parent_path());
         int lock_fd = lock_database(options.db_path);
 

@@ -1,5 +1,8 @@
 #include "proto/fields.hpp"
 
+#include <cstdio>
+#include <limits>
+
 namespace ralph::proto {
 namespace {
 
@@ -34,6 +37,12 @@ void read_field(const nlohmann::json& obj, const char* name, std::string& out) {
 void read_field(const nlohmann::json& obj, const char* name, std::int64_t& out) {
     if (auto* v = present(obj, name)) {
         if (!v->is_number_integer()) wrong_type(name, "an integer", *v);
+        // An unsigned value above 2^63-1 would wrap to a negative one.
+        if (v->is_number_unsigned() &&
+            v->get<std::uint64_t>() > std::uint64_t(std::numeric_limits<std::int64_t>::max()))
+            throw rpc_error(error_kind::invalid_params,
+                            std::string("params.") + name + ": must be at most " +
+                                std::to_string(std::numeric_limits<std::int64_t>::max()));
         out = v->get<std::int64_t>();
     }
 }
@@ -73,6 +82,25 @@ void read_field(const nlohmann::json& obj, const char* name,
             out[key] = value.get<std::string>();
         }
     }
+}
+
+void read_loop_id(const nlohmann::json& obj, const char* name, std::int64_t& out) {
+    read_required(obj, name, out);
+    check_range(name, out, 1, std::numeric_limits<std::int64_t>::max());
+}
+
+void check_range(const char* name, std::int64_t value, std::int64_t min, std::int64_t max) {
+    if (value < min || value > max)
+        throw rpc_error(error_kind::invalid_params,
+                        std::string("params.") + name + ": must be in " + std::to_string(min) +
+                            ".." + std::to_string(max) + ", not " + std::to_string(value));
+}
+
+void check_range(const char* name, double value, double min, double max) {
+    if (value >= min && value <= max) return;
+    char text[128];
+    std::snprintf(text, sizeof text, ": must be in %g..%g, not %g", min, max, value);
+    throw rpc_error(error_kind::invalid_params, std::string("params.") + name + text);
 }
 
 }  // namespace ralph::proto

@@ -43,4 +43,12 @@ void read_required(const nlohmann::json& obj, const char* name, T& out) {
     read_field(obj, name, out);
 }
 
+// A loop id (required): an integer in 1..2^63-1.
+void read_loop_id(const nlohmann::json& obj, const char* name, std::int64_t& out);
+
+// Throws invalid_params "params.NAME: must be in MIN..MAX" unless min <= value <= max (a NaN
+// never is). Every count and duration a method accepts has such a bound (proto/API.md).
+void check_range(const char* name, std::int64_t value, std::int64_t min, std::int64_t max);
+void check_range(const char* name, double value, double min, double max);
+
 }  // namespace ralph::proto

@@ -11,11 +11,13 @@
 namespace ralph::proto {
 namespace {
 
-constexpr std::array<std::string_view, 9> state_names{
-    "queued", "running", "waiting", "paused", "completed", "exhausted", "failed", "cancelled", "stalled"};
+constexpr std::array<std::string_view, 9> state_names{"queued", "running",   "waiting",
+                                                      "paused", "completed", "exhausted",
+                                                      "failed", "cancelled", "stalled"};
 
 constexpr std::array<std::string_view, 8> termination_names{
-    "running", "exited", "failed", "crashed", "timeout", "cancelled", "interrupted", "spawn_failed"};
+    "running", "exited",    "failed",      "crashed",
+    "timeout", "cancelled", "interrupted", "spawn_failed"};
 
 constexpr std::array<std::string_view, 7> failure_names{
     "", "rate_limit", "transient", "auth", "missing_program", "timeout", "crash"};
@@ -39,7 +41,9 @@ std::int64_t time_from_json(const nlohmann::json& j, const char* name) {
     return text::parse_iso8601_or_zero(it->get_ref<const std::string&>());
 }
 
-std::string_view to_string(loop_state state) { return state_names[static_cast<std::size_t>(state)]; }
+std::string_view to_string(loop_state state) {
+    return state_names[static_cast<std::size_t>(state)];
+}
 
 loop_state loop_state_from_string(std::string_view name) {
     for (std::size_t i = 0; i < state_names.size(); ++i)
@@ -93,7 +97,8 @@ usage read_usage(const nlohmann::json& j) {
     usage u;
     u.input_tokens = value_or<std::int64_t>(j, "input_tokens", 0);
     u.output_tokens = value_or<std::int64_t>(j, "output_tokens", 0);
-    if (j.contains("cost_usd") && j["cost_usd"].is_number()) u.cost_usd = j["cost_usd"].get<double>();
+    if (j.contains("cost_usd") && j["cost_usd"].is_number())
+        u.cost_usd = j["cost_usd"].get<double>();
     u.turns = value_or<std::int64_t>(j, "turns", 0);
     u.tool_calls = value_or<std::int64_t>(j, "tool_calls", 0);
     return u;
@@ -136,6 +141,8 @@ void from_json(const nlohmann::json& j, submit_params& p) {
     read_field(obj, "on_done", p.on_done);
     read_field(obj, "worktree", p.worktree);
     read_field(obj, "sandbox", p.sandbox);
+    read_field(obj, "sandbox_offline", p.sandbox_offline);
+    read_field(obj, "allow_foreign_workspace", p.allow_foreign_workspace);
     read_field(obj, "worktree_source", p.worktree_source);
     read_field(obj, "worktree_path", p.worktree_path);
     read_field(obj, "worktree_branch", p.worktree_branch);
@@ -181,6 +188,8 @@ void to_json(nlohmann::json& j, const submit_params& p) {
     j["on_done"] = p.on_done;
     j["worktree"] = p.worktree;
     j["sandbox"] = p.sandbox;
+    j["sandbox_offline"] = p.sandbox_offline;
+    j["allow_foreign_workspace"] = p.allow_foreign_workspace;
     j["worktree_source"] = p.worktree_source;
     j["worktree_path"] = p.worktree_path;
     j["worktree_branch"] = p.worktree_branch;
@@ -190,6 +199,9 @@ void to_json(nlohmann::json& j, const submit_params& p) {
 
 void to_json(nlohmann::json& j, const loop_info& loop) {
     j = loop.spec;
+    j.erase("env");
+    nlohmann::json& env_names = j["env_names"] = nlohmann::json::array();
+    for (const auto& entry : loop.spec.env) env_names.push_back(entry.first);
     j["id"] = loop.id;
     j["state"] = to_string(loop.state);
     j["stop_reason"] = loop.stop_reason;
@@ -261,6 +273,8 @@ nlohmann::json summary_json(const loop_info& loop, const std::vector<std::string
 
 void from_json(const nlohmann::json& j, loop_info& loop) {
     from_json(j, loop.spec);
+    for (const auto& name : value_or<std::vector<std::string>>(j, "env_names", {}))
+        loop.spec.env[name] = "";
     loop.id = value_or<std::int64_t>(j, "id", 0);
     loop.state = loop_state_from_string(value_or<std::string>(j, "state", "queued"));
     loop.stop_reason = value_or<std::string>(j, "stop_reason", "");
@@ -277,32 +291,33 @@ void from_json(const nlohmann::json& j, loop_info& loop) {
 }
 
 void to_json(nlohmann::json& j, const attempt_info& a) {
-    j = nlohmann::json{{"id", a.id},
-                       {"loop_id", a.loop_id},
-                       {"iteration", a.iteration},
-                       {"attempt", a.attempt},
-                       {"argv", a.argv},
-                       {"pid", a.pid},
-                       {"started_at", time_to_json(a.started_at)},
-                       {"ended_at", time_to_json(a.ended_at)},
-                       {"termination", to_string(a.how)},
-                       {"exit_code", a.exit_code ? nlohmann::json(*a.exit_code) : nlohmann::json()},
-                       {"signal", a.signal ? nlohmann::json(*a.signal) : nlohmann::json()},
-                       {"completion_signal", a.completion_signal},
-                       {"failure", to_string(a.failure)},
-                       {"error", a.error},
-                       {"summary", a.summary},
-                       {"head_before", a.head_before},
-                       {"head_after", a.head_after},
-                       {"files_changed", a.files_changed},
-                       {"insertions", a.insertions},
-                       {"deletions", a.deletions},
-                       {"progress", a.progress ? nlohmann::json(*a.progress) : nlohmann::json()},
-                       {"feedback", a.feedback},
-                       {"verify_exit", a.verify_exit ? nlohmann::json(*a.verify_exit) : nlohmann::json()},
-                       {"verify_output", a.verify_output},
-                       {"output_start", a.output_start},
-                       {"output_end", a.output_end}};
+    j = nlohmann::json{
+        {"id", a.id},
+        {"loop_id", a.loop_id},
+        {"iteration", a.iteration},
+        {"attempt", a.attempt},
+        {"argv", a.argv},
+        {"pid", a.pid},
+        {"started_at", time_to_json(a.started_at)},
+        {"ended_at", time_to_json(a.ended_at)},
+        {"termination", to_string(a.how)},
+        {"exit_code", a.exit_code ? nlohmann::json(*a.exit_code) : nlohmann::json()},
+        {"signal", a.signal ? nlohmann::json(*a.signal) : nlohmann::json()},
+        {"completion_signal", a.completion_signal},
+        {"failure", to_string(a.failure)},
+        {"error", a.error},
+        {"summary", a.summary},
+        {"head_before", a.head_before},
+        {"head_after", a.head_after},
+        {"files_changed", a.files_changed},
+        {"insertions", a.insertions},
+        {"deletions", a.deletions},
+        {"progress", a.progress ? nlohmann::json(*a.progress) : nlohmann::json()},
+        {"feedback", a.feedback},
+        {"verify_exit", a.verify_exit ? nlohmann::json(*a.verify_exit) : nlohmann::json()},
+        {"verify_output", a.verify_output},
+        {"output_start", a.output_start},
+        {"output_end", a.output_end}};
     add_usage(j, a.usage);
 }
 
@@ -316,7 +331,8 @@ void from_json(const nlohmann::json& j, attempt_info& a) {
     a.started_at = time_from_json(j, "started_at");
     a.ended_at = time_from_json(j, "ended_at");
     a.how = termination_from_string(value_or<std::string>(j, "termination", "running"));
-    if (j.contains("exit_code") && j["exit_code"].is_number()) a.exit_code = j["exit_code"].get<int>();
+    if (j.contains("exit_code") && j["exit_code"].is_number())
+        a.exit_code = j["exit_code"].get<int>();
     if (j.contains("signal") && j["signal"].is_number()) a.signal = j["signal"].get<int>();
     a.completion_signal = value_or<bool>(j, "completion_signal", false);
     a.failure = failure_class_from_string(value_or<std::string>(j, "failure", ""));
@@ -328,17 +344,23 @@ void from_json(const nlohmann::json& j, attempt_info& a) {
     a.files_changed = value_or<std::int64_t>(j, "files_changed", 0);
     a.insertions = value_or<std::int64_t>(j, "insertions", 0);
     a.deletions = value_or<std::int64_t>(j, "deletions", 0);
-    if (j.contains("progress") && j["progress"].is_boolean()) a.progress = j["progress"].get<bool>();
+    if (j.contains("progress") && j["progress"].is_boolean())
+        a.progress = j["progress"].get<bool>();
     a.feedback = j.value("feedback", nlohmann::json());
-    if (j.contains("verify_exit") && j["verify_exit"].is_number()) a.verify_exit = j["verify_exit"].get<int>();
+    if (j.contains("verify_exit") && j["verify_exit"].is_number())
+        a.verify_exit = j["verify_exit"].get<int>();
     a.verify_output = value_or<std::string>(j, "verify_output", "");
     a.output_start = value_or<std::int64_t>(j, "output_start", 0);
     a.output_end = value_or<std::int64_t>(j, "output_end", 0);
 }
 
 void to_json(nlohmann::json& j, const event_info& e) {
-    j = nlohmann::json{{"id", e.id},           {"attempt_id", e.attempt_id}, {"iteration", e.iteration},
-                       {"ts", time_to_json(e.ts)}, {"kind", e.kind},         {"tool", e.tool},
+    j = nlohmann::json{{"id", e.id},
+                       {"attempt_id", e.attempt_id},
+                       {"iteration", e.iteration},
+                       {"ts", time_to_json(e.ts)},
+                       {"kind", e.kind},
+                       {"tool", e.tool},
                        {"text", e.text}};
 }
 
@@ -399,7 +421,8 @@ void from_json(const nlohmann::json& j, daemon_info& info) {
 }
 
 void to_json(nlohmann::json& j, const scheduler_settings& s) {
-    j = nlohmann::json{{"max_concurrent", s.max_concurrent}, {"paused", s.paused}, {"window", s.window}};
+    j = nlohmann::json{
+        {"max_concurrent", s.max_concurrent}, {"paused", s.paused}, {"window", s.window}};
 }
 
 void apply_changes(const nlohmann::json& params, scheduler_settings& s) {
@@ -407,8 +430,7 @@ void apply_changes(const nlohmann::json& params, scheduler_settings& s) {
     read_field(obj, "max_concurrent", s.max_concurrent);
     read_field(obj, "paused", s.paused);
     read_field(obj, "window", s.window);
-    if (s.max_concurrent < 1 || s.max_concurrent > 1000)
-        throw rpc_error(error_kind::invalid_params, "params.max_concurrent: must be in 1..1000");
+    check_range("max_concurrent", s.max_concurrent, 1, 1000);
 }
 
 void to_json(nlohmann::json& j, const budget_limits& b) {
@@ -424,14 +446,16 @@ void apply_changes(const nlohmann::json& params, budget_limits& b) {
     read_field(obj, "iterations_per_day", b.iterations_per_day);
     read_field(obj, "tokens_per_day", b.tokens_per_day);
     read_field(obj, "cost_per_day_usd", b.cost_per_day_usd);
-    if (b.iterations_per_hour < 0 || b.iterations_per_day < 0 || b.tokens_per_day < 0 ||
-        !(b.cost_per_day_usd >= 0))
-        throw rpc_error(error_kind::invalid_params, "budgets must not be negative (0 = no limit)");
+    // 0 = no limit.
+    check_range("iterations_per_hour", b.iterations_per_hour, 0, max_count);
+    check_range("iterations_per_day", b.iterations_per_day, 0, max_count);
+    check_range("tokens_per_day", b.tokens_per_day, 0, max_tokens);
+    check_range("cost_per_day_usd", b.cost_per_day_usd, 0, max_cost_usd);
 }
 
 void to_json(nlohmann::json& j, const budget_use& u) {
-    j = nlohmann::json{{"name", u.name},         {"loop_id", u.loop_id},
-                       {"used", u.used},         {"limit", u.limit},
+    j = nlohmann::json{{"name", u.name},           {"loop_id", u.loop_id},
+                       {"used", u.used},           {"limit", u.limit},
                        {"window_ms", u.window_ms}, {"frees_at", time_to_json(u.frees_at)}};
 }
 
@@ -446,7 +470,7 @@ void from_json(const nlohmann::json& j, budget_use& u) {
 
 void from_json(const nlohmann::json& j, output_request& r) {
     const auto& obj = params_object(j);
-    read_required(obj, "id", r.id);
+    read_loop_id(obj, "id", r.id);
     read_field(obj, "offset", r.offset);
     read_field(obj, "last_lines", r.last_lines);
     read_field(obj, "max_bytes", r.max_bytes);
@@ -459,7 +483,8 @@ void from_json(const nlohmann::json& j, output_request& r) {
     if (r.max_bytes <= 0 || r.max_bytes > (4 << 20))
         throw rpc_error(error_kind::invalid_params, "params.max_bytes: must be in 1..4194304");
     if (r.encoding != "utf8" && r.encoding != "base64")
-        throw rpc_error(error_kind::invalid_params, "params.encoding: must be \"utf8\" or \"base64\"");
+        throw rpc_error(error_kind::invalid_params,
+                        "params.encoding: must be \"utf8\" or \"base64\"");
 }
 
 std::size_t sendable_length(std::string_view bytes, std::string_view encoding) {

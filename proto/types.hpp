@@ -16,7 +16,17 @@ namespace ralph::proto {
 
 // SPEC §3: queued → running ⇄ waiting → completed | exhausted | failed | cancelled | stalled;
 // paused from queued/running/waiting.
-enum class loop_state { queued, running, waiting, paused, completed, exhausted, failed, cancelled, stalled };
+enum class loop_state {
+    queued,
+    running,
+    waiting,
+    paused,
+    completed,
+    exhausted,
+    failed,
+    cancelled,
+    stalled
+};
 
 std::string_view to_string(loop_state state);
 // Throws std::invalid_argument for an unknown name.
@@ -55,9 +65,9 @@ failure_class failure_class_from_string(std::string_view name);
 
 // Tokens, cost and work of one attempt, or summed over a loop's attempts.
 struct usage {
-    std::int64_t input_tokens = 0;     // cache reads and writes included
+    std::int64_t input_tokens = 0;  // cache reads and writes included
     std::int64_t output_tokens = 0;
-    std::optional<double> cost_usd;    // what the agent reported; null when it reported none
+    std::optional<double> cost_usd;  // what the agent reported; null when it reported none
     std::int64_t turns = 0;
     std::int64_t tool_calls = 0;
 };
@@ -71,53 +81,66 @@ usage read_usage(const nlohmann::json& j);
 nlohmann::json time_to_json(std::int64_t ms);
 std::int64_t time_from_json(const nlohmann::json& j, const char* name);
 
+// The largest values the methods accept (documented in proto/API.md and the README): nothing a
+// client sends can overflow a computation or make a limit meaningless.
+inline constexpr std::int64_t max_iterations = 1'000'000;
+inline constexpr std::int64_t max_count = 1'000'000;     // retries, stall thresholds, priorities,
+                                                         // iterations per hour/day
+inline constexpr double max_duration_s = 7 * 24 * 3600;  // timeouts, delays, backoffs: 7 days
+inline constexpr std::int64_t max_tokens = 1'000'000'000'000;  // token caps and budgets
+inline constexpr double max_cost_usd = 1'000'000;              // cost caps and budgets
+
 struct submit_params {
     std::string name;
-    std::string workspace;             // absolute, must exist
+    std::string workspace;  // absolute, must exist
     std::string agent = "command";
     std::string model;
-    std::string command;               // argv template for agent "command"
-    std::vector<std::string> args;     // extra arguments appended to the agent's argv
+    std::string command;                     // argv template for agent "command"
+    std::vector<std::string> args;           // extra arguments appended to the agent's argv
     std::map<std::string, std::string> env;  // added to the daemon's environment
-    std::string prompt;                // inline prompt text (first prompt source)
-    std::string prompt_file;           // absolute path (second prompt source)
+    std::string prompt;                      // inline prompt text (first prompt source)
+    std::string prompt_file;                 // absolute path (second prompt source)
     std::string completion_phrase = "COMPLETE";
     std::int64_t max_iterations = 30;  // 0 = unlimited
     std::int64_t min_iterations = 1;
-    double timeout_s = 1800;           // per attempt
-    double delay_s = 2;                // between iterations
-    std::int64_t max_retries = 3;      // per iteration, for failed attempts
-    double retry_backoff_s = 5;        // first retry delay, doubled each time, capped at 10 min
+    double timeout_s = 1800;       // per attempt
+    double delay_s = 2;            // between iterations
+    std::int64_t max_retries = 3;  // per iteration, for failed attempts
+    double retry_backoff_s = 5;    // first retry delay, doubled each time, capped at 10 min
     std::int64_t priority = 0;
     // Memory and judgement (SPEC §3).
-    std::string specs_file;            // specs/backlog file (relative to the workspace); "" =
-                                       // SPECS.md, else backlog.md, when present
-    std::string status_tag = "ralph_status";   // <TAG>VALUE</TAG> completes; "" = rule off
+    std::string specs_file;  // specs/backlog file (relative to the workspace); "" =
+                             // SPECS.md, else backlog.md, when present
+    std::string status_tag = "ralph_status";  // <TAG>VALUE</TAG> completes; "" = rule off
     std::string status_value = "COMPLETED";
-    std::string legacy_phrase;         // plain substring that completes (opt-in; "" = off)
-    bool backlog_rule = false;         // completes when every checkbox of the specs file is checked
-    std::string verify_command;        // a signal counts only if this exits 0 in the workspace
-    bool commit = false;               // commit each iteration's work
-    bool allow_dirty = false;          // accept a workspace with uncommitted changes at submit
-    std::int64_t stall_iterations = 3; // stop as stalled after N iterations without progress (0 = off)
-    std::int64_t stall_failures = 5;   // ... or N identical failures in a row (0 = off)
-    double inactivity_timeout_s = 900; // an agent silent this long (no tool call pending) hangs (0 = off)
+    std::string legacy_phrase;   // plain substring that completes (opt-in; "" = off)
+    bool backlog_rule = false;   // completes when every checkbox of the specs file is checked
+    std::string verify_command;  // a signal counts only if this exits 0 in the workspace
+    bool commit = false;         // commit each iteration's work
+    bool allow_dirty = false;    // accept a workspace with uncommitted changes at submit
+    std::int64_t stall_iterations =
+        3;  // stop as stalled after N iterations without progress (0 = off)
+    std::int64_t stall_failures = 5;  // ... or N identical failures in a row (0 = off)
+    double inactivity_timeout_s =
+        900;  // an agent silent this long (no tool call pending) hangs (0 = off)
     // The loop's own budgets (SPEC §5; 0 = none): agent runs per rolling hour/day make it wait;
     // reaching its token or cost cap ends it as exhausted.
     std::int64_t iterations_per_hour = 0;
     std::int64_t iterations_per_day = 0;
-    std::int64_t max_tokens = 0;       // input + output, summed over its attempts
+    std::int64_t max_tokens = 0;  // input + output, summed over its attempts
     double max_cost_usd = 0;
-    std::string on_done;               // hook run when the loop ends (split into words, no shell)
+    std::string on_done;  // hook run when the loop ends (split into words, no shell)
     // Run in a new git worktree of the workspace's repository (SPEC §5). The daemon fills in the
     // worktree_* fields at submit and sets `workspace` to the directory of the worktree that
     // matches the submitted one: the loop runs there, and one-loop-per-workspace applies to it.
     bool worktree = false;
-    bool sandbox = false;              // run the agent under bubblewrap (daemon/runner/sandbox)
-    std::string worktree_source;       // the workspace as submitted, in the user's checkout
-    std::string worktree_path;         // the top of the loop's worktree
-    std::string worktree_branch;       // its new branch, ralph/loop-<id>
-    std::string worktree_base;         // the commit it starts from: HEAD of the source at submit
+    bool sandbox = false;                  // run the agent under bubblewrap (daemon/runner/sandbox)
+    bool sandbox_offline = false;          // ... sharing no network with the host (needs sandbox)
+    bool allow_foreign_workspace = false;  // accept a workspace another user owns
+    std::string worktree_source;           // the workspace as submitted, in the user's checkout
+    std::string worktree_path;             // the top of the loop's worktree
+    std::string worktree_branch;           // its new branch, ralph/loop-<id>
+    std::string worktree_base;  // the commit it starts from: HEAD of the source at submit
     // A submit with the key of a loop in the history creates nothing and answers that loop
     // (SPEC §7: a script may retry a submit safely); "" = none.
     std::string idempotency_key;
@@ -128,21 +151,23 @@ void to_json(nlohmann::json& j, const submit_params& p);
 
 struct loop_info {
     std::int64_t id = 0;
-    submit_params spec;                // what was submitted (flattened into the JSON object)
+    submit_params spec;  // what was submitted (flattened into the JSON object)
     loop_state state = loop_state::queued;
     std::string stop_reason;
-    std::int64_t iterations = 0;       // iterations finished
-    std::int64_t attempts = 0;         // agent runs, retries included
+    std::int64_t iterations = 0;  // iterations finished
+    std::int64_t attempts = 0;    // agent runs, retries included
     std::int64_t retries = 0;
     std::int64_t created_at = 0;
     std::int64_t started_at = 0;
     std::int64_t finished_at = 0;
     std::int64_t updated_at = 0;
-    std::int64_t resume_at = 0;        // when a waiting loop goes on
-    std::int64_t output_bytes = 0;     // persisted output, = end offset of the loop's output
-    proto::usage usage;                // summed over every attempt
+    std::int64_t resume_at = 0;     // when a waiting loop goes on
+    std::int64_t output_bytes = 0;  // persisted output, = end offset of the loop's output
+    proto::usage usage;             // summed over every attempt
 };
 
+// The API's form of a loop: the spec flattened into the object, but for `env`, whose values may
+// be secrets: "env_names" lists its names only (SECURITY.md); from_json gives them empty values.
 void to_json(nlohmann::json& j, const loop_info& loop);
 void from_json(const nlohmann::json& j, loop_info& loop);
 // The loop as loop.list gives it: identity, state, limits and counters, not the whole spec
@@ -155,7 +180,7 @@ struct attempt_info {
     std::int64_t id = 0;
     std::int64_t loop_id = 0;
     std::int64_t iteration = 0;
-    std::int64_t attempt = 0;          // 1 for the first try of an iteration, 2 for its retry...
+    std::int64_t attempt = 0;  // 1 for the first try of an iteration, 2 for its retry...
     std::vector<std::string> argv;
     std::int64_t pid = 0;
     std::int64_t started_at = 0;
@@ -163,22 +188,22 @@ struct attempt_info {
     termination how = termination::running;
     std::optional<int> exit_code;
     std::optional<int> signal;
-    bool completion_signal = false;    // the completion rule matched in this attempt's output
+    bool completion_signal = false;  // the completion rule matched in this attempt's output
     failure_class failure = failure_class::none;
-    std::string error;                 // why it failed or could not start
+    std::string error;  // why it failed or could not start
     proto::usage usage;
-    std::string summary;               // the first line of the agent's final answer
+    std::string summary;  // the first line of the agent's final answer
     // What the attempt did to the workspace (git HEAD, diff stats; file hashes outside git).
     std::string head_before;
     std::string head_after;
     std::int64_t files_changed = 0;
     std::int64_t insertions = 0;
     std::int64_t deletions = 0;
-    std::optional<bool> progress;      // HEAD moved, tree or plan/specs changed; unknown if unset
-    nlohmann::json feedback;           // the agent's <ralph-feedback>, null when none
-    std::optional<int> verify_exit;    // --verify's exit status, when it ran
-    std::string verify_output;         // its output (the end of it)
-    std::int64_t output_start = 0;     // [start, end) byte range in the loop's output
+    std::optional<bool> progress;    // HEAD moved, tree or plan/specs changed; unknown if unset
+    nlohmann::json feedback;         // the agent's <ralph-feedback>, null when none
+    std::optional<int> verify_exit;  // --verify's exit status, when it ran
+    std::string verify_output;       // its output (the end of it)
+    std::int64_t output_start = 0;   // [start, end) byte range in the loop's output
     std::int64_t output_end = 0;
 };
 
@@ -188,11 +213,11 @@ void from_json(const nlohmann::json& j, attempt_info& attempt);
 // One event of an attempt's agent stream (common/agent_stream), as stored and listed by
 // loop.events.
 struct event_info {
-    std::int64_t id = 0;               // increasing over the whole database
+    std::int64_t id = 0;  // increasing over the whole database
     std::int64_t attempt_id = 0;
     std::int64_t iteration = 0;
     std::int64_t ts = 0;
-    std::string kind;                  // text, tool_use, tool_result, usage, error, rate_limit, ...
+    std::string kind;  // text, tool_use, tool_result, usage, error, rate_limit, ...
     std::string tool;
     std::string text;
 };
@@ -204,10 +229,10 @@ void from_json(const nlohmann::json& j, event_info& e);
 struct agent_info {
     std::string name;
     std::string description;
-    std::string program;               // what is looked up (or the configured path)
-    std::string path;                  // where it was found on the daemon's PATH; empty: missing
-    std::string output_format;         // claude, codex, opencode, gemini or text
-    bool structured_output = false;    // events (tool use, final answer) are read from the stream
+    std::string program;             // what is looked up (or the configured path)
+    std::string path;                // where it was found on the daemon's PATH; empty: missing
+    std::string output_format;       // claude, codex, opencode, gemini or text
+    bool structured_output = false;  // events (tool use, final answer) are read from the stream
     bool tokens = false;
     bool cost = false;
     bool rate_limit_detection = false;
@@ -233,8 +258,8 @@ void from_json(const nlohmann::json& j, daemon_info& info);
 // The scheduler's settings (scheduler.get / scheduler.set), kept in the database.
 struct scheduler_settings {
     std::int64_t max_concurrent = 1;
-    bool paused = false;     // no queued loop starts and no running loop begins another iteration
-    std::string window;      // "HH:MM-HH:MM" (local time) when loops may run; "" = any time
+    bool paused = false;  // no queued loop starts and no running loop begins another iteration
+    std::string window;   // "HH:MM-HH:MM" (local time) when loops may run; "" = any time
 };
 void to_json(nlohmann::json& j, const scheduler_settings& s);
 // Overlays the fields present in params (scheduler.set); throws rpc_error(invalid_params).
@@ -255,12 +280,12 @@ void apply_changes(const nlohmann::json& params, budget_limits& b);
 
 // One budget's use over its rolling window (budget.get).
 struct budget_use {
-    std::string name;             // "iterations_per_hour", "iterations_per_day", ...
-    std::int64_t loop_id = 0;     // 0: the global budget
+    std::string name;          // "iterations_per_hour", "iterations_per_day", ...
+    std::int64_t loop_id = 0;  // 0: the global budget
     double used = 0;
-    double limit = 0;             // 0 = no limit
+    double limit = 0;  // 0 = no limit
     std::int64_t window_ms = 0;
-    std::int64_t frees_at = 0;    // exhausted until then; 0 = not exhausted
+    std::int64_t frees_at = 0;  // exhausted until then; 0 = not exhausted
 };
 void to_json(nlohmann::json& j, const budget_use& u);
 void from_json(const nlohmann::json& j, budget_use& u);

@@ -29,6 +29,7 @@ namespace {
 struct submit_options {
     proto::submit_params spec;
     std::vector<std::string> env;  // K=V
+    std::string sandbox;  // --sandbox: "true"; --sandbox=offline: "offline"; "" = not given
     bool follow = false;
     bool wait = false;
     // Options that map to a field of submit_params of the same JSON name; sent only if given.
@@ -83,6 +84,10 @@ int run_submit(const client_context& ctx, submit_options& options) {
     for (const auto& [option, name] : options.fields)
         if (option->count() > 0) params[name] = all.at(name);
     if (!spec.env.empty()) params["env"] = all.at("env");
+    if (!options.sandbox.empty()) {
+        params["sandbox"] = true;
+        params["sandbox_offline"] = options.sandbox == "offline";
+    }
 
     connection daemon(ctx.socket);
     nlohmann::json reply = parse_reply(daemon.call_text(proto::method::loop_submit, params));
@@ -103,9 +108,11 @@ int run_submit(const client_context& ctx, submit_options& options) {
     loop.erase("warnings");
     loop.erase("created");
     for (const auto& warning : warnings)
-        if (warning.is_string()) fmt::print(stderr, "ralphctl: warning: {}\n", warning.get<std::string>());
+        if (warning.is_string())
+            fmt::print(stderr, "ralphctl: warning: {}\n", warning.get<std::string>());
     if (ctx.json) {
-        print_json({{"loop", std::move(loop)}, {"created", created}, {"warnings", std::move(warnings)}});
+        print_json(
+            {{"loop", std::move(loop)}, {"created", created}, {"warnings", std::move(warnings)}});
     } else {
         const auto name = loop.value("name", std::string());
         const auto branch = loop.value("worktree_branch", std::string());
@@ -142,7 +149,8 @@ void register_submit_command(CLI::App& app, client_context& ctx) {
     // Sections of --help. (CLI11 also compares a new option's names with those of its own
     // section only, which keeps the start of every submit short.)
     auto* completion = cmd->add_option_group("Completion", "When the loop is done");
-    auto* attempts = cmd->add_option_group("Attempts", "Each run of the agent, its retries and stalls");
+    auto* attempts =
+        cmd->add_option_group("Attempts", "Each run of the agent, its retries and stalls");
     auto* budgets = cmd->add_option_group("Budgets", "This loop's own limits");
     auto* git = cmd->add_option_group("Git and hooks");
     auto field = [&](CLI::Option* option, const char* name) {
@@ -181,17 +189,20 @@ void register_submit_command(CLI::App& app, client_context& ctx) {
               ->check(non_negative())
               ->capture_default_str(),
           "max_iterations");
-    field(completion->add_option("-n,--min-iterations", spec.min_iterations,
-                          "Completion signals before this are ignored")
+    field(completion
+              ->add_option("-n,--min-iterations", spec.min_iterations,
+                           "Completion signals before this are ignored")
               ->check(non_negative())
               ->capture_default_str(),
           "min_iterations");
-    field(completion->add_option("-p,--promise", spec.completion_phrase,
-                          "Completion phrase: the agent answers <promise>PHRASE</promise>")
+    field(completion
+              ->add_option("-p,--promise", spec.completion_phrase,
+                           "Completion phrase: the agent answers <promise>PHRASE</promise>")
               ->capture_default_str(),
           "completion_phrase");
-    field(attempts->add_option("--timeout", spec.timeout_s,
-                          "Per-attempt timeout, e.g. 90s, 15m, 2h (default in seconds)")
+    field(attempts
+              ->add_option("--timeout", spec.timeout_s,
+                           "Per-attempt timeout, e.g. 90s, 15m, 2h (default in seconds)")
               ->transform(duration_seconds())
               ->type_name("DURATION")
               ->capture_default_str(),
@@ -205,34 +216,39 @@ void register_submit_command(CLI::App& app, client_context& ctx) {
               ->check(non_negative())
               ->capture_default_str(),
           "max_retries");
-    field(attempts->add_option("--backoff", spec.retry_backoff_s,
-                          "First retry delay, doubled for each further retry")
+    field(attempts
+              ->add_option("--backoff", spec.retry_backoff_s,
+                           "First retry delay, doubled for each further retry")
               ->transform(duration_seconds())
               ->type_name("DURATION")
               ->capture_default_str(),
           "retry_backoff_s");
     field(cmd->add_option("--priority", spec.priority, "Higher runs first")->capture_default_str(),
           "priority");
-    field(completion->add_option("--specs", spec.specs_file,
-                          "Specs/backlog file injected into every prompt (default: SPECS.md, else "
-                          "backlog.md, in the workspace)"),
+    field(completion->add_option(
+              "--specs", spec.specs_file,
+              "Specs/backlog file injected into every prompt (default: SPECS.md, else "
+              "backlog.md, in the workspace)"),
           "specs_file");
-    field(completion->add_option("--status-tag", spec.status_tag,
-                          "<TAG>VALUE</TAG> in the final answer also completes (\"\" = off)")
+    field(completion
+              ->add_option("--status-tag", spec.status_tag,
+                           "<TAG>VALUE</TAG> in the final answer also completes (\"\" = off)")
               ->capture_default_str(),
           "status_tag");
     field(completion->add_option("--status-value", spec.status_value, "The VALUE of --status-tag")
               ->capture_default_str(),
           "status_value");
-    field(completion->add_option("--legacy-phrase", spec.legacy_phrase,
-                          "Also complete on this plain text anywhere in the final answer (opt-in)"),
+    field(completion->add_option(
+              "--legacy-phrase", spec.legacy_phrase,
+              "Also complete on this plain text anywhere in the final answer (opt-in)"),
           "legacy_phrase");
     field(completion->add_flag("--backlog", spec.backlog_rule,
-                        "Complete when every checkbox of the specs/backlog file is checked"),
+                               "Complete when every checkbox of the specs/backlog file is checked"),
           "backlog_rule");
-    field(completion->add_option("--verify", spec.verify_command,
-                          "Command run in the workspace (no shell) when a completion signal comes; "
-                          "the signal counts only if it exits 0"),
+    field(completion->add_option(
+              "--verify", spec.verify_command,
+              "Command run in the workspace (no shell) when a completion signal comes; "
+              "the signal counts only if it exits 0"),
           "verify_command");
     field(git->add_flag("--commit", spec.commit, "Commit each iteration's work (git workspaces)"),
           "commit");
@@ -243,46 +259,60 @@ void register_submit_command(CLI::App& app, client_context& ctx) {
                         "Run in a new git worktree of the workspace's repository (branch "
                         "ralph/loop-ID from HEAD; uncommitted changes are not carried over)"),
           "worktree");
-    field(git->add_flag("--sandbox", spec.sandbox,
-                        "Run the agent under bubblewrap: it may write only in the workspace, its "
-                        "git directory and its own config dirs; /tmp is its own"),
-          "sandbox");
+    // A flag, so that it never takes the prompt after it as its value; =offline is the one value.
+    git->add_flag("--sandbox", options->sandbox,
+                  "Run the agent (and --verify) under bubblewrap: it may write only in the "
+                  "workspace, its git directory and its own config dirs; /tmp is its own; ralph's "
+                  "socket, state and other loops' workspaces are hidden. --sandbox=offline: no "
+                  "network either")
+        ->check(CLI::IsMember({"true", "offline"}).description("[=offline]"));
+    field(git->add_flag("--allow-foreign-workspace", spec.allow_foreign_workspace,
+                        "Run in a workspace that belongs to another user (refused otherwise)"),
+          "allow_foreign_workspace");
     field(git->add_option("--on-done", spec.on_done,
                           "Command run when the loop ends, with its outcome in RALPH_* variables "
                           "(split into words, no shell)"),
           "on_done");
-    field(attempts->add_option("--stall-after", spec.stall_iterations,
-                          "Stop as stalled after N iterations without progress (0 = never)")
+    field(attempts
+              ->add_option("--stall-after", spec.stall_iterations,
+                           "Stop as stalled after N iterations without progress (0 = never)")
               ->check(non_negative())
               ->capture_default_str(),
           "stall_iterations");
-    field(attempts->add_option("--stall-failures", spec.stall_failures,
-                          "Stop as stalled after N identical failures in a row (0 = never)")
+    field(attempts
+              ->add_option("--stall-failures", spec.stall_failures,
+                           "Stop as stalled after N identical failures in a row (0 = never)")
               ->check(non_negative())
               ->capture_default_str(),
           "stall_failures");
-    field(attempts->add_option("--inactivity-timeout", spec.inactivity_timeout_s,
-                          "An agent silent this long while no tool runs is hung (0 = never)")
+    field(attempts
+              ->add_option("--inactivity-timeout", spec.inactivity_timeout_s,
+                           "An agent silent this long while no tool runs is hung (0 = never)")
               ->transform(duration_seconds())
               ->type_name("DURATION")
               ->capture_default_str(),
           "inactivity_timeout_s");
-    field(budgets->add_option("--iterations-per-hour", spec.iterations_per_hour,
-                          "This loop's budget: agent runs in any rolling hour (0 = none)")
+    field(budgets
+              ->add_option("--iterations-per-hour", spec.iterations_per_hour,
+                           "This loop's budget: agent runs in any rolling hour (0 = none)")
               ->check(non_negative()),
           "iterations_per_hour");
-    field(budgets->add_option("--iterations-per-day", spec.iterations_per_day,
-                          "This loop's budget: agent runs in any rolling 24 hours (0 = none)")
+    field(budgets
+              ->add_option("--iterations-per-day", spec.iterations_per_day,
+                           "This loop's budget: agent runs in any rolling 24 hours (0 = none)")
               ->check(non_negative()),
           "iterations_per_day");
-    field(budgets->add_option("--max-tokens", spec.max_tokens,
-                          "End the loop as exhausted once its agents used this many tokens")
+    field(budgets
+              ->add_option("--max-tokens", spec.max_tokens,
+                           "End the loop as exhausted once its agents used this many tokens")
               ->check(non_negative()),
           "max_tokens");
-    field(budgets->add_option("--max-cost", spec.max_cost_usd,
-                          "End the loop as exhausted once its agents reported this many US dollars")
-              ->check(CLI::NonNegativeNumber),
-          "max_cost_usd");
+    field(
+        budgets
+            ->add_option("--max-cost", spec.max_cost_usd,
+                         "End the loop as exhausted once its agents reported this many US dollars")
+            ->check(CLI::NonNegativeNumber),
+        "max_cost_usd");
     cmd->add_option("--workspace", spec.workspace, "Directory the agent works in (default: .)")
         ->check(CLI::ExistingDirectory);
     field(cmd->add_option("--name", spec.name, "Name shown in lists"), "name");

@@ -42,11 +42,11 @@ std::string find_program(const agent& adapter, const proto::submit_params& spec,
         throw proto::rpc_error(proto::error_kind::agent_unavailable,
                                "agent " + std::string(adapter.name()) + ": configured program " +
                                    configured->second + " is not an executable file");
-    throw proto::rpc_error(
-        proto::error_kind::agent_unavailable,
-        "agent " + std::string(adapter.name()) + ": program '" + program +
-            "' not found on the daemon's PATH (" + search_path + "); install it, or start ralphd with --agent-binary " +
-            std::string(adapter.name()) + "=/path/to/" + program);
+    throw proto::rpc_error(proto::error_kind::agent_unavailable,
+                           "agent " + std::string(adapter.name()) + ": program '" + program +
+                               "' not found on the daemon's PATH (" + search_path +
+                               "); install it, or start ralphd with --agent-binary " +
+                               std::string(adapter.name()) + "=/path/to/" + program);
 }
 
 }  // namespace ralph

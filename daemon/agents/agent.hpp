@@ -31,7 +31,7 @@ struct invocation_input {
 };
 
 class agent {
-public:
+  public:
     virtual ~agent() = default;
     virtual std::string_view name() const = 0;
     // A line for `ralphctl agents`.
@@ -48,6 +48,9 @@ public:
     // Where under $HOME the agent keeps its config, sessions and caches: writable for it in a
     // --sandbox (daemon/runner/sandbox), where everything else outside the workspace is not.
     virtual std::vector<std::string> home_state_paths() const = 0;
+    // The variables of ralphd's environment the agent reads (its API keys, endpoints, options),
+    // as patterns with `*` ("ANTHROPIC_*"): passed to it besides the defaults (environment.hpp).
+    virtual std::vector<std::string> environment_variables() const = 0;
     // The program to run: a name looked up on PATH, or an absolute path. Throws
     // proto::rpc_error(invalid_params) when the spec cannot name one (an empty command template).
     virtual std::string program(const proto::submit_params& spec) const = 0;

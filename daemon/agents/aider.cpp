@@ -18,6 +18,8 @@ const agent& aider_agent() {
         .prompt_on_stdin = false,
         .private_tmpdir = false,
         .home_state_paths = {".aider"},
+        .environment_variables = {"AIDER_*", "OPENAI_*", "ANTHROPIC_*", "OPENROUTER_*", "GEMINI_*",
+                                  "DEEPSEEK_*", "GROQ_*", "MISTRAL_*", "OLLAMA_*"},
         .arguments =
             [](const invocation_input& input) {
                 std::vector<std::string> args{"--message-file", input.prompt_file, "--yes-always"};

@@ -17,6 +17,9 @@ const agent& claude_agent() {
         .prompt_on_stdin = true,
         .private_tmpdir = false,
         .home_state_paths = {".claude", ".claude.json"},
+        .environment_variables = {"ANTHROPIC_*", "CLAUDE_*", "DISABLE_*", "MCP_*",
+                                  "MAX_THINKING_TOKENS", "MAX_MCP_OUTPUT_TOKENS",
+                                  "BASH_DEFAULT_TIMEOUT_MS", "BASH_MAX_TIMEOUT_MS", "IS_SANDBOX"},
         .arguments =
             [](const invocation_input& input) {
                 std::vector<std::string> args{"-p", "--output-format", "stream-json", "--verbose",

@@ -9,18 +9,19 @@
 namespace ralph {
 
 class cli_agent : public agent {
-public:
+  public:
     struct definition {
         std::string name;
         std::string description;
-        std::string program;             // looked up on PATH unless configured
+        std::string program;  // looked up on PATH unless configured
         agent_stream::format format = agent_stream::format::text;
         bool tokens = false;
         bool cost = false;
         bool rate_limits = false;
-        bool prompt_on_stdin = false;    // else the prompt is in the arguments and stdin is /dev/null
+        bool prompt_on_stdin = false;  // else the prompt is in the arguments and stdin is /dev/null
         bool private_tmpdir = false;
-        std::vector<std::string> home_state_paths;  // agent::home_state_paths
+        std::vector<std::string> home_state_paths;       // agent::home_state_paths
+        std::vector<std::string> environment_variables;  // agent::environment_variables
         // The arguments after the program, before the loop's extra args.
         std::function<std::vector<std::string>(const invocation_input&)> arguments;
     };
@@ -35,6 +36,9 @@ public:
     bool detects_rate_limits() const override { return def_.rate_limits; }
     bool needs_private_tmpdir() const override { return def_.private_tmpdir; }
     std::vector<std::string> home_state_paths() const override { return def_.home_state_paths; }
+    std::vector<std::string> environment_variables() const override {
+        return def_.environment_variables;
+    }
     std::string program(const proto::submit_params&) const override { return def_.program; }
 
     invocation invoke(const invocation_input& input) const override {
@@ -46,7 +50,7 @@ public:
         return result;
     }
 
-private:
+  private:
     definition def_;
 };
 

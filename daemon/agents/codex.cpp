@@ -17,6 +17,7 @@ const agent& codex_agent() {
         .prompt_on_stdin = true,
         .private_tmpdir = false,
         .home_state_paths = {".codex"},
+        .environment_variables = {"OPENAI_*", "CODEX_*", "AZURE_OPENAI_*"},
         .arguments =
             [](const invocation_input& input) {
                 std::vector<std::string> args{"exec", "--json",

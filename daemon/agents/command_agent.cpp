@@ -32,7 +32,7 @@ void replace_all(std::string& word, std::string_view placeholder, const std::str
 }
 
 class command_agent_impl : public agent {
-public:
+  public:
     std::string_view name() const override { return "command"; }
     std::string_view description() const override {
         return "any program: --command 'prog --flag {prompt_file}' (plain text)";
@@ -43,6 +43,8 @@ public:
     bool detects_rate_limits() const override { return false; }
     bool needs_private_tmpdir() const override { return false; }
     std::vector<std::string> home_state_paths() const override { return {}; }
+    // Unknown: what the program needs comes with `submit --env` or `ralphd --env-policy`.
+    std::vector<std::string> environment_variables() const override { return {}; }
 
     std::string program(const proto::submit_params& spec) const override {
         return split_template(spec.command).front();

@@ -29,7 +29,8 @@ std::string demo_agent_program() {
 const agent& demo_agent() {
     static const cli_agent instance({
         .name = "demo",
-        .description = "the bundled demo agent: appends to demo-progress.md, completes on its 3rd run",
+        .description =
+            "the bundled demo agent: appends to demo-progress.md, completes on its 3rd run",
         .program = demo_agent_program(),
         .format = agent_stream::format::text,
         .tokens = false,
@@ -38,6 +39,7 @@ const agent& demo_agent() {
         .prompt_on_stdin = true,
         .private_tmpdir = false,
         .home_state_paths = {},
+        .environment_variables = {},
         .arguments = [](const invocation_input&) { return std::vector<std::string>{}; },
     });
     return instance;

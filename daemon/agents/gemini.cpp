@@ -17,6 +17,8 @@ const agent& gemini_agent() {
         .prompt_on_stdin = false,
         .private_tmpdir = true,
         .home_state_paths = {".gemini"},
+        .environment_variables = {"GEMINI_*", "GOOGLE_API_KEY", "GOOGLE_CLOUD_*", "GOOGLE_GENAI_*",
+                                  "GOOGLE_APPLICATION_CREDENTIALS"},
         .arguments =
             [](const invocation_input& input) {
                 std::vector<std::string> args{"-p", input.prompt, "--yolo", "--output-format",

@@ -16,6 +16,7 @@ const agent& kiro_agent() {
         .prompt_on_stdin = false,
         .private_tmpdir = false,
         .home_state_paths = {".kiro", ".local/share/kiro-cli"},
+        .environment_variables = {"KIRO_*"},
         .arguments =
             [](const invocation_input& input) {
                 std::vector<std::string> args{"chat", "--no-interactive", "--trust-all-tools"};

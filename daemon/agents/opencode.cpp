@@ -15,7 +15,11 @@ const agent& opencode_agent() {
         .rate_limits = true,
         .prompt_on_stdin = false,
         .private_tmpdir = true,
-        .home_state_paths = {".local/share/opencode", ".local/state/opencode", ".config/opencode", ".cache/opencode"},
+        .home_state_paths = {".local/share/opencode", ".local/state/opencode", ".config/opencode",
+                             ".cache/opencode"},
+        .environment_variables = {"OPENCODE_*", "ANTHROPIC_*", "OPENAI_*", "OPENROUTER_*",
+                                  "GEMINI_*", "GOOGLE_GENERATIVE_AI_API_KEY", "GROQ_*", "MISTRAL_*",
+                                  "DEEPSEEK_*", "XAI_*"},
         .arguments =
             [](const invocation_input& input) {
                 std::vector<std::string> args{"run", "--format", "json"};

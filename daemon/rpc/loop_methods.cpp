@@ -16,9 +16,11 @@
 #include "proto/methods.hpp"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <limits>
 
 namespace ralph::rpc {
 namespace {
@@ -30,7 +32,7 @@ struct id_params {
     std::int64_t id = 0;
 };
 void from_json(const nlohmann::json& j, id_params& p) {
-    proto::read_required(proto::params_object(j), "id", p.id);
+    proto::read_loop_id(proto::params_object(j), "id", p.id);
 }
 
 struct events_params {
@@ -41,12 +43,13 @@ struct events_params {
 };
 void from_json(const nlohmann::json& j, events_params& p) {
     const auto& obj = proto::params_object(j);
-    proto::read_required(obj, "id", p.id);
+    proto::read_loop_id(obj, "id", p.id);
     proto::read_field(obj, "iteration", p.iteration);
     proto::read_field(obj, "after", p.after);
     proto::read_field(obj, "limit", p.limit);
-    if (p.limit <= 0 || p.limit > 10000)
-        throw rpc_error(error_kind::invalid_params, "params.limit: must be in 1..10000");
+    proto::check_range("iteration", p.iteration, 0, std::numeric_limits<std::int64_t>::max());
+    proto::check_range("after", p.after, 0, std::numeric_limits<std::int64_t>::max());
+    proto::check_range("limit", p.limit, 1, 10000);
 }
 
 struct steer_params {
@@ -55,7 +58,7 @@ struct steer_params {
 };
 void from_json(const nlohmann::json& j, steer_params& p) {
     const auto& obj = proto::params_object(j);
-    proto::read_required(obj, "id", p.id);
+    proto::read_loop_id(obj, "id", p.id);
     proto::read_required(obj, "text", p.text);
     if (p.text.find_first_not_of(" \t\r\n") == std::string::npos)
         throw rpc_error(error_kind::invalid_params, "params.text: must not be empty");
@@ -80,11 +83,12 @@ void from_json(const nlohmann::json& j, list_params& p) {
         }
     }
     proto::read_field(obj, "limit", p.limit);
-    if (p.limit < 0) throw rpc_error(error_kind::invalid_params, "params.limit: must not be negative");
+    proto::check_range("limit", p.limit, 0, std::numeric_limits<std::int64_t>::max());
     proto::read_field(obj, "fields", p.fields);
     for (const auto& field : p.fields)
         if (!proto::is_summary_field(field))
-            throw rpc_error(error_kind::invalid_params, "params.fields: unknown field '" + field + "'");
+            throw rpc_error(error_kind::invalid_params,
+                            "params.fields: unknown field '" + field + "'");
 }
 
 constexpr std::size_t max_idempotency_key_bytes = 256;
@@ -119,9 +123,10 @@ void plan_worktree(proto::submit_params& spec, method_services& services,
         refuse(path.string() + " exists already (left by an earlier ralph database?): remove it");
     std::string error;
     if (workspace::has_branch(spec.workspace, branch, error))
-        refuse(fmt::format("branch {} exists already (left by an earlier ralph database?): "
-                           "delete it with git -C {} branch -D {}",
-                           branch, repo.top.string(), branch));
+        refuse(
+            fmt::format("branch {} exists already (left by an earlier ralph database?): "
+                        "delete it with git -C {} branch -D {}",
+                        branch, repo.top.string(), branch));
     if (!error.empty()) refuse(error);
     workspace::dirty_state dirty = workspace::check_dirty(spec.workspace);
     if (dirty.dirty)
@@ -150,6 +155,16 @@ submission validated(proto::submit_params spec, method_services& services) {
         throw rpc_error(error_kind::invalid_workspace,
                         "cannot use workspace " + spec.workspace + ": no such directory");
     if (auto canonical = fs::canonical(workspace, ec); !ec) spec.workspace = canonical.string();
+    // Another user's workspace: its links, git config and hooks are theirs, and ralph (root,
+    // say) would act on them with its own rights.
+    struct stat st {};
+    if (::stat(spec.workspace.c_str(), &st) == 0 && st.st_uid != ::geteuid() &&
+        !spec.allow_foreign_workspace)
+        throw rpc_error(error_kind::invalid_workspace,
+                        fmt::format("workspace {} belongs to {}, not to {} running ralphd; submit "
+                                    "with --allow-foreign-workspace to run there anyway",
+                                    spec.workspace, paths::describe_uid(st.st_uid),
+                                    paths::describe_uid(::geteuid())));
     if (spec.name.empty()) spec.name = fs::path(spec.workspace).filename().string();
     if (!spec.prompt_file.empty()) {
         if (!fs::path(spec.prompt_file).is_absolute())
@@ -159,19 +174,27 @@ submission validated(proto::submit_params spec, method_services& services) {
             throw rpc_error(error_kind::invalid_prompt,
                             "cannot read prompt file " + spec.prompt_file);
     }
-    auto invalid = [](const std::string& message) { throw rpc_error(error_kind::invalid_params, message); };
-    if (spec.max_iterations < 0) invalid("params.max_iterations: must be 0 (unlimited) or more");
-    if (spec.min_iterations < 1) invalid("params.min_iterations: must be at least 1");
+    auto invalid = [](const std::string& message) {
+        throw rpc_error(error_kind::invalid_params, message);
+    };
+    using proto::check_range;
+    check_range("max_iterations", spec.max_iterations, 0, proto::max_iterations);
+    check_range("min_iterations", spec.min_iterations, 1, proto::max_iterations);
     if (spec.max_iterations > 0 && spec.min_iterations > spec.max_iterations)
         invalid("params.min_iterations: must not exceed max_iterations");
     if (!(spec.timeout_s > 0)) invalid("params.timeout_s: must be positive");
-    if (!(spec.delay_s >= 0)) invalid("params.delay_s: must not be negative");
-    if (spec.max_retries < 0) invalid("params.max_retries: must not be negative");
-    if (!(spec.retry_backoff_s >= 0)) invalid("params.retry_backoff_s: must not be negative");
-    if (spec.iterations_per_hour < 0 || spec.iterations_per_day < 0 || spec.max_tokens < 0 ||
-        !(spec.max_cost_usd >= 0))
-        invalid("params.iterations_per_hour, iterations_per_day, max_tokens, max_cost_usd: must "
-                "not be negative (0 = none)");
+    check_range("timeout_s", spec.timeout_s, 0, proto::max_duration_s);
+    check_range("delay_s", spec.delay_s, 0, proto::max_duration_s);
+    check_range("max_retries", spec.max_retries, 0, proto::max_count);
+    check_range("retry_backoff_s", spec.retry_backoff_s, 0, proto::max_duration_s);
+    check_range("inactivity_timeout_s", spec.inactivity_timeout_s, 0, proto::max_duration_s);
+    check_range("priority", spec.priority, -proto::max_count, proto::max_count);
+    check_range("stall_iterations", spec.stall_iterations, 0, proto::max_count);
+    check_range("stall_failures", spec.stall_failures, 0, proto::max_count);
+    check_range("iterations_per_hour", spec.iterations_per_hour, 0, proto::max_count);
+    check_range("iterations_per_day", spec.iterations_per_day, 0, proto::max_count);
+    check_range("max_tokens", spec.max_tokens, 0, proto::max_tokens);
+    check_range("max_cost_usd", spec.max_cost_usd, 0, proto::max_cost_usd);
     if (spec.completion_phrase.find_first_not_of(" \t\r\n") == std::string::npos)
         invalid("params.completion_phrase: must not be empty");
     for (const auto& [key, value] : spec.env)
@@ -180,9 +203,11 @@ submission validated(proto::submit_params spec, method_services& services) {
     if (spec.idempotency_key.size() > max_idempotency_key_bytes)
         invalid(fmt::format("params.idempotency_key: at most {} bytes", max_idempotency_key_bytes));
     find_program(find_agent(spec.agent), spec, services.binaries, search_path_with(spec.env));
+    if (spec.sandbox_offline && !spec.sandbox)
+        invalid("params.sandbox_offline: needs sandbox (--sandbox=offline)");
     if (spec.sandbox) sandbox::find_bwrap(search_path_with(spec.env));
-    for (const auto& [field, command] : {std::pair{"verify_command", &spec.verify_command},
-                                         std::pair{"on_done", &spec.on_done}})
+    for (const auto& [field, command] :
+         {std::pair{"verify_command", &spec.verify_command}, std::pair{"on_done", &spec.on_done}})
         if (!command->empty())
             if (std::string error = text::command_words_error(*command); !error.empty())
                 invalid(fmt::format("params.{}: {}", field, error));
@@ -246,15 +271,14 @@ void register_loop_methods(method_registry& registry, method_services& services)
             return nlohmann::json{{"loops", std::move(loops)}};
         });
 
-    registry.add_typed<id_params>(
-        proto::method::loop_get, [&services](const id_params& params, call_context&) {
-            proto::loop_info loop = services.db.get_loop(params.id);
-            nlohmann::json result = loop;
-            result["agent_info"] = describe_agent(find_agent(loop.spec.agent), loop.spec,
-                                                  services.binaries,
-                                                  search_path_with(loop.spec.env));
-            return result;
-        });
+    registry.add_typed<id_params>(proto::method::loop_get, [&services](const id_params& params,
+                                                                       call_context&) {
+        proto::loop_info loop = services.db.get_loop(params.id);
+        nlohmann::json result = loop;
+        result["agent_info"] = describe_agent(find_agent(loop.spec.agent), loop.spec,
+                                              services.binaries, search_path_with(loop.spec.env));
+        return result;
+    });
 
     registry.add_typed<id_params>(proto::method::loop_cancel,
                                   [&services](const id_params& params, call_context&) {
@@ -277,31 +301,32 @@ void register_loop_methods(method_registry& registry, method_services& services)
             return nlohmann::json{{"attempts", services.db.attempts_of(params.id)}};
         });
 
-    registry.add_typed<steer_params>(
-        proto::method::loop_steer, [&services](const steer_params& params, call_context&) {
-            proto::loop_info loop = services.db.get_loop(params.id);
-            if (proto::is_terminal(loop.state))
-                throw rpc_error(error_kind::invalid_state,
-                                "loop " + std::to_string(params.id) + " has already ended (" +
-                                    std::string(proto::to_string(loop.state)) + ")");
-            std::int64_t hint = services.db.add_steering(params.id, params.text, services.clock.now_ms());
-            // `iterations` counts finished ones: an attempt of the next one that is already
-            // running has its prompt, so the hint goes to the iteration after it.
-            std::int64_t next = loop.iterations + 1;
-            for (const auto& attempt : services.db.attempts_of(params.id))
-                if (attempt.iteration == next && attempt.how == proto::termination::running) {
-                    ++next;
-                    break;
-                }
-            return nlohmann::json{{"id", params.id}, {"steering_id", hint},
-                                  {"next_iteration", next}};
-        });
+    registry.add_typed<steer_params>(proto::method::loop_steer, [&services](
+                                                                    const steer_params& params,
+                                                                    call_context&) {
+        proto::loop_info loop = services.db.get_loop(params.id);
+        if (proto::is_terminal(loop.state))
+            throw rpc_error(error_kind::invalid_state,
+                            "loop " + std::to_string(params.id) + " has already ended (" +
+                                std::string(proto::to_string(loop.state)) + ")");
+        std::int64_t hint =
+            services.db.add_steering(params.id, params.text, services.clock.now_ms());
+        // `iterations` counts finished ones: an attempt of the next one that is already
+        // running has its prompt, so the hint goes to the iteration after it.
+        std::int64_t next = loop.iterations + 1;
+        for (const auto& attempt : services.db.attempts_of(params.id))
+            if (attempt.iteration == next && attempt.how == proto::termination::running) {
+                ++next;
+                break;
+            }
+        return nlohmann::json{{"id", params.id}, {"steering_id", hint}, {"next_iteration", next}};
+    });
 
     registry.add_typed<events_params>(
         proto::method::loop_events, [&services](const events_params& params, call_context&) {
             services.db.get_loop(params.id);  // loop_not_found for an unknown id
-            auto events = services.db.events_of(params.id, params.iteration, params.after,
-                                                params.limit);
+            auto events =
+                services.db.events_of(params.id, params.iteration, params.after, params.limit);
             std::int64_t next = events.empty() ? params.after : events.back().id;
             return nlohmann::json{{"events", events}, {"next_after", next}};
         });

@@ -69,6 +69,76 @@ std::string request_problem(const json& request) {
     return {};
 }
 
+// A number too large for a double (1e400, an id of a thousand digits) fails the whole parse with
+// no position but a byte offset. This parses the text again, event by event, to name the field
+// it was in ("params.timeout_s", "[2].id") and, when the request's id came before it, that id.
+class number_overflow_locator : public nlohmann::json_sax<json> {
+  public:
+    std::string field;  // where the number was; empty when the failure was something else
+    json id;            // the top-level request's "id", when it was read before the failure
+
+    bool null() override { return value(nullptr); }
+    bool boolean(bool) override { return value(nullptr); }
+    bool number_integer(number_integer_t v) override { return value(v); }
+    bool number_unsigned(number_unsigned_t v) override { return value(v); }
+    bool number_float(number_float_t v, const string_t&) override { return value(v); }
+    bool string(string_t& v) override { return value(v); }
+    bool binary(binary_t&) override { return value(nullptr); }
+    bool start_object(std::size_t) override { return open(false); }
+    bool end_object() override { return close(); }
+    bool start_array(std::size_t) override { return open(true); }
+    bool end_array() override { return close(); }
+    bool key(string_t& name) override {
+        path_.back().key = name;
+        return true;
+    }
+    bool parse_error(std::size_t, const std::string&,
+                     const nlohmann::detail::exception& error) override {
+        if (error.id == 406) field = describe_path();  // "number overflow parsing '1e400'"
+        return false;
+    }
+
+  private:
+    struct level {
+        bool array = false;
+        std::size_t index = 0;  // of the next element, in an array
+        std::string key;        // of the current member, in an object
+    };
+
+    bool open(bool array) {
+        path_.push_back({array, 0, {}});
+        return true;
+    }
+    bool close() {
+        path_.pop_back();
+        return after_value();
+    }
+    bool value(json v) {
+        if (path_.size() == 1 && !path_.back().array && path_.back().key == "id" &&
+            (v.is_string() || v.is_number()))
+            id = std::move(v);
+        return after_value();
+    }
+    bool after_value() {
+        if (!path_.empty() && path_.back().array) ++path_.back().index;
+        return true;
+    }
+    std::string describe_path() const {
+        std::string path;
+        for (const auto& level : path_) {
+            if (level.array) {
+                path += "[" + std::to_string(level.index) + "]";
+            } else {
+                if (!path.empty()) path += '.';
+                path += level.key;
+            }
+        }
+        return path;
+    }
+
+    std::vector<level> path_;
+};
+
 }  // namespace
 
 void method_registry::add(std::string name, handler fn) {
@@ -125,6 +195,16 @@ std::optional<std::string> method_registry::handle_text(std::string_view body,
             detail.erase(0, tag_end + 2);
         return serialize(
             standard_error(nullptr, proto::error_kind::parse_error, std::move(detail)));
+    } catch (const json::out_of_range&) {
+        // Valid JSON that holds a number beyond a double's range: an invalid parameter, named.
+        number_overflow_locator locator;
+        json::sax_parse(body, &locator);
+        std::string field = locator.field.empty() ? "a number" : locator.field;
+        return serialize(error_from(
+            std::move(locator.id),
+            proto::rpc_error(proto::error_kind::invalid_params,
+                             field + ": the number is out of range (larger than any the API "
+                                     "accepts)")));
     }
 
     if (!request.is_array()) {

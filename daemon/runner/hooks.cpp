@@ -3,6 +3,8 @@
 #include "common/paths.hpp"
 #include "common/text.hpp"
 #include "daemon/runner/child_reaper.hpp"
+#include "daemon/runner/environment.hpp"
+#include "daemon/runner/sandbox.hpp"
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -23,9 +25,11 @@ constexpr std::size_t kept_output_bytes = 4096;
 constexpr std::size_t logged_lines = 10;
 constexpr std::size_t logged_line_bytes = 300;
 
-std::vector<std::string> notification_argv(const std::string& program, const proto::loop_info& loop) {
+std::vector<std::string> notification_argv(const std::string& program,
+                                           const proto::loop_info& loop) {
     return {program, "--app-name=ralph",
-            fmt::format("ralph: loop {} ({}) {}", loop.id, loop.spec.name, proto::to_string(loop.state)),
+            fmt::format("ralph: loop {} ({}) {}", loop.id, loop.spec.name,
+                        proto::to_string(loop.state)),
             loop.stop_reason};
 }
 
@@ -68,8 +72,14 @@ std::filesystem::path notify_send_program() {
     return paths::find_executable("notify-send", search_path_with({}));
 }
 
-hook_runner::hook_runner(net::io_context& io, child_reaper& reaper, hook_settings settings)
-    : io_(io), reaper_(reaper), settings_(std::move(settings)), grace_timer_(io) {}
+hook_runner::hook_runner(
+    net::io_context& io, child_reaper& reaper, hook_settings settings,
+    std::function<std::vector<std::filesystem::path>(std::int64_t loop_id)> sandbox_hidden)
+    : io_(io),
+      reaper_(reaper),
+      settings_(std::move(settings)),
+      sandbox_hidden_(std::move(sandbox_hidden)),
+      grace_timer_(io) {}
 
 void hook_runner::loop_ended(const proto::loop_info& loop) {
     const std::string dir = hook_directory(loop.spec);
@@ -104,15 +114,24 @@ void hook_runner::start(const proto::loop_info& loop, const std::string& label,
         return;
     }
     if (dir.empty()) {
-        spdlog::warn("{} not run: the loop's workspace {} does not exist", label, loop.spec.workspace);
+        spdlog::warn("{} not run: the loop's workspace {} does not exist", label,
+                     loop.spec.workspace);
         return;
     }
     const std::string command = text::join_words(argv);
     running_hook& hook = running_.emplace_back(io_, label);
     auto it = std::prev(running_.end());
     try {
-        hook.process = spawn_process({std::move(argv), environment_with(hook_environment(loop, which)),
-                                      dir, std::string()});
+        // notify-send is ralph's own program with the outcome as its arguments: never confined.
+        if (loop.spec.sandbox && which != "notify") {
+            sandbox::layout view;
+            view.hidden = sandbox_hidden_(loop.id);
+            view.offline = loop.spec.sandbox_offline;
+            argv = sandbox::wrap(sandbox::find_bwrap(search_path_with(loop.spec.env)), view, dir,
+                                 argv);
+        }
+        hook.process = spawn_process(
+            {std::move(argv), environment_with(hook_environment(loop, which)), dir, std::string()});
     } catch (const std::exception& e) {
         spdlog::warn("{} '{}' not run: {}", label, command, e.what());
         running_.erase(it);
@@ -167,7 +186,8 @@ void hook_runner::log_output(const running_hook& hook) const {
         for (std::size_t lines = 0; !rest.empty() && lines < logged_lines; ++lines) {
             std::size_t newline = rest.find('\n');
             std::string_view line = rest.substr(0, std::min(newline, logged_line_bytes));
-            rest = newline == std::string_view::npos ? std::string_view() : rest.substr(newline + 1);
+            rest =
+                newline == std::string_view::npos ? std::string_view() : rest.substr(newline + 1);
             spdlog::info("{} {}: {}", hook.label, name, text::to_valid_utf8(line));
         }
         if (!rest.empty() || text->size() >= kept_output_bytes)

@@ -5,9 +5,11 @@
 //
 // A hook is split into words like the command agent's template and started without a shell
 // (a shell is `sh -c '...'`), in the loop's workspace, stdin /dev/null, in its own process
-// group, with the daemon's environment plus the loop's outcome (hook_environment). Its first
-// lines of output and its exit status go to the daemon's log. One that runs past the time limit
-// is killed with its process group, and so is whatever it leaves running when it exits: no
+// group, with the daemon's environment plus the loop's outcome (hook_environment). The hooks of
+// a --sandbox loop (its own and the daemon's) run in a sandbox like its agent's, but writing
+// nothing outside a private /tmp: their program or the files they read may be the agent's work. Its
+// first lines of output and its exit status go to the daemon's log. One that runs past the time
+// limit is killed with its process group, and so is whatever it leaves running when it exits: no
 // orphans. Hooks are supervised on the io thread like agents (child_reaper, asio pipes), never
 // waited for, so a failing, hanging or missing hook affects neither the loop, nor other loops,
 // nor the daemon. At shutdown the running hooks get a grace to finish, then are killed.
@@ -31,10 +33,10 @@ namespace ralph {
 class child_reaper;
 
 struct hook_settings {
-    std::string on_done;                               // the daemon-wide hook; "" = none
-    bool notify = false;                               // desktop notifications (notify-send)
-    std::chrono::milliseconds time_limit{60000};       // per hook, then its group is killed
-    std::chrono::milliseconds shutdown_grace{10000};   // what shutdown waits for running hooks
+    std::string on_done;                              // the daemon-wide hook; "" = none
+    bool notify = false;                              // desktop notifications (notify-send)
+    std::chrono::milliseconds time_limit{60000};      // per hook, then its group is killed
+    std::chrono::milliseconds shutdown_grace{10000};  // what shutdown waits for running hooks
 };
 
 // What a hook learns of the ended loop: RALPH_HOOK ("loop" or "daemon": which hook this is),
@@ -57,8 +59,11 @@ std::string hook_directory(const proto::submit_params& spec);
 std::filesystem::path notify_send_program();
 
 class hook_runner {
-public:
-    hook_runner(net::io_context& io, child_reaper& reaper, hook_settings settings);
+  public:
+    // `sandbox_hidden`: what the sandbox of a --sandbox loop's hooks hides (runner_context).
+    hook_runner(
+        net::io_context& io, child_reaper& reaper, hook_settings settings,
+        std::function<std::vector<std::filesystem::path>(std::int64_t loop_id)> sandbox_hidden);
 
     // Starts the hooks of a loop that has just reached an end state (after its commit).
     void loop_ended(const proto::loop_info& loop);
@@ -68,14 +73,14 @@ public:
     // none runs (at once when none does). No hook starts afterwards.
     void shutdown(std::function<void()> done);
 
-private:
+  private:
     struct running_hook {
         running_hook(net::io_context& io, std::string label) : label(std::move(label)), limit(io) {}
-        std::string label;          // for the log: "loop 7: submit --on-done hook"
+        std::string label;  // for the log: "loop 7: submit --on-done hook"
         spawned_process process;
         helper_output output;
         std::chrono::steady_clock::time_point started;
-        net::steady_timer limit;    // the time limit
+        net::steady_timer limit;  // the time limit
         bool timed_out = false;
     };
     using hook_list = std::list<running_hook>;
@@ -90,9 +95,10 @@ private:
     net::io_context& io_;
     child_reaper& reaper_;
     hook_settings settings_;
+    std::function<std::vector<std::filesystem::path>(std::int64_t loop_id)> sandbox_hidden_;
     hook_list running_;
-    bool shutting_down_ = false;        // waiting for the running hooks to end
-    bool stopped_ = false;              // shut down: no hook starts any more
+    bool shutting_down_ = false;  // waiting for the running hooks to end
+    bool stopped_ = false;        // shut down: no hook starts any more
     std::function<void()> on_all_ended_;
     net::steady_timer grace_timer_;
 };

@@ -12,6 +12,7 @@
 #include <system_error>
 #include <utility>
 
+#include "common/safe_open.hpp"
 #include "common/text.hpp"
 #include "common/unique_fd.hpp"
 
@@ -259,16 +260,6 @@ void read_key_lines(std::string_view body, feedback& fb) {
                              std::generic_category().message(error));
 }
 
-void create_parent_directories(const fs::path& file) {
-    const fs::path parent = file.parent_path();
-    if (parent.empty()) return;
-    std::error_code ec;
-    fs::create_directories(parent, ec);
-    if (ec)
-        throw std::runtime_error("cannot create directory " + parent.string() + ": " +
-                                 ec.message());
-}
-
 void write_all(int fd, std::string_view data, const std::string& action, const fs::path& file) {
     while (!data.empty()) {
         const ssize_t written = ::write(fd, data.data(), data.size());
@@ -506,20 +497,20 @@ backlog_progress count_checkboxes(std::string_view markdown) {
 
 // ---- files ----
 
-void append_notes(const std::filesystem::path& notes_file, std::int64_t iteration,
-                  const std::vector<std::string>& notes, std::int64_t now_ms) {
+void append_notes(const std::filesystem::path& dir, const std::filesystem::path& notes_file,
+                  std::int64_t iteration, const std::vector<std::string>& notes,
+                  std::int64_t now_ms) {
     if (notes.empty()) return;
     std::string section =
         "\n## Iteration " + std::to_string(iteration) + " — " + text::format_iso8601(now_ms) + "\n";
     for (const std::string& note : notes) section += "\n" + note + "\n";
 
-    create_parent_directories(notes_file);
     // O_APPEND and a single write: the file is only ever extended, and an agent appending to it
     // at the same time cannot have its text interleaved inside our section.
-    unique_fd fd(::open(notes_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
-    if (fd.get() < 0) throw_io_error("open notes file", notes_file, errno);
-    write_all(fd.get(), section, "append notes to", notes_file);
-    if (fd.close() != 0) throw_io_error("append notes to", notes_file, errno);
+    unique_fd fd = safe_open::for_writing(dir, notes_file, O_WRONLY | O_CREAT | O_APPEND);
+    const fs::path shown = dir / notes_file;
+    write_all(fd.get(), section, "append notes to", shown);
+    if (fd.close() != 0) throw_io_error("append notes to", shown, errno);
 }
 
 std::string yaml_quote(std::string_view text) {
@@ -616,25 +607,17 @@ std::string render_loop_state(const loop_state_file& state) {
     return out;
 }
 
-void overwrite_file(const std::filesystem::path& file, std::string_view content) {
+void overwrite_file(const std::filesystem::path& dir, const std::filesystem::path& file,
+                    std::string_view content) {
     // Not O_TRUNC: ext4 (auto_da_alloc) writes out a file truncated to zero and rewritten when
     // it is closed, milliseconds each time. Nor a new file renamed over the old one: ext4 writes
     // that out at once too, and creating, renaming and removing names cost more than the rest
     // of an iteration's file work.
-    // Not through a symbolic link: the file is ralph's, whatever an agent put at its name.
-    auto open_file = [&file] {
-        return ::open(file.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
-    };
-    int opened = open_file();
-    if (opened < 0 && errno == ENOENT) {
-        create_parent_directories(file);
-        opened = open_file();
-    }
-    unique_fd fd(opened);
-    if (fd.get() < 0) throw_io_error("open", file, errno);
-    write_all(fd.get(), content, "write", file);
-    if (::ftruncate(fd.get(), off_t(content.size())) != 0) throw_io_error("write", file, errno);
-    if (fd.close() != 0) throw_io_error("write", file, errno);
+    unique_fd fd = safe_open::for_writing(dir, file, O_WRONLY | O_CREAT);
+    const fs::path shown = dir / file;
+    write_all(fd.get(), content, "write", shown);
+    if (::ftruncate(fd.get(), off_t(content.size())) != 0) throw_io_error("write", shown, errno);
+    if (fd.close() != 0) throw_io_error("write", shown, errno);
 }
 
 }  // namespace ralph

@@ -99,12 +99,14 @@ struct backlog_progress {
 // character at least as long) are not counted; an unclosed fence runs to the end.
 backlog_progress count_checkboxes(std::string_view markdown);
 
-// Appends to `notes_file` (never rewriting it) one section for the iteration:
-// "\n## Iteration N — <ISO time>\n" then "\n<note>\n" per note, in a single write. Creates the
-// parent directories (.ralph/) as needed; does nothing when `notes` is empty.
+// Appends to `notes_file` (relative to the workspace `dir`, never rewriting it) one section for
+// the iteration: "\n## Iteration N — <ISO time>\n" then "\n<note>\n" per note, in a single
+// write. Creates the parent directories (.ralph/) as needed; follows no symbolic link
+// (common/safe_open: throws safe_open::link_refused); does nothing when `notes` is empty.
 // Throws std::runtime_error on an I/O failure.
-void append_notes(const std::filesystem::path& notes_file, std::int64_t iteration,
-                  const std::vector<std::string>& notes, std::int64_t now_ms);
+void append_notes(const std::filesystem::path& dir, const std::filesystem::path& notes_file,
+                  std::int64_t iteration, const std::vector<std::string>& notes,
+                  std::int64_t now_ms);
 
 // What .ralph/loop.md tells the agent before each iteration.
 struct loop_state_file {
@@ -130,11 +132,12 @@ std::string render_loop_state(const loop_state_file& state);
 // becomes U+FFFD. The result is always a single line.
 std::string yaml_quote(std::string_view text);
 
-// Replaces the content of `file` in place, creating it and its parent directories if missing:
-// cheaper than replacing the file, for a file nobody reads while it is written (ralph writes the
-// prompt file and .ralph/loop.md between attempts, while the loop's agent is not running). A
-// reader at that moment could see part of the new content. Refuses to write through a symbolic
-// link at `file`. Throws std::runtime_error on failure.
-void overwrite_file(const std::filesystem::path& file, std::string_view content);
+// Replaces the content of `file` (relative to `dir`) in place, creating it and its parent
+// directories if missing: cheaper than replacing the file, for a file nobody reads while it is
+// written (ralph writes the prompt file and .ralph/loop.md between attempts, while the loop's
+// agent is not running). A reader at that moment could see part of the new content. Follows no
+// symbolic link (throws safe_open::link_refused). Throws std::runtime_error on failure.
+void overwrite_file(const std::filesystem::path& dir, const std::filesystem::path& file,
+                    std::string_view content);
 
 }  // namespace ralph

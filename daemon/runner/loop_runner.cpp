@@ -1,6 +1,7 @@
 #include "daemon/runner/loop_runner.hpp"
 
 #include "common/agent_stream.hpp"
+#include "common/safe_open.hpp"
 #include "common/text.hpp"
 #include "daemon/agents/agent.hpp"
 #include "daemon/clock.hpp"
@@ -10,7 +11,6 @@
 #include "daemon/runner/loop_memory.hpp"
 #include "daemon/runner/process.hpp"
 #include "daemon/runner/prompt.hpp"
-#include "daemon/runner/sandbox.hpp"
 #include "daemon/runner/workspace.hpp"
 #include "daemon/scheduler/admission.hpp"
 #include "daemon/store/output_log.hpp"
@@ -25,7 +25,6 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <fstream>
 #include <memory>
 
 namespace ralph {
@@ -49,9 +48,11 @@ std::string first_line(const std::string& text) {
     auto start = text.find_first_not_of(" \t\r\n");
     if (start == std::string::npos) return {};
     auto end = text.find_first_of("\r\n", start);
-    std::string line = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    std::string line =
+        text.substr(start, end == std::string::npos ? std::string::npos : end - start);
     if (line.size() > max_summary_bytes) {
-        line.resize(text::utf8_complete_prefix(std::string_view(line).substr(0, max_summary_bytes)));
+        line.resize(
+            text::utf8_complete_prefix(std::string_view(line).substr(0, max_summary_bytes)));
         line += "…";
     }
     return line;
@@ -66,7 +67,8 @@ template <typename Work>
 awaitable<std::invoke_result_t<Work>> off_thread(net::thread_pool& pool, Work work) {
     static_assert(std::is_trivially_destructible_v<Work>, "capture by reference only");
     using result_type = std::invoke_result_t<Work>;
-    return net::async_initiate<const net::use_awaitable_t<>&, void(std::exception_ptr, result_type)>(
+    return net::async_initiate<const net::use_awaitable_t<>&,
+                               void(std::exception_ptr, result_type)>(
         [&pool](auto handler, Work job) {
             net::post(pool, [handler = std::move(handler), job = std::move(job)]() mutable {
                 std::exception_ptr error;
@@ -77,17 +79,13 @@ awaitable<std::invoke_result_t<Work>> off_thread(net::thread_pool& pool, Work wo
                     error = std::current_exception();
                 }
                 auto home = net::get_associated_executor(handler);
-                net::post(home, [handler = std::move(handler), error, result = std::move(result)]() mutable {
+                net::post(home, [handler = std::move(handler), error,
+                                 result = std::move(result)]() mutable {
                     handler(error, std::move(result));
                 });
             });
         },
         use_awaitable, std::move(work));
-}
-
-std::string read_whole_file(const std::filesystem::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 constexpr std::size_t max_verify_output_bytes = 16 << 10;
@@ -136,7 +134,8 @@ void loop_runner::terminate_agent() {
 }
 
 void loop_runner::watch_inactivity(std::chrono::milliseconds limit) {
-    auto period = std::clamp(limit / 10, std::chrono::milliseconds(100), std::chrono::milliseconds(5000));
+    auto period =
+        std::clamp(limit / 10, std::chrono::milliseconds(100), std::chrono::milliseconds(5000));
     inactivity_timer_.expires_after(period);
     inactivity_timer_.async_wait([this, limit](boost::system::error_code ec) {
         if (ec || agent_pgid_ == 0 || parser_ == nullptr) return;
@@ -144,7 +143,8 @@ void loop_runner::watch_inactivity(std::chrono::milliseconds limit) {
         // A tool that runs long (a build, a test suite) keeps the agent quiet legitimately.
         if (parser_->awaiting_tool_result()) last_output_ = now;
         if (now - last_output_ >= limit) {
-            spdlog::info("loop {}: agent silent for {} ms; ending it as hung", loop_id_, limit.count());
+            spdlog::info("loop {}: agent silent for {} ms; ending it as hung", loop_id_,
+                         limit.count());
             hung_ = true;
             terminate_agent();
             return;
@@ -216,15 +216,16 @@ awaitable<void> loop_runner::run_iterations() {
                 std::int64_t until = outcome.resets_at_ms > 0
                                          ? outcome.resets_at_ms + ctx_.rate_limit_margin.count()
                                          : ctx_.clock.now_ms() + rate_limit_backoff_ms(iteration);
-                ctx_.db.hold_agent(spec.agent, until,
-                                   fmt::format("{} usage limit (loop {}: {})", spec.agent, loop_id_,
-                                               failure));
+                ctx_.db.hold_agent(
+                    spec.agent, until,
+                    fmt::format("{} usage limit (loop {}: {})", spec.agent, loop_id_, failure));
                 continue;  // leave_unless_admitted parks the loop
             }
             ++failures;
             // The same failure over and over (a broken setup, not bad luck) stops the loop even
             // when retries remain.
-            std::string failure_key = std::string(proto::to_string(outcome.failure)) + ": " + failure;
+            std::string failure_key =
+                std::string(proto::to_string(outcome.failure)) + ": " + failure;
             identical_failures_ = failure_key == last_failure_ ? identical_failures_ + 1 : 1;
             last_failure_ = failure_key;
             if (spec.stall_failures > 0 && identical_failures_ >= spec.stall_failures) {
@@ -235,14 +236,14 @@ awaitable<void> loop_runner::run_iterations() {
             }
             if (failures > spec.max_retries) {
                 set_state(proto::loop_state::failed,
-                          fmt::format("iteration {} failed {} time(s), last: {}", iteration, failures,
-                                      failure));
+                          fmt::format("iteration {} failed {} time(s), last: {}", iteration,
+                                      failures, failure));
                 co_return;
             }
             double backoff = std::min(max_backoff_seconds,
                                       spec.retry_backoff_s * std::pow(2.0, double(failures - 1)));
-            co_await wait(backoff,
-                          fmt::format("retry {} of {} after {}", failures, spec.max_retries, failure));
+            co_await wait(backoff, fmt::format("retry {} of {} after {}", failures,
+                                               spec.max_retries, failure));
             if (finish_if_stopped()) co_return;
         }
         identical_failures_ = 0;
@@ -350,8 +351,8 @@ awaitable<void> loop_runner::wait(double seconds, const std::string& reason) {
 }
 
 awaitable<loop_runner::attempt_outcome> loop_runner::run_attempt(const proto::loop_info& loop,
-                                                                  std::int64_t iteration,
-                                                                  std::int64_t attempt_number) {
+                                                                 std::int64_t iteration,
+                                                                 std::int64_t attempt_number) {
     const agent& adapter = find_agent(loop.spec.agent);
     std::vector<std::pair<std::string, std::string>> overrides(loop.spec.env.begin(),
                                                                loop.spec.env.end());
@@ -383,10 +384,19 @@ awaitable<loop_runner::attempt_outcome> loop_runner::run_attempt(const proto::lo
                                      [&] { return workspace::take_snapshot(workspace_dir); });
     fresh_snapshot_.reset();
     attempt.head_before = before.head;
-    std::filesystem::path git_dir;  // writable in a --sandbox: commits go there
+    // A --sandbox: the git directory is writable (commits go there), its config and hooks not.
+    struct git_paths {
+        std::filesystem::path common_dir;
+        std::vector<std::filesystem::path> protected_paths;
+    };
+    git_paths git;
     if (loop.spec.sandbox)
-        git_dir = co_await off_thread(ctx_.blocking,
-                                      [&] { return workspace::git_common_dir(workspace_dir); });
+        git = co_await off_thread(ctx_.blocking, [&] {
+            git_paths found;
+            found.common_dir = workspace::git_common_dir(workspace_dir);
+            found.protected_paths = sandbox::protected_git_paths(workspace_dir, found.common_dir);
+            return found;
+        });
     try {
         if (adapter.needs_private_tmpdir()) {
             tmpdir = ctx_.scratch_dir / ("loop-" + std::to_string(loop_id_));
@@ -394,26 +404,38 @@ awaitable<loop_runner::attempt_outcome> loop_runner::run_attempt(const proto::lo
             std::filesystem::create_directories(tmpdir);
             overrides.emplace_back("TMPDIR", tmpdir.string());
         }
-        std::vector<std::string> env = environment_with(overrides);
+        std::vector<std::string> env =
+            agent_environment(ctx_.agent_env, adapter.environment_variables(), overrides);
         prompt_extras extras;
         extras.previous_feedback = write_state_file(loop, iteration);
         extras.steering = ctx_.db.steering_for(loop_id_, iteration);
         prompt = build_prompt(loop, iteration, extras);
-        auto prompt_file = ctx_.prompt_dir / (std::to_string(loop_id_) + ".prompt.md");
-        overwrite_file(prompt_file, prompt);  // in place: the agent is not running yet
+        const std::string prompt_name = std::to_string(loop_id_) + ".prompt.md";
+        const auto prompt_file = ctx_.prompt_dir / prompt_name;
+        overwrite_file(ctx_.prompt_dir, prompt_name, prompt);  // in place: the agent is not running
         std::string program = find_program(adapter, loop.spec, ctx_.binaries, search_path_of(env));
         invocation inv = adapter.invoke({loop.spec, program, prompt, prompt_file.string()});
-        if (loop.spec.sandbox)
-            inv.argv = sandbox::wrap(sandbox::find_bwrap(search_path_of(env)),
-                                     sandbox::writable_paths(workspace_dir, git_dir, tmpdir, env,
-                                                             adapter.home_state_paths()),
-                                     loop.spec.workspace, inv.argv);
+        if (loop.spec.sandbox) {
+            bwrap_ = sandbox::find_bwrap(search_path_of(env));
+            sandbox_view_.writable = sandbox::writable_paths(workspace_dir, git.common_dir, tmpdir,
+                                                             env, adapter.home_state_paths());
+            sandbox_view_.read_only = git.protected_paths;
+            sandbox_view_.read_only.push_back(prompt_file);
+            // A workspace below the top of its worktree: the rest of the worktree (its .git
+            // pointer among it) is readable, under the hidden state directory.
+            if (!loop.spec.worktree_path.empty())
+                sandbox_view_.read_only.push_back(loop.spec.worktree_path);
+            sandbox_view_.hidden = ctx_.sandbox_hidden(loop_id_);
+            sandbox_view_.offline = loop.spec.sandbox_offline;
+            inv.argv = sandbox::wrap(bwrap_, sandbox_view_, loop.spec.workspace, inv.argv);
+        }
         attempt.argv = inv.argv;
         process = spawn_process({inv.argv, std::move(env), loop.spec.workspace,
                                  inv.prompt_on_stdin ? prompt_file.string() : std::string()});
     } catch (const std::exception& e) {
         auto* unavailable = dynamic_cast<const proto::rpc_error*>(&e);
         attempt.id = ctx_.db.begin_attempt(attempt, 0);
+        store_refusals(attempt.id);
         attempt.how = proto::termination::spawn_failed;
         attempt.failure = unavailable && unavailable->kind() == proto::error_kind::agent_unavailable
                               ? proto::failure_class::missing_program
@@ -445,6 +467,7 @@ awaitable<loop_runner::attempt_outcome> loop_runner::run_attempt(const proto::lo
     }
     // Still before control returns to the io_context, as watch() requires.
     ctx_.reaper.watch(process.pid);
+    store_refusals(attempt.id);
     agent_pgid_ = process.pid;
     timed_out_ = false;
     spdlog::info("loop {}: iteration {} attempt {} started (pid {})", loop_id_, iteration,
@@ -467,7 +490,8 @@ awaitable<loop_runner::attempt_outcome> loop_runner::run_attempt(const proto::lo
     last_output_ = std::chrono::steady_clock::now();
     hung_ = false;
     if (loop.spec.inactivity_timeout_s > 0)
-        watch_inactivity(std::chrono::milliseconds(std::int64_t(loop.spec.inactivity_timeout_s * 1000)));
+        watch_inactivity(
+            std::chrono::milliseconds(std::int64_t(loop.spec.inactivity_timeout_s * 1000)));
     net::posix::stream_descriptor out_pipe(ctx_.io, process.stdout_fd);
     net::posix::stream_descriptor err_pipe(ctx_.io, process.stderr_fd);
     int open_readers = 2;
@@ -491,7 +515,8 @@ awaitable<loop_runner::attempt_outcome> loop_runner::run_attempt(const proto::lo
         give_up.expires_after(2 * ctx_.kill_grace + std::chrono::seconds(1));
         give_up.async_wait([&](boost::system::error_code ec) {
             if (ec) return;
-            spdlog::warn("loop {}: agent output still open after the agent exited; closing it", loop_id_);
+            spdlog::warn("loop {}: agent output still open after the agent exited; closing it",
+                         loop_id_);
             boost::system::error_code ignored;
             out_pipe.close(ignored);
             err_pipe.close(ignored);
@@ -523,12 +548,14 @@ awaitable<loop_runner::attempt_outcome> loop_runner::run_attempt(const proto::lo
     if (WIFSIGNALED(status)) attempt.signal = WTERMSIG(status);
     classify(attempt, status, said);
     if (attempt.how == proto::termination::timeout)
-        attempt.error = hung_ ? fmt::format("no output for {}s while no tool was running "
-                                            "(inactivity timeout)",
-                                            loop.spec.inactivity_timeout_s)
+        attempt.error = hung_ ? fmt::format(
+                                    "no output for {}s while no tool was running "
+                                    "(inactivity timeout)",
+                                    loop.spec.inactivity_timeout_s)
                               : fmt::format("timed out after {}s", loop.spec.timeout_s);
     if (attempt.how == proto::termination::exited)
         co_await judge(loop, said.final_answer, before, attempt, outcome);
+    store_refusals(attempt.id);
     ctx_.output.flush();
     attempt.output_end = ctx_.output.committed_end(loop_id_);
     attempt.ended_at = ctx_.clock.now_ms();
@@ -560,12 +587,14 @@ std::string loop_runner::write_state_file(const proto::loop_info& loop, std::int
     state.max_iterations = loop.spec.max_iterations;
     state.min_iterations = loop.spec.min_iterations;
     state.completion_signal = "<promise>" + loop.spec.completion_phrase + "</promise>";
-    state.started_at = text::format_iso8601(loop.started_at != 0 ? loop.started_at : ctx_.clock.now_ms());
+    state.started_at =
+        text::format_iso8601(loop.started_at != 0 ? loop.started_at : ctx_.clock.now_ms());
     state.previous_feedback = previous;
     try {
         // In place: the agent is not running yet.
-        overwrite_file(std::filesystem::path(loop.spec.workspace) / state_file_name,
-                       render_loop_state(state));
+        overwrite_file(loop.spec.workspace, state_file_name, render_loop_state(state));
+    } catch (const safe_open::link_refused& e) {
+        refused(e.what());
     } catch (const std::exception& e) {
         // The state file is a courtesy to the agent; the loop runs without it.
         spdlog::warn("loop {}: cannot write {}: {}", loop_id_, state_file_name, e.what());
@@ -587,7 +616,9 @@ std::string loop_runner::completion_rule(const proto::submit_params& spec,
         return "completion phrase \"" + spec.legacy_phrase + "\"";
     if (spec.backlog_rule) {
         auto specs = specs_path(spec);
-        if (!specs.empty() && count_checkboxes(read_whole_file(specs)).all_done())
+        std::string text;
+        if (!specs.empty() && read_workspace_file(spec.workspace, specs, text) &&
+            count_checkboxes(text).all_done())
             return "every checkbox of " + specs.filename().string() + " is checked";
     }
     return {};
@@ -599,8 +630,10 @@ awaitable<void> loop_runner::judge(const proto::loop_info& loop, const std::stri
     const auto& spec = loop.spec;
     const std::filesystem::path workspace_dir = spec.workspace;
     try {
-        append_notes(workspace_dir / notes_file_name, attempt.iteration, extract_notes(final_answer),
+        append_notes(workspace_dir, notes_file_name, attempt.iteration, extract_notes(final_answer),
                      ctx_.clock.now_ms());
+    } catch (const safe_open::link_refused& e) {
+        refused(e.what());
     } catch (const std::exception& e) {
         spdlog::warn("loop {}: {}", loop_id_, e.what());
     }
@@ -637,11 +670,12 @@ awaitable<void> loop_runner::judge(const proto::loop_info& loop, const std::stri
         std::string message = fmt::format("ralph: loop {} ({}), iteration {}\n\n{}", loop_id_,
                                           spec.name, attempt.iteration, attempt.summary);
         std::string error;
-        std::string head = co_await off_thread(ctx_.blocking, [&] {
-            return workspace::commit_all(workspace_dir, message, error);
-        });
-        if (!error.empty()) spdlog::warn("loop {}: --commit failed: {}", loop_id_, error);
-        else attempt.head_after = head;
+        std::string head = co_await off_thread(
+            ctx_.blocking, [&] { return workspace::commit_all(workspace_dir, message, error); });
+        if (!error.empty())
+            spdlog::warn("loop {}: --commit failed: {}", loop_id_, error);
+        else
+            attempt.head_after = head;
     }
 
     outcome.completion_rule = completion_rule(spec, final_answer);
@@ -661,12 +695,17 @@ awaitable<void> loop_runner::judge(const proto::loop_info& loop, const std::stri
 }
 
 awaitable<bool> loop_runner::verify(const proto::loop_info& loop, proto::attempt_info& attempt) {
-    std::vector<std::string> env = environment_with(
-        std::vector<std::pair<std::string, std::string>>(loop.spec.env.begin(), loop.spec.env.end()));
+    std::vector<std::string> env =
+        agent_environment(ctx_.agent_env, find_agent(loop.spec.agent).environment_variables(),
+                          std::vector<std::pair<std::string, std::string>>(loop.spec.env.begin(),
+                                                                           loop.spec.env.end()));
     spawned_process process;
     try {
         std::vector<std::string> argv = text::split_command_words(loop.spec.verify_command);
         if (argv.empty()) throw std::invalid_argument("empty command");
+        // In the attempt's sandbox: the agent may have rewritten the check's program.
+        if (loop.spec.sandbox)
+            argv = sandbox::wrap(bwrap_, sandbox_view_, loop.spec.workspace, argv);
         process = spawn_process({argv, env, loop.spec.workspace, std::string()});
     } catch (const std::exception& e) {
         attempt.verify_exit = 127;
@@ -686,7 +725,8 @@ awaitable<bool> loop_runner::verify(const proto::loop_info& loop, proto::attempt
     timeout.cancel();
     agent_pgid_ = 0;
     std::string output = captured.out + captured.err;
-    if (output.size() > max_verify_output_bytes) output.erase(0, output.size() - max_verify_output_bytes);
+    if (output.size() > max_verify_output_bytes)
+        output.erase(0, output.size() - max_verify_output_bytes);
     attempt.verify_output = text::to_valid_utf8(output);
     attempt.verify_exit = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     co_return *attempt.verify_exit == 0;
@@ -699,10 +739,17 @@ void loop_runner::classify(proto::attempt_info& attempt, int status,
     // What the agent said about an error, when it said anything.
     failure_class stated = failure_class::none;
     switch (said.failure) {
-        case agent_stream::failure_hint::none: break;
-        case agent_stream::failure_hint::rate_limit: stated = failure_class::rate_limit; break;
-        case agent_stream::failure_hint::transient: stated = failure_class::transient; break;
-        case agent_stream::failure_hint::auth: stated = failure_class::auth; break;
+        case agent_stream::failure_hint::none:
+            break;
+        case agent_stream::failure_hint::rate_limit:
+            stated = failure_class::rate_limit;
+            break;
+        case agent_stream::failure_hint::transient:
+            stated = failure_class::transient;
+            break;
+        case agent_stream::failure_hint::auth:
+            stated = failure_class::auth;
+            break;
     }
     if (stop_ == stop_kind::cancel) {
         attempt.how = termination::cancelled;
@@ -748,6 +795,26 @@ std::vector<proto::event_info> loop_runner::event_rows(std::int64_t attempt_id,
     return rows;
 }
 
+void loop_runner::refused(const std::string& what) {
+    spdlog::warn("loop {}: {}; skipped", loop_id_, what);
+    refusals_.push_back(what + "; skipped");
+}
+
+void loop_runner::store_refusals(std::int64_t attempt_id) {
+    if (refusals_.empty()) return;
+    std::vector<proto::event_info> rows;
+    for (auto& text : refusals_) {
+        proto::event_info row;
+        row.attempt_id = attempt_id;
+        row.ts = ctx_.clock.now_ms();
+        row.kind = "refused";
+        row.text = std::move(text);
+        rows.push_back(std::move(row));
+    }
+    refusals_.clear();
+    ctx_.db.add_events(loop_id_, rows);
+}
+
 void loop_runner::store_events(std::int64_t attempt_id, std::vector<agent_stream::event>& events) {
     if (events.empty()) return;
     ctx_.db.add_events(loop_id_, event_rows(attempt_id, events));
@@ -771,8 +838,10 @@ awaitable<void> loop_runner::read_stream(net::posix::stream_descriptor& pipe,
             std::string_view bytes(buffer.get(), n);
             try {
                 ctx_.output.append(loop_id_, attempt_id, stream, bytes);
-                if (stream == output_stream::stdout_stream) parser.feed(bytes, events);
-                else parser.feed_stderr(bytes);
+                if (stream == output_stream::stdout_stream)
+                    parser.feed(bytes, events);
+                else
+                    parser.feed_stderr(bytes);
                 store_events(attempt_id, events);
             } catch (const std::exception& e) {
                 // Output that cannot be persisted must not be produced: end the attempt.

@@ -14,6 +14,8 @@
 
 #include "common/asio.hpp"
 #include "daemon/agents/agent.hpp"
+#include "daemon/runner/environment.hpp"
+#include "daemon/runner/sandbox.hpp"
 #include "proto/types.hpp"
 
 #include <sys/types.h>
@@ -37,7 +39,7 @@ namespace agent_stream {
 class parser;
 struct summary;
 struct event;
-}
+}  // namespace agent_stream
 namespace workspace {
 struct snapshot;
 }
@@ -46,25 +48,29 @@ using workspace_snapshot = workspace::snapshot;
 // What every loop runner shares, owned by the daemon.
 struct runner_context {
     net::io_context& io;
-    net::thread_pool& blocking;                // work that blocks (git snapshots), off the io thread
+    net::thread_pool& blocking;  // work that blocks (git snapshots), off the io thread
     store& db;
-    const wall_clock& clock;                   // every recorded time and budget decision
-    admission& gate;                           // may the loop run an agent now (SPEC §5)
+    const wall_clock& clock;  // every recorded time and budget decision
+    admission& gate;          // may the loop run an agent now (SPEC §5)
     output_log& output;
     child_reaper& reaper;
-    std::filesystem::path prompt_dir;          // where each loop's current prompt file lives
-    std::filesystem::path scratch_dir;         // private TMPDIRs of attempts that need one
-    std::chrono::milliseconds kill_grace;      // SIGTERM → SIGKILL
-    agent_binaries binaries;                   // configured agent programs
+    std::filesystem::path prompt_dir;             // where each loop's current prompt file lives
+    std::filesystem::path scratch_dir;            // private TMPDIRs of attempts that need one
+    std::chrono::milliseconds kill_grace;         // SIGTERM → SIGKILL
+    agent_binaries binaries;                      // configured agent programs
+    env_policy agent_env;                         // which of ralphd's variables agents get
     std::chrono::milliseconds rate_limit_margin;  // added to a usage limit's stated reset
     std::chrono::milliseconds rate_limit_wait;    // when no reset is stated (doubles, ≤ 1 h)
     // Every state change, after commit. Takes the id and new state: the loop is read only if
     // someone watches it or it ended (hooks).
     std::function<void(std::int64_t loop_id, proto::loop_state state)> on_state;
+    // What a --sandbox of the loop hides (sandbox::layout::hidden): ralph's own directories and
+    // the workspaces of the other loops that have not ended.
+    std::function<std::vector<std::filesystem::path>(std::int64_t loop_id)> sandbox_hidden;
 };
 
 class loop_runner {
-public:
+  public:
     loop_runner(runner_context& ctx, std::int64_t loop_id);
 
     std::int64_t loop_id() const { return loop_id_; }
@@ -78,12 +84,12 @@ public:
     // The user paused the loop: like stop, but the loop ends up paused until resumed.
     void pause();
 
-private:
+  private:
     struct attempt_outcome {
         proto::termination how = proto::termination::running;
         proto::failure_class failure = proto::failure_class::none;
         bool completion_signal = false;
-        std::string completion_rule;    // which rule matched, for the stop reason
+        std::string completion_rule;  // which rule matched, for the stop reason
         std::string error;
         std::int64_t resets_at_ms = 0;  // a usage limit's stated reset
     };
@@ -105,7 +111,8 @@ private:
                           const workspace_snapshot& before, proto::attempt_info& attempt,
                           attempt_outcome& outcome);
     // The completion rule the final answer (and the specs file) meets, or "".
-    std::string completion_rule(const proto::submit_params& spec, const std::string& final_answer) const;
+    std::string completion_rule(const proto::submit_params& spec,
+                                const std::string& final_answer) const;
     // Runs --verify in the workspace; true when it exits 0. Its status and output go to attempt.
     awaitable<bool> verify(const proto::loop_info& loop, proto::attempt_info& attempt);
     // Writes .ralph/loop.md for the iteration and returns the previous feedback for its prompt.
@@ -115,9 +122,14 @@ private:
                                               std::vector<agent_stream::event>& events);
     // Stores and clears the events.
     void store_events(std::int64_t attempt_id, std::vector<agent_stream::event>& events);
+    // A write ralph refused (a symbolic link in the workspace, common/safe_open): logged now,
+    // stored as a "refused" event of the attempt by store_refusals.
+    void refused(const std::string& what);
+    void store_refusals(std::int64_t attempt_id);
     // Sets how the ended attempt terminated and its failure class, from the exit status, a
     // timeout or stop, and what the agent said.
-    void classify(proto::attempt_info& attempt, int status, const agent_stream::summary& said) const;
+    void classify(proto::attempt_info& attempt, int status,
+                  const agent_stream::summary& said) const;
     // Unless the admission lets the loop run an agent now, records why and returns true: the
     // loop leaves its runner as `waiting` until a time (window, usage-limit hold, budget; the
     // scheduler brings it back), `queued` (the scheduler is paused) or `exhausted` (its own
@@ -140,16 +152,21 @@ private:
     runner_context& ctx_;
     std::int64_t loop_id_;
     stop_kind stop_ = stop_kind::none;
-    pid_t agent_pgid_ = 0;               // the running attempt's process group, 0 between attempts
+    pid_t agent_pgid_ = 0;  // the running attempt's process group, 0 between attempts
     bool timed_out_ = false;
-    bool hung_ = false;                  // ended by the inactivity timeout
+    bool hung_ = false;                       // ended by the inactivity timeout
     agent_stream::parser* parser_ = nullptr;  // the running attempt's, null between attempts
     std::chrono::steady_clock::time_point last_output_;
     net::steady_timer inactivity_timer_;
-    std::string last_failure_;           // class and message of the last failed attempt
+    std::vector<std::string> refusals_;  // refused() since the last store_refusals
+    // A --sandbox loop's: bwrap and what the current attempt's sandbox shows; --verify runs in
+    // the same.
+    std::string bwrap_;
+    sandbox::layout sandbox_view_;
+    std::string last_failure_;             // class and message of the last failed attempt
     std::int64_t identical_failures_ = 0;  // failed attempts in a row with that same failure
-    net::steady_timer wait_timer_;       // delays and backoffs
-    net::steady_timer kill_timer_;       // SIGKILL after the grace
+    net::steady_timer wait_timer_;         // delays and backoffs
+    net::steady_timer kill_timer_;         // SIGKILL after the grace
     // The last successful attempt's "after" snapshot and when it was taken (see run_attempt).
     std::shared_ptr<workspace_snapshot> fresh_snapshot_;
     std::chrono::steady_clock::time_point fresh_snapshot_at_;

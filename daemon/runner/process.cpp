@@ -12,13 +12,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <string>
 #include <string_view>
-#include <cstring>
-#include <map>
 #include <system_error>
-
-extern char** environ;
 
 namespace ralph {
 namespace {
@@ -58,7 +55,8 @@ void make_pipe(int fds[2]) {
 }  // namespace
 
 spawned_process spawn_process(const spawn_request& request) {
-    if (request.argv.empty()) throw std::system_error(EINVAL, std::generic_category(), "empty command");
+    if (request.argv.empty())
+        throw std::system_error(EINVAL, std::generic_category(), "empty command");
     const std::string& program = request.argv[0];
     auto executable = paths::find_executable(program, search_path_of(request.env), request.cwd);
     if (executable.empty())
@@ -73,7 +71,8 @@ spawned_process spawn_process(const spawn_request& request) {
     if (in < 0) {
         int saved = errno;
         for (int fd : {out[0], out[1], err[0], err[1]}) ::close(fd);
-        throw std::system_error(saved, std::generic_category(), "cannot open agent stdin " + request.stdin_path);
+        throw std::system_error(saved, std::generic_category(),
+                                "cannot open agent stdin " + request.stdin_path);
     }
 
     posix_spawn_file_actions_t actions;
@@ -96,13 +95,19 @@ spawned_process spawn_process(const spawn_request& request) {
     posix_spawnattr_setsigdefault(&attr, &all);
     posix_spawnattr_setsigmask(&attr, &none);
     posix_spawnattr_setpgroup(&attr, 0);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF |
-                                        POSIX_SPAWN_SETSIGMASK);
+    posix_spawnattr_setflags(
+        &attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
 
     std::vector<char*> argv, envp;
     for (const auto& arg : request.argv) argv.push_back(const_cast<char*>(arg.c_str()));
     argv.push_back(nullptr);
-    for (const auto& entry : request.env) envp.push_back(const_cast<char*>(entry.c_str()));
+    // PWD describes the process started, as after a shell's `cd` (some agents, opencode among
+    // them, take their project directory from it); OLDPWD would tell where ralphd runs.
+    for (const auto& entry : request.env)
+        if (!entry.starts_with("PWD=") && !entry.starts_with("OLDPWD="))
+            envp.push_back(const_cast<char*>(entry.c_str()));
+    std::string pwd = "PWD=" + request.cwd;
+    envp.push_back(pwd.data());
     envp.push_back(nullptr);
 
     pid_t pid = -1;
@@ -166,22 +171,6 @@ bool kill_leftover_group(pid_t pgid, std::int64_t leader_start_time) {
     }
     signal_group(pgid, SIGKILL);
     return true;
-}
-
-std::vector<std::string> environment_with(
-    const std::vector<std::pair<std::string, std::string>>& overrides) {
-    std::map<std::string, std::string> env;
-    for (char** entry = environ; *entry != nullptr; ++entry) {
-        std::string_view kv(*entry);
-        auto eq = kv.find('=');
-        if (eq == std::string_view::npos) continue;
-        env[std::string(kv.substr(0, eq))] = std::string(kv.substr(eq + 1));
-    }
-    for (const auto& [key, value] : overrides) env[key] = value;
-    std::vector<std::string> result;
-    result.reserve(env.size());
-    for (const auto& [key, value] : env) result.push_back(key + "=" + value);
-    return result;
 }
 
 }  // namespace ralph

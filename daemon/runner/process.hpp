@@ -14,17 +14,18 @@
 namespace ralph {
 
 struct spawn_request {
-    std::vector<std::string> argv;     // argv[0] resolved like execvp would in `cwd`, on PATH of `env`
-    std::vector<std::string> env;      // "KEY=VALUE", the complete environment
+    std::vector<std::string> argv;  // argv[0] resolved like execvp would in `cwd`, on PATH of `env`
+    std::vector<std::string> env;   // "KEY=VALUE", the complete environment but PWD, which
+                                    // is set to cwd (any PWD and OLDPWD in env are dropped)
     std::string cwd;
-    std::string stdin_path;            // empty = /dev/null
+    std::string stdin_path;  // empty = /dev/null
 };
 
 struct spawned_process {
-    pid_t pid = -1;                    // also the process group id
-    int stdout_fd = -1;                // read ends, non-blocking, close-on-exec
+    pid_t pid = -1;      // also the process group id
+    int stdout_fd = -1;  // read ends, non-blocking, close-on-exec
     int stderr_fd = -1;
-    std::int64_t start_time = 0;       // /proc/<pid>/stat starttime, identifies this process
+    std::int64_t start_time = 0;  // /proc/<pid>/stat starttime, identifies this process
 };
 
 // Throws std::system_error with a message naming the program when it cannot be started
@@ -48,11 +49,9 @@ bool kill_leftover_group(pid_t pgid, std::int64_t leader_start_time);
 // The PATH an agent with environment `env` resolves its program against (a default when unset),
 // used both to check a loop at submit and to start its agent, so the two always agree.
 std::string search_path_of(const std::vector<std::string>& env);
-// The same for the environment_with(loop_env) of an agent, without building it: the PATH in
-// loop_env, else ralphd's own.
+// The same for the environment of a loop's agent (agent_environment with loop_env among the
+// overrides; PATH always passes the policy), without building it: the PATH in loop_env, else
+// ralphd's own.
 std::string search_path_with(const std::map<std::string, std::string>& loop_env);
-
-// The environment of this process as "KEY=VALUE" strings, with `overrides` applied.
-std::vector<std::string> environment_with(const std::vector<std::pair<std::string, std::string>>& overrides);
 
 }  // namespace ralph

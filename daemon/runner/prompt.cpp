@@ -1,12 +1,17 @@
 // The prompt of one iteration: sources, injected files and the wrapper (see prompt.hpp).
 #include "daemon/runner/prompt.hpp"
 
+#include "common/safe_open.hpp"
 #include "common/templates.hpp"
 #include "common/text.hpp"
 #include "proto/errors.hpp"
 
-#include <fstream>
-#include <sstream>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include <cerrno>
 #include <string_view>
 #include <system_error>
 
@@ -16,20 +21,40 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool is_file(const fs::path& path) {
-    std::error_code ec;
-    return fs::is_regular_file(path, ec);
+// The regular file `path` opened for reading, without leaving the workspace through a
+// symbolic link (common/safe_open); an invalid fd when it is missing, unreadable, not a regular
+// file or behind a link that leads out of the workspace (logged: its content may be anything
+// of the host's, and a sandboxed agent must not read it through ralph).
+unique_fd open_file(const fs::path& workspace, const fs::path& path) {
+    try {
+        return safe_open::for_reading(workspace, path);
+    } catch (const safe_open::link_refused& e) {
+        spdlog::warn("{}: not read", e.what());
+        return {};
+    }
 }
 
-// The whole file; false when it is not a regular file or cannot be read.
-bool read_whole_file(const fs::path& path, std::string& out) {
-    if (!is_file(path)) return false;
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return false;
-    std::ostringstream buffer;
-    buffer << in.rdbuf();
-    out = buffer.str();
-    return true;
+// Up to `limit` bytes of `fd` from `offset`.
+std::string read_at(int fd, off_t offset, std::size_t limit) {
+    std::string text(limit, '\0');
+    std::size_t done = 0;
+    while (done < limit) {
+        const ssize_t n = ::pread(fd, text.data() + done, limit - done, offset + off_t(done));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        done += std::size_t(n);
+    }
+    text.resize(done);
+    return text;
+}
+
+off_t file_size(int fd) {
+    struct stat st {};
+    return ::fstat(fd, &st) == 0 ? st.st_size : 0;
+}
+
+bool is_file(const fs::path& workspace, const fs::path& path) {
+    return open_file(workspace, path).get() >= 0;
 }
 
 // Part of a file injected into the prompt.
@@ -41,15 +66,12 @@ struct excerpt {
 
 // The first `limit` bytes of a file, cut at a UTF-8 character boundary. Reads no more than
 // that, whatever the size of the file.
-excerpt read_head(const fs::path& path, std::size_t limit) {
+excerpt read_head(const fs::path& workspace, const fs::path& path, std::size_t limit) {
     excerpt result;
-    if (!is_file(path)) return result;
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return result;
+    unique_fd fd = open_file(workspace, path);
+    if (fd.get() < 0) return result;
     result.found = true;
-    result.text.resize(limit + 1);
-    in.read(result.text.data(), std::streamsize(limit + 1));
-    result.text.resize(std::size_t(in.gcount()));
+    result.text = read_at(fd.get(), 0, limit + 1);
     if (result.text.size() > limit) {
         result.cut = true;
         result.text.resize(
@@ -60,22 +82,18 @@ excerpt read_head(const fs::path& path, std::size_t limit) {
 
 // The last `limit` bytes of a file; when cut, from the start of its first whole line (or, in a
 // single huge line, from the first whole UTF-8 character).
-excerpt read_tail(const fs::path& path, std::size_t limit) {
+excerpt read_tail(const fs::path& workspace, const fs::path& path, std::size_t limit) {
     excerpt result;
-    if (!is_file(path)) return result;
-    std::ifstream in(path, std::ios::binary | std::ios::ate);
-    if (!in) return result;
+    unique_fd fd = open_file(workspace, path);
+    if (fd.get() < 0) return result;
     result.found = true;
-    const auto size = std::uintmax_t(std::streamoff(in.tellg()));
+    const auto size = std::uintmax_t(file_size(fd.get()));
     std::uintmax_t start = 0;
     if (size > limit) {
         start = size - limit;
         result.cut = true;
     }
-    in.seekg(std::streamoff(start));
-    result.text.resize(limit);
-    in.read(result.text.data(), std::streamsize(limit));
-    result.text.resize(std::size_t(in.gcount()));
+    result.text = read_at(fd.get(), off_t(start), limit);
     if (result.cut) {
         std::size_t from = 0;
         if (start > 0) {
@@ -142,11 +160,18 @@ std::string specs_display_name(const proto::submit_params& spec, const fs::path&
 
 }  // namespace
 
+bool read_workspace_file(const fs::path& workspace, const fs::path& path, std::string& out) {
+    unique_fd fd = open_file(workspace, path);
+    if (fd.get() < 0) return false;
+    out = read_at(fd.get(), 0, std::size_t(file_size(fd.get())));
+    return true;
+}
+
 prompt_source read_prompt_source(const proto::submit_params& spec) {
     if (!spec.prompt.empty()) return {spec.prompt, "inline"};
     std::string text;
     if (!spec.prompt_file.empty()) {
-        if (!read_whole_file(spec.prompt_file, text))
+        if (!read_workspace_file(spec.workspace, spec.prompt_file, text))
             throw proto::rpc_error(proto::error_kind::invalid_prompt,
                                    "cannot read prompt file " + spec.prompt_file);
         return {text, spec.prompt_file};
@@ -154,7 +179,8 @@ prompt_source read_prompt_source(const proto::submit_params& spec) {
     const fs::path workspace(spec.workspace);
     for (const fs::path& candidate :
          {workspace / "PROMPT.md", workspace / ".ralph" / "prompt.md"}) {
-        if (read_whole_file(candidate, text) && !is_blank(text)) return {text, candidate.string()};
+        if (read_workspace_file(workspace, candidate, text) && !is_blank(text))
+            return {text, candidate.string()};
     }
     return {std::string(templates::default_prompt), "default"};
 }
@@ -164,11 +190,11 @@ fs::path specs_path(const proto::submit_params& spec) {
     if (!spec.specs_file.empty()) {
         // operator/ keeps an absolute specs_file as it is.
         fs::path path = (workspace / spec.specs_file).lexically_normal();
-        return is_file(path) ? path : fs::path();
+        return is_file(workspace, path) ? path : fs::path();
     }
     for (const char* name : {"SPECS.md", "backlog.md"}) {
         fs::path path = workspace / name;
-        if (is_file(path)) return path;
+        if (is_file(workspace, path)) return path;
     }
     return {};
 }
@@ -185,18 +211,18 @@ std::string build_prompt(const proto::loop_info& loop, std::int64_t iteration,
     values["specs_name"] = specs_display_name(spec, specs);
     {
         // Every name gets a value, "" when absent: a name without one would stay in the text.
-        excerpt file = specs.empty() ? excerpt{} : read_head(specs, max_specs_bytes);
+        excerpt file = specs.empty() ? excerpt{} : read_head(workspace, specs, max_specs_bytes);
         values["specs"] = trim_end(std::move(file.text));
         values["specs_cut"] = file.cut ? "yes" : "";
     }
     {
-        excerpt file = read_head(workspace / "CONVENTIONS.md", max_specs_bytes);
+        excerpt file = read_head(workspace, workspace / "CONVENTIONS.md", max_specs_bytes);
         values["conventions"] = trim_end(std::move(file.text));
         values["conventions_cut"] = file.cut ? "yes" : "";
     }
     values["notes_file"] = notes_file_name;
     {
-        excerpt file = read_tail(workspace / notes_file_name, max_notes_bytes);
+        excerpt file = read_tail(workspace, workspace / notes_file_name, max_notes_bytes);
         values["notes"] = trim_end(std::move(file.text));
         values["notes_cut"] = file.cut ? "yes" : "";
     }
@@ -216,7 +242,7 @@ std::string build_prompt(const proto::loop_info& loop, std::int64_t iteration,
     values["state_file"] = state_file_name;
 
     std::string wrapper;
-    if (!read_whole_file(workspace / wrapper_override_name, wrapper))
+    if (!read_workspace_file(workspace, workspace / wrapper_override_name, wrapper))
         wrapper = templates::prompt_wrapper;
     else if (!has_prompt_placeholder(wrapper))
         wrapper = "{{prompt}}\n\n" + wrapper;  // never lose the instructions themselves

@@ -50,6 +50,12 @@ struct prompt_source {
     std::string origin;  // "inline", the file's path, or "default"
 };
 
+// The whole regular file `path` (beneath `workspace`, or elsewhere when the user named it so),
+// read without leaving the workspace through a symbolic link (common/safe_open); false when it
+// is missing, unreadable or behind such a link (logged).
+bool read_workspace_file(const std::filesystem::path& workspace, const std::filesystem::path& path,
+                         std::string& out);
+
 // Throws proto::rpc_error(invalid_prompt) when prompt_file is set but unreadable.
 prompt_source read_prompt_source(const proto::submit_params& spec);
 

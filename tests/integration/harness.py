@@ -206,15 +206,45 @@ def fake_agent_bin(parent, names=AGENT_NAMES):
     return path
 
 
+GIT = ["git", "-c", "user.name=ralph tests", "-c", "user.email=tests@ralph.invalid",
+       "-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false"]
+
+
+def git(ws, *args):
+    """git -C ws ARGS with a test identity; its stdout."""
+    return subprocess.run(GIT + ["-C", ws] + list(args), check=True, capture_output=True,
+                          text=True, stdin=subprocess.DEVNULL).stdout
+
+
 def make_workspace(parent, name="ws"):
     """A fresh git repository with one (empty) commit, so it is clean."""
     path = tempfile.mkdtemp(prefix=name + "-", dir=parent)
-    git = ["git", "-c", "user.name=ralph tests", "-c", "user.email=tests@ralph.invalid",
-           "-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false"]
-    subprocess.run(git + ["init", "-q", path], check=True, stdin=subprocess.DEVNULL)
-    subprocess.run(git + ["-C", path, "commit", "-q", "--allow-empty", "-m", "init"], check=True,
-                   stdin=subprocess.DEVNULL)
+    subprocess.run(GIT + ["init", "-q", path], check=True, stdin=subprocess.DEVNULL)
+    git(path, "commit", "-q", "--allow-empty", "-m", "init")
     return path
+
+
+def write_text(path, text):
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def read_text(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def bubblewrap_problem():
+    """Why bwrap cannot sandbox anything here, or None when it can."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return "bubblewrap is not installed (scripts/install-deps.sh installs it)"
+    proc = subprocess.run([bwrap, "--unshare-pid", "--ro-bind", "/", "/", "--dev", "/dev",
+                           "--proc", "/proc", "true"], capture_output=True, text=True)
+    if proc.returncode != 0:
+        return "bwrap cannot create its namespaces on this machine: " + proc.stderr.strip()
+    return None
+
 
 
 # --------------------------------------------------------------------------- HTTP over AF_UNIX
@@ -459,12 +489,13 @@ class Daemon:
 
     Paths: d.root (temp dir), d.socket, d.db, d.runtime_dir, d.state_dir, d.config_dir, d.home.
     default_paths=True starts ralphd without --socket/--db, so it must pick them from the XDG
-    variables (then d.socket and d.db are where SPEC §2/§6 put them).
+    variables (then d.socket and d.db are where SPEC §2/§6 put them). `parent`: where d.root is
+    made (default: the temporary directory).
     """
 
     def __init__(self, extra_args=(), env=None, kill_grace=1, default_paths=False,
-                 socket_path=None, start=True):
-        self.root = tempfile.mkdtemp(prefix="ralph-it-", dir=_short_tmp_parent())
+                 socket_path=None, start=True, parent=None):
+        self.root = tempfile.mkdtemp(prefix="ralph-it-", dir=parent or _short_tmp_parent())
         os.chmod(self.root, 0o700)
         self.runtime_dir = _private_dir(os.path.join(self.root, "run"))
         self.state_dir = _private_dir(os.path.join(self.root, "state"))

@@ -23,26 +23,9 @@ import subprocess
 import tempfile
 import time
 
-from harness import (RALPHD, DaemonTestCase, RpcError, TERMINAL_STATES, agent_command, main,
-                     processes_in_group, scaled, wait_group_gone, wait_until)
-
-GIT = ["git", "-c", "user.name=ralph tests", "-c", "user.email=tests@ralph.invalid",
-       "-c", "commit.gpgsign=false"]
-
-
-def git(ws, *args):
-    return subprocess.run(GIT + ["-C", ws] + list(args), check=True, capture_output=True,
-                          text=True, stdin=subprocess.DEVNULL).stdout
-
-
-def write(path, text):
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
-
-
-def read(path):
-    with open(path, encoding="utf-8") as f:
-        return f.read()
+from harness import (RALPHD, DaemonTestCase, RpcError, TERMINAL_STATES, agent_command, git, main,
+                     processes_in_group, read_text, scaled, wait_group_gone, wait_until,
+                     write_text)
 
 
 def hook_command(mode, directory=None):
@@ -58,7 +41,7 @@ def records(directory, hook, loop_id):
         match = name.match(entry)
         if match:
             found.append((int(match.group(1) or 1), os.path.join(directory, entry)))
-    return [json.loads(read(path)) for _, path in sorted(found)]
+    return [json.loads(read_text(path)) for _, path in sorted(found)]
 
 
 def wait_record(directory, hook, loop_id, timeout=20):
@@ -237,12 +220,12 @@ class WorktreeTest(HookTestCase):
     def test_two_worktree_loops_on_one_repository_run_at_once_each_on_its_own_branch(self):
         d = self.daemon(extra_args=["--max-concurrent", "4"])
         repo = d.workspace("repo")
-        write(os.path.join(repo, "README.md"), "committed\n")
+        write_text(os.path.join(repo, "README.md"), "committed\n")
         git(repo, "add", "README.md")
         git(repo, "commit", "-q", "-m", "readme")
         # Uncommitted work of the user: stays in the checkout, never reaches the worktrees.
-        write(os.path.join(repo, "README.md"), "edited, not committed\n")
-        write(os.path.join(repo, "scratch.txt"), "untracked\n")
+        write_text(os.path.join(repo, "README.md"), "edited, not committed\n")
+        write_text(os.path.join(repo, "scratch.txt"), "untracked\n")
         head = git(repo, "rev-parse", "HEAD").strip()
         status = git(repo, "status", "--porcelain")
         barrier = tempfile.mkdtemp(prefix="barrier-", dir=d.root)
@@ -266,7 +249,7 @@ class WorktreeTest(HookTestCase):
         wait_until(lambda: os.path.isdir(started) and len(os.listdir(started)) == 2
                    and all(d.get(l["id"])["state"] == "running" for l in loops), 20,
                    "both loops running at the same time")
-        write(os.path.join(barrier, "release"), "")
+        write_text(os.path.join(barrier, "release"), "")
         listed = {l["id"]: l for l in d.ctl_json("list")["loops"]}
         for loop in loops:
             ended = d.wait_state(loop["id"], TERMINAL_STATES)
@@ -290,7 +273,7 @@ class WorktreeTest(HookTestCase):
             self.assertEqual([f for f in files if f.startswith("work-")],
                              ["work-%d.txt" % loop["id"]])
             # The worktree is kept, with the committed files only.
-            self.assertEqual(read(os.path.join(path, "README.md")), "committed\n")
+            self.assertEqual(read_text(os.path.join(path, "README.md")), "committed\n")
             self.assertFalse(os.path.exists(os.path.join(path, "scratch.txt")))
             # The hook ran in the worktree and was told the branch.
             record = wait_record(self.hooks, "loop", loop["id"])
@@ -308,7 +291,7 @@ class WorktreeTest(HookTestCase):
         self.assertEqual(git(repo, "rev-parse", "HEAD").strip(), head)
         self.assertEqual(git(repo, "rev-parse", "--abbrev-ref", "HEAD").strip(), "main")
         self.assertEqual(git(repo, "status", "--porcelain"), status)
-        self.assertEqual(read(os.path.join(repo, "README.md")), "edited, not committed\n")
+        self.assertEqual(read_text(os.path.join(repo, "README.md")), "edited, not committed\n")
         worktrees = git(repo, "worktree", "list", "--porcelain")
         for loop in loops:
             self.assertIn("branch refs/heads/ralph/loop-%d" % loop["id"], worktrees)

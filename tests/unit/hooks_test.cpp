@@ -1,8 +1,9 @@
 // What an on-done hook is given: its argv, its directory and the loop's outcome in its
 // environment; the environment and PATH lookup that hooks and agents share. (Running hooks is
 // tested end to end in tests/integration/test_hooks_worktree.py.)
-#include "common/paths.hpp"
 #include "daemon/runner/hooks.hpp"
+#include "common/paths.hpp"
+#include "daemon/runner/environment.hpp"
 #include "daemon/runner/process.hpp"
 
 #include <doctest/doctest.h>
@@ -19,7 +20,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::map<std::string, std::string> as_map(const std::vector<std::pair<std::string, std::string>>& env) {
+std::map<std::string, std::string> as_map(
+    const std::vector<std::pair<std::string, std::string>>& env) {
     return {env.begin(), env.end()};
 }
 
@@ -133,10 +135,12 @@ TEST_CASE("find_executable: the first executable file of that name along the sea
     make(dir / "second" / "tool", fs::perms::owner_all);
     make(dir / "plain", fs::perms::owner_read | fs::perms::owner_write);
     fs::create_directories(dir / "subdir");
-    const std::string search = "/nonexistent/ralph:" + dir.string() + ":" + (dir / "second").string();
+    const std::string search =
+        "/nonexistent/ralph:" + dir.string() + ":" + (dir / "second").string();
     CHECK(ralph::paths::find_executable("tool", search) == dir / "tool");
-    CHECK(ralph::paths::find_executable("tool", "/nonexistent/ralph:" + (dir / "second").string()) ==
-          dir / "second" / "tool");
+    CHECK(
+        ralph::paths::find_executable("tool", "/nonexistent/ralph:" + (dir / "second").string()) ==
+        dir / "second" / "tool");
     CHECK(ralph::paths::find_executable("plain", search).empty());   // not executable
     CHECK(ralph::paths::find_executable("subdir", search).empty());  // a directory
     CHECK(ralph::paths::find_executable("missing", search).empty());
@@ -148,4 +152,43 @@ TEST_CASE("find_executable: the first executable file of that name along the sea
     CHECK(ralph::paths::find_executable("tool", "/nonexistent/ralph:", dir) == dir / "tool");
     CHECK(ralph::paths::find_executable("./plain", "", dir).empty());
     fs::remove_all(dir);
+}
+
+TEST_CASE(
+    "env_policy: defaults and the agent's own variables pass, the last matching rule decides") {
+    const ralph::env_policy defaults;
+    const std::vector<std::string> claude{"ANTHROPIC_*", "CLAUDE_*"};
+    for (const char* name : {"PATH", "HOME", "LANG", "LC_ALL", "https_proxy", "TERM"})
+        CHECK_MESSAGE(defaults.passes(name, {}), name);
+    for (const char* name : {"AWS_SECRET_ACCESS_KEY", "OPENAI_API_KEY", "GIT_DIR", "PWD", "OLDPWD",
+                             "RALPH_SOCKET", "SSH_AUTH_SOCK"})
+        CHECK_MESSAGE(!defaults.passes(name, claude), name);
+    CHECK(defaults.passes("ANTHROPIC_API_KEY", claude));
+    CHECK_FALSE(defaults.passes("ANTHROPIC_API_KEY", {}));
+
+    const ralph::env_policy custom({"+AWS_*", "-ANTHROPIC_API_KEY", "-LANG", "+LANG"});
+    CHECK(custom.passes("AWS_SECRET_ACCESS_KEY", claude));
+    CHECK_FALSE(custom.passes("ANTHROPIC_API_KEY", claude));
+    CHECK(custom.passes("ANTHROPIC_BASE_URL", claude));
+    CHECK(custom.passes("LANG", {}));
+    CHECK(ralph::env_policy({"+*"}).passes("ANYTHING", {}));
+    CHECK(ralph::env_policy({"-*"}).passes("PATH", {}));  // PATH always passes
+
+    CHECK(ralph::env_policy::rule_error("AWS_*").find("+PATTERN") != std::string::npos);
+    CHECK(ralph::env_policy::rule_error("+A B") != "");
+    CHECK(ralph::env_policy::rule_error("-PATH") != "");
+    CHECK_THROWS_AS(ralph::env_policy({"+"}), std::invalid_argument);
+}
+
+TEST_CASE("agent_environment: only what the policy passes, then the overrides") {
+    ::setenv("RALPH_ENV_TEST_SECRET", "daemon", 1);
+    ::setenv("RALPH_ENV_TEST_AGENT_KEY", "key", 1);
+    const std::vector<std::string> env = ralph::agent_environment(
+        ralph::env_policy(), {"RALPH_ENV_TEST_AGENT_*"}, {{"LOOP_VAR", "loop"}});
+    auto has = [&env](const std::string& entry) {
+        return std::find(env.begin(), env.end(), entry) != env.end();
+    };
+    CHECK(has("RALPH_ENV_TEST_AGENT_KEY=key"));
+    CHECK(has("LOOP_VAR=loop"));
+    for (const auto& entry : env) CHECK_FALSE(entry.starts_with("RALPH_ENV_TEST_SECRET="));
 }

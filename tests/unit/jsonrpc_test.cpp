@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <stdexcept>
 #include <string>
@@ -185,6 +186,52 @@ TEST_CASE("jsonrpc: params of the wrong type give Invalid params naming the fiel
     const json good =
         call(registry, R"({"jsonrpc":"2.0","method":"count","params":{"count":3},"id":10})");
     CHECK(good.at("result") == 3);
+}
+
+TEST_CASE("jsonrpc: a number beyond a double's range is Invalid params naming its field") {
+    method_registry registry;
+    registry.add_typed<typed_params>(
+        "count", [](const typed_params& p, call_context&) { return json(p.count); });
+
+    const json in_params =
+        call(registry, R"({"jsonrpc":"2.0","id":3,"method":"count","params":{"count":1e400}})");
+    CHECK(in_params.at("id") == 3);
+    CHECK(in_params.at("error").at("code") == -32602);
+    CHECK(in_params.at("error").at("message").get<std::string>().starts_with("params.count:"));
+
+    const json in_id = call(
+        registry, R"({"jsonrpc":"2.0","id":-)" + std::string(500, '9') + R"(,"method":"count"})");
+    CHECK(in_id.at("id").is_null());
+    CHECK(in_id.at("error").at("message").get<std::string>().starts_with("id:"));
+
+    const json in_batch =
+        call(registry, R"([{"jsonrpc":"2.0","id":1,"method":"count","params":{"count":1}},)"
+                       R"({"jsonrpc":"2.0","id":2,"method":"count","params":{"n":[0,1,2e999]}}])");
+    CHECK(in_batch.at("error").at("code") == -32602);
+    CHECK(in_batch.at("error").at("message").get<std::string>().starts_with("[1].params.n[2]:"));
+}
+
+TEST_CASE("jsonrpc: an integer beyond 63 bits is refused, not wrapped to a negative one") {
+    method_registry registry;
+    registry.add_typed<typed_params>(
+        "count", [](const typed_params& p, call_context&) { return json(p.count); });
+    const json reply =
+        call(registry,
+             R"({"jsonrpc":"2.0","id":1,"method":"count","params":{"count":9223372036854775808}})");
+    CHECK(reply.at("error").at("code") == -32602);
+    CHECK(reply.at("error").at("message") == "params.count: must be at most 9223372036854775807");
+}
+
+TEST_CASE("fields: loop ids are positive and numbers are checked against their range") {
+    std::int64_t id = 0;
+    CHECK_THROWS_WITH(ralph::proto::read_loop_id(json{{"id", 0}}, "id", id),
+                      doctest::Contains("params.id: must be in 1..9223372036854775807"));
+    ralph::proto::read_loop_id(json{{"id", 42}}, "id", id);
+    CHECK(id == 42);
+    CHECK_THROWS_WITH(ralph::proto::check_range("timeout_s", 1e308, 0.0, 604800.0),
+                      "params.timeout_s: must be in 0..604800, not 1e+308");
+    CHECK_THROWS(ralph::proto::check_range("delay_s", std::nan(""), 0.0, 1.0));
+    CHECK_NOTHROW(ralph::proto::check_range("delay_s", 1.0, 0.0, 1.0));
 }
 
 TEST_CASE(
@@ -369,8 +416,9 @@ TEST_CASE_FIXTURE(hub_with_two_sinks,
     CHECK(b.outputs == std::vector<std::pair<std::int64_t, std::int64_t>>{{2, 100}});
 }
 
-TEST_CASE_FIXTURE(hub_with_two_sinks,
-                  "subscriber hub: an events sink hears every loop's state changes, until it leaves") {
+TEST_CASE_FIXTURE(
+    hub_with_two_sinks,
+    "subscriber hub: an events sink hears every loop's state changes, until it leaves") {
     recording_sink events;
     CHECK_FALSE(hub.watched(3));
     hub.join_events(&events);

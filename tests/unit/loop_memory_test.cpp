@@ -1,5 +1,8 @@
 #include "daemon/runner/loop_memory.hpp"
 
+#include "common/safe_open.hpp"
+#include "tests/unit/support.hpp"
+
 #include <doctest/doctest.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -12,29 +15,11 @@
 #include <string>
 
 using namespace ralph;
+using ralph::test::read_file;
+using ralph::test::temp_dir;
 namespace fs = std::filesystem;
 
 namespace {
-
-// A fresh directory under /tmp, removed with its contents at the end of the test.
-struct temp_dir {
-    fs::path path;
-    temp_dir() {
-        char tmpl[] = "/tmp/ralph-loop-memory-XXXXXX";
-        path = ::mkdtemp(tmpl);
-    }
-    ~temp_dir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-};
-
-std::string read_file(const fs::path& file) {
-    std::ifstream in(file, std::ios::binary);
-    std::ostringstream out;
-    out << in.rdbuf();
-    return out.str();
-}
 
 // Elapsed milliseconds of `f()`.
 template <typename F>
@@ -474,9 +459,9 @@ TEST_CASE("notes: counting checkboxes in 10 MB is quick") {
 TEST_CASE("notes: append_notes creates .ralph/ and appends a section per iteration") {
     temp_dir dir;
     const fs::path file = dir.path / ".ralph" / "notes.md";
-    append_notes(file, 1, {"first note"}, 1'700'000'000'000);
-    append_notes(file, 2, {}, 1'700'000'001'000);  // nothing to append: no section
-    append_notes(file, 3, {"second", "third\nline"}, 1'700'000'002'000);
+    append_notes(dir.path, ".ralph/notes.md", 1, {"first note"}, 1'700'000'000'000);
+    append_notes(dir.path, ".ralph/notes.md", 2, {}, 1'700'000'001'000);  // nothing: no section
+    append_notes(dir.path, ".ralph/notes.md", 3, {"second", "third\nline"}, 1'700'000'002'000);
     CHECK(read_file(file) ==
           "\n## Iteration 1 — 2023-11-14T22:13:20.000Z\n\nfirst note\n"
           "\n## Iteration 3 — 2023-11-14T22:13:22.000Z\n\nsecond\n\nthird\nline\n");
@@ -486,7 +471,7 @@ TEST_CASE("notes: append_notes keeps what is already in the file") {
     temp_dir dir;
     const fs::path file = dir.path / "notes.md";
     std::ofstream(file) << "# Notes\n";
-    append_notes(file, 4, {"n"}, 1'700'000'000'000);
+    append_notes(dir.path, "notes.md", 4, {"n"}, 1'700'000'000'000);
     CHECK(read_file(file) == "# Notes\n\n## Iteration 4 — 2023-11-14T22:13:20.000Z\n\nn\n");
 }
 
@@ -494,18 +479,19 @@ TEST_CASE("notes: append_notes reports an I/O failure naming the file") {
     temp_dir dir;
     const fs::path blocker = dir.path / "not_a_dir";
     std::ofstream(blocker) << "x";
-    CHECK_THROWS_WITH_AS(append_notes(blocker / "notes.md", 1, {"n"}, 1),
+    CHECK_THROWS_WITH_AS(append_notes(dir.path, "not_a_dir/notes.md", 1, {"n"}, 1),
                          doctest::Contains("not_a_dir"), std::runtime_error);
-    CHECK_THROWS_AS(append_notes(dir.path, 1, {"n"}, 1), std::runtime_error);  // a directory
+    fs::create_directory(dir.path / "a_dir");
+    CHECK_THROWS_AS(append_notes(dir.path, "a_dir", 1, {"n"}, 1), std::runtime_error);
 }
 
 TEST_CASE("notes: overwrite_file replaces the content in place and creates missing directories") {
     temp_dir dir;
     const fs::path file = dir.path / ".ralph" / "loop.md";
-    overwrite_file(file, "a longer first content");
+    overwrite_file(dir.path, ".ralph/loop.md", "a longer first content");
     struct stat first {};
     REQUIRE(::stat(file.c_str(), &first) == 0);
-    overwrite_file(file, "two");
+    overwrite_file(dir.path, ".ralph/loop.md", "two");
     CHECK(read_file(file) == "two");  // cut to the new size
     struct stat second {};
     REQUIRE(::stat(file.c_str(), &second) == 0);
@@ -513,13 +499,13 @@ TEST_CASE("notes: overwrite_file replaces the content in place and creates missi
     int entries = 0;
     for ([[maybe_unused]] const auto& entry : fs::directory_iterator(file.parent_path())) ++entries;
     CHECK(entries == 1);
-    CHECK_THROWS_AS(overwrite_file(dir.path / "x" / "", "y"), std::runtime_error);
+    CHECK_THROWS_AS(overwrite_file(dir.path, "x/", "y"), std::runtime_error);
 
     const fs::path elsewhere = dir.path / "elsewhere.txt";
     std::ofstream(elsewhere) << "keep";
-    const fs::path link = dir.path / ".ralph" / "linked.md";
-    fs::create_symlink(elsewhere, link);
-    CHECK_THROWS_AS(overwrite_file(link, "replaced"), std::runtime_error);
+    fs::create_symlink(elsewhere, dir.path / ".ralph" / "linked.md");
+    CHECK_THROWS_AS(overwrite_file(dir.path, ".ralph/linked.md", "replaced"),
+                    safe_open::link_refused);
     CHECK(read_file(elsewhere) == "keep");
 }
 

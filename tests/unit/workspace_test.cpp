@@ -1,8 +1,6 @@
-// Workspace snapshots against real temporary git repositories and plain directories; the
-// sandbox's writable paths and bwrap command line.
+// Workspace snapshots against real temporary git repositories and plain directories.
 #include "daemon/runner/workspace.hpp"
 
-#include "daemon/runner/sandbox.hpp"
 #include "proto/errors.hpp"
 
 #include <doctest/doctest.h>
@@ -663,30 +661,4 @@ TEST_CASE("workspace: the git directory of a work tree, also of a linked worktre
     CHECK(fs::canonical(git_common_dir(tree)) == git_dir);
     fs::create_directories(tmp.path / "plain");
     CHECK(git_common_dir(tmp.path / "plain").empty());
-}
-
-TEST_CASE("sandbox: the writable paths are those that exist, outermost only; bwrap binds them") {
-    temp_dir tmp;
-    const fs::path ws = tmp.path / "ws";
-    const fs::path home = tmp.path / "home";
-    fs::create_directories(ws / ".git");
-    fs::create_directories(home / ".agent" / "cache");
-    fs::create_directories(tmp.path / "scratch");
-    const std::vector<std::string> env{"PATH=/usr/bin", "HOME=" + home.string()};
-    const auto writable = ralph::sandbox::writable_paths(
-        ws, ws / ".git", tmp.path / "scratch", env, {".agent", ".agent/cache", ".missing"});
-    const fs::path base = fs::canonical(tmp.path);
-    CHECK(writable == std::vector<fs::path>{base / "home" / ".agent", base / "scratch", base / "ws"});
-    // Without HOME in the agent's environment, nothing under it.
-    CHECK(ralph::sandbox::writable_paths(ws, {}, {}, {"PATH=/usr/bin"}, {".agent"}) ==
-          std::vector<fs::path>{base / "ws"});
-
-    const auto argv = ralph::sandbox::wrap("/usr/bin/bwrap", {base / "ws"}, ws.string(),
-                                           {"agent", "--flag", "two words"});
-    const std::vector<std::string> expected{
-        "/usr/bin/bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs",
-        "/tmp", "--bind", (base / "ws").string(), (base / "ws").string(), "--chdir", ws.string(),
-        "--", "agent", "--flag", "two words"};
-    CHECK(argv == expected);
-    CHECK_THROWS_AS(ralph::sandbox::find_bwrap((tmp.path / "no-bin").string()), ralph::proto::rpc_error);
 }
