@@ -8,12 +8,17 @@
 #include "client/commands/commands.hpp"
 
 #include "client/output.hpp"
+#include "common/safe_open.hpp"
 #include "common/templates.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 
+#include <cerrno>
+
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <stdexcept>
 #include <system_error>
@@ -55,17 +60,23 @@ CLI::Validator known_template() {
         "NAME");
 }
 
-void write_file(const fs::path& path, const std::string& content) {
-    std::error_code ec;
-    fs::create_directories(path.parent_path(), ec);
-    if (ec)
-        throw client_error(exit_code::failure,
-                           fmt::format("cannot create directory {}: {}",
-                                       path.parent_path().string(), ec.message()));
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out << content;
-    out.close();
-    if (!out) throw client_error(exit_code::failure, fmt::format("cannot write {}", path.string()));
+// Writes `relative` in `directory` (canonical) through no symbolic link: a cloned repository may
+// have put one at PROMPT.md, and --force must not overwrite what it points to.
+void write_file(const fs::path& directory, const fs::path& relative, const std::string& content) {
+    try {
+        unique_fd fd = safe_open::for_writing(directory, relative, O_WRONLY | O_CREAT | O_TRUNC);
+        std::string_view rest = content;
+        while (!rest.empty()) {
+            const ssize_t n = ::write(fd.get(), rest.data(), rest.size());
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0) throw std::runtime_error("cannot write " + (directory / relative).string());
+            rest.remove_prefix(std::size_t(n));
+        }
+        if (fd.close() != 0)
+            throw std::runtime_error("cannot write " + (directory / relative).string());
+    } catch (const std::runtime_error& e) {
+        throw client_error(exit_code::failure, e.what());
+    }
 }
 
 int run_init(const client_context& ctx, const init_options& options) {
@@ -115,9 +126,15 @@ int run_init(const client_context& ctx, const init_options& options) {
             "Nothing was written. Use --force to overwrite them.");
     }
 
+    std::error_code ec;
+    fs::create_directories(directory, ec);
+    const fs::path canonical = fs::canonical(directory, ec);
+    if (ec)
+        throw client_error(exit_code::failure, fmt::format("cannot create directory {}: {}",
+                                                           directory.string(), ec.message()));
     std::vector<std::string> written;
     for (const auto& file : files) {
-        write_file(directory / file.path, file.content);
+        write_file(canonical, file.path, file.content);
         written.push_back(file.path);
     }
 

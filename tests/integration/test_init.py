@@ -1,6 +1,6 @@
 """`ralphctl init`: each template writes its starter files (creating directories), a second init
 refuses and writes nothing, --force overwrites, an unknown template is a usage error naming the
-known ones, --print-template prints the prompt wrapper. And end to end: the files init writes are
+known ones, --print-template prints the prompt wrapper, --force writes through no symbolic link. And end to end: the files init writes are
 what the agent of a loop in that workspace gets in its prompt."""
 
 import os
@@ -108,6 +108,17 @@ class InitTest(DaemonTestCase):
         write(os.path.join(target, "SPECS.md"), "my own specs\n")
         self.d.ctl("init", "--force", target)
         self.assertEqual(read(os.path.join(target, "SPECS.md")), original)
+
+    def test_force_writes_through_no_link_a_cloned_repository_planted(self):
+        target = os.path.join(self.d.work_dir, "cloned")
+        os.makedirs(os.path.join(target, ".ralph"))
+        victim = os.path.join(self.d.work_dir, "bashrc")
+        write(victim, "the user's own file\n")
+        os.symlink(victim, os.path.join(target, "PROMPT.md"))
+        proc = self.d.ctl("init", "--force", target, check=False)
+        self.assertEqual(proc.returncode, 1, proc)
+        self.assertIn("PROMPT.md is a symbolic link", proc.stderr)
+        self.assertEqual(read(victim), "the user's own file\n")
 
     def test_an_unknown_template_is_a_usage_error_naming_the_known_ones(self):
         target = os.path.join(self.d.work_dir, "ws")
