@@ -160,7 +160,7 @@ void ralphd::recover() {
     }
     for (const auto& loop :
          db_.list_loops({proto::loop_state::running, proto::loop_state::waiting}, 0)) {
-        db_.set_state(loop.id, proto::loop_state::queued,
+        db_.set_state(loop.id, proto::loop_event::requeue,
                       "ralphd stopped unexpectedly; continues with its next iteration", 0, now);
         spdlog::info("loop {}: re-queued after an unexpected stop of ralphd", loop.id);
     }

@@ -153,9 +153,10 @@ void loop_runner::watch_inactivity(std::chrono::milliseconds limit) {
     });
 }
 
-void loop_runner::set_state(proto::loop_state state, const std::string& reason,
+void loop_runner::set_state(proto::loop_event event, const std::string& reason,
                             std::int64_t resume_at) {
-    ctx_.db.set_state(loop_id_, state, reason, resume_at, ctx_.clock.now_ms());
+    const proto::loop_state state =
+        ctx_.db.set_state(loop_id_, event, reason, resume_at, ctx_.clock.now_ms());
     ctx_.on_state(loop_id_, state);
 }
 
@@ -165,7 +166,7 @@ awaitable<void> loop_runner::run() {
     } catch (const std::exception& e) {
         spdlog::error("loop {}: {}", loop_id_, e.what());
         try {
-            set_state(proto::loop_state::failed, std::string("internal error: ") + e.what());
+            set_state(proto::loop_event::fail, std::string("internal error: ") + e.what());
         } catch (const std::exception& again) {
             spdlog::error("loop {}: cannot record the failure: {}", loop_id_, again.what());
         }
@@ -174,13 +175,13 @@ awaitable<void> loop_runner::run() {
 }
 
 awaitable<void> loop_runner::run_iterations() {
-    set_state(proto::loop_state::running, "");
+    set_state(proto::loop_event::start, "");
     if (!co_await make_worktree()) co_return;
     while (true) {
         proto::loop_info loop = ctx_.db.get_loop(loop_id_);
         const auto& spec = loop.spec;
         if (spec.max_iterations > 0 && loop.iterations >= spec.max_iterations) {
-            set_state(proto::loop_state::exhausted,
+            set_state(proto::loop_event::exhaust,
                       fmt::format("reached max iterations ({})", spec.max_iterations));
             co_return;
         }
@@ -201,11 +202,11 @@ awaitable<void> loop_runner::run_iterations() {
             std::string failure = describe_failure(outcome.how, outcome.error);
             if (outcome.how == proto::termination::spawn_failed ||
                 outcome.failure == proto::failure_class::missing_program) {
-                set_state(proto::loop_state::failed, failure);
+                set_state(proto::loop_event::fail, failure);
                 co_return;
             }
             if (outcome.failure == proto::failure_class::auth) {
-                set_state(proto::loop_state::failed,
+                set_state(proto::loop_event::fail,
                           fmt::format("agent {} could not authenticate: {} (log it in or set its "
                                       "API key, then resubmit)",
                                       spec.agent, failure));
@@ -229,13 +230,13 @@ awaitable<void> loop_runner::run_iterations() {
             identical_failures_ = failure_key == last_failure_ ? identical_failures_ + 1 : 1;
             last_failure_ = failure_key;
             if (spec.stall_failures > 0 && identical_failures_ >= spec.stall_failures) {
-                set_state(proto::loop_state::stalled,
+                set_state(proto::loop_event::stall,
                           fmt::format("{} identical failures in a row: {}", identical_failures_,
                                       failure));
                 co_return;
             }
             if (failures > spec.max_retries) {
-                set_state(proto::loop_state::failed,
+                set_state(proto::loop_event::fail,
                           fmt::format("iteration {} failed {} time(s), last: {}", iteration,
                                       failures, failure));
                 co_return;
@@ -250,20 +251,20 @@ awaitable<void> loop_runner::run_iterations() {
         last_failure_.clear();
         ctx_.db.set_iterations(loop_id_, iteration, ctx_.clock.now_ms());
         if (outcome.completion_signal && iteration >= spec.min_iterations) {
-            set_state(proto::loop_state::completed,
+            set_state(proto::loop_event::complete,
                       fmt::format("{} in iteration {}", outcome.completion_rule, iteration));
             co_return;
         }
         if (spec.stall_iterations > 0 &&
             ctx_.db.iterations_without_progress(loop_id_) >= spec.stall_iterations) {
-            set_state(proto::loop_state::stalled,
+            set_state(proto::loop_event::stall,
                       fmt::format("no progress in {} iterations in a row (no commit, no change to "
                                   "the files or the specs)",
                                   spec.stall_iterations));
             co_return;
         }
         if (spec.max_iterations > 0 && iteration >= spec.max_iterations) {
-            set_state(proto::loop_state::exhausted,
+            set_state(proto::loop_event::exhaust,
                       fmt::format("reached max iterations ({})", spec.max_iterations));
             co_return;
         }
@@ -287,7 +288,7 @@ awaitable<bool> loop_runner::make_worktree() {
     });
     if (finish_if_stopped()) co_return false;
     if (error.empty()) co_return true;
-    set_state(proto::loop_state::failed,
+    set_state(proto::loop_event::fail,
               fmt::format("cannot create the worktree {} of {}: {}", spec.worktree_path,
                           spec.worktree_source, error));
     co_return false;
@@ -309,15 +310,15 @@ bool loop_runner::leave_unless_admitted(const proto::loop_info& loop) {
         case admission::verdict::kind::go:
             return false;
         case admission::verdict::kind::stay_queued:
-            set_state(proto::loop_state::queued, verdict.reason);
+            set_state(proto::loop_event::requeue, verdict.reason);
             break;
         case admission::verdict::kind::wait:
             spdlog::info("loop {}: {} until {}", loop_id_, verdict.reason,
                          text::format_iso8601(verdict.until_ms));
-            set_state(proto::loop_state::waiting, verdict.reason, verdict.until_ms);
+            set_state(proto::loop_event::wait, verdict.reason, verdict.until_ms);
             break;
         case admission::verdict::kind::end:
-            set_state(proto::loop_state::exhausted, verdict.reason);
+            set_state(proto::loop_event::exhaust, verdict.reason);
             break;
     }
     return true;
@@ -328,13 +329,13 @@ bool loop_runner::finish_if_stopped() {
         case stop_kind::none:
             return false;
         case stop_kind::cancel:
-            set_state(proto::loop_state::cancelled, "cancelled by the user");
+            set_state(proto::loop_event::cancel, "cancelled by the user");
             return true;
         case stop_kind::shutdown:
-            set_state(proto::loop_state::queued, "daemon stopped; continues at the next start");
+            set_state(proto::loop_event::requeue, "daemon stopped; continues at the next start");
             return true;
         case stop_kind::pause:
-            set_state(proto::loop_state::paused, "paused by the user");
+            set_state(proto::loop_event::pause, "paused by the user");
             return true;
     }
     return false;
@@ -343,11 +344,11 @@ bool loop_runner::finish_if_stopped() {
 awaitable<void> loop_runner::wait(double seconds, const std::string& reason) {
     if (stop_ != stop_kind::none) co_return;
     auto duration = std::chrono::milliseconds(std::int64_t(seconds * 1000));
-    set_state(proto::loop_state::waiting, reason, ctx_.clock.now_ms() + duration.count());
+    set_state(proto::loop_event::wait, reason, ctx_.clock.now_ms() + duration.count());
     wait_timer_.expires_after(duration);
     boost::system::error_code ec;
     co_await wait_timer_.async_wait(net::redirect_error(use_awaitable, ec));
-    if (stop_ == stop_kind::none) set_state(proto::loop_state::running, "");
+    if (stop_ == stop_kind::none) set_state(proto::loop_event::wake, "");
 }
 
 awaitable<loop_runner::attempt_outcome> loop_runner::run_attempt(const proto::loop_info& loop,

@@ -16,6 +16,7 @@
 #include "daemon/agents/agent.hpp"
 #include "daemon/runner/environment.hpp"
 #include "daemon/runner/sandbox.hpp"
+#include "proto/state_machine.hpp"
 #include "proto/types.hpp"
 
 #include <sys/types.h>
@@ -140,7 +141,8 @@ class loop_runner {
     std::int64_t rate_limit_backoff_ms(std::int64_t iteration);
     // Sleeps in state `waiting` until now + seconds (or until cancel/stop).
     awaitable<void> wait(double seconds, const std::string& reason);
-    void set_state(proto::loop_state state, const std::string& reason, std::int64_t resume_at = 0);
+    // Applies `event` to the loop's state (proto/state_machine) and tells ctx_.on_state.
+    void set_state(proto::loop_event event, const std::string& reason, std::int64_t resume_at = 0);
     // If a cancel or a daemon stop came, records the loop's resulting state and returns true.
     bool finish_if_stopped();
     // SIGTERM to the agent's group now, SIGKILL after the grace if anything is left.

@@ -41,7 +41,7 @@ proto::loop_info scheduler::cancel(std::int64_t loop_id) {
         it->second.runner->cancel();
         return ctx_.db.get_loop(loop_id);
     }
-    set_state(loop_id, proto::loop_state::cancelled, "cancelled by the user", 0);
+    set_state(loop_id, proto::loop_event::cancel, "cancelled by the user", 0);
     return ctx_.db.get_loop(loop_id);
 }
 
@@ -52,7 +52,7 @@ proto::loop_info scheduler::pause(std::int64_t loop_id) {
         return ctx_.db.get_loop(loop_id);
     }
     if (loop.state != proto::loop_state::paused)
-        set_state(loop_id, proto::loop_state::paused, "paused by the user", 0);
+        set_state(loop_id, proto::loop_event::pause, "paused by the user", 0);
     return ctx_.db.get_loop(loop_id);
 }
 
@@ -62,7 +62,7 @@ proto::loop_info scheduler::resume(std::int64_t loop_id) {
         throw proto::rpc_error(proto::error_kind::invalid_state,
                                fmt::format("cannot resume loop {}: it is {}, not paused", loop_id,
                                            proto::to_string(loop.state)));
-    set_state(loop_id, proto::loop_state::queued, "", 0);
+    set_state(loop_id, proto::loop_event::resume, "", 0);
     schedule();
     return ctx_.db.get_loop(loop_id);
 }
@@ -75,14 +75,16 @@ void scheduler::schedule() {
         if (next_wake == 0 || when < next_wake) next_wake = when;
     };
     auto park = [&](std::int64_t loop_id, const admission::verdict& verdict) {
-        set_state(loop_id, proto::loop_state::waiting, verdict.reason, verdict.until_ms);
+        set_state(loop_id, proto::loop_event::wait, verdict.reason, verdict.until_ms);
         wake_by(verdict.until_ms);
     };
     // Parked loops (waiting without a runner) whose time has come are queued again.
     for (const auto& loop : ctx_.db.list_loops({proto::loop_state::waiting}, 0)) {
         if (running_.count(loop.id)) continue;  // waiting inside its runner: a delay or backoff
-        if (loop.resume_at <= now) set_state(loop.id, proto::loop_state::queued, "", 0);
-        else wake_by(loop.resume_at);
+        if (loop.resume_at <= now)
+            set_state(loop.id, proto::loop_event::requeue, "", 0);
+        else
+            wake_by(loop.resume_at);
     }
     const admission::verdict global = ctx_.gate.global(now);
     if (global.what == admission::verdict::kind::stay_queued) {
@@ -125,7 +127,7 @@ void scheduler::schedule() {
 void scheduler::reconsider() {
     if (shutting_down_) return;
     for (const auto& loop : ctx_.db.list_loops({proto::loop_state::waiting}, 0))
-        if (!running_.count(loop.id)) set_state(loop.id, proto::loop_state::queued, "", 0);
+        if (!running_.count(loop.id)) set_state(loop.id, proto::loop_event::requeue, "", 0);
     schedule();
 }
 
@@ -141,9 +143,10 @@ void scheduler::wake_at(std::int64_t when) {
     });
 }
 
-void scheduler::set_state(std::int64_t loop_id, proto::loop_state state, const std::string& reason,
+void scheduler::set_state(std::int64_t loop_id, proto::loop_event event, const std::string& reason,
                           std::int64_t resume_at) {
-    ctx_.db.set_state(loop_id, state, reason, resume_at, ctx_.clock.now_ms());
+    const proto::loop_state state =
+        ctx_.db.set_state(loop_id, event, reason, resume_at, ctx_.clock.now_ms());
     ctx_.on_state(loop_id, state);
 }
 

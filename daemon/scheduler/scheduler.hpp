@@ -19,7 +19,7 @@
 namespace ralph {
 
 class scheduler {
-public:
+  public:
     explicit scheduler(runner_context& ctx);
 
     // Inserts a validated loop as queued; schedules once the caller's reply is out.
@@ -45,14 +45,14 @@ public:
     // True while the loop has a runner, which may still be finishing after its end state.
     bool is_running(std::int64_t loop_id) const { return running_.contains(loop_id); }
 
-private:
+  private:
     struct running_loop {
         std::unique_ptr<loop_runner> runner;
         std::string workspace;
     };
     void start(std::int64_t loop_id, const std::string& workspace);
     void finished(std::int64_t loop_id);
-    void set_state(std::int64_t loop_id, proto::loop_state state, const std::string& reason,
+    void set_state(std::int64_t loop_id, proto::loop_event event, const std::string& reason,
                    std::int64_t resume_at);
     // The loop, or rpc_error(invalid_state) naming the action when it has ended.
     proto::loop_info unended_loop(std::int64_t loop_id, const char* action);

@@ -3,8 +3,12 @@
 #include "daemon/store/migrations.hpp"
 #include "proto/errors.hpp"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <sqlite3.h>
+
+#include <optional>
+#include <stdexcept>
 
 namespace ralph {
 namespace {
@@ -21,7 +25,8 @@ constexpr const char* loop_columns =
 // agree by construction.
 constexpr const char* next_loop_id_sql =
     "(SELECT max(coalesce((SELECT max(id) FROM loops), 0), "
-    "coalesce((SELECT CAST(value AS INTEGER) FROM settings WHERE key = 'removed_loop_id'), 0)) + 1)";
+    "coalesce((SELECT CAST(value AS INTEGER) FROM settings WHERE key = 'removed_loop_id'), 0)) + "
+    "1)";
 
 constexpr const char* attempt_columns =
     "id, loop_id, iteration, attempt, argv, pid, started_at, ended_at, termination, exit_code, "
@@ -249,8 +254,9 @@ std::optional<proto::loop_info> store::find_loop(std::int64_t id) {
     const proto::submit_params& parsed =
         spec != parsed_specs_.end()
             ? spec->second
-            : remember_spec(id, nlohmann::json::parse(q.getColumn(7).getString())
-                                    .get<proto::submit_params>());
+            : remember_spec(
+                  id,
+                  nlohmann::json::parse(q.getColumn(7).getString()).get<proto::submit_params>());
     return loop_from_row(q, &parsed);
 }
 
@@ -285,12 +291,13 @@ std::vector<proto::loop_info> store::list_loops(const std::vector<proto::loop_st
 }
 
 std::vector<store::queued_loop> store::queued_loops() {
-    query q = prepared("SELECT id, workspace, agent FROM loops WHERE state = 'queued' "
-                       "ORDER BY priority DESC, id");
+    query q = prepared(
+        "SELECT id, workspace, agent FROM loops WHERE state = 'queued' "
+        "ORDER BY priority DESC, id");
     std::vector<queued_loop> loops;
     while (q.executeStep())
-        loops.push_back({q.getColumn(0).getInt64(), q.getColumn(1).getString(),
-                         q.getColumn(2).getString()});
+        loops.push_back(
+            {q.getColumn(0).getInt64(), q.getColumn(1).getString(), q.getColumn(2).getString()});
     return loops;
 }
 
@@ -301,19 +308,33 @@ std::map<std::string, std::int64_t> store::count_by_state() {
     return counts;
 }
 
-void store::set_state(std::int64_t loop_id, proto::loop_state state, const std::string& stop_reason,
-                      std::int64_t resume_at_ms, std::int64_t now_ms) {
-    query q = prepared("UPDATE loops SET state = ?1, stop_reason = ?2, resume_at = ?3, updated_at = ?4, "
-                       "started_at = CASE WHEN ?1 = 'running' AND started_at = 0 THEN ?4 ELSE started_at END, "
-                       "finished_at = CASE WHEN ?5 THEN ?4 ELSE 0 END "
-                       "WHERE id = ?6");
-    q.bind(1, std::string(proto::to_string(state)));
+proto::loop_state store::set_state(std::int64_t loop_id, proto::loop_event event,
+                                   const std::string& stop_reason, std::int64_t resume_at_ms,
+                                   std::int64_t now_ms) {
+    query current = prepared("SELECT state FROM loops WHERE id = ?");
+    current.bind(1, loop_id);
+    if (!current.executeStep())
+        throw std::logic_error(
+            fmt::format("loop {}: cannot {}: no such loop", loop_id, proto::to_string(event)));
+    const proto::loop_state from = proto::loop_state_from_string(current.getColumn(0).getString());
+    current.reset();
+    const std::optional<proto::loop_state> to = proto::next_state(from, event);
+    if (!to)
+        throw std::logic_error(fmt::format("loop {}: the state machine has no {} from {}", loop_id,
+                                           proto::to_string(event), proto::to_string(from)));
+    query q = prepared(
+        "UPDATE loops SET state = ?1, stop_reason = ?2, resume_at = ?3, updated_at = ?4, "
+        "started_at = CASE WHEN ?1 = 'running' AND started_at = 0 THEN ?4 ELSE started_at END, "
+        "finished_at = CASE WHEN ?5 THEN ?4 ELSE 0 END "
+        "WHERE id = ?6");
+    q.bind(1, std::string(proto::to_string(*to)));
     q.bind(2, stop_reason);
     q.bind(3, resume_at_ms);
     q.bind(4, now_ms);
-    q.bind(5, proto::is_terminal(state) ? 1 : 0);
+    q.bind(5, proto::is_terminal(*to) ? 1 : 0);
     q.bind(6, loop_id);
     q.exec();
+    return *to;
 }
 
 void store::set_iterations(std::int64_t loop_id, std::int64_t iterations, std::int64_t now_ms) {
@@ -326,9 +347,10 @@ void store::set_iterations(std::int64_t loop_id, std::int64_t iterations, std::i
 
 std::int64_t store::begin_attempt(const proto::attempt_info& a, std::int64_t process_start_time) {
     SQLite::Transaction tx(db_);
-    query q = prepared("INSERT INTO attempts (loop_id, iteration, attempt, argv, started_at, "
-                       "output_start, output_end, pid, process_start_time) "
-                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    query q = prepared(
+        "INSERT INTO attempts (loop_id, iteration, attempt, argv, started_at, "
+        "output_start, output_end, pid, process_start_time) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
     q.bind(1, a.loop_id);
     q.bind(2, a.iteration);
     q.bind(3, a.attempt);
@@ -340,9 +362,10 @@ std::int64_t store::begin_attempt(const proto::attempt_info& a, std::int64_t pro
     q.bind(9, process_start_time);
     q.exec();
     std::int64_t id = db_.getLastInsertRowid();
-    query counters = prepared("UPDATE loops SET attempts = attempts + 1, "
-                              "retries = retries + CASE WHEN ? > 1 THEN 1 ELSE 0 END, updated_at = ? "
-                              "WHERE id = ?");
+    query counters = prepared(
+        "UPDATE loops SET attempts = attempts + 1, "
+        "retries = retries + CASE WHEN ? > 1 THEN 1 ELSE 0 END, updated_at = ? "
+        "WHERE id = ?");
     counters.bind(1, a.attempt);
     counters.bind(2, a.started_at);
     counters.bind(3, a.loop_id);
@@ -354,23 +377,33 @@ std::int64_t store::begin_attempt(const proto::attempt_info& a, std::int64_t pro
 void store::finish_attempt(const proto::attempt_info& a,
                            const std::vector<proto::event_info>& last_events) {
     SQLite::Transaction tx(db_);
-    query q = prepared("UPDATE attempts SET ended_at = ?, termination = ?, exit_code = ?, signal = ?, "
-                       "completion_signal = ?, error = ?, output_end = ?, failure = ?, "
-                       "input_tokens = ?, output_tokens = ?, cost_usd = ?, turns = ?, "
-                       "tool_calls = ?, summary = ?, head_before = ?, head_after = ?, "
-                       "files_changed = ?, insertions = ?, deletions = ?, progress = ?, "
-                       "feedback = ?, verify_exit = ?, verify_output = ? WHERE id = ?");
+    query q = prepared(
+        "UPDATE attempts SET ended_at = ?, termination = ?, exit_code = ?, signal = ?, "
+        "completion_signal = ?, error = ?, output_end = ?, failure = ?, "
+        "input_tokens = ?, output_tokens = ?, cost_usd = ?, turns = ?, "
+        "tool_calls = ?, summary = ?, head_before = ?, head_after = ?, "
+        "files_changed = ?, insertions = ?, deletions = ?, progress = ?, "
+        "feedback = ?, verify_exit = ?, verify_output = ? WHERE id = ?");
     q.bind(1, a.ended_at);
     q.bind(2, std::string(proto::to_string(a.how)));
-    if (a.exit_code) q.bind(3, *a.exit_code); else q.bind(3);
-    if (a.signal) q.bind(4, *a.signal); else q.bind(4);
+    if (a.exit_code)
+        q.bind(3, *a.exit_code);
+    else
+        q.bind(3);
+    if (a.signal)
+        q.bind(4, *a.signal);
+    else
+        q.bind(4);
     q.bind(5, a.completion_signal ? 1 : 0);
     q.bind(6, a.error);
     q.bind(7, a.output_end);
     q.bind(8, std::string(proto::to_string(a.failure)));
     q.bind(9, a.usage.input_tokens);
     q.bind(10, a.usage.output_tokens);
-    if (a.usage.cost_usd) q.bind(11, *a.usage.cost_usd); else q.bind(11);
+    if (a.usage.cost_usd)
+        q.bind(11, *a.usage.cost_usd);
+    else
+        q.bind(11);
     q.bind(12, a.usage.turns);
     q.bind(13, a.usage.tool_calls);
     q.bind(14, a.summary);
@@ -379,19 +412,29 @@ void store::finish_attempt(const proto::attempt_info& a,
     q.bind(17, a.files_changed);
     q.bind(18, a.insertions);
     q.bind(19, a.deletions);
-    if (a.progress) q.bind(20, *a.progress ? 1 : 0); else q.bind(20);
+    if (a.progress)
+        q.bind(20, *a.progress ? 1 : 0);
+    else
+        q.bind(20);
     q.bind(21, a.feedback.is_null() ? std::string() : a.feedback.dump());
-    if (a.verify_exit) q.bind(22, *a.verify_exit); else q.bind(22);
+    if (a.verify_exit)
+        q.bind(22, *a.verify_exit);
+    else
+        q.bind(22);
     q.bind(23, a.verify_output);
     q.bind(24, a.id);
     q.exec();
-    query sums = prepared("UPDATE loops SET input_tokens = input_tokens + ?1, "
-                          "output_tokens = output_tokens + ?2, "
-                          "cost_usd = CASE WHEN ?3 IS NULL THEN cost_usd ELSE coalesce(cost_usd, 0) + ?3 END, "
-                          "turns = turns + ?4, tool_calls = tool_calls + ?5 WHERE id = ?6");
+    query sums = prepared(
+        "UPDATE loops SET input_tokens = input_tokens + ?1, "
+        "output_tokens = output_tokens + ?2, "
+        "cost_usd = CASE WHEN ?3 IS NULL THEN cost_usd ELSE coalesce(cost_usd, 0) + ?3 END, "
+        "turns = turns + ?4, tool_calls = tool_calls + ?5 WHERE id = ?6");
     sums.bind(1, a.usage.input_tokens);
     sums.bind(2, a.usage.output_tokens);
-    if (a.usage.cost_usd) sums.bind(3, *a.usage.cost_usd); else sums.bind(3);
+    if (a.usage.cost_usd)
+        sums.bind(3, *a.usage.cost_usd);
+    else
+        sums.bind(3);
     sums.bind(4, a.usage.turns);
     sums.bind(5, a.usage.tool_calls);
     sums.bind(6, a.loop_id);
@@ -430,8 +473,9 @@ nlohmann::json store::feedback_of(std::int64_t loop_id, std::int64_t iteration) 
 }
 
 std::int64_t store::iterations_without_progress(std::int64_t loop_id) {
-    query q = prepared("SELECT progress FROM attempts WHERE loop_id = ? AND termination = 'exited' "
-                       "ORDER BY id DESC");
+    query q = prepared(
+        "SELECT progress FROM attempts WHERE loop_id = ? AND termination = 'exited' "
+        "ORDER BY id DESC");
     q.bind(1, loop_id);
     std::int64_t count = 0;
     while (q.executeStep() && !q.getColumn(0).isNull() && q.getColumn(0).getInt() == 0) ++count;
@@ -445,8 +489,9 @@ void store::add_events(std::int64_t loop_id, const std::vector<proto::event_info
 }
 
 void store::insert_events(std::int64_t loop_id, const std::vector<proto::event_info>& events) {
-    query insert = prepared("INSERT INTO events (loop_id, attempt_id, ts, kind, tool, text) "
-                            "VALUES (?, ?, ?, ?, ?, ?)");
+    query insert = prepared(
+        "INSERT INTO events (loop_id, attempt_id, ts, kind, tool, text) "
+        "VALUES (?, ?, ?, ?, ?, ?)");
     for (const auto& e : events) {
         insert.bind(1, loop_id);
         insert.bind(2, e.attempt_id);
@@ -461,10 +506,11 @@ void store::insert_events(std::int64_t loop_id, const std::vector<proto::event_i
 
 std::vector<proto::event_info> store::events_of(std::int64_t loop_id, std::int64_t iteration,
                                                 std::int64_t after_id, std::int64_t limit) {
-    query q = prepared("SELECT e.id, e.attempt_id, a.iteration, e.ts, e.kind, e.tool, e.text "
-                       "FROM events e JOIN attempts a ON a.id = e.attempt_id "
-                       "WHERE e.loop_id = ?1 AND e.id > ?2 AND (?3 = 0 OR a.iteration = ?3) "
-                       "ORDER BY e.id LIMIT ?4");
+    query q = prepared(
+        "SELECT e.id, e.attempt_id, a.iteration, e.ts, e.kind, e.tool, e.text "
+        "FROM events e JOIN attempts a ON a.id = e.attempt_id "
+        "WHERE e.loop_id = ?1 AND e.id > ?2 AND (?3 = 0 OR a.iteration = ?3) "
+        "ORDER BY e.id LIMIT ?4");
     q.bind(1, loop_id);
     q.bind(2, after_id);
     q.bind(3, iteration);
@@ -479,7 +525,7 @@ std::vector<proto::event_info> store::events_of(std::int64_t loop_id, std::int64
 }
 
 std::int64_t store::add_steering(std::int64_t loop_id, const std::string& text,
-                                std::int64_t now_ms) {
+                                 std::int64_t now_ms) {
     query q = prepared("INSERT INTO steering (loop_id, text, created_at) VALUES (?, ?, ?)");
     q.bind(1, loop_id);
     q.bind(2, text);
@@ -492,8 +538,9 @@ std::vector<std::string> store::steering_for(std::int64_t loop_id, std::int64_t 
     std::vector<std::string> hints;
     bool unassigned = false;
     {
-        query q = prepared("SELECT text, iteration FROM steering WHERE loop_id = ?1 AND "
-                           "iteration IN (0, ?2) ORDER BY id");
+        query q = prepared(
+            "SELECT text, iteration FROM steering WHERE loop_id = ?1 AND "
+            "iteration IN (0, ?2) ORDER BY id");
         q.bind(1, loop_id);
         q.bind(2, iteration);
         while (q.executeStep()) {
@@ -503,7 +550,8 @@ std::vector<std::string> store::steering_for(std::int64_t loop_id, std::int64_t 
     }
     // A write only when there are new hints: most iterations have none.
     if (unassigned) {
-        query assign = prepared("UPDATE steering SET iteration = ? WHERE loop_id = ? AND iteration = 0");
+        query assign =
+            prepared("UPDATE steering SET iteration = ? WHERE loop_id = ? AND iteration = 0");
         assign.bind(1, iteration);
         assign.bind(2, loop_id);
         assign.exec();
@@ -512,9 +560,10 @@ std::vector<std::string> store::steering_for(std::int64_t loop_id, std::int64_t 
 }
 
 void store::hold_agent(const std::string& agent, std::int64_t until_ms, const std::string& reason) {
-    query q = prepared("INSERT INTO agent_holds (agent, until, reason) VALUES (?1, ?2, ?3) "
-                       "ON CONFLICT (agent) DO UPDATE SET until = ?2, reason = ?3 "
-                       "WHERE excluded.until > agent_holds.until");
+    query q = prepared(
+        "INSERT INTO agent_holds (agent, until, reason) VALUES (?1, ?2, ?3) "
+        "ON CONFLICT (agent) DO UPDATE SET until = ?2, reason = ?3 "
+        "WHERE excluded.until > agent_holds.until");
     q.bind(1, agent);
     q.bind(2, until_ms);
     q.bind(3, reason);
@@ -531,8 +580,9 @@ std::optional<store::agent_hold> store::agent_hold_of(const std::string& agent,
 }
 
 std::vector<std::pair<std::string, store::agent_hold>> store::agent_holds(std::int64_t now_ms) {
-    query q = prepared("SELECT agent, until, reason FROM agent_holds WHERE until > ? "
-                       "ORDER BY until");
+    query q = prepared(
+        "SELECT agent, until, reason FROM agent_holds WHERE until > ? "
+        "ORDER BY until");
     q.bind(1, now_ms);
     std::vector<std::pair<std::string, agent_hold>> result;
     while (q.executeStep())
@@ -543,15 +593,16 @@ std::vector<std::pair<std::string, store::agent_hold>> store::agent_holds(std::i
 
 std::vector<store::attempt_charge> store::attempts_started_since(std::int64_t since_ms,
                                                                  std::int64_t loop_id) {
-    query q = prepared("SELECT started_at, input_tokens + output_tokens, IFNULL(cost_usd, 0) "
-                       "FROM attempts WHERE started_at >= ?1 AND (?2 = 0 OR loop_id = ?2) "
-                       "ORDER BY started_at");
+    query q = prepared(
+        "SELECT started_at, input_tokens + output_tokens, IFNULL(cost_usd, 0) "
+        "FROM attempts WHERE started_at >= ?1 AND (?2 = 0 OR loop_id = ?2) "
+        "ORDER BY started_at");
     q.bind(1, since_ms);
     q.bind(2, loop_id);
     std::vector<attempt_charge> result;
     while (q.executeStep())
-        result.push_back({q.getColumn(0).getInt64(), q.getColumn(1).getInt64(),
-                          q.getColumn(2).getDouble()});
+        result.push_back(
+            {q.getColumn(0).getInt64(), q.getColumn(1).getInt64(), q.getColumn(2).getDouble()});
     return result;
 }
 
@@ -563,16 +614,18 @@ std::optional<nlohmann::json> store::setting(const std::string& key) {
 }
 
 void store::set_setting(const std::string& key, const nlohmann::json& value) {
-    query q = prepared("INSERT INTO settings (key, value) VALUES (?1, ?2) "
-                       "ON CONFLICT (key) DO UPDATE SET value = ?2");
+    query q = prepared(
+        "INSERT INTO settings (key, value) VALUES (?1, ?2) "
+        "ON CONFLICT (key) DO UPDATE SET value = ?2");
     q.bind(1, key);
     q.bind(2, value.dump());
     q.exec();
 }
 
 std::vector<unfinished_attempt> store::unfinished_attempts() {
-    query q = prepared("SELECT id, loop_id, iteration, pid, process_start_time FROM attempts "
-                       "WHERE termination = 'running' ORDER BY id");
+    query q = prepared(
+        "SELECT id, loop_id, iteration, pid, process_start_time FROM attempts "
+        "WHERE termination = 'running' ORDER BY id");
     std::vector<unfinished_attempt> result;
     while (q.executeStep())
         result.push_back({q.getColumn(0).getInt64(), q.getColumn(1).getInt64(),
@@ -583,8 +636,9 @@ std::vector<unfinished_attempt> store::unfinished_attempts() {
 
 void store::interrupt_attempt(std::int64_t attempt_id, std::int64_t output_end,
                               std::int64_t now_ms) {
-    query q = prepared("UPDATE attempts SET termination = 'interrupted', ended_at = ?, "
-                       "output_end = ?, error = 'ralphd stopped while the agent ran' WHERE id = ?");
+    query q = prepared(
+        "UPDATE attempts SET termination = 'interrupted', ended_at = ?, "
+        "output_end = ?, error = 'ralphd stopped while the agent ran' WHERE id = ?");
     q.bind(1, now_ms);
     q.bind(2, output_end);
     q.bind(3, attempt_id);
@@ -594,8 +648,9 @@ void store::interrupt_attempt(std::int64_t attempt_id, std::int64_t output_end,
 void store::record_output(const std::vector<output_chunk_row>& rows,
                           const std::map<std::int64_t, std::int64_t>& loop_ends) {
     SQLite::Transaction tx(db_);
-    query insert = prepared("INSERT INTO output_chunks (loop_id, offset, length, attempt_id, stream, ts) "
-                            "VALUES (?, ?, ?, ?, ?, ?)");
+    query insert = prepared(
+        "INSERT INTO output_chunks (loop_id, offset, length, attempt_id, stream, ts) "
+        "VALUES (?, ?, ?, ?, ?, ?)");
     for (const auto& row : rows) {
         insert.bind(1, row.loop_id);
         insert.bind(2, row.offset);

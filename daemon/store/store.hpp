@@ -4,6 +4,7 @@
 #pragma once
 
 #include "proto/history.hpp"
+#include "proto/state_machine.hpp"
 #include "proto/types.hpp"
 
 #include <SQLiteCpp/SQLiteCpp.h>
@@ -31,7 +32,7 @@ struct unfinished_attempt {
 };
 
 class store {
-public:
+  public:
     explicit store(const std::filesystem::path& db_path);
 
     int schema_version();
@@ -61,10 +62,13 @@ public:
     std::vector<queued_loop> queued_loops();
     std::map<std::string, std::int64_t> count_by_state();
 
-    // Sets state (and stop_reason/resume_at); sets started_at on first running and finished_at
-    // on a terminal state.
-    void set_state(std::int64_t loop_id, proto::loop_state state, const std::string& stop_reason,
-                   std::int64_t resume_at_ms, std::int64_t now_ms);
+    // Applies `event` to the loop's state through the state machine (proto/state_machine) and
+    // returns the new state; sets stop_reason and resume_at, started_at on its first running
+    // and finished_at on an end state. Throws std::logic_error (a bug) for a transition the
+    // machine does not allow; nothing changes then.
+    proto::loop_state set_state(std::int64_t loop_id, proto::loop_event event,
+                                const std::string& stop_reason, std::int64_t resume_at_ms,
+                                std::int64_t now_ms);
     void set_iterations(std::int64_t loop_id, std::int64_t iterations, std::int64_t now_ms);
 
     // ---- attempts
@@ -161,7 +165,7 @@ public:
     // it then only when the observer returns true; null restores SQLite's automatic checkpoints.
     void on_wal_commit(std::function<bool(int pages_in_wal)> observer);
 
-private:
+  private:
     // Prepared statements by their SQL text, prepared at their first use and kept: preparing one
     // costs about as much as running it. Only for a fixed set of SQL texts (values are bound).
     struct cached_statement {

@@ -618,11 +618,15 @@ class Daemon:
     def finish(self):
         """End of a test: a ralphd still running must stop cleanly on SIGTERM (exit 0, which
         under the sanitizers also means no leak and no error at shutdown); one that ended by
-        itself (e.g. `ralphctl daemon stop`) must have exited 0, unless kill9() ended it."""
+        itself (e.g. `ralphctl daemon stop`) must have exited 0, unless kill9() ended it; and no
+        loop state change may have been refused by the state machine."""
         if self.proc is None:
             return
         if self.running():
             self.stop()
+        if "the state machine has no" in self.log_text():
+            raise AssertionError("ralphd tried a loop state change its state machine does not "
+                                 "allow:\n%s" % self.log_text())
         elif not self.killed and self.proc.returncode != 0:
             raise AssertionError("ralphd exited with %s during the test:\n%s"
                                  % (self.proc.returncode, self.log_text()))

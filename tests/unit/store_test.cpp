@@ -7,11 +7,11 @@
 
 #include <SQLiteCpp/SQLiteCpp.h>
 
+#include <unistd.h>
 #include <chrono>
 #include <filesystem>
-#include <thread>
 #include <optional>
-#include <unistd.h>
+#include <thread>
 
 namespace fs = std::filesystem;
 
@@ -35,6 +35,47 @@ ralph::proto::submit_params sample_spec() {
     spec.max_iterations = 5;
     spec.env = {{"K", "V"}};
     return spec;
+}
+
+// Takes a queued loop to `target` through the state machine (starting it first when the target
+// is reached from running); the last transition gets `reason`, `resume_at` and `now`.
+void move_to(ralph::store& db, std::int64_t id, ralph::proto::loop_state target,
+             const std::string& reason, std::int64_t resume_at, std::int64_t now) {
+    using ralph::proto::loop_event;
+    using ralph::proto::loop_state;
+    loop_event last = loop_event::start;
+    switch (target) {
+        case loop_state::running:
+            last = loop_event::start;
+            break;
+        case loop_state::waiting:
+            last = loop_event::wait;
+            break;
+        case loop_state::completed:
+            last = loop_event::complete;
+            break;
+        case loop_state::exhausted:
+            last = loop_event::exhaust;
+            break;
+        case loop_state::failed:
+            last = loop_event::fail;
+            break;
+        case loop_state::stalled:
+            last = loop_event::stall;
+            break;
+        case loop_state::cancelled:
+            last = loop_event::cancel;
+            break;
+        case loop_state::paused:
+            last = loop_event::pause;
+            break;
+        case loop_state::queued:
+            return;
+    }
+    if (last != loop_event::start && db.get_loop(id).state == loop_state::queued &&
+        !ralph::proto::next_state(loop_state::queued, last))
+        db.set_state(id, loop_event::start, "", 0, now);
+    db.set_state(id, last, reason, resume_at, now);
 }
 
 }  // namespace
@@ -88,7 +129,8 @@ TEST_CASE("store: a database from a newer ralphd is refused rather than damaged"
         raw.exec("PRAGMA user_version = 999");
     }
     CHECK_THROWS_WITH_AS(ralph::store(tmp.path()),
-                         doctest::Contains("newer than this ralphd understands"), std::runtime_error);
+                         doctest::Contains("newer than this ralphd understands"),
+                         std::runtime_error);
 }
 
 TEST_CASE("store: a loop round-trips with its spec, state and timestamps") {
@@ -101,8 +143,8 @@ TEST_CASE("store: a loop round-trips with its spec, state and timestamps") {
     CHECK(loop.spec.max_iterations == 5);
     CHECK(loop.created_at == 1000);
 
-    db.set_state(id, ralph::proto::loop_state::running, "", 0, 2000);
-    db.set_state(id, ralph::proto::loop_state::completed, "done", 0, 3000);
+    move_to(db, id, ralph::proto::loop_state::running, "", 0, 2000);
+    move_to(db, id, ralph::proto::loop_state::completed, "done", 0, 3000);
     loop = db.get_loop(id);
     CHECK(loop.started_at == 2000);
     CHECK(loop.finished_at == 3000);
@@ -173,7 +215,8 @@ TEST_CASE("store: output index rows and the loop's committed end are written tog
     CHECK(raw.execAndGet("SELECT count(*) FROM output_chunks").getInt() == 2);
 }
 
-TEST_CASE("store: a database of the first released schema (v1) is migrated with its history intact") {
+TEST_CASE(
+    "store: a database of the first released schema (v1) is migrated with its history intact") {
     // tests/fixtures/schema-v1.db was written by ralphd 0.1.0 (schema 1): a completed demo loop,
     // an exhausted loop with stdout and stderr, a running loop (the daemon was killed) and a
     // queued one.
@@ -328,11 +371,11 @@ TEST_CASE("report: a loop counts when it was submitted, ended or had an attempt 
 
     const auto old = add_loop(db, "old", 1'000);  // everything before the window
     add_attempt(db, old, {.started_at = 2'000, .ended_at = 3'000});
-    db.set_state(old, loop_state::completed, "done", 0, 3'000);
+    move_to(db, old, ralph::proto::loop_state::completed, "done", 0, 3'000);
 
     const auto submitted = add_loop(db, "submitted", 150'000);  // queued in the window
     const auto ended = add_loop(db, "ended", 1'000);            // cancelled in the window
-    db.set_state(ended, loop_state::cancelled, "cancelled by the user", 0, 120'000);
+    move_to(db, ended, ralph::proto::loop_state::cancelled, "cancelled by the user", 0, 120'000);
 
     const auto ran = add_loop(db, "ran", 1'000);  // an attempt started in the window
     add_attempt(db, ran, {.started_at = 2'000, .ended_at = 3'000});
@@ -343,7 +386,7 @@ TEST_CASE("report: a loop counts when it was submitted, ended or had an attempt 
 
     const auto running = add_loop(db, "running", 1'000);  // an attempt started long ago still runs
     add_attempt(db, running, {.started_at = 5'000});
-    db.set_state(running, loop_state::running, "", 0, 5'000);
+    move_to(db, running, ralph::proto::loop_state::running, "", 0, 5'000);
 
     const auto report = db.report_loops(since, now);
     std::vector<std::int64_t> ids;
@@ -368,23 +411,54 @@ TEST_CASE("report: commits, changes, tokens, cost, retries and failures are summ
     temp_db tmp;
     ralph::store db(tmp.path());
     const auto id = add_loop(db, "work", 10);
-    db.set_state(id, loop_state::running, "", 0, 10);
+    move_to(db, id, ralph::proto::loop_state::running, "", 0, 10);
     // Iteration 1 commits; iteration 2 fails once (no snapshot), then changes files without
     // committing; iteration 3 commits again.
-    add_attempt(db, id, {.iteration = 1, .started_at = 100, .ended_at = 200, .head_before = "aaa",
-                         .head_after = "bbb", .files = 2, .insertions = 10, .deletions = 1,
-                         .input_tokens = 1000, .output_tokens = 100, .cost = 0.25});
-    add_attempt(db, id, {.iteration = 2, .started_at = 300, .ended_at = 350,
-                         .how = termination::failed, .failure = failure_class::crash,
-                         .input_tokens = 5, .output_tokens = 1});
-    add_attempt(db, id, {.iteration = 2, .attempt = 2, .started_at = 400, .ended_at = 500,
-                         .head_before = "bbb", .head_after = "bbb", .files = 1, .insertions = 3,
-                         .input_tokens = 10, .output_tokens = 2, .cost = 0.5});
-    add_attempt(db, id, {.iteration = 3, .started_at = 600, .ended_at = 900,
-                         .head_before = "bbb", .head_after = "ccc", .files = 4, .insertions = 7,
-                         .deletions = 9, .input_tokens = 1, .output_tokens = 1});
+    add_attempt(db, id,
+                {.iteration = 1,
+                 .started_at = 100,
+                 .ended_at = 200,
+                 .head_before = "aaa",
+                 .head_after = "bbb",
+                 .files = 2,
+                 .insertions = 10,
+                 .deletions = 1,
+                 .input_tokens = 1000,
+                 .output_tokens = 100,
+                 .cost = 0.25});
+    add_attempt(db, id,
+                {.iteration = 2,
+                 .started_at = 300,
+                 .ended_at = 350,
+                 .how = termination::failed,
+                 .failure = failure_class::crash,
+                 .input_tokens = 5,
+                 .output_tokens = 1});
+    add_attempt(db, id,
+                {.iteration = 2,
+                 .attempt = 2,
+                 .started_at = 400,
+                 .ended_at = 500,
+                 .head_before = "bbb",
+                 .head_after = "bbb",
+                 .files = 1,
+                 .insertions = 3,
+                 .input_tokens = 10,
+                 .output_tokens = 2,
+                 .cost = 0.5});
+    add_attempt(db, id,
+                {.iteration = 3,
+                 .started_at = 600,
+                 .ended_at = 900,
+                 .head_before = "bbb",
+                 .head_after = "ccc",
+                 .files = 4,
+                 .insertions = 7,
+                 .deletions = 9,
+                 .input_tokens = 1,
+                 .output_tokens = 1});
     db.set_iterations(id, 3, 900);
-    db.set_state(id, loop_state::completed, "signal", 0, 1000);
+    move_to(db, id, ralph::proto::loop_state::completed, "signal", 0, 1000);
 
     const auto report = db.report_loops(0, 2000);
     REQUIRE(report.size() == 1);
@@ -435,13 +509,13 @@ TEST_CASE("gc: only loops that ended before the cutoff are candidates, oldest fi
     temp_db tmp;
     ralph::store db(tmp.path());
     const auto recent = add_loop(db, "recent", 1);
-    db.set_state(recent, loop_state::failed, "x", 0, 5'000);
+    move_to(db, recent, ralph::proto::loop_state::failed, "x", 0, 5'000);
     const auto oldest = add_loop(db, "oldest", 2);
-    db.set_state(oldest, loop_state::exhausted, "x", 0, 100);
+    move_to(db, oldest, ralph::proto::loop_state::exhausted, "x", 0, 100);
     const auto old = add_loop(db, "old", 3);
-    db.set_state(old, loop_state::stalled, "x", 0, 200);
+    move_to(db, old, ralph::proto::loop_state::stalled, "x", 0, 200);
     const auto waiting = add_loop(db, "waiting", 4);  // old, but not ended
-    db.set_state(waiting, loop_state::waiting, "delay", 10'000, 50);
+    move_to(db, waiting, ralph::proto::loop_state::waiting, "delay", 10'000, 50);
     add_loop(db, "queued", 5);
     auto ids_ended_before = [&db](std::int64_t cutoff) {
         std::vector<std::int64_t> ids;
@@ -458,14 +532,14 @@ TEST_CASE("gc: removing ended loops deletes every row they left; a dry run only 
     const auto gone = add_loop(db, "gone", 1);
     const auto attempt = add_attempt(db, gone, {.started_at = 10, .ended_at = 20});
     add_attempt(db, gone, {.iteration = 2, .started_at = 30, .ended_at = 40});
-    db.add_events(gone,
-                  {{0, attempt, 1, 15, "text", "", "hello"}, {0, attempt, 1, 16, "text", "", "bye"}});
+    db.add_events(
+        gone, {{0, attempt, 1, 15, "text", "", "hello"}, {0, attempt, 1, 16, "text", "", "bye"}});
     db.add_steering(gone, "hint", 12);
     db.record_output({{gone, attempt, 0, 5, 15, "stdout"}}, {{gone, 5}});
-    db.set_state(gone, loop_state::completed, "done", 0, 50);
+    move_to(db, gone, ralph::proto::loop_state::completed, "done", 0, 50);
     const auto kept = add_loop(db, "kept", 2);  // not ended: never removed, even when asked
     add_attempt(db, kept, {.started_at = 10});
-    db.set_state(kept, loop_state::running, "", 0, 10);
+    move_to(db, kept, ralph::proto::loop_state::running, "", 0, 10);
 
     const auto counted = db.remove_loops({gone, kept, 999}, true);
     CHECK(counted.loop_ids == std::vector<std::int64_t>{gone});
@@ -513,11 +587,11 @@ TEST_CASE("store: next_loop_id is the id insert_loop gives, and a worktree is li
     CHECK(loop.spec.worktree_base == "abc");
 
     // gc of the newest loop does not give its id again.
-    db.set_state(2, ralph::proto::loop_state::completed, "", 0, 2000);
+    move_to(db, 2, ralph::proto::loop_state::completed, "", 0, 2000);
     REQUIRE(db.remove_loops({2}, false).loop_ids == std::vector<std::int64_t>{2});
     CHECK(db.next_loop_id() == 3);
     CHECK(db.insert_loop(sample_spec(), 3000) == 3);
-    db.set_state(1, ralph::proto::loop_state::completed, "", 0, 2000);
+    move_to(db, 1, ralph::proto::loop_state::completed, "", 0, 2000);
     db.remove_loops({1}, false);
     CHECK(db.next_loop_id() == 4);
 }

@@ -1,0 +1,97 @@
+// The loop state machine: the table's transitions, the store refusing any other, and
+// ARCHITECTURE.md showing the table as it is.
+#include "proto/state_machine.hpp"
+
+#include "daemon/store/store.hpp"
+#include "tests/unit/support.hpp"
+
+#include <doctest/doctest.h>
+
+#include <set>
+#include <stdexcept>
+#include <utility>
+
+using ralph::proto::loop_event;
+using ralph::proto::loop_state;
+namespace proto = ralph::proto;
+
+namespace {
+
+constexpr loop_state all_states[] = {
+    loop_state::queued, loop_state::running,   loop_state::waiting,
+    loop_state::paused, loop_state::completed, loop_state::exhausted,
+    loop_state::failed, loop_state::cancelled, loop_state::stalled};
+constexpr loop_event all_events[] = {loop_event::start,    loop_event::wait,    loop_event::wake,
+                                     loop_event::requeue,  loop_event::pause,   loop_event::resume,
+                                     loop_event::complete, loop_event::exhaust, loop_event::stall,
+                                     loop_event::fail,     loop_event::cancel};
+
+// The events that take a new (queued) loop to `state`, found by a walk of the table.
+std::vector<loop_event> path_to(loop_state state) {
+    std::vector<std::pair<loop_state, std::vector<loop_event>>> frontier{{loop_state::queued, {}}};
+    std::set<loop_state> seen{loop_state::queued};
+    for (std::size_t i = 0; i < frontier.size(); ++i) {
+        const auto [at, path] = frontier[i];
+        if (at == state) return path;
+        for (const auto& t : proto::transitions()) {
+            if (t.from != at || !seen.insert(t.to).second) continue;
+            auto next = path;
+            next.push_back(t.event);
+            frontier.emplace_back(t.to, next);
+        }
+    }
+    FAIL("unreachable state ", proto::to_string(state));
+    return {};
+}
+
+}  // namespace
+
+TEST_CASE("state machine: every state is reachable and the end states have no way out") {
+    for (loop_state state : all_states) {
+        path_to(state);
+        if (!proto::is_terminal(state)) continue;
+        for (loop_event event : all_events) CHECK_FALSE(proto::next_state(state, event));
+    }
+    // Every state that has not ended can be cancelled.
+    for (loop_state state : all_states)
+        if (!proto::is_terminal(state))
+            CHECK(proto::next_state(state, loop_event::cancel) == loop_state::cancelled);
+}
+
+TEST_CASE("state machine: the store applies every allowed transition and refuses the others") {
+    ralph::test::temp_dir dir;
+    ralph::store db(dir.path / "ralph.db");
+    proto::submit_params spec;
+    spec.workspace = dir.path.string();
+    std::int64_t now = 1000;
+    for (loop_state from : all_states) {
+        for (loop_event event : all_events) {
+            CAPTURE(proto::to_string(from));
+            CAPTURE(proto::to_string(event));
+            const std::int64_t id = db.insert_loop(spec, now);
+            for (loop_event step : path_to(from)) db.set_state(id, step, "", 0, ++now);
+            REQUIRE(db.get_loop(id).state == from);
+            const auto allowed = proto::next_state(from, event);
+            if (allowed) {
+                CHECK(db.set_state(id, event, "why", 0, ++now) == *allowed);
+                const proto::loop_info loop = db.get_loop(id);
+                CHECK(loop.state == *allowed);
+                CHECK(loop.stop_reason == "why");
+                CHECK((loop.finished_at != 0) == proto::is_terminal(*allowed));
+            } else {
+                CHECK_THROWS_AS(db.set_state(id, event, "why", 0, ++now), std::logic_error);
+                CHECK(db.get_loop(id).state == from);  // nothing changed
+            }
+        }
+    }
+}
+
+TEST_CASE("state machine: ARCHITECTURE.md shows the table as it is") {
+    const std::string architecture =
+        ralph::test::read_file(std::string(RALPH_SOURCE_DIR) + "/ARCHITECTURE.md");
+    const std::string table = proto::describe_transitions();
+    CHECK_MESSAGE(architecture.find(table) != std::string::npos,
+                  "ARCHITECTURE.md's transition table differs from proto/state_machine.cpp; it "
+                  "should read:\n"
+                      << table);
+}
