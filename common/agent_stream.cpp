@@ -226,124 +226,18 @@ std::optional<std::int64_t> epoch_reset(std::string_view lower) {
     return std::nullopt;
 }
 
-// "2026-11-23t04:00:00z", "2026-11-23 04:00:00.5+01:00", "2026-11-23t04:00" (lowercased).
-std::optional<std::int64_t> parse_iso8601(std::string_view text, std::size_t pos) {
-    auto field = [&](std::size_t digits, char separator) -> std::optional<int> {
-        if (pos + digits > text.size()) return std::nullopt;
-        std::size_t at = pos;
-        auto value = read_digits(text, at, digits);
-        if (!value || at != pos + digits) return std::nullopt;
-        pos = at;
-        if (separator != 0) {
-            if (pos >= text.size() || text[pos] != separator) return std::nullopt;
-            ++pos;
-        }
-        return int(*value);
-    };
-    auto year = field(4, '-');
-    auto month = year ? field(2, '-') : std::nullopt;
-    auto day = month ? field(2, 0) : std::nullopt;
-    if (!day || pos >= text.size() || (text[pos] != 't' && text[pos] != ' ')) return std::nullopt;
-    ++pos;
-    auto hour = field(2, ':');
-    auto minute = hour ? field(2, 0) : std::nullopt;
-    if (!minute) return std::nullopt;
-    int second = 0;
-    if (pos < text.size() && text[pos] == ':') {
-        ++pos;
-        auto s = field(2, 0);
-        if (!s) return std::nullopt;
-        second = *s;
-    }
-    std::int64_t millis = 0;
-    if (pos < text.size() && text[pos] == '.') {
-        ++pos;
-        std::int64_t scale = 100;
-        while (pos < text.size() && is_digit(text[pos])) {
-            millis += (text[pos] - '0') * scale;
-            scale /= 10;
-            ++pos;
-        }
-    }
-    std::int64_t offset_minutes = 0;
-    if (pos < text.size() && (text[pos] == '+' || text[pos] == '-')) {
-        const int sign = text[pos] == '-' ? -1 : 1;
-        ++pos;
-        auto hours = field(2, 0);
-        if (!hours) return std::nullopt;
-        if (pos < text.size() && text[pos] == ':') ++pos;
-        std::size_t at = pos;
-        auto minutes = read_digits(text, at, 2);
-        pos = at;
-        offset_minutes = sign * (*hours * 60 + minutes.value_or(0));
-    }
-    using namespace std::chrono;
-    const year_month_day date{std::chrono::year(*year), std::chrono::month(unsigned(*month)),
-                              std::chrono::day(unsigned(*day))};
-    if (!date.ok() || *hour > 23 || *minute > 59 || second > 60) return std::nullopt;
-    const std::int64_t days = sys_days(date).time_since_epoch().count();
-    const std::int64_t seconds =
-        days * 86400 + *hour * 3600 + *minute * 60 + second - offset_minutes * 60;
-    return seconds * 1000 + millis;
-}
-
 std::optional<std::int64_t> iso_reset(std::string_view lower) {
     for (std::string_view key : {"resets at", "reset at"}) {
         for (std::size_t pos = lower.find(key); pos != std::string_view::npos;
              pos = lower.find(key, pos + 1)) {
             std::size_t at = pos + key.size();
             skip_spaces(lower, at);
-            if (auto ms = parse_iso8601(lower, at)) return ms;
+            // A date and a time; without a zone, UTC.
+            if (auto t = text::scan_iso8601(lower, at); t && t->has_time)
+                if (auto ms = text::iso8601_epoch_ms(*t, false)) return ms;
         }
     }
     return std::nullopt;
-}
-
-// Seconds per unit word, 0 for a word that is not a unit.
-double unit_seconds(std::string_view unit) {
-    struct unit_name {
-        std::string_view name;
-        double seconds;
-    };
-    // clang-format off
-    static constexpr unit_name units[] = {
-        {"ms", 0.001}, {"millisecond", 0.001}, {"milliseconds", 0.001},
-        {"s", 1}, {"sec", 1}, {"secs", 1}, {"second", 1}, {"seconds", 1},
-        {"m", 60}, {"min", 60}, {"mins", 60}, {"minute", 60}, {"minutes", 60},
-        {"h", 3600}, {"hr", 3600}, {"hrs", 3600}, {"hour", 3600}, {"hours", 3600},
-        {"d", 86400}, {"day", 86400}, {"days", 86400},
-    };
-    // clang-format on
-    for (const auto& u : units)
-        if (u.name == unit) return u.seconds;
-    return 0;
-}
-
-// "5 minutes", "30s", "1m2.5s", "20" (seconds) at pos; nullopt when no number is there.
-std::optional<double> parse_duration(std::string_view text, std::size_t pos) {
-    double total = 0;
-    bool any = false;
-    while (pos < text.size() && is_digit(text[pos])) {
-        double value = 0;
-        while (pos < text.size() && is_digit(text[pos]) && value < 1e9)
-            value = value * 10 + (text[pos++] - '0');
-        if (pos < text.size() && text[pos] == '.') {
-            double scale = 0.1;
-            for (++pos; pos < text.size() && is_digit(text[pos]); ++pos, scale /= 10)
-                value += (text[pos] - '0') * scale;
-        }
-        std::size_t unit_start = pos;
-        skip_spaces(text, unit_start);
-        std::size_t unit_end = unit_start;
-        while (unit_end < text.size() && text[unit_end] >= 'a' && text[unit_end] <= 'z') ++unit_end;
-        const double seconds = unit_seconds(text.substr(unit_start, unit_end - unit_start));
-        total += value * (seconds > 0 ? seconds : 1);
-        any = true;
-        if (seconds == 0) break;  // a bare number or an unknown word ends the duration
-        pos = unit_end;
-    }
-    if (!any) return std::nullopt;
-    return total;
 }
 
 std::optional<std::int64_t> relative_reset(std::string_view lower, std::int64_t now_ms) {
@@ -353,7 +247,7 @@ std::optional<std::int64_t> relative_reset(std::string_view lower, std::int64_t 
              pos = lower.find(key, pos + 1)) {
             std::size_t at = pos + key.size();
             skip_spaces(lower, at);
-            if (auto seconds = parse_duration(lower, at); seconds && *seconds < 1e9)
+            if (auto seconds = text::scan_duration(lower, at); seconds && *seconds < 1e9)
                 return now_ms + std::int64_t(std::llround(*seconds * 1000));
         }
     }
@@ -669,8 +563,8 @@ void line_parser::process_lines(std::string_view lines, std::vector<event>& out)
         on_lines(lines, out);
     } catch (const std::exception&) {
         out.resize(before);
-        out.push_back(make_event(event_kind::raw, "[" + std::to_string(lines.size()) +
-                                                      " bytes of output not parsed]"));
+        out.push_back(make_event(
+            event_kind::raw, "[" + std::to_string(lines.size()) + " bytes of output not parsed]"));
     }
 }
 

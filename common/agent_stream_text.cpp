@@ -39,8 +39,8 @@ constexpr std::size_t classified_tail_bytes = 8 << 10;
 // linear in the worst case and skips ahead on long needles.
 std::size_t find_bytes(std::string_view haystack, std::string_view needle, std::size_t from) {
     if (from > haystack.size()) return std::string_view::npos;
-    const void* found = ::memmem(haystack.data() + from, haystack.size() - from, needle.data(),
-                                 needle.size());
+    const void* found =
+        ::memmem(haystack.data() + from, haystack.size() - from, needle.data(), needle.size());
     return found ? std::size_t(static_cast<const char*>(found) - haystack.data())
                  : std::string_view::npos;
 }
@@ -81,27 +81,20 @@ std::optional<std::int64_t> read_count(std::string_view& text) {
     return std::int64_t(std::llround(value));
 }
 
-std::string_view trim(std::string_view text) {
-    const auto first = text.find_first_not_of(" \t");
-    if (first == std::string_view::npos) return {};
-    const auto last = text.find_last_not_of(" \t");
-    return text.substr(first, last - first + 1);
-}
-
 // aider's "Tokens: ... Cost: $x message, $y session." line; nullopt for any other line.
 std::optional<event> parse_aider_usage(std::string_view line) {
-    line = trim(line);
+    line = text::trim(line, text::blanks);
     if (!line.starts_with("Tokens:")) return std::nullopt;
     std::string_view rest = line.substr(7);
     event usage = make_event(event_kind::usage, {});
     bool any = false;
     // "<count> <label>" items separated by ", ", the list ended by ". ".
     while (true) {
-        rest = trim(rest);
+        rest = text::trim(rest, text::blanks);
         auto count = read_count(rest);
         if (!count) break;
         const auto end = rest.find_first_of(",.");
-        const std::string_view label = trim(rest.substr(0, end));
+        const std::string_view label = text::trim(rest.substr(0, end), text::blanks);
         if (label == "sent" || label == "cache write" || label == "cache hit")
             usage.input_tokens += *count, any = true;
         else if (label == "received")
@@ -116,7 +109,8 @@ std::optional<event> parse_aider_usage(std::string_view line) {
         double value = 0;
         const auto [end, ec] = std::from_chars(amount.data(), amount.data() + amount.size(), value);
         amount.remove_prefix(std::size_t(end - amount.data()));
-        if (ec == std::errc() && std::isfinite(value) && trim(amount).starts_with("message"))
+        if (ec == std::errc() && std::isfinite(value) &&
+            text::trim(amount, text::blanks).starts_with("message"))
             usage.cost_usd = value, any = true;
     }
     if (!any) return std::nullopt;

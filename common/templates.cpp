@@ -3,6 +3,8 @@
 // documented in daemon/runner/prompt.hpp; change both together.
 #include "common/templates.hpp"
 
+#include "common/text.hpp"
+
 #include <stdexcept>
 
 namespace ralph::templates {
@@ -214,13 +216,6 @@ What the agent learned while working through backlog.md: build and test commands
 decisions. The agent keeps it short and current.
 )";
 
-std::string_view trim(std::string_view s) {
-    const auto first = s.find_first_not_of(" \t");
-    if (first == std::string_view::npos) return {};
-    const auto last = s.find_last_not_of(" \t");
-    return s.substr(first, last - first + 1);
-}
-
 // Where rendering goes on after a section tag at [begin, end): past the end of its line when the
 // tag is alone on that line, so the line disappears with it; else right after the tag.
 std::size_t after_tag(std::string_view t, std::size_t begin, std::size_t end) {
@@ -242,11 +237,12 @@ void render_range(std::string& out, std::string_view t, std::size_t pos, std::si
         out.append(t.substr(pos, open - pos));
         const std::size_t tag_end = close + 2;
         const std::string_view tag = t.substr(open, tag_end - open);
-        const std::string_view name = trim(t.substr(open + 2, close - open - 2));
+        const std::string_view name =
+            text::trim(t.substr(open + 2, close - open - 2), text::blanks);
         pos = tag_end;
 
         if (!name.empty() && (name[0] == '#' || name[0] == '^')) {
-            const std::string_view key = trim(name.substr(1));
+            const std::string_view key = text::trim(name.substr(1), text::blanks);
             const auto value = values.find(key);
             const std::string closing_tag = "{{/" + std::string(key) + "}}";
             const std::size_t closing =

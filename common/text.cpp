@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <ctime>
+#include <optional>
 
 namespace ralph::text {
 
@@ -111,6 +112,20 @@ std::string command_words_error(std::string_view command) {
         return e.what();
     }
     return {};
+}
+
+std::string_view trim_start(std::string_view text, std::string_view chars) {
+    const auto first = text.find_first_not_of(chars);
+    return first == std::string_view::npos ? std::string_view() : text.substr(first);
+}
+
+std::string_view trim_end(std::string_view text, std::string_view chars) {
+    const auto last = text.find_last_not_of(chars);
+    return last == std::string_view::npos ? std::string_view() : text.substr(0, last + 1);
+}
+
+std::string_view trim(std::string_view text, std::string_view chars) {
+    return trim_end(trim_start(text, chars), chars);
 }
 
 std::string base64_encode(std::string_view bytes) {
@@ -244,30 +259,71 @@ std::string format_iso8601(std::int64_t epoch_ms) {
     return buffer;
 }
 
+namespace {
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+char ascii_lower(char c) { return c >= 'A' && c <= 'Z' ? char(c - 'A' + 'a') : c; }
+
+// Seconds per unit word (ASCII case ignored), 0 for a word that is not a unit.
+double unit_seconds(std::string_view unit) {
+    struct unit_name {
+        std::string_view name;
+        double seconds;
+    };
+    // clang-format off
+    static constexpr unit_name units[] = {
+        {"ms", 0.001}, {"millisecond", 0.001}, {"milliseconds", 0.001},
+        {"s", 1}, {"sec", 1}, {"secs", 1}, {"second", 1}, {"seconds", 1},
+        {"m", 60}, {"min", 60}, {"mins", 60}, {"minute", 60}, {"minutes", 60},
+        {"h", 3600}, {"hr", 3600}, {"hrs", 3600}, {"hour", 3600}, {"hours", 3600},
+        {"d", 86400}, {"day", 86400}, {"days", 86400},
+    };
+    // clang-format on
+    std::string lowered(unit);
+    for (char& c : lowered) c = ascii_lower(c);
+    for (const auto& u : units)
+        if (u.name == lowered) return u.seconds;
+    return 0;
+}
+
+bool is_letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+
+}  // namespace
+
+std::optional<double> scan_duration(std::string_view text, std::size_t& pos) {
+    double total = 0;
+    bool any = false;
+    while (pos < text.size() && is_digit(text[pos])) {
+        double value = 0;
+        // Digits and a fraction, no sign or exponent; a number too large for a double is inf.
+        auto [end, ec] = std::from_chars(text.data() + pos, text.data() + text.size(), value,
+                                         std::chars_format::fixed);
+        if (ec == std::errc::result_out_of_range) value = HUGE_VAL;
+        pos = std::size_t(end - text.data());
+        std::size_t unit_start = pos;
+        while (unit_start < text.size() && text[unit_start] == ' ') ++unit_start;
+        std::size_t unit_end = unit_start;
+        while (unit_end < text.size() && is_letter(text[unit_end])) ++unit_end;
+        const double seconds = unit_seconds(text.substr(unit_start, unit_end - unit_start));
+        total += value * (seconds > 0 ? seconds : 1);
+        any = true;
+        if (seconds == 0) break;  // a bare number or an unknown word ends the duration
+        pos = unit_end;
+    }
+    if (!any) return std::nullopt;
+    return total;
+}
+
 double parse_duration_seconds(std::string_view text) {
-    double value = 0;
-    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (ec != std::errc() || value < 0 || !std::isfinite(value))
-        throw std::invalid_argument("invalid duration '" + std::string(text) + "'");
-    std::string_view unit(end, text.data() + text.size() - end);
-    double seconds = 0;
-    if (unit.empty() || unit == "s")
-        seconds = value;
-    else if (unit == "ms")
-        seconds = value / 1000;
-    else if (unit == "m")
-        seconds = value * 60;
-    else if (unit == "h")
-        seconds = value * 3600;
-    else if (unit == "d")
-        seconds = value * 86400;
-    else
-        throw std::invalid_argument("invalid duration unit in '" + std::string(text) +
-                                    "' (use s, m, h or d)");
-    if (seconds > max_duration_seconds)
+    std::size_t pos = 0;
+    const std::optional<double> seconds = scan_duration(text, pos);
+    if (!seconds || pos != text.size())
+        throw std::invalid_argument("invalid duration '" + std::string(text) +
+                                    "' (e.g. 90, 90s, 15m, 2h30m, 1d)");
+    if (!(*seconds <= max_duration_seconds))
         throw std::invalid_argument("duration '" + std::string(text) +
                                     "' is too long (at most 100 years)");
-    return seconds;
+    return *seconds;
 }
 
 std::string format_duration(std::int64_t ms) {
@@ -299,85 +355,104 @@ int read_digits(std::string_view text, std::size_t& pos, std::size_t count) {
     return value;
 }
 
-// Consumes `c` at `pos` if it is there.
+// Consumes `c` (either case for a letter) at `pos` if it is there.
 bool skip(std::string_view text, std::size_t& pos, char c) {
-    if (pos >= text.size() || text[pos] != c) return false;
+    if (pos >= text.size() || ascii_lower(text[pos]) != ascii_lower(c)) return false;
     ++pos;
     return true;
 }
 
 }  // namespace
 
-std::int64_t parse_iso8601(std::string_view text) {
-    const auto invalid = [&] {
-        return std::invalid_argument("invalid time '" + std::string(text) +
-                                     "' (expected ISO 8601, e.g. 2026-11-22T08:30:00Z)");
-    };
-    std::size_t pos = 0;
-    const int year = read_digits(text, pos, 4);
-    const bool dash1 = skip(text, pos, '-');
-    const int month = read_digits(text, pos, 2);
-    const bool dash2 = skip(text, pos, '-');
-    const int day = read_digits(text, pos, 2);
-    if (year < 0 || !dash1 || month < 0 || !dash2 || day < 0) throw invalid();
-    int hour = 0, minute = 0, second = 0, millis = 0;
-    if (skip(text, pos, 'T') || skip(text, pos, 't') || skip(text, pos, ' ')) {
-        hour = read_digits(text, pos, 2);
-        if (!skip(text, pos, ':')) throw invalid();
-        minute = read_digits(text, pos, 2);
-        if (skip(text, pos, ':')) {
-            second = read_digits(text, pos, 2);
-            if (skip(text, pos, '.') || skip(text, pos, ',')) {
-                // A fraction of any length; milliseconds are kept.
-                std::size_t digits = 0;
-                for (; pos < text.size() && text[pos] >= '0' && text[pos] <= '9'; ++pos, ++digits)
-                    if (digits < 3) millis = millis * 10 + (text[pos] - '0');
-                if (digits == 0) throw invalid();
-                for (; digits < 3; ++digits) millis *= 10;
+std::optional<iso8601_time> scan_iso8601(std::string_view text, std::size_t& pos) {
+    std::size_t at = pos;
+    iso8601_time t;
+    t.year = read_digits(text, at, 4);
+    const bool dash1 = skip(text, at, '-');
+    t.month = read_digits(text, at, 2);
+    const bool dash2 = skip(text, at, '-');
+    t.day = read_digits(text, at, 2);
+    if (t.year < 0 || !dash1 || t.month < 0 || !dash2 || t.day < 0) return std::nullopt;
+    std::size_t time_at = at;
+    if (skip(text, time_at, 'T') || skip(text, time_at, ' ')) {
+        const int hour = read_digits(text, time_at, 2);
+        const bool colon = skip(text, time_at, ':');
+        const int minute = read_digits(text, time_at, 2);
+        if (hour >= 0 && colon && minute >= 0) {  // else the date stands alone
+            at = time_at;
+            t.has_time = true;
+            t.hour = hour;
+            t.minute = minute;
+            if (skip(text, at, ':')) {
+                t.second = read_digits(text, at, 2);
+                if (t.second < 0) return std::nullopt;
+                if (skip(text, at, '.') || skip(text, at, ',')) {
+                    // A fraction of any length; milliseconds are kept.
+                    std::size_t digits = 0;
+                    for (; at < text.size() && is_digit(text[at]); ++at, ++digits)
+                        if (digits < 3) t.millis = t.millis * 10 + (text[at] - '0');
+                    if (digits == 0) return std::nullopt;
+                    for (; digits < 3; ++digits) t.millis *= 10;
+                }
             }
         }
-        if (hour < 0 || minute < 0 || second < 0) throw invalid();
     }
-    bool has_zone = false;
-    int offset_minutes = 0;
-    if (skip(text, pos, 'Z') || skip(text, pos, 'z')) {
-        has_zone = true;
-    } else if (pos < text.size() && (text[pos] == '+' || text[pos] == '-')) {
-        const int sign = text[pos++] == '-' ? -1 : 1;
-        const int zone_hours = read_digits(text, pos, 2);
+    if (skip(text, at, 'Z')) {
+        t.offset_minutes = 0;
+    } else if (at < text.size() && (text[at] == '+' || text[at] == '-')) {
+        const int sign = text[at++] == '-' ? -1 : 1;
+        const int zone_hours = read_digits(text, at, 2);
         int zone_minutes = 0;
-        if (pos < text.size()) {
-            skip(text, pos, ':');
-            zone_minutes = read_digits(text, pos, 2);
+        std::size_t minutes_at = at;
+        skip(text, minutes_at, ':');
+        if (const int m = read_digits(text, minutes_at, 2); m >= 0) {
+            zone_minutes = m;
+            at = minutes_at;
         }
-        if (zone_hours < 0 || zone_hours > 23 || zone_minutes < 0 || zone_minutes > 59)
-            throw invalid();
-        has_zone = true;
-        offset_minutes = sign * (zone_hours * 60 + zone_minutes);
+        if (zone_hours < 0 || zone_hours > 23 || zone_minutes > 59) return std::nullopt;
+        t.offset_minutes = sign * (zone_hours * 60 + zone_minutes);
     }
-    if (pos != text.size() || hour > 23 || minute > 59 || second > 59) throw invalid();
     using namespace std::chrono;
-    const year_month_day date{std::chrono::year{year}, std::chrono::month{unsigned(month)},
-                              std::chrono::day{unsigned(day)}};
-    if (!date.ok()) throw invalid();
+    const year_month_day date{std::chrono::year{t.year}, std::chrono::month{unsigned(t.month)},
+                              std::chrono::day{unsigned(t.day)}};
+    if (!date.ok() || t.hour > 23 || t.minute > 59 || t.second > 59) return std::nullopt;
+    pos = at;
+    return t;
+}
+
+std::optional<std::int64_t> iso8601_epoch_ms(const iso8601_time& t, bool no_zone_is_local) {
+    using namespace std::chrono;
     std::int64_t seconds = 0;
-    if (has_zone) {
-        seconds = std::int64_t(sys_days(date).time_since_epoch().count()) * 86400 + hour * 3600 +
-                  minute * 60 + second - offset_minutes * 60;
+    if (t.offset_minutes || !no_zone_is_local) {
+        const year_month_day date{std::chrono::year{t.year}, std::chrono::month{unsigned(t.month)},
+                                  std::chrono::day{unsigned(t.day)}};
+        seconds = std::int64_t(sys_days(date).time_since_epoch().count()) * 86400 + t.hour * 3600 +
+                  t.minute * 60 + t.second - t.offset_minutes.value_or(0) * 60;
     } else {
         std::tm tm{};
-        tm.tm_year = year - 1900;
-        tm.tm_mon = month - 1;
-        tm.tm_mday = day;
-        tm.tm_hour = hour;
-        tm.tm_min = minute;
-        tm.tm_sec = second;
+        tm.tm_year = t.year - 1900;
+        tm.tm_mon = t.month - 1;
+        tm.tm_mday = t.day;
+        tm.tm_hour = t.hour;
+        tm.tm_min = t.minute;
+        tm.tm_sec = t.second;
         tm.tm_isdst = -1;  // the local rules say whether summer time applies
         const std::time_t local = std::mktime(&tm);
-        if (local == std::time_t(-1)) throw invalid();
+        if (local == std::time_t(-1)) return std::nullopt;
         seconds = std::int64_t(local);
     }
-    return seconds * 1000 + millis;
+    return seconds * 1000 + t.millis;
+}
+
+std::int64_t parse_iso8601(std::string_view text) {
+    std::size_t pos = 0;
+    const std::optional<iso8601_time> t = scan_iso8601(text, pos);
+    const std::optional<std::int64_t> ms =
+        t && pos == text.size() ? iso8601_epoch_ms(*t, true) : std::nullopt;
+    if (!ms)
+        throw std::invalid_argument("invalid time '" + std::string(text) +
+                                    "' (expected ISO 8601, e.g. 2026-11-22T08:30:00Z)");
+    return *ms;
 }
 
 std::int64_t parse_iso8601_or_zero(std::string_view text) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -18,6 +19,14 @@ std::vector<std::string> split_command_words(std::string_view command);
 std::string command_words_error(std::string_view command);
 // "a b c" (or with another separator), for messages: no quoting.
 std::string join_words(const std::vector<std::string>& words, std::string_view separator = " ");
+
+// Characters for trim: blanks within a line, and all ASCII whitespace.
+inline constexpr std::string_view blanks = " \t";
+inline constexpr std::string_view whitespace = " \t\r\n\f\v";
+// `text` without the characters of `chars` at its start, its end, or both.
+std::string_view trim_start(std::string_view text, std::string_view chars = whitespace);
+std::string_view trim_end(std::string_view text, std::string_view chars = whitespace);
+std::string_view trim(std::string_view text, std::string_view chars = whitespace);
 
 std::string base64_encode(std::string_view bytes);
 // Appends the base64 of `bytes` to `out`, for a caller building a larger message around it.
@@ -38,13 +47,32 @@ std::string format_iso8601(std::int64_t epoch_ms);
 // The longest duration parse_duration_seconds accepts: 100 years, so that any result converts
 // to milliseconds in 64 bits (the daemon bounds each use further, e.g. a timeout to 7 days).
 inline constexpr double max_duration_seconds = 100.0 * 365 * 86400;
-// Parses durations like "90", "90s", "15m", "2h", "1d" into seconds. Throws std::invalid_argument.
+// A duration at `pos`, advancing past it: numbers each followed by a unit ("1.5s", "15m",
+// "2h30m", "5 minutes", "1 day"; ms, s, m, h, d and their words, any ASCII case, spaces allowed
+// before a unit). A bare number is seconds and ends the duration, as does a word that is no
+// unit. nullopt when no number starts at `pos`. No sign, no exponent; may return inf.
+std::optional<double> scan_duration(std::string_view text, std::size_t& pos);
+// The whole of `text` as a duration (scan_duration) in seconds, at most max_duration_seconds.
+// Throws std::invalid_argument.
 double parse_duration_seconds(std::string_view text);
 // "1h02m", "3m05s", "42s".
 std::string format_duration(std::int64_t ms);
-// Parses an ISO 8601 date and time into epoch ms: "2026-11-22T08:30:00.123Z", "2026-11-22T08:30",
-// "2026-11-22 08:30:00+02:00", "2026-11-22" (midnight). Without a zone (Z or ±HH[:MM]) the time
-// is local. Throws std::invalid_argument.
+// An ISO 8601 time: "2026-11-22T08:30:00.123Z", "2026-11-22T08:30", "2026-11-22 08:30:00+02:00",
+// "2026-11-22" (midnight): 'T' (any case) or a space before the time; seconds, a fraction of any
+// length ('.' or ','; milliseconds kept) and the zone (Z, ±HH, ±HHMM, ±HH:MM) optional.
+struct iso8601_time {
+    int year = 0, month = 0, day = 0;
+    bool has_time = false;
+    int hour = 0, minute = 0, second = 0, millis = 0;
+    std::optional<int> offset_minutes;  // nullopt: no zone given
+};
+// The one at `pos` (a valid date and time), advancing past it; nullopt when none starts there.
+std::optional<iso8601_time> scan_iso8601(std::string_view text, std::size_t& pos);
+// Its epoch ms; without a zone, a local time when `no_zone_is_local`, else UTC (what agents
+// mean). nullopt when the local time does not exist.
+std::optional<std::int64_t> iso8601_epoch_ms(const iso8601_time& t, bool no_zone_is_local);
+// The whole of `text` as an ISO 8601 time (scan_iso8601), local when it names no zone, in epoch
+// ms. Throws std::invalid_argument.
 std::int64_t parse_iso8601(std::string_view text);
 // parse_iso8601 for times the API sent (format_iso8601's form): 0 for "" or anything invalid.
 std::int64_t parse_iso8601_or_zero(std::string_view text);

@@ -21,27 +21,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool is_space(char c) {
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
-}
 bool is_blank(char c) { return c == ' ' || c == '\t'; }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 // ASCII only on purpose: std::tolower depends on the locale, and bytes >= 0x80 (UTF-8) must
 // stay as they are.
 char lower(char c) { return c >= 'A' && c <= 'Z' ? char(c - 'A' + 'a') : c; }
-
-std::string_view trim_left(std::string_view s) {
-    std::size_t i = 0;
-    while (i < s.size() && is_space(s[i])) ++i;
-    return s.substr(i);
-}
-
-std::string_view trim(std::string_view s) {
-    s = trim_left(s);
-    std::size_t n = s.size();
-    while (n > 0 && is_space(s[n - 1])) --n;
-    return s.substr(0, n);
-}
 
 bool starts_with_ci(std::string_view text, std::size_t pos, std::string_view lowered) {
     if (pos > text.size() || text.size() - pos < lowered.size()) return false;
@@ -110,7 +94,7 @@ std::vector<std::string_view> find_blocks(std::string_view text, std::string_vie
 // At most `limit` bytes of `bytes`, cut at a character boundary, as valid UTF-8, trimmed.
 // The raw text is cut first so that a huge block is never copied whole.
 std::string bounded_text(std::string_view bytes, std::size_t limit) {
-    bytes = trim(bytes);
+    bytes = text::trim(bytes);
     if (bytes.size() > limit) {
         bytes = bytes.substr(0, limit);
         bytes = bytes.substr(0, text::utf8_complete_prefix(bytes));
@@ -119,7 +103,7 @@ std::string bounded_text(std::string_view bytes, std::size_t limit) {
     // Each invalid byte became a 3-byte U+FFFD: cut again.
     if (out.size() > limit)
         out.resize(text::utf8_complete_prefix(std::string_view(out).substr(0, limit)));
-    return std::string(trim(out));
+    return std::string(text::trim(out));
 }
 
 // ---- feedback ----
@@ -175,10 +159,10 @@ bool read_sub_tags(std::string_view body, feedback& fb) {
 // The known key a `key: value` line starts with, and the value. A key is at most a few words,
 // compared after lower-casing, with `_`, `-` and blanks alike and markdown bold (`*`) dropped.
 std::optional<std::pair<field, std::string_view>> parse_key_line(std::string_view line) {
-    std::string_view s = trim_left(line);
+    std::string_view s = text::trim_start(line);
     // A list marker: "- Score: 7".
     if (s.size() >= 2 && (s[0] == '-' || s[0] == '*' || s[0] == '+') && is_blank(s[1]))
-        s = trim_left(s.substr(2));
+        s = text::trim_start(s.substr(2));
     // Markdown emphasis or a heading: "**Score:** 7", "__Score__: 7", "### Score: 7".
     while (!s.empty() && (s[0] == '*' || s[0] == '_' || s[0] == '#' || is_blank(s[0])))
         s.remove_prefix(1);
@@ -217,10 +201,10 @@ std::optional<std::pair<field, std::string_view>> parse_key_line(std::string_vie
     }};
     for (const known_key& k : known) {
         if (key != k.name) continue;
-        std::string_view value = trim_left(s.substr(colon + 1));
+        std::string_view value = text::trim_start(s.substr(colon + 1));
         // The closing emphasis of "**Score:** 7".
         if (value.substr(0, 2) == "**" || value.substr(0, 2) == "__")
-            value = trim_left(value.substr(2));
+            value = text::trim_start(value.substr(2));
         return std::pair{k.which, value};
     }
     return std::nullopt;
@@ -244,7 +228,7 @@ void read_key_lines(std::string_view body, feedback& fb) {
             // Bounded so that a huge body costs no more than a field can keep.
             if (value.size() > 2 * max_feedback_field_bytes) continue;
             value.push_back('\n');
-            value.append(trim(line));
+            value.append(text::trim(line));
         }
     }
     std::string score_text;
@@ -300,7 +284,7 @@ bool feedback::empty() const {
 }
 
 std::optional<int> parse_score(std::string_view text) {
-    std::string_view s = trim(text);
+    std::string_view s = text::trim(text);
     while (!s.empty() && s[0] == '*') s.remove_prefix(1);  // "**7**/10"
     if (s.empty() || !is_digit(s[0])) return std::nullopt;
 
@@ -316,10 +300,10 @@ std::optional<int> parse_score(std::string_view text) {
 
     std::string_view rest = s.substr(i);
     while (!rest.empty() && rest[0] == '*') rest.remove_prefix(1);
-    std::string_view after_blanks = trim_left(rest);
+    std::string_view after_blanks = text::trim_start(rest);
     if (!after_blanks.empty() && after_blanks[0] == '/') {
         // Only "out of 10" is a score on our scale.
-        rest = trim_left(after_blanks.substr(1));
+        rest = text::trim_start(after_blanks.substr(1));
         if (rest.substr(0, 2) != "10") return std::nullopt;
         rest.remove_prefix(2);
     }
@@ -402,8 +386,8 @@ std::optional<std::string> extract_status(std::string_view answer, std::string_v
 }
 
 bool status_matches(std::string_view status, std::string_view value) {
-    status = trim(status);
-    value = trim(value);
+    status = text::trim(status);
+    value = text::trim(value);
     if (status.size() != value.size()) return false;
     for (std::size_t i = 0; i < status.size(); ++i)
         if (lower(status[i]) != lower(value[i])) return false;
@@ -462,7 +446,8 @@ backlog_progress count_checkboxes(std::string_view markdown) {
                     fence_length = run;
                     continue;
                 }
-                if (s[0] == fence_char && run >= fence_length && trim(s.substr(run)).empty()) {
+                if (s[0] == fence_char && run >= fence_length &&
+                    text::trim(s.substr(run)).empty()) {
                     in_fence = false;
                     continue;
                 }

@@ -111,15 +111,9 @@ excerpt read_tail(const fs::path& workspace, const fs::path& path, std::size_t l
     return result;
 }
 
-std::string trim_end(std::string text) {
-    const auto last = text.find_last_not_of(" \t\r\n");
-    text.erase(last == std::string::npos ? 0 : last + 1);
-    return text;
-}
+std::string trim_end(std::string_view text) { return std::string(text::trim_end(text)); }
 
-bool is_blank(std::string_view text) {
-    return text.find_first_not_of(" \t\r\n") == std::string_view::npos;
-}
+bool is_blank(std::string_view s) { return text::trim(s).empty(); }
 
 // "- hint" per hint; a hint's further lines are indented to stay in its list item.
 std::string steering_list(const std::vector<std::string>& hints) {

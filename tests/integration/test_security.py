@@ -568,7 +568,7 @@ class BoundsTest(DaemonTestCase):
 
     def test_the_client_refuses_a_duration_that_would_overflow(self):
         d = self.daemon()
-        proc = d.ctl("submit", "--workspace", d.workspace(), "--timeout", "1e300d", "--command",
+        proc = d.ctl("submit", "--workspace", d.workspace(), "--timeout", "99999999999999d", "--command",
                      "true", "Work.", check=False)
         self.assertEqual(proc.returncode, 2, proc)
         self.assertIn("too long", proc.stderr)

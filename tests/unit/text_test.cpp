@@ -20,7 +20,8 @@ TEST_CASE("split: single quotes keep everything literally, including $ and backs
 }
 
 TEST_CASE("split: double quotes allow the shell's four escapes and nothing else") {
-    CHECK(split_command_words(R"(say "a \"b\" \\ \$HOME \n")") == words{"say", R"(a "b" \ $HOME \n)"});
+    CHECK(split_command_words(R"(say "a \"b\" \\ \$HOME \n")") ==
+          words{"say", R"(a "b" \ $HOME \n)"});
 }
 
 TEST_CASE("split: quoted parts join with adjacent text into one word") {
@@ -52,7 +53,10 @@ TEST_CASE("base64: round-trips every byte value and every padding length") {
 
 TEST_CASE("utf8: invalid sequences become U+FFFD and valid text is untouched") {
     CHECK(ralph::text::to_valid_utf8("héllo ✓") == "héllo ✓");
-    CHECK(ralph::text::to_valid_utf8("a\xff" "b") == "a\xEF\xBF\xBD" "b");
+    CHECK(ralph::text::to_valid_utf8("a\xff"
+                                     "b") ==
+          "a\xEF\xBF\xBD"
+          "b");
     CHECK(ralph::text::to_valid_utf8("\xE2\x9C") == "\xEF\xBF\xBD\xEF\xBF\xBD");  // truncated
     CHECK(ralph::text::to_valid_utf8("\xC0\xAF") == "\xEF\xBF\xBD\xEF\xBF\xBD");  // overlong
 }
@@ -66,6 +70,26 @@ TEST_CASE("durations: plain seconds and s/m/h/d units; garbage is refused") {
     CHECK_THROWS_AS(ralph::text::parse_duration_seconds("soon"), std::invalid_argument);
     CHECK_THROWS_AS(ralph::text::parse_duration_seconds("5 parsecs"), std::invalid_argument);
     CHECK_THROWS_AS(ralph::text::parse_duration_seconds("-3"), std::invalid_argument);
+    CHECK_THROWS_AS(ralph::text::parse_duration_seconds("1e3"), std::invalid_argument);
+    CHECK_THROWS_AS(ralph::text::parse_duration_seconds(""), std::invalid_argument);
+}
+
+TEST_CASE("durations: combined units and words, the one scanner the agents' reset times use too") {
+    CHECK(ralph::text::parse_duration_seconds("2h30m") == 9000);
+    CHECK(ralph::text::parse_duration_seconds("1m2.5s") == 62.5);
+    CHECK(ralph::text::parse_duration_seconds("5 minutes") == 300);
+    CHECK(ralph::text::parse_duration_seconds("1H") == 3600);
+    CHECK(ralph::text::parse_duration_seconds("250ms") == 0.25);
+    CHECK_THROWS_WITH(ralph::text::parse_duration_seconds("99999999999999d"),
+                      doctest::Contains("too long"));
+    CHECK_THROWS_WITH(ralph::text::parse_duration_seconds(std::string(400, '9')),
+                      doctest::Contains("too long"));
+    std::size_t pos = 13;
+    CHECK(ralph::text::scan_duration("try again in 20 seconds.", pos) == 20);
+    CHECK(pos == 23);
+    pos = 0;
+    CHECK_FALSE(ralph::text::scan_duration("soon", pos));
+    CHECK(pos == 0);
 }
 
 TEST_CASE("time: ISO 8601 in UTC with milliseconds") {
@@ -95,6 +119,22 @@ TEST_CASE("time: ISO 8601 is parsed with or without seconds, fraction and zone")
     CHECK(parse_iso8601("2026-11-18 09:36:40-0130") == 1795000000000);
     CHECK(parse_iso8601("2026-11-18T12:06:40+01") == 1795000000000);
     CHECK(parse_iso8601("1970-01-01Z") == 0);
+    CHECK_THROWS_AS(parse_iso8601("2026-11-18T"), std::invalid_argument);
+    CHECK_THROWS_AS(parse_iso8601("2026-02-30"), std::invalid_argument);
+    CHECK_THROWS_AS(parse_iso8601("2026-11-18T24:00Z"), std::invalid_argument);
+}
+
+TEST_CASE("time: an ISO 8601 time is scanned inside text; without a zone it is local or UTC") {
+    const std::string said = "limit reached, resets at 2026-11-18 11:06:40 (UTC).";
+    std::size_t pos = said.find("2026");
+    const auto t = ralph::text::scan_iso8601(said, pos);
+    REQUIRE(t);
+    CHECK(t->has_time);
+    CHECK_FALSE(t->offset_minutes);
+    CHECK(said.substr(pos, 2) == " (");
+    CHECK(ralph::text::iso8601_epoch_ms(*t, false) == 1795000000000);
+    pos = 0;
+    CHECK_FALSE(ralph::text::scan_iso8601(said, pos));
 }
 
 TEST_CASE("time: an API time that is missing or not a time reads as 0") {
@@ -111,19 +151,22 @@ TEST_CASE("time: an ISO 8601 time without a zone is local time") {
     // Central European rules, written out so that no time zone database is needed.
     ::setenv("TZ", "CET-1CEST,M3.5.0,M10.5.0/3", 1);
     ::tzset();
-    CHECK(ralph::text::parse_iso8601("2026-11-18T12:06:40") == 1795000000000);    // winter: +1
-    CHECK(ralph::text::parse_iso8601("2026-07-01T02:00") == 1782864000000);       // summer: +2
-    CHECK(ralph::text::parse_iso8601("2026-11-18") == 1794956400000);             // local midnight
-    if (saved) ::setenv("TZ", old.c_str(), 1); else ::unsetenv("TZ");
+    CHECK(ralph::text::parse_iso8601("2026-11-18T12:06:40") == 1795000000000);  // winter: +1
+    CHECK(ralph::text::parse_iso8601("2026-07-01T02:00") == 1782864000000);     // summer: +2
+    CHECK(ralph::text::parse_iso8601("2026-11-18") == 1794956400000);           // local midnight
+    if (saved)
+        ::setenv("TZ", old.c_str(), 1);
+    else
+        ::unsetenv("TZ");
     ::tzset();
 }
 
 TEST_CASE("time: malformed or impossible ISO 8601 times are refused") {
     using ralph::text::parse_iso8601;
-    for (const char* bad : {"", "2026", "2026-11", "2026-11-18T", "2026-11-18T11", "2026-11-18T11:6",
-                            "2026-13-01", "2026-02-30", "2026-11-18T24:00", "2026-11-18T11:60",
-                            "2026-11-18T11:06:40.", "2026-11-18T11:06:40Q", "2026-11-18T11:06+25:00",
-                            "2026-11-18T11:06:40Z junk", "yesterday"})
+    for (const char* bad : {"", "2026", "2026-11", "2026-11-18T", "2026-11-18T11",
+                            "2026-11-18T11:6", "2026-13-01", "2026-02-30", "2026-11-18T24:00",
+                            "2026-11-18T11:60", "2026-11-18T11:06:40.", "2026-11-18T11:06:40Q",
+                            "2026-11-18T11:06+25:00", "2026-11-18T11:06:40Z junk", "yesterday"})
         CHECK_THROWS_AS(parse_iso8601(bad), std::invalid_argument);
 }
 
