@@ -6,14 +6,13 @@
 #include "proto/errors.hpp"
 
 #include <doctest/doctest.h>
+#include <git2.h>
 
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
-#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -29,10 +28,25 @@ extern char** environ;
 
 namespace {
 
-// The tests never read the user's ~/.gitconfig or /etc/gitconfig (identity, signing, hooks).
+// Where libgit2 looks for the user's and the system's configuration (its default: $HOME, the
+// XDG directory, /etc). "/dev/null" is not a directory: no configuration is found under it.
+void set_git_config_search_path(const std::string& directory) {
+    for (int level : {GIT_CONFIG_LEVEL_SYSTEM, GIT_CONFIG_LEVEL_XDG, GIT_CONFIG_LEVEL_GLOBAL,
+                      GIT_CONFIG_LEVEL_PROGRAMDATA})
+        REQUIRE(git_libgit2_opts(GIT_OPT_SET_SEARCH_PATH, level, directory.c_str()) == 0);
+}
+
+// The tests never read the user's ~/.gitconfig or /etc/gitconfig (identity, signing, hooks):
+// neither the git of the set-ups nor libgit2 in the code under test.
 void hermetic_git() {
     ::setenv("GIT_CONFIG_GLOBAL", "/dev/null", 1);
     ::setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
+    static const bool libgit2_hermetic = [] {
+        git_libgit2_init();  // reference-counted: the code under test's own init adds to it
+        set_git_config_search_path("/dev/null");
+        return true;
+    }();
+    (void)libgit2_hermetic;
 }
 
 struct temp_dir {
@@ -121,6 +135,13 @@ fs::path make_repo(const fs::path& dir, bool with_commit = true) {
 }
 
 std::string head_of(const fs::path& dir) { return trimmed(git(dir, {"rev-parse", "HEAD"})); }
+
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+}
 
 }  // namespace
 
@@ -499,42 +520,6 @@ TEST_CASE("workspace: a linked worktree is snapshotted through its own index") {
     CHECK_FALSE(compare(repo, take_snapshot(repo), take_snapshot(repo)).progress());
 }
 
-TEST_CASE("workspace: git's exit status is not lost to another thread reaping any child") {
-    temp_dir tmp;
-    auto repo = make_repo(tmp.path / "repo");
-    auto plain = tmp.path / "plain";
-    fs::create_directories(plain);
-    write_file(repo / "b.txt", "b\n");
-    // What the daemon's child_reaper does on SIGCHLD, as fast as it can.
-    std::atomic<bool> stop{false};
-    std::thread reaper([&] {
-        while (!stop) {
-            ::waitpid(-1, nullptr, WNOHANG);
-            std::this_thread::yield();
-        }
-    });
-    snapshot snap;
-    dirty_state dirty, not_git;
-    std::string commit_error, head;
-    for (int i = 0; i < 5; ++i) {
-        snap = take_snapshot(repo);
-        dirty = check_dirty(repo);
-        not_git = check_dirty(plain);
-        if (snap.error != "" || dirty.error != "" || not_git.error != "") break;
-    }
-    head = commit_all(repo, "under a reaper", commit_error);
-    stop = true;
-    reaper.join();
-    CHECK(snap.is_git);
-    CHECK(snap.error == "");
-    CHECK(dirty.dirty);
-    CHECK(dirty.error == "");
-    CHECK_FALSE(not_git.is_git);
-    CHECK(not_git.error == "");
-    CHECK(commit_error == "");
-    CHECK(head == head_of(repo));
-}
-
 TEST_CASE("workspace: several workspaces can be snapshotted at once on different threads") {
     temp_dir tmp;
     std::vector<fs::path> repos;
@@ -563,23 +548,45 @@ TEST_CASE("workspace: several workspaces can be snapshotted at once on different
     CHECK(compare(repos[2], before[2], take_snapshot(repos[2])).insertions == 1);
 }
 
-TEST_CASE("workspace: without git on PATH a repository is snapshotted as plain files") {
+TEST_CASE(
+    "workspace: without git on PATH a repository is still snapshotted, checked and committed") {
     temp_dir tmp;
     auto repo = make_repo(tmp.path / "repo");
     std::string saved_path = std::getenv("PATH") ? std::getenv("PATH") : "";
     ::setenv("PATH", tmp.path.c_str(), 1);
-    auto snap = take_snapshot(repo);
+    auto before = take_snapshot(repo);
+    write_file(repo / "b.txt", "b\n");
+    auto after = take_snapshot(repo);
+    auto stats = compare(repo, before, after);
     auto dirty = check_dirty(repo);
     std::string error;
     std::string head = commit_all(repo, "no git", error);
     ::setenv("PATH", saved_path.c_str(), 1);
-    CHECK_FALSE(snap.is_git);
+    CHECK(after.is_git);
+    CHECK(after.error == "");
+    CHECK(stats.files_changed == 1);
+    CHECK(dirty.is_git);
+    CHECK(dirty.changes == std::vector<std::string>{"?? b.txt"});
+    CHECK(error == "");
+    CHECK(head == head_of(repo));
+}
+
+TEST_CASE("workspace: GIT_DIR, GIT_WORK_TREE and GIT_INDEX_FILE of the environment are not read") {
+    temp_dir tmp;
+    auto repo = make_repo(tmp.path / "repo");
+    auto other = make_repo(tmp.path / "other");
+    write_file(repo / "b.txt", "b\n");
+    ::setenv("GIT_DIR", (other / ".git").c_str(), 1);
+    ::setenv("GIT_WORK_TREE", other.c_str(), 1);
+    ::setenv("GIT_INDEX_FILE", (tmp.path / "no-index").c_str(), 1);
+    auto snap = take_snapshot(repo);
+    auto dirty = check_dirty(repo);
+    ::unsetenv("GIT_DIR");
+    ::unsetenv("GIT_WORK_TREE");
+    ::unsetenv("GIT_INDEX_FILE");
+    CHECK(snap.head == head_of(repo));
     CHECK(snap.error == "");
-    CHECK(snap.files.size() == 1);
-    CHECK(snap.files.count("a.txt") == 1);
-    CHECK_FALSE(dirty.is_git);
-    CHECK(head == "");
-    CHECK(error != "");
+    CHECK(dirty.changes == std::vector<std::string>{"?? b.txt"});
 }
 
 TEST_CASE("workspace: a subdirectory's repository is found with its top, prefix and HEAD") {
@@ -604,7 +611,8 @@ TEST_CASE("workspace: a subdirectory's repository is found with its top, prefix 
     CHECK(empty.error.empty());
 }
 
-TEST_CASE("workspace: a worktree gets a new branch from the base commit; the checkout is untouched") {
+TEST_CASE(
+    "workspace: a worktree gets a new branch from the base commit; the checkout is untouched") {
     temp_dir tmp;
     auto repo = make_repo(tmp.path / "repo");
     const std::string base = head_of(repo);
@@ -645,13 +653,15 @@ TEST_CASE("workspace: a worktree gets a new branch from the base commit; the che
 TEST_CASE("workspace: a worktree that cannot be made says why") {
     temp_dir tmp;
     auto repo = make_repo(tmp.path / "repo");
-    std::string error = add_worktree(repo, tmp.path / "tree", "ralph/loop-1", "0123456789abcdef0123");
+    std::string error =
+        add_worktree(repo, tmp.path / "tree", "ralph/loop-1", "0123456789abcdef0123");
     CHECK_FALSE(error.empty());
     CHECK(error.find("git worktree") != std::string::npos);
     CHECK_FALSE(fs::exists(tmp.path / "tree" / ".git"));
 }
 
-TEST_CASE("workspace: the git directory of a work tree, also of a linked worktree and a subdirectory") {
+TEST_CASE(
+    "workspace: the git directory of a work tree, also of a linked worktree and a subdirectory") {
     temp_dir tmp;
     auto repo = make_repo(tmp.path / "repo");
     fs::create_directories(repo / "sub" / "dir");
@@ -665,6 +675,216 @@ TEST_CASE("workspace: the git directory of a work tree, also of a linked worktre
     CHECK(git_common_dir(tmp.path / "plain").empty());
 }
 
+TEST_CASE("workspace: check_dirty's lines are those of git status --porcelain") {
+    temp_dir tmp;
+    auto repo = make_repo(tmp.path / "repo");
+    write_file(repo / "b.txt", "b\n");
+    write_file(repo / "c.txt", "c\n");
+    write_file(repo / "d.txt", "d\n");
+    write_file(repo / "conflict.txt", "base\n");
+    git(repo, {"add", "-A"});
+    git(repo, {"commit", "-q", "-m", "more"});
+    // An unmerged path: both sides changed it.
+    git(repo, {"checkout", "-q", "-b", "other"});
+    write_file(repo / "conflict.txt", "theirs\n");
+    git(repo, {"commit", "-q", "-am", "theirs"});
+    git(repo, {"checkout", "-q", "main"});
+    write_file(repo / "conflict.txt", "ours\n");
+    git(repo, {"commit", "-q", "-am", "ours"});
+    CHECK(run(repo, {"merge", "-q", "other"}).status != 0);
+    // Staged, unstaged, both, deleted, a staged rename, untracked files and a directory.
+    write_file(repo / "a.txt", "staged\n");
+    git(repo, {"add", "a.txt"});
+    write_file(repo / "a.txt", "staged, then changed again\n");
+    write_file(repo / "b.txt", "unstaged\n");
+    fs::remove(repo / "c.txt");
+    git(repo, {"mv", "d.txt", "renamed.txt"});
+    write_file(repo / "with space.txt", "s\n");
+    write_file(repo / "quote\"d.txt", "q\n");
+    write_file(repo / "new dir" / "x.txt", "x\n");
+    write_file(repo / ".ralph" / "loop.md", "ralph's own\n");
+    auto expected = lines_of(git(repo, {"-c", "core.quotePath=false", "status", "--porcelain", "--",
+                                        ".", ":(exclude).ralph"}));
+    auto state = check_dirty(repo);
+    CHECK(state.error == "");
+    CHECK(state.changes == expected);
+    CHECK(state.total_changes == expected.size());
+}
+
+TEST_CASE("workspace: in a subdirectory, check_dirty's lines are those of git status -- .") {
+    temp_dir tmp;
+    auto repo = make_repo(tmp.path / "repo");
+    auto sub = repo / "packages" / "tool";
+    auto git_status = [&] {
+        return lines_of(git(sub, {"-c", "core.quotePath=false", "status", "--porcelain", "--", ".",
+                                  ":(exclude).ralph"}));
+    };
+    // Nothing of it tracked yet: one line for the whole workspace.
+    write_file(sub / "main.c", "int main;\n");
+    write_file(sub / "deep" / "more.c", "more\n");
+    write_file(sub / ".ralph" / "loop.md", "ralph's own\n");
+    write_file(repo / "packages" / "other" / "o.c", "not the workspace's\n");
+    CHECK(git_status() == std::vector<std::string>{"?? packages/tool/"});
+    CHECK(check_dirty(sub).changes == git_status());
+
+    git(repo, {"add", "packages/tool/main.c"});
+    git(repo, {"commit", "-q", "-m", "tool"});
+    write_file(sub / "main.c", "int main(void);\n");
+    write_file(sub / "deep" / "deeper" / "x.c", "x\n");
+    write_file(repo / "a.txt", "changed outside\n");
+    auto state = check_dirty(sub);
+    CHECK(state.changes == git_status());
+    CHECK(state.changes ==
+          std::vector<std::string>{" M packages/tool/main.c", "?? packages/tool/deep/"});
+}
+
+TEST_CASE("workspace: a snapshot's tree is the one git add -A and write-tree make") {
+    temp_dir tmp;
+    auto repo = make_repo(tmp.path / "repo");
+    write_file(repo / ".gitignore", "*.log\nbuild/\n");
+    write_file(repo / "tool.sh", "#!/bin/sh\n");
+    write_file(repo / "gone.txt", "soon deleted\n");
+    git(repo, {"add", "-A"});
+    git(repo, {"commit", "-q", "-m", "more"});
+    // Staged, modified, deleted, executable, a link, ignored, untracked, ralph's own.
+    write_file(repo / "staged.txt", "staged\n");
+    git(repo, {"add", "staged.txt"});
+    write_file(repo / "a.txt", "modified\n");
+    fs::remove(repo / "gone.txt");
+    fs::permissions(repo / "tool.sh", fs::perms::owner_exec, fs::perm_options::add);
+    fs::create_symlink("a.txt", repo / "link");
+    write_file(repo / "run.log", "ignored\n");
+    write_file(repo / "build" / "out.o", "ignored\n");
+    write_file(repo / "new" / "deep" / "file.txt", "untracked\n");
+    write_file(repo / ".ralph" / "notes.md", "ralph's own\n");
+    auto snap = take_snapshot(repo);
+    CHECK(snap.error == "");
+
+    fs::copy_file(repo / ".git" / "index", tmp.path / "index");
+    ::setenv("GIT_INDEX_FILE", (tmp.path / "index").c_str(), 1);
+    git(repo, {"add", "-A", "--", ".", ":(exclude).ralph"});
+    std::string expected = trimmed(git(repo, {"write-tree"}));
+    ::unsetenv("GIT_INDEX_FILE");
+    CHECK(snap.tree == expected);
+}
+
+TEST_CASE("workspace: diff statistics are those of git diff --numstat between the snapshots") {
+    temp_dir tmp;
+    auto repo = make_repo(tmp.path / "repo");
+    std::string long_text;
+    for (int i = 0; i < 50; ++i) long_text += "line " + std::to_string(i) + "\n";
+    write_file(repo / "long.txt", long_text);
+    write_file(repo / "gone.txt", "1\n2\n3\n");
+    write_file(repo / "image.bin", std::string("\0\1\2", 3));
+    git(repo, {"add", "-A"});
+    git(repo, {"commit", "-q", "-m", "files"});
+    auto before = take_snapshot(repo);
+    // A rename with an edit, a deletion, a binary change, new lines, a new file.
+    fs::remove(repo / "long.txt");
+    write_file(repo / "moved" / "long.txt", long_text + "one more\n");
+    fs::remove(repo / "gone.txt");
+    write_file(repo / "image.bin", std::string("\0\1\2\3", 4));
+    write_file(repo / "a.txt", "one\ntwo\nthree\nfour\n");
+    write_file(repo / "new.txt", "n\n");
+    auto after = take_snapshot(repo);
+    auto stats = compare(repo, before, after);
+    CHECK(stats.error == "");
+    std::int64_t files = 0, insertions = 0, deletions = 0;
+    for (const auto& line :
+         lines_of(git(repo, {"diff", "--numstat", "--find-renames", before.tree, after.tree}))) {
+        ++files;
+        if (line.rfind("-\t-\t", 0) == 0) continue;  // binary
+        std::istringstream fields(line);
+        std::int64_t added = 0, deleted = 0;
+        fields >> added >> deleted;
+        insertions += added;
+        deletions += deleted;
+    }
+    CHECK(files == 5);
+    CHECK(stats.files_changed == files);
+    CHECK(stats.insertions == insertions);
+    CHECK(stats.deletions == deletions);
+}
+
+TEST_CASE(
+    "workspace: commit_all in a subdirectory commits its deletions; the user's staging elsewhere "
+    "stays") {
+    temp_dir tmp;
+    auto repo = make_repo(tmp.path / "repo");
+    auto sub = repo / "sub";
+    write_file(sub / "keep.txt", "k\n");
+    write_file(sub / "remove.txt", "r\n");
+    git(repo, {"add", "-A"});
+    git(repo, {"commit", "-q", "-m", "sub"});
+    write_file(repo / "staged.txt", "the user's\n");
+    git(repo, {"add", "staged.txt"});
+    fs::remove(sub / "remove.txt");
+    write_file(sub / "keep.txt", "k2\n");
+    std::string error;
+    std::string head = commit_all(sub, "sub only", error);
+    CHECK(error == "");
+    CHECK(head == head_of(repo));
+    CHECK(git(repo, {"show", "--name-status", "--format=", "HEAD"}) ==
+          "M\tsub/keep.txt\nD\tsub/remove.txt\n");
+    CHECK(git(repo, {"status", "--porcelain"}) == "A  staged.txt\n");
+}
+
+TEST_CASE("workspace: a skip-worktree file missing from the disk is neither a change nor deleted") {
+    temp_dir tmp;
+    auto repo = make_repo(tmp.path / "repo");
+    write_file(repo / "sparse.txt", "not checked out\n");
+    git(repo, {"add", "sparse.txt"});
+    git(repo, {"commit", "-q", "-m", "sparse"});
+    git(repo, {"update-index", "--skip-worktree", "sparse.txt"});
+    fs::remove(repo / "sparse.txt");
+    CHECK(git(repo, {"status", "--porcelain"}) == "");  // what git says of it
+    auto before = take_snapshot(repo);
+    CHECK_FALSE(check_dirty(repo).dirty);
+    write_file(repo / "new.txt", "n\n");
+    CHECK(compare(repo, before, take_snapshot(repo)).files_changed == 1);
+    std::string error;
+    commit_all(repo, "new only", error);
+    CHECK(error == "");
+    CHECK(git(repo, {"show", "--name-status", "--format=", "HEAD"}) == "A\tnew.txt\n");
+}
+
+TEST_CASE("workspace: a repository with the worktreeConfig or partialClone extension is git") {
+    temp_dir tmp;
+    for (const std::string extension : {"worktreeConfig", "partialClone"}) {
+        CAPTURE(extension);
+        auto repo = make_repo(tmp.path / extension);
+        git(repo, {"config", "core.repositoryformatversion", "1"});
+        git(repo,
+            {"config", "extensions." + extension, extension == "partialClone" ? "origin" : "true"});
+        auto before = take_snapshot(repo);
+        CHECK(before.is_git);
+        CHECK(before.error == "");
+        write_file(repo / "b.txt", "b\n");
+        CHECK(compare(repo, before, take_snapshot(repo)).files_changed == 1);
+        std::string error;
+        std::string head = commit_all(repo, "with the extension", error);
+        CHECK(head == head_of(repo));
+        CHECK(error == "");
+    }
+}
+
+TEST_CASE("workspace: commit_all takes the identity from the user's git configuration") {
+    temp_dir tmp;
+    auto repo = tmp.path / "repo";
+    fs::create_directories(repo);
+    git(repo, {"-c", "init.defaultBranch=main", "init", "-q"});
+    write_file(tmp.path / "home" / ".gitconfig",
+               "[user]\n\tname = Global User\n\temail = global@example.com\n");
+    set_git_config_search_path((tmp.path / "home").string());
+    write_file(repo / "a.txt", "a\n");
+    std::string error;
+    commit_all(repo, "as the user", error);
+    set_git_config_search_path("/dev/null");
+    CHECK(error == "");
+    CHECK(git(repo, {"log", "-1", "--format=%an <%ae>|%cn <%ce>"}) ==
+          "Global User <global@example.com>|Global User <global@example.com>\n");
+}
+
 TEST_CASE("sandbox: the writable paths are those that exist, outermost only; bwrap binds them") {
     temp_dir tmp;
     const fs::path ws = tmp.path / "ws";
@@ -673,20 +893,37 @@ TEST_CASE("sandbox: the writable paths are those that exist, outermost only; bwr
     fs::create_directories(home / ".agent" / "cache");
     fs::create_directories(tmp.path / "scratch");
     const std::vector<std::string> env{"PATH=/usr/bin", "HOME=" + home.string()};
-    const auto writable = ralph::sandbox::writable_paths(
-        ws, ws / ".git", tmp.path / "scratch", env, {".agent", ".agent/cache", ".missing"});
+    const auto writable = ralph::sandbox::writable_paths(ws, ws / ".git", tmp.path / "scratch", env,
+                                                         {".agent", ".agent/cache", ".missing"});
     const fs::path base = fs::canonical(tmp.path);
-    CHECK(writable == std::vector<fs::path>{base / "home" / ".agent", base / "scratch", base / "ws"});
+    CHECK(writable ==
+          std::vector<fs::path>{base / "home" / ".agent", base / "scratch", base / "ws"});
     // Without HOME in the agent's environment, nothing under it.
     CHECK(ralph::sandbox::writable_paths(ws, {}, {}, {"PATH=/usr/bin"}, {".agent"}) ==
           std::vector<fs::path>{base / "ws"});
 
     const auto argv = ralph::sandbox::wrap("/usr/bin/bwrap", {base / "ws"}, ws.string(),
                                            {"agent", "--flag", "two words"});
-    const std::vector<std::string> expected{
-        "/usr/bin/bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs",
-        "/tmp", "--bind", (base / "ws").string(), (base / "ws").string(), "--chdir", ws.string(),
-        "--", "agent", "--flag", "two words"};
+    const std::vector<std::string> expected{"/usr/bin/bwrap",
+                                            "--ro-bind",
+                                            "/",
+                                            "/",
+                                            "--dev",
+                                            "/dev",
+                                            "--proc",
+                                            "/proc",
+                                            "--tmpfs",
+                                            "/tmp",
+                                            "--bind",
+                                            (base / "ws").string(),
+                                            (base / "ws").string(),
+                                            "--chdir",
+                                            ws.string(),
+                                            "--",
+                                            "agent",
+                                            "--flag",
+                                            "two words"};
     CHECK(argv == expected);
-    CHECK_THROWS_AS(ralph::sandbox::find_bwrap((tmp.path / "no-bin").string()), ralph::proto::rpc_error);
+    CHECK_THROWS_AS(ralph::sandbox::find_bwrap((tmp.path / "no-bin").string()),
+                    ralph::proto::rpc_error);
 }
