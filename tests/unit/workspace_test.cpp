@@ -136,6 +136,13 @@ fs::path make_repo(const fs::path& dir, bool with_commit = true) {
 
 std::string head_of(const fs::path& dir) { return trimmed(git(dir, {"rev-parse", "HEAD"})); }
 
+// An executable that creates `marker` when run and copies its stdin to its stdout, so that it
+// may stand for a hook, a filter driver, an fsmonitor or gpg.
+void write_marker_program(const fs::path& path, const fs::path& marker) {
+    write_file(path, "#!/bin/sh\ntouch '" + marker.string() + "'\nexec cat\n");
+    fs::permissions(path, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec);
+}
+
 std::vector<std::string> lines_of(const std::string& text) {
     std::vector<std::string> lines;
     std::istringstream in(text);
@@ -883,6 +890,112 @@ TEST_CASE("workspace: commit_all takes the identity from the user's git configur
     CHECK(error == "");
     CHECK(git(repo, {"log", "-1", "--format=%an <%ae>|%cn <%ce>"}) ==
           "Global User <global@example.com>|Global User <global@example.com>\n");
+}
+
+// ---- Nothing the repository names is run (issue 19): each program below creates a marker file
+// when run. git itself, on the same set-up, shows first that it would run it.
+
+// The control: git ran the marker program. The marker is removed for the code under test.
+void require_ran(const fs::path& marker) {
+    REQUIRE(fs::exists(marker));
+    fs::remove(marker);
+}
+
+TEST_CASE("workspace: a core.fsmonitor program is not run by snapshots or the dirty check") {
+    temp_dir tmp;
+    auto repo = make_repo(tmp.path / "repo");
+    const fs::path marker = tmp.path / "ran";
+    write_marker_program(tmp.path / "fsmonitor", marker);
+    git(repo, {"config", "core.fsmonitor", (tmp.path / "fsmonitor").string()});
+    write_file(repo / "b.txt", "b\n");
+    run(repo, {"status", "--porcelain"});
+    require_ran(marker);
+
+    auto before = take_snapshot(repo);
+    write_file(repo / "c.txt", "c\n");
+    auto after = take_snapshot(repo);
+    CHECK(compare(repo, before, after).files_changed == 1);
+    CHECK(check_dirty(repo).total_changes == 2);
+    CHECK_FALSE(fs::exists(marker));
+}
+
+TEST_CASE("workspace: commit_all runs no hook, neither from .git/hooks nor from core.hooksPath") {
+    temp_dir tmp;
+    auto repo = make_repo(tmp.path / "repo");
+    const fs::path marker = tmp.path / "ran";
+    for (const char* hook : {"pre-commit", "prepare-commit-msg", "commit-msg", "post-commit"}) {
+        write_marker_program(repo / ".git" / "hooks" / hook, marker);
+        write_marker_program(tmp.path / "hooks" / hook, marker);
+    }
+    for (bool hooks_path : {false, true}) {
+        CAPTURE(hooks_path);
+        if (hooks_path) git(repo, {"config", "core.hooksPath", (tmp.path / "hooks").string()});
+        git(repo, {"commit", "-q", "--allow-empty", "-m", "git runs them"});
+        require_ran(marker);
+        write_file(repo / (hooks_path ? "c.txt" : "b.txt"), "work\n");
+        std::string error;
+        std::string head = commit_all(repo, "no hooks", error);
+        CHECK(error == "");
+        CHECK(head == head_of(repo));
+        CHECK_FALSE(fs::exists(marker));
+    }
+}
+
+TEST_CASE("workspace: a clean filter driver is not run by snapshots, the dirty check or commits") {
+    temp_dir tmp;
+    auto repo = make_repo(tmp.path / "repo");
+    const fs::path marker = tmp.path / "ran";
+    write_marker_program(tmp.path / "filter", marker);
+    git(repo, {"config", "filter.x.clean", (tmp.path / "filter").string()});
+    git(repo, {"config", "filter.x.smudge", (tmp.path / "filter").string()});
+    write_file(repo / ".gitattributes", "*.txt filter=x\n");
+    write_file(repo / "b.txt", "as it is on disk\n");
+    git(repo, {"hash-object", "b.txt"});
+    require_ran(marker);
+
+    auto before = take_snapshot(repo);
+    write_file(repo / "b.txt", "changed on disk\n");
+    auto after = take_snapshot(repo);
+    CHECK(compare(repo, before, after).files_changed == 1);
+    CHECK(check_dirty(repo).dirty);
+    std::string error;
+    commit_all(repo, "unfiltered", error);
+    CHECK(error == "");
+    CHECK_FALSE(fs::exists(marker));
+    CHECK(git(repo, {"cat-file", "blob", "HEAD:b.txt"}) == "changed on disk\n");
+}
+
+TEST_CASE("workspace: commit.gpgSign does not make commit_all run gpg.program") {
+    temp_dir tmp;
+    auto repo = make_repo(tmp.path / "repo");
+    const fs::path marker = tmp.path / "ran";
+    write_marker_program(tmp.path / "gpg", marker);
+    git(repo, {"config", "commit.gpgSign", "true"});
+    git(repo, {"config", "gpg.program", (tmp.path / "gpg").string()});
+    CHECK(run(repo, {"commit", "-q", "--allow-empty", "-m", "signed"}).status != 0);
+    require_ran(marker);
+
+    write_file(repo / "b.txt", "b\n");
+    std::string error;
+    std::string head = commit_all(repo, "unsigned", error);
+    CHECK(error == "");
+    CHECK(head == head_of(repo));
+    CHECK_FALSE(fs::exists(marker));
+    CHECK(git(repo, {"cat-file", "commit", "HEAD"}).find("gpgsig") == std::string::npos);
+}
+
+TEST_CASE("workspace: add_worktree runs no post-checkout hook") {
+    temp_dir tmp;
+    auto repo = make_repo(tmp.path / "repo");
+    const fs::path marker = tmp.path / "ran";
+    write_marker_program(repo / ".git" / "hooks" / "post-checkout", marker);
+    git(repo, {"worktree", "add", "-q", "-b", "control", (tmp.path / "control").string()});
+    require_ran(marker);
+
+    auto tree = tmp.path / "worktrees" / "loop-1";
+    CHECK(add_worktree(repo, tree, "ralph/loop-1", head_of(repo)) == "");
+    CHECK(read_file(tree / "a.txt") == "one\ntwo\nthree\n");
+    CHECK_FALSE(fs::exists(marker));
 }
 
 TEST_CASE("sandbox: the writable paths are those that exist, outermost only; bwrap binds them") {
