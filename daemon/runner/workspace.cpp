@@ -128,11 +128,24 @@ bool is_within(const fs::path& path, const fs::path& dir) {
 
 // ---- finding the repository
 
+// Whether `dir` or a directory above it has a .git entry (a directory, or a file in a linked
+// worktree). Without one there is no repository to search for: that keeps the snapshots of a
+// plain directory (one or two per iteration) at a few stat calls.
+bool has_git_entry(const fs::path& dir) {
+    std::error_code ec;
+    for (fs::path p = fs::absolute(dir, ec).lexically_normal(); !p.empty(); p = p.parent_path()) {
+        if (fs::exists(p / ".git", ec)) return true;
+        if (p == p.root_path()) break;
+    }
+    return false;
+}
+
 // The repository that contains `dir`, searched upwards as git does (and, as git, not across a
 // file system boundary). GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE... of the daemon's environment
 // are not read: only `dir` chooses. Null without a repository, and also when libgit2 cannot
 // open it (then with `error`).
 repository_handle open_repository(const fs::path& dir, std::string& error) {
+    if (!has_git_entry(dir)) return nullptr;
     use_libgit2();
     repository_handle repo;
     int code = into(repo, git_repository_open_ext, dir.c_str(), 0, nullptr);
@@ -703,6 +716,8 @@ std::string free_worktree_name(git_repository* repo, const fs::path& path) {
 }
 
 }  // namespace
+
+void load_libgit2() { use_libgit2(); }
 
 snapshot take_snapshot(const std::filesystem::path& dir, const file_limits& limits) {
     snapshot snap;
