@@ -202,6 +202,11 @@ submission validated(proto::submit_params spec, method_services& services) {
                             fmt::format("workspace {} has {} uncommitted change(s)", spec.workspace,
                                         dirty.total_changes),
                             nlohmann::json{{"changes", dirty.changes}});
+        // e.g. a repository that libgit2 cannot (or must not) open: said, not refused.
+        if (!dirty.error.empty())
+            result.warnings.push_back(
+                fmt::format("workspace {} was not checked for uncommitted changes: {}",
+                            spec.workspace, dirty.error));
     }
     result.spec = std::move(spec);
     return result;

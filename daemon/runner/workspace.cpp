@@ -21,6 +21,7 @@
 #include <iterator>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <system_error>
 #include <utility>
 
@@ -55,12 +56,6 @@ void use_libgit2() {
         // user may be used at all is for submit's own check (issue 19), not for each git call.
         // Left on, a daemon running as root could not snapshot its users' repositories.
         git_libgit2_opts(GIT_OPT_SET_OWNER_VALIDATION, 0);
-        // Repository extensions that libgit2 1.5 does not know but that change nothing of what
-        // ralph does, so that such repositories open: worktreeConfig (config.worktree is not
-        // read: its worktree-specific settings, typically sparse-checkout's, are not seen) and
-        // partialClone (objects missing locally are not fetched: what needs one fails).
-        const char* extensions[] = {"worktreeconfig", "partialclone"};
-        git_libgit2_opts(GIT_OPT_SET_EXTENSIONS, extensions, std::size(extensions));
         return true;
     }();
     (void)ready;
@@ -126,29 +121,98 @@ bool is_within(const fs::path& path, const fs::path& dir) {
     return !relative.empty() && *relative.begin() != "..";
 }
 
+// ---- libgit2 1.5's leak
+//
+// libgit2 1.5 (Debian 12's) does not free the pcre2 match data of a string that does not match
+// a regular expression (fixed upstream by libgit2 PR 6382, after 1.5). It matches every entry
+// of a repository's configuration against one each time it opens a repository of format version
+// 1 or more (to check its extensions), and reads the configuration of submodules that way each
+// time a diff of the work tree looks at them (git_index_add_all and git_status_list_new do): 4 to
+// 20 KiB lost per entry, measured here, hundreds of KiB per iteration in such repositories. So a
+// repository of format version 1 or more is never opened (below: its workspace is then compared
+// as plain files), and the diffs of the work tree leave submodules out, whose checked-out
+// commits are read here instead (stage_submodule, submodule_line). All of it can go when the
+// project requires libgit2 1.6 or later.
+
+// The text of a small regular file (its first 64 KiB), "" if it is not one: never waits on a
+// FIFO.
+std::string small_file(const fs::path& path) {
+    unique_fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+    struct stat info {};
+    if (fd.get() < 0 || ::fstat(fd.get(), &info) != 0 || !S_ISREG(info.st_mode)) return "";
+    std::string text(64u << 10, '\0');
+    ssize_t n = ::read(fd.get(), text.data(), text.size());
+    text.resize(n > 0 ? std::size_t(n) : 0);
+    return text;
+}
+
+// The first line of `text` without its end of line.
+std::string first_line(const std::string& text) {
+    std::string line = text.substr(0, text.find('\n'));
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+    return line;
+}
+
+// core.repositoryformatversion of the repository whose .git entry is `dot_git`, as its
+// configuration file sets it (0 when it does not): <.git>/config, or for a .git file (a linked
+// worktree, a submodule) the config of the git directory it names (of its common directory for
+// a worktree). [core] comes first in every configuration git writes.
+int repository_format_version(const fs::path& dot_git) {
+    fs::path git_dir = dot_git;
+    std::error_code ec;
+    if (!fs::is_directory(dot_git, ec)) {
+        std::string link = first_line(small_file(dot_git));
+        if (!link.starts_with("gitdir: ")) return 0;
+        git_dir = dot_git.parent_path() / link.substr(8);  // `/` keeps an absolute path as it is
+        if (std::string common = first_line(small_file(git_dir / "commondir")); !common.empty())
+            git_dir /= common;
+    }
+    std::istringstream config(small_file(git_dir / "config"));
+    bool in_core = false;
+    for (std::string line; std::getline(config, line);) {
+        std::string text;
+        for (unsigned char c : line)
+            if (!std::isspace(c)) text += char(std::tolower(c));
+        if (text.starts_with("[")) in_core = text == "[core]";
+        if (in_core && text.starts_with("repositoryformatversion="))
+            return std::atoi(text.c_str() + text.find('=') + 1);
+    }
+    return 0;
+}
+
 // ---- finding the repository
 
-// Whether `dir` or a directory above it has a .git entry (a directory, or a file in a linked
-// worktree). Without one there is no repository to search for: that keeps the snapshots of a
-// plain directory (one or two per iteration) at a few stat calls.
-bool has_git_entry(const fs::path& dir) {
+// The .git entry (a directory, or a file in a linked worktree or a submodule) of `dir`, or of
+// the nearest directory above it that has one when `search`; empty when there is none, and so
+// no repository: the snapshots of a plain directory (one or two per iteration) stay at a few
+// stat calls.
+fs::path git_entry(const fs::path& dir, bool search) {
     std::error_code ec;
     for (fs::path p = fs::absolute(dir, ec).lexically_normal(); !p.empty(); p = p.parent_path()) {
-        if (fs::exists(p / ".git", ec)) return true;
-        if (p == p.root_path()) break;
+        if (fs::exists(p / ".git", ec)) return p / ".git";
+        if (!search || p == p.root_path()) break;
     }
-    return false;
+    return {};
 }
 
 // The repository that contains `dir`, searched upwards as git does (and, as git, not across a
-// file system boundary). GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE... of the daemon's environment
-// are not read: only `dir` chooses. Null without a repository, and also when libgit2 cannot
-// open it (then with `error`).
-repository_handle open_repository(const fs::path& dir, std::string& error) {
-    if (!has_git_entry(dir)) return nullptr;
+// file system boundary), or only at `dir` itself without `search`. GIT_DIR, GIT_WORK_TREE,
+// GIT_INDEX_FILE... of the daemon's environment are not read: only `dir` chooses. Null without a
+// repository, and also when it cannot or must not be opened (then with `error`).
+repository_handle open_repository(const fs::path& dir, std::string& error, bool search = true) {
+    const fs::path dot_git = git_entry(dir, search);
+    if (dot_git.empty()) return nullptr;
+    if (int version = repository_format_version(dot_git); version > 0) {
+        append_error(error, "cannot use the git repository of " + dir.string() +
+                                ": its format version is " + std::to_string(version) +
+                                " (repository extensions, e.g. of a partial clone or a sparse "
+                                "checkout), which libgit2 1.5 cannot open without leaking memory");
+        return nullptr;
+    }
     use_libgit2();
     repository_handle repo;
-    int code = into(repo, git_repository_open_ext, dir.c_str(), 0, nullptr);
+    const unsigned flags = search ? 0 : GIT_REPOSITORY_OPEN_NO_SEARCH;
+    int code = into(repo, git_repository_open_ext, dir.c_str(), flags, nullptr);
     if (code == GIT_ENOTFOUND) return nullptr;
     if (code < 0) {
         append_error(error, git_failure("cannot open the git repository of " + dir.string()));
@@ -250,33 +314,74 @@ class workspace_pathspec {
     git_strarray array_{nullptr, 0};
 };
 
-// What `git add -A -- .` stages, for git_index_add_all: the workspace's paths (.ralph/ only
-// `with_ralph`), never the skip-worktree entries of a sparse checkout, which are missing from
-// the disk by design (`git add` leaves them alone too; libgit2 alone would stage their deletion).
-struct staging_filter {
-    std::string under;
-    bool with_ralph = false;
-    git_index* index = nullptr;
-};
-
-int stage_path(const char* path, const char* /*matched_pathspec*/, void* payload) {
-    const auto& filter = *static_cast<const staging_filter*>(payload);
-    if (!in_workspace(path, filter.under, filter.with_ralph)) return 1;  // > 0: skipped
-    const git_index_entry* entry = git_index_get_bypath(filter.index, path, 0);
-    bool sparse = entry != nullptr && (entry->flags_extended & GIT_INDEX_ENTRY_SKIP_WORKTREE) != 0;
-    return sparse ? 1 : 0;
+// Whether `git add -A -- .` stages `path`: a path of the workspace (.ralph/ only `with_ralph`),
+// but never a skip-worktree entry of a sparse checkout, missing from the disk by design.
+bool stages(git_index* index, const char* path, const std::string& under, bool with_ralph) {
+    if (!in_workspace(path, under, with_ralph)) return false;
+    const git_index_entry* entry = git_index_get_bypath(index, path, 0);
+    return entry == nullptr || (entry->flags_extended & GIT_INDEX_ENTRY_SKIP_WORKTREE) == 0;
 }
 
-// Stages the workspace's changes in `index` (in memory: the caller decides whether to write it).
-bool stage_workspace(git_index* index, const repository& repo, bool with_ralph, const fs::path& dir,
-                     std::string& error) {
-    staging_filter filter{repo.under(), with_ralph, index};
-    workspace_pathspec pathspec(repo.prefix);
-    if (git_index_add_all(index, pathspec.get(), GIT_INDEX_ADD_DEFAULT, stage_path, &filter) < 0) {
-        append_error(error, git_failure("cannot stage the work tree of " + dir.string()));
-        return false;
+// Stages the commit checked out in the repository at `path` (a submodule, or a repository of its
+// own that is not tracked yet) as `git add` does: as a gitlink to it. A repository without a
+// commit, one not checked out and one that cannot be opened are left as they are.
+int stage_submodule(git_index* index, const repository& workspace, std::string path) {
+    while (path.ends_with('/')) path.pop_back();
+    std::string ignored;
+    repository_handle submodule = open_repository(workspace.top / path, ignored, false);
+    commit_handle head;
+    if (!submodule || !head_commit(submodule.get(), path, head, ignored) || !head) return 0;
+    const git_index_entry* staged = git_index_get_bypath(index, path.c_str(), 0);
+    if (staged != nullptr && staged->mode == GIT_FILEMODE_COMMIT &&
+        git_oid_equal(&staged->id, git_commit_id(head.get())))
+        return 0;
+    git_index_entry entry{};
+    entry.mode = GIT_FILEMODE_COMMIT;
+    entry.id = *git_commit_id(head.get());
+    entry.path = path.c_str();
+    return git_index_add(index, &entry);
+}
+
+// `git add -A -- .` of the workspace into `index`, in memory (the caller decides whether to write
+// it): the workspace's part of a diff of the index against the work tree (untracked files
+// included, .gitignore respected), each changed path staged or removed. As git_index_add_all
+// does, but with the submodules left out of the diff and staged here (libgit2 1.5's leak).
+bool stage_workspace(git_repository* repo, git_index* index, const repository& workspace,
+                     bool with_ralph, const fs::path& dir, std::string& error) {
+    git_diff_options options;
+    git_diff_options_init(&options, GIT_DIFF_OPTIONS_VERSION);
+    options.flags =
+        GIT_DIFF_INCLUDE_UNTRACKED | GIT_DIFF_RECURSE_UNTRACKED_DIRS | GIT_DIFF_INCLUDE_TYPECHANGE;
+    options.ignore_submodules = GIT_SUBMODULE_IGNORE_ALL;
+    workspace_pathspec pathspec(workspace.prefix);
+    options.pathspec = *pathspec.get();
+    diff_handle diff;
+    int code = into(diff, git_diff_index_to_workdir, repo, index, &options);
+    const std::string under = workspace.under();
+    for (std::size_t i = 0; code == 0 && i < git_diff_num_deltas(diff.get()); ++i) {
+        const git_diff_delta* delta = git_diff_get_delta(diff.get(), i);
+        const char* path = delta->new_file.path;
+        if (!stages(index, path, under, with_ralph)) continue;
+        if ((delta->new_file.flags & GIT_DIFF_FLAG_EXISTS) == 0)
+            code = git_index_remove_bypath(index, path);
+        else if (delta->new_file.mode == GIT_FILEMODE_COMMIT ||
+                 std::string_view(path).ends_with('/'))
+            code = stage_submodule(index, workspace, path);  // a repository not tracked yet
+        else
+            code = git_index_add_bypath(index, path);
     }
-    return true;
+    // The submodules: their checked-out commits (the diff above saw none of them).
+    std::vector<std::string> submodules;
+    for (std::size_t i = 0; code == 0 && i < git_index_entrycount(index); ++i) {
+        const git_index_entry* entry = git_index_get_byindex(index, i);
+        if (entry->mode == GIT_FILEMODE_COMMIT && git_index_entry_stage(entry) == 0 &&
+            stages(index, entry->path, under, with_ralph))
+            submodules.emplace_back(entry->path);
+    }
+    for (const std::string& path : submodules)
+        if (code == 0) code = stage_submodule(index, workspace, path);
+    if (code < 0) append_error(error, git_failure("cannot stage the work tree of " + dir.string()));
+    return code == 0;
 }
 
 // The tree of the working tree as `git add -A` would stage it (untracked files included,
@@ -285,7 +390,7 @@ bool stage_workspace(git_index* index, const repository& repo, bool with_ralph, 
 // trees written are ordinary unreachable objects that `git gc` prunes.
 std::string write_working_tree(const repository& repo, const fs::path& dir, std::string& error) {
     index_handle index = repository_index(repo.git.get(), dir, error);
-    if (!index || !stage_workspace(index.get(), repo, false, dir, error)) return "";
+    if (!index || !stage_workspace(repo.git.get(), index.get(), repo, false, dir, error)) return "";
     git_oid tree;
     if (git_index_write_tree(&tree, index.get()) < 0) {
         append_error(error, git_failure("cannot write the tree of the work tree " + dir.string()));
@@ -639,6 +744,27 @@ std::string untracked_shown(git_index* index, std::string_view path, std::string
     return std::string(path);
 }
 
+// The line of `git status --porcelain` for the submodule whose gitlink in the index is
+// `staged`: staged when HEAD's tree has another commit there (or none), unstaged when another
+// commit is checked out in it. (Changes inside it that are not committed there are not seen.)
+std::string submodule_line(const git_index_entry& staged, git_tree* head_tree,
+                           const repository& workspace) {
+    std::string ignored;
+    tree_entry_handle committed;
+    bool in_head = head_tree != nullptr &&
+                   lookup_entry(head_tree, staged.path, committed, ignored) && committed;
+    char x = !in_head                                                        ? 'A'
+             : git_oid_equal(git_tree_entry_id(committed.get()), &staged.id) ? ' '
+                                                                             : 'M';
+    repository_handle submodule = open_repository(workspace.top / staged.path, ignored, false);
+    commit_handle checked_out;
+    bool moved = submodule && head_commit(submodule.get(), staged.path, checked_out, ignored) &&
+                 checked_out && !git_oid_equal(git_commit_id(checked_out.get()), &staged.id);
+    char y = moved ? 'M' : ' ';
+    if (x == ' ' && y == ' ') return "";
+    return std::string{x, y, ' '} + porcelain_path(staged.path);
+}
+
 // ---- commits
 
 // The tree `git commit -- .` commits: HEAD's, with the workspace's part as `index` has it, so
@@ -782,14 +908,21 @@ dirty_state check_dirty(const std::filesystem::path& dir) {
     state.is_git = true;
     index_handle index = repository_index(repo.git.get(), dir, state.error);
     if (!index) return state;
+    commit_handle head;
+    tree_handle head_tree;
+    if (!head_commit(repo.git.get(), dir, head, state.error)) return state;
+    if (head && into(head_tree, git_commit_tree, head.get()) < 0) {
+        state.error = git_failure("cannot read HEAD's tree in " + dir.string());
+        return state;
+    }
     // As `git status`: staged and unstaged changes, staged renames paired, untracked files (each
-    // one: directories are shown as git shows them below). The index is read, never refreshed
-    // on disk.
+    // one: directories are shown as git shows them below). Submodules are left to
+    // submodule_line() (libgit2 1.5's leak). The index is read, never refreshed on disk.
     git_status_options options;
     git_status_options_init(&options, GIT_STATUS_OPTIONS_VERSION);
     options.show = GIT_STATUS_SHOW_INDEX_AND_WORKDIR;
     options.flags = GIT_STATUS_OPT_INCLUDE_UNTRACKED | GIT_STATUS_OPT_RECURSE_UNTRACKED_DIRS |
-                    GIT_STATUS_OPT_RENAMES_HEAD_TO_INDEX;
+                    GIT_STATUS_OPT_RENAMES_HEAD_TO_INDEX | GIT_STATUS_OPT_EXCLUDE_SUBMODULES;
     workspace_pathspec pathspec(repo.prefix);
     options.pathspec = *pathspec.get();
     status_handle list;
@@ -809,8 +942,9 @@ dirty_state check_dirty(const std::filesystem::path& dir) {
         // dirty.
         if (!in_workspace(path, under, false)) continue;
         unsigned flags = entry->status;
-        // A sparse checkout's files are missing by design, as for `git status`.
         const git_index_entry* indexed = git_index_get_bypath(index.get(), path, 0);
+        if (indexed != nullptr && indexed->mode == GIT_FILEMODE_COMMIT) continue;  // a submodule
+        // A sparse checkout's files are missing by design, as for `git status`.
         if (indexed != nullptr && (indexed->flags_extended & GIT_INDEX_ENTRY_SKIP_WORKTREE) != 0)
             flags &= ~unsigned(GIT_STATUS_WT_DELETED);
         if (flags == GIT_STATUS_WT_NEW) {
@@ -821,6 +955,21 @@ dirty_state check_dirty(const std::filesystem::path& dir) {
             tracked.push_back(tracked_line(*entry, flags, index.get()));
         }
     }
+    const std::size_t files = tracked.size();
+    for (std::size_t i = 0; i < git_index_entrycount(index.get()); ++i) {
+        const git_index_entry* entry = git_index_get_byindex(index.get(), i);
+        if (entry->mode != GIT_FILEMODE_COMMIT || git_index_entry_stage(entry) != 0 ||
+            !in_workspace(entry->path, under, false))
+            continue;
+        if (std::string line = submodule_line(*entry, head_tree.get(), repo); !line.empty())
+            tracked.push_back(std::move(line));
+    }
+    // In the order of their paths, as git lists them.
+    if (tracked.size() > files)
+        std::stable_sort(tracked.begin(), tracked.end(),
+                         [](const std::string& a, const std::string& b) {
+                             return std::string_view(a).substr(3) < std::string_view(b).substr(3);
+                         });
     tracked.insert(tracked.end(), untracked.begin(), untracked.end());
     state.total_changes = tracked.size();
     state.dirty = !tracked.empty();
@@ -842,7 +991,7 @@ std::string commit_all(const std::filesystem::path& dir, const std::string& mess
     // `git add -A -- .`: the workspace's changes staged in the repository's index, written
     // back as git add writes it.
     index_handle index = repository_index(git, dir, error);
-    if (!index || !stage_workspace(index.get(), repo, true, dir, error)) return "";
+    if (!index || !stage_workspace(git, index.get(), repo, true, dir, error)) return "";
     if (git_index_write(index.get()) < 0) {
         error = git_failure("cannot write the git index of " + dir.string());
         return "";

@@ -6,8 +6,9 @@
 // In a git work tree a snapshot is HEAD plus the id of a tree object of the working tree as
 // `git add -A` would stage it (untracked files included, .gitignore respected), staged in a copy
 // of the index held in memory, so the user's index and staging are never touched; the blobs and
-// trees it writes are ordinary unreachable objects that `git gc` prunes. Elsewhere a snapshot is
-// a content hash per regular file.
+// trees it writes are ordinary unreachable objects that `git gc` prunes. Elsewhere, and in a
+// repository of format version 1 or more (which libgit2 1.5 cannot open without leaking memory:
+// see workspace.cpp), a snapshot is a content hash per regular file.
 //
 // The workspace is `dir` and what is below it: when `dir` is a subdirectory of a work tree,
 // snapshots, statistics, the dirty check and commits are limited to it (HEAD is the

@@ -150,6 +150,41 @@ std::vector<std::string> lines_of(const std::string& text) {
     return lines;
 }
 
+// ---- git itself, the oracle of what the workspace functions must find
+
+// `git status --porcelain` of the workspace `dir`, .ralph/ left out.
+std::vector<std::string> git_status(const fs::path& dir) {
+    return lines_of(git(dir, {"-c", "core.quotePath=false", "status", "--porcelain", "--", ".",
+                              ":(exclude).ralph"}));
+}
+
+// The tree `git add -A` and `git write-tree` make of the workspace `dir`, .ralph/ left out,
+// through a copy of its index (made in `scratch`).
+std::string git_add_all_tree(const fs::path& dir, const fs::path& scratch) {
+    fs::copy_file(dir / ".git" / "index", scratch / "index", fs::copy_options::overwrite_existing);
+    ::setenv("GIT_INDEX_FILE", (scratch / "index").c_str(), 1);
+    git(dir, {"add", "-A", "--", ".", ":(exclude).ralph"});
+    std::string tree = trimmed(git(dir, {"write-tree"}));
+    ::unsetenv("GIT_INDEX_FILE");
+    return tree;
+}
+
+// `git diff --numstat --find-renames` between two trees, summed up as compare() sums it.
+change_stats git_numstat(const fs::path& dir, const std::string& before, const std::string& after) {
+    change_stats stats;
+    for (const auto& line :
+         lines_of(git(dir, {"diff", "--numstat", "--find-renames", before, after}))) {
+        ++stats.files_changed;
+        if (line.rfind("-\t-\t", 0) == 0) continue;  // binary
+        std::istringstream fields(line);
+        std::int64_t added = 0, deleted = 0;
+        fields >> added >> deleted;
+        stats.insertions += added;
+        stats.deletions += deleted;
+    }
+    return stats;
+}
+
 }  // namespace
 
 TEST_CASE("workspace: a git repository without changes shows no progress") {
@@ -710,8 +745,7 @@ TEST_CASE("workspace: check_dirty's lines are those of git status --porcelain") 
     write_file(repo / "quote\"d.txt", "q\n");
     write_file(repo / "new dir" / "x.txt", "x\n");
     write_file(repo / ".ralph" / "loop.md", "ralph's own\n");
-    auto expected = lines_of(git(repo, {"-c", "core.quotePath=false", "status", "--porcelain", "--",
-                                        ".", ":(exclude).ralph"}));
+    auto expected = git_status(repo);
     auto state = check_dirty(repo);
     CHECK(state.error == "");
     CHECK(state.changes == expected);
@@ -722,17 +756,13 @@ TEST_CASE("workspace: in a subdirectory, check_dirty's lines are those of git st
     temp_dir tmp;
     auto repo = make_repo(tmp.path / "repo");
     auto sub = repo / "packages" / "tool";
-    auto git_status = [&] {
-        return lines_of(git(sub, {"-c", "core.quotePath=false", "status", "--porcelain", "--", ".",
-                                  ":(exclude).ralph"}));
-    };
     // Nothing of it tracked yet: one line for the whole workspace.
     write_file(sub / "main.c", "int main;\n");
     write_file(sub / "deep" / "more.c", "more\n");
     write_file(sub / ".ralph" / "loop.md", "ralph's own\n");
     write_file(repo / "packages" / "other" / "o.c", "not the workspace's\n");
-    CHECK(git_status() == std::vector<std::string>{"?? packages/tool/"});
-    CHECK(check_dirty(sub).changes == git_status());
+    CHECK(git_status(sub) == std::vector<std::string>{"?? packages/tool/"});
+    CHECK(check_dirty(sub).changes == git_status(sub));
 
     git(repo, {"add", "packages/tool/main.c"});
     git(repo, {"commit", "-q", "-m", "tool"});
@@ -740,7 +770,7 @@ TEST_CASE("workspace: in a subdirectory, check_dirty's lines are those of git st
     write_file(sub / "deep" / "deeper" / "x.c", "x\n");
     write_file(repo / "a.txt", "changed outside\n");
     auto state = check_dirty(sub);
-    CHECK(state.changes == git_status());
+    CHECK(state.changes == git_status(sub));
     CHECK(state.changes ==
           std::vector<std::string>{" M packages/tool/main.c", "?? packages/tool/deep/"});
 }
@@ -766,13 +796,7 @@ TEST_CASE("workspace: a snapshot's tree is the one git add -A and write-tree mak
     write_file(repo / ".ralph" / "notes.md", "ralph's own\n");
     auto snap = take_snapshot(repo);
     CHECK(snap.error == "");
-
-    fs::copy_file(repo / ".git" / "index", tmp.path / "index");
-    ::setenv("GIT_INDEX_FILE", (tmp.path / "index").c_str(), 1);
-    git(repo, {"add", "-A", "--", ".", ":(exclude).ralph"});
-    std::string expected = trimmed(git(repo, {"write-tree"}));
-    ::unsetenv("GIT_INDEX_FILE");
-    CHECK(snap.tree == expected);
+    CHECK(snap.tree == git_add_all_tree(repo, tmp.path));
 }
 
 TEST_CASE("workspace: diff statistics are those of git diff --numstat between the snapshots") {
@@ -796,21 +820,77 @@ TEST_CASE("workspace: diff statistics are those of git diff --numstat between th
     auto after = take_snapshot(repo);
     auto stats = compare(repo, before, after);
     CHECK(stats.error == "");
-    std::int64_t files = 0, insertions = 0, deletions = 0;
-    for (const auto& line :
-         lines_of(git(repo, {"diff", "--numstat", "--find-renames", before.tree, after.tree}))) {
-        ++files;
-        if (line.rfind("-\t-\t", 0) == 0) continue;  // binary
-        std::istringstream fields(line);
-        std::int64_t added = 0, deleted = 0;
-        fields >> added >> deleted;
-        insertions += added;
-        deletions += deleted;
+    auto expected = git_numstat(repo, before.tree, after.tree);
+    CHECK(expected.files_changed == 5);
+    CHECK(stats.files_changed == expected.files_changed);
+    CHECK(stats.insertions == expected.insertions);
+    CHECK(stats.deletions == expected.deletions);
+}
+
+TEST_CASE(
+    "workspace: submodules and repositories of their own are staged, shown and committed as git "
+    "does") {
+    temp_dir tmp;
+    auto library = make_repo(tmp.path / "library");
+    auto repo = make_repo(tmp.path / "repo");
+    git(repo, {"-c", "protocol.file.allow=always", "submodule", "add", "-q", library.string(),
+               "libs/library"});
+    git(repo, {"commit", "-q", "-m", "submodule"});
+    auto before = take_snapshot(repo);
+    CHECK(before.error == "");
+    CHECK(before.tree == git_add_all_tree(repo, tmp.path));
+    CHECK_FALSE(check_dirty(repo).dirty);
+
+    // The agent commits in the submodule and clones a repository of its own into the workspace.
+    auto submodule = repo / "libs" / "library";
+    write_file(submodule / "a.txt", "changed in the submodule\n");
+    git(submodule, {"-c", "user.name=Agent", "-c", "user.email=agent@example.com", "commit", "-q",
+                    "-am", "in the submodule"});
+    make_repo(repo / "vendor" / "tool");
+    auto after = take_snapshot(repo);
+    CHECK(after.error == "");
+    CHECK(after.tree == git_add_all_tree(repo, tmp.path));
+    auto stats = compare(repo, before, after);
+    auto expected = git_numstat(repo, before.tree, after.tree);
+    CHECK(stats.files_changed == 2);
+    CHECK(stats.files_changed == expected.files_changed);
+    CHECK(stats.insertions == expected.insertions);
+    CHECK(stats.deletions == expected.deletions);
+    auto dirty = check_dirty(repo);
+    CHECK(dirty.changes == git_status(repo));
+    CHECK(dirty.changes == std::vector<std::string>{" M libs/library", "?? vendor/"});
+
+    std::string error;
+    commit_all(repo, "the submodule's commit and the new repository", error);
+    CHECK(error == "");
+    CHECK(trimmed(git(repo, {"rev-parse", "HEAD:libs/library"})) == head_of(submodule));
+    CHECK(trimmed(git(repo, {"rev-parse", "HEAD:vendor/tool"})) ==
+          head_of(repo / "vendor" / "tool"));
+}
+
+TEST_CASE(
+    "workspace: a repository of format version 1 is not opened: its workspace is plain files") {
+    temp_dir tmp;
+    auto repo = make_repo(tmp.path / "repo");
+    git(repo, {"config", "core.repositoryformatversion", "1"});
+    git(repo, {"config", "extensions.worktreeConfig", "true"});
+    auto linked = tmp.path / "linked";
+    git(repo, {"worktree", "add", "-q", "-b", "linked", linked.string()});
+    for (const auto& dir : {repo, linked}) {
+        CAPTURE(dir);
+        auto before = take_snapshot(dir);
+        CHECK_FALSE(before.is_git);
+        CHECK(before.error.find("format version is 1") != std::string::npos);
+        CHECK(before.files.count("a.txt") == 1);
+        write_file(dir / "b.txt", "b\n");
+        CHECK(compare(dir, before, take_snapshot(dir)).files_changed == 1);
+        auto dirty = check_dirty(dir);
+        CHECK_FALSE(dirty.is_git);
+        CHECK(dirty.error.find("format version is 1") != std::string::npos);
+        std::string error;
+        CHECK(commit_all(dir, "not committed", error) == "");
+        CHECK(error.find("format version is 1") != std::string::npos);
     }
-    CHECK(files == 5);
-    CHECK(stats.files_changed == files);
-    CHECK(stats.insertions == insertions);
-    CHECK(stats.deletions == deletions);
 }
 
 TEST_CASE(
@@ -853,26 +933,6 @@ TEST_CASE("workspace: a skip-worktree file missing from the disk is neither a ch
     commit_all(repo, "new only", error);
     CHECK(error == "");
     CHECK(git(repo, {"show", "--name-status", "--format=", "HEAD"}) == "A\tnew.txt\n");
-}
-
-TEST_CASE("workspace: a repository with the worktreeConfig or partialClone extension is git") {
-    temp_dir tmp;
-    for (const std::string extension : {"worktreeConfig", "partialClone"}) {
-        CAPTURE(extension);
-        auto repo = make_repo(tmp.path / extension);
-        git(repo, {"config", "core.repositoryformatversion", "1"});
-        git(repo,
-            {"config", "extensions." + extension, extension == "partialClone" ? "origin" : "true"});
-        auto before = take_snapshot(repo);
-        CHECK(before.is_git);
-        CHECK(before.error == "");
-        write_file(repo / "b.txt", "b\n");
-        CHECK(compare(repo, before, take_snapshot(repo)).files_changed == 1);
-        std::string error;
-        std::string head = commit_all(repo, "with the extension", error);
-        CHECK(head == head_of(repo));
-        CHECK(error == "");
-    }
 }
 
 TEST_CASE("workspace: commit_all takes the identity from the user's git configuration") {
