@@ -3,7 +3,6 @@
 #include "common/paths.hpp"
 #include "common/text.hpp"
 #include "daemon/runner/process.hpp"
-#include "daemon/runner/workspace.hpp"
 #include "proto/version.hpp"
 
 #include <systemd/sd-daemon.h>
@@ -143,7 +142,6 @@ void ralphd::recover() {
 }
 
 void ralphd::start() {
-    workspace::load_libgit2();
     recover();
     server_context context{registry_, hub_, output_, options_.limits};
     server_ = options_.listen_fd >= 0

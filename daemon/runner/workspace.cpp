@@ -44,9 +44,11 @@ void append_error(std::string& into, const std::string& message) {
 
 // ---- libgit2: set-up, handles, errors
 
-// libgit2's global state, set up by the first call from any thread (a function-local static is
-// initialised exactly once, thread-safely) and kept for the life of the process: it is never
-// shut down, as a pool thread may still be inside libgit2 while the process exits.
+// libgit2's global state, set up by the first call that finds a repository, from any thread (a
+// function-local static is initialised exactly once, thread-safely): 3 ms and 3 MiB of RSS here
+// (it sets up OpenSSL and libssh2 too), which a daemon that never sees a repository does not
+// pay. Kept for the life of the process: never shut down, as a pool thread may still be inside
+// libgit2 while the process exits.
 void use_libgit2() {
     static const bool ready = [] {
         git_libgit2_init();
@@ -842,8 +844,6 @@ std::string free_worktree_name(git_repository* repo, const fs::path& path) {
 }
 
 }  // namespace
-
-void load_libgit2() { use_libgit2(); }
 
 snapshot take_snapshot(const std::filesystem::path& dir, const file_limits& limits) {
     snapshot snap;

@@ -40,11 +40,6 @@
 
 namespace ralph::workspace {
 
-// Sets up libgit2 now rather than at the first call of a function below, which does it anyway
-// (once for the process): its set-up takes a few milliseconds (OpenSSL's among others), which
-// the daemon pays at start rather than in the first submit's dirty check on its io thread.
-void load_libgit2();
-
 // Bounds of the non-git snapshot: at most `max_files` files are hashed (the first ones in sorted
 // path order; later ones are not compared), and a file larger than `max_content_size` is
 // identified by its size and modification time instead of its content. Worst case read per
