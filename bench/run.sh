@@ -3,7 +3,8 @@
 # first, or point RALPH_BUILD at another meson build directory. Each benchmark starts its own
 # ralphd in a temporary XDG tree and compares against a baseline measured in the same run on the
 # same machine. Prints one result line per goal.
-#   bench/run.sh [flood|submit|iterations|idle|list]...   (default: all)
+#   bench/run.sh [flood|submit|iterations|git_iterations|idle|list|snapshots]...
+#   (default: all but snapshots, which needs `ninja -C build bench/snapshot_bench` first)
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -116,6 +117,20 @@ bench_submit() {
     echo "submit x$n: tsp ${tsp_ms} ms, ralphctl ${ralph_ms} ms (goal: ralphctl <= tsp); ralphctl with no daemon to answer ${alone_ms} ms"
 }
 
+# One loop of $2 iterations of /bin/true in workspace $1 (`submit --wait`, no python in the
+# measured time): prints its milliseconds.
+time_loop_of_true() {
+    local workspace=$1 n=$2
+    local t0; t0=$(now_ns)
+    # --stall-after 0: /bin/true changes nothing, which would stop the loop as stalled.
+    local id; id=$("$ralphctl" submit --workspace "$workspace" --command /bin/true -m "$n" --delay 0 \
+        --stall-after 0 --wait "iterate" 2>/dev/null | awk 'NR == 1 { print $3 }') || true
+    local ms; ms=$(ms_since "$t0")
+    local done_n; done_n=$("$ralphctl" --json show "$id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["loop"]["iterations"])')
+    [[ $done_n == "$n" ]] || { echo "bench: the loop ran $done_n iterations, expected $n" >&2; exit 1; }
+    echo "$ms"
+}
+
 bench_iterations() {
     local n=300
     local t0; t0=$(now_ns)
@@ -123,15 +138,36 @@ bench_iterations() {
     local bash_ms; bash_ms=$(ms_since "$t0")
 
     start_daemon
-    t0=$(now_ns)
-    # --stall-after 0: /bin/true changes nothing, which would stop the loop as stalled.
-    local id; id=$("$ralphctl" submit --workspace "$workspace" --command /bin/true -m $n --delay 0 \
-        --stall-after 0 --wait "iterate" 2>/dev/null | awk 'NR == 1 { print $3 }') || true
-    local ralph_ms; ralph_ms=$(ms_since "$t0")
-    local done_n; done_n=$("$ralphctl" --json show "$id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["loop"]["iterations"])')
-    [[ $done_n == "$n" ]] || { echo "bench: the loop ran $done_n iterations, expected $n" >&2; exit 1; }
+    local ralph_ms; ralph_ms=$(time_loop_of_true "$workspace" $n)
     stop_daemon
     echo "iterations x$n of /bin/true: bash loop ${bash_ms} ms, ralphd ${ralph_ms} ms, ratio $(python3 -c "print(f'{$ralph_ms/$bash_ms:.2f}')") (goal <= 1.5)"
+}
+
+# The same loop in a git workspace of 300 committed files: each iteration snapshots the work
+# tree and compares it with the previous snapshot.
+bench_git_iterations() {
+    local n=300 repo="$tmp/git-ws"
+    for i in $(seq 300); do
+        mkdir -p "$repo/dir$((i % 20))"
+        for line in $(seq 40); do echo "file $i line $line: some source text to diff"; done \
+            >"$repo/dir$((i % 20))/file$i.c"
+    done
+    git -C "$repo" init -q
+    git -C "$repo" add -A
+    git -C "$repo" -c user.name=bench -c user.email=bench@localhost commit -q -m files
+
+    start_daemon
+    local ralph_ms; ralph_ms=$(time_loop_of_true "$repo" $n)
+    stop_daemon
+    echo "iterations x$n of /bin/true in a git workspace of 300 files: ralphd ${ralph_ms} ms, $(python3 -c "print(f'{$ralph_ms/$n:.2f}')") ms per iteration"
+}
+
+# The workspace's git work alone, without a daemon: bench/snapshot_bench.cpp (not built by
+# default: ninja -C build bench/snapshot_bench).
+bench_snapshots() {
+    local program="$build/bench/snapshot_bench"
+    [[ -x $program ]] || { echo "bench: build it first: ninja -C $build bench/snapshot_bench" >&2; exit 2; }
+    "$program" 300 200
 }
 
 bench_idle() {
@@ -179,5 +215,5 @@ bench_list() {
 }
 
 benches=("$@")
-[[ ${#benches[@]} -gt 0 ]] || benches=(flood submit iterations idle list)
+[[ ${#benches[@]} -gt 0 ]] || benches=(flood submit iterations git_iterations idle list)
 for b in "${benches[@]}"; do "bench_$b"; done

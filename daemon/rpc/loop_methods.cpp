@@ -101,7 +101,7 @@ struct submission {
 
 // --worktree: the loop is to run in a new worktree of the workspace's repository, named after the
 // id the loop is about to get, on a new branch from the workspace's HEAD; `workspace` becomes
-// the matching directory in it. The runner creates the worktree (git checks out the files: it
+// the matching directory in it. The runner creates the worktree (every file checked out: it
 // can take long). Uncommitted changes stay behind: a warning, not a refusal.
 void plan_worktree(proto::submit_params& spec, method_services& services,
                    std::vector<std::string>& warnings) {
@@ -110,7 +110,7 @@ void plan_worktree(proto::submit_params& spec, method_services& services,
         throw rpc_error(error_kind::invalid_workspace,
                         "cannot run in a worktree of " + spec.workspace + ": " + why);
     };
-    // git on the io thread, like the dirty check: a few quick commands per submit.
+    // libgit2 on the io thread, like the dirty check: a few quick reads per submit.
     workspace::repository_info repo = workspace::inspect_repository(spec.workspace);
     if (!repo.error.empty()) refuse(repo.error);
     if (!repo.is_git) refuse("it is not in a git repository (--worktree needs one)");
@@ -220,13 +220,18 @@ submission validated(proto::submit_params spec, method_services& services) {
     if (spec.worktree) {
         plan_worktree(spec, services, result.warnings);
     } else if (!spec.allow_dirty) {
-        // Runs `git status` on the io thread: one quick command per submit.
+        // The repository's status on the io thread (libgit2, no process): quick for a submit.
         workspace::dirty_state dirty = workspace::check_dirty(spec.workspace);
         if (dirty.dirty)
             throw rpc_error(error_kind::workspace_dirty,
                             fmt::format("workspace {} has {} uncommitted change(s)", spec.workspace,
                                         dirty.total_changes),
                             nlohmann::json{{"changes", dirty.changes}});
+        // e.g. a repository that libgit2 cannot (or must not) open: said, not refused.
+        if (!dirty.error.empty())
+            result.warnings.push_back(
+                fmt::format("workspace {} was not checked for uncommitted changes: {}",
+                            spec.workspace, dirty.error));
     }
     result.spec = std::move(spec);
     return result;

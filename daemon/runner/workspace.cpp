@@ -1,96 +1,40 @@
-// Workspace snapshots, comparison, dirty check, commit and worktrees (see workspace.hpp). Everything here
-// blocks; nothing is shared between calls. git is run by run_git() below and nowhere else.
+// Workspace snapshots, comparison, dirty check, commit and worktrees (see workspace.hpp). The git
+// work is done by libgit2 in the calling thread: no process is started, and nothing that a
+// repository's configuration, attributes or hooks name is ever executed, since libgit2 implements
+// none of that (hooks, core.fsmonitor, filter drivers, gpg signing, textconv, external diff).
+// Everything here blocks; each call opens its own git_repository, so nothing is shared between
+// calls and any number may run at once on different threads.
 #include "daemon/runner/workspace.hpp"
 
-#include "common/paths.hpp"
 #include "common/unique_fd.hpp"
-#include "daemon/runner/process.hpp"
 
 #include <fcntl.h>
-#include <poll.h>
-#include <sched.h>
-#include <signal.h>
-#include <sys/resource.h>
+#include <git2.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
-#include <cerrno>
-#include <charconv>
-#include <chrono>
+#include <cctype>
 #include <cstdio>
-#include <cstring>
+#include <cstdlib>
+#include <iterator>
+#include <memory>
 #include <optional>
+#include <sstream>
 #include <system_error>
 #include <utility>
-
-extern char** environ;
 
 namespace ralph::workspace {
 namespace {
 
 namespace fs = std::filesystem;
-using namespace std::chrono_literals;
-using std::chrono::steady_clock;
-using env_list = std::vector<std::pair<std::string, std::string>>;
 
-// A git command that takes longer is killed (with the hooks it started) and reported.
-constexpr auto git_timeout = 60s;
-// Bounds what one git command may make us hold in memory; the stderr beyond its bound is read
-// and dropped so that git never blocks on a full pipe.
-constexpr std::size_t max_git_output = 16u << 20;
-constexpr std::size_t max_git_stderr = 64u << 10;
 constexpr std::size_t shown_changes = 20;
-
-// run_git's result when git did not run to an exit status of its own.
-constexpr int git_missing = -2;  // not installed: the callers fall back to the non-git path
-constexpr int git_failed = -1;   // could not start, timed out, killed, output too large
-
-// The top-level .ralph/ is ralph's bookkeeping; `:(exclude)` keeps it out of snapshots and stats.
-constexpr std::array<std::string_view, 3> workspace_pathspec = {"--", ".", ":(exclude).ralph"};
-
-// Variables that would make git use another repository, work tree or index than the one that
-// `-C dir` finds: the daemon may have been started with them (e.g. from inside a git hook).
-constexpr std::array<std::string_view, 8> repository_variables = {
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_COMMON_DIR",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_NAMESPACE",
-    "GIT_PREFIX"};
-
-bool make_pipe(unique_fd& read_end, unique_fd& write_end) {
-    int fds[2];
-    if (::pipe2(fds, O_CLOEXEC) != 0) return false;
-    read_end.reset(fds[0]);
-    write_end.reset(fds[1]);
-    return true;
-}
+constexpr const char* empty_tree_id = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
 
 // strerror() may share a buffer between threads; the category's message does not.
 std::string system_message(int error) { return std::generic_category().message(error); }
-
-std::string trim(std::string_view text) {
-    auto begin = text.find_first_not_of(" \t\r\n");
-    if (begin == std::string_view::npos) return "";
-    auto end = text.find_last_not_of(" \t\r\n");
-    return std::string(text.substr(begin, end - begin + 1));
-}
-
-std::vector<std::string> split_lines(std::string_view text) {
-    std::vector<std::string> lines;
-    while (!text.empty()) {
-        auto newline = text.find('\n');
-        lines.emplace_back(text.substr(0, newline));
-        if (newline == std::string_view::npos) break;
-        text.remove_prefix(newline + 1);
-    }
-    return lines;
-}
 
 void append_error(std::string& into, const std::string& message) {
     if (message.empty()) return;
@@ -98,420 +42,407 @@ void append_error(std::string& into, const std::string& message) {
     into += message;
 }
 
-// git's stderr made into one line for an error message: its hints dropped, bounded.
-std::string summarize_stderr(const std::string& text) {
-    std::string summary;
-    for (const auto& line : split_lines(text)) {
-        std::string trimmed = trim(line);
-        if (trimmed.empty() || trimmed.rfind("hint:", 0) == 0) continue;
-        append_error(summary, trimmed);
-    }
-    if (summary.size() > 1000) {
-        // Cut on a character boundary: the message may end up in JSON, which must be UTF-8.
-        std::size_t cut = 1000;
-        while (cut > 0 && (static_cast<unsigned char>(summary[cut]) & 0xC0) == 0x80) --cut;
-        summary = summary.substr(0, cut) + "...";
-    }
-    return summary;
+// ---- libgit2: set-up, handles, errors
+
+// libgit2's global state, set up by the first call that finds a repository, from any thread (a
+// function-local static is initialised exactly once, thread-safely): 3 ms and 3 MiB of RSS here
+// (it sets up OpenSSL and libssh2 too), which a daemon that never sees a repository does not
+// pay. Kept for the life of the process: never shut down, as a pool thread may still be inside
+// libgit2 while the process exits.
+void use_libgit2() {
+    static const bool ready = [] {
+        git_libgit2_init();
+        // libgit2 refuses a repository whose directory another user owns, as git's
+        // safe.directory does. That check protects programs that execute what a repository's
+        // configuration names; ralph executes none of it, and whether a workspace of another
+        // user may be used at all is for submit's own check (issue 19), not for each git call.
+        // Left on, a daemon running as root could not snapshot its users' repositories.
+        git_libgit2_opts(GIT_OPT_SET_OWNER_VALIDATION, 0);
+        return true;
+    }();
+    (void)ready;
 }
 
-// "git <subcommand>" for messages: the first argument that is not a `-c name=value` option.
-std::string describe(const std::vector<std::string>& args) {
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        if (args[i] == "-c") {
-            ++i;
-            continue;
-        }
-        return "git " + args[i];
+// A libgit2 object freed by its own function, e.g. git_handle<git_tree, git_tree_free>.
+template <auto free_function>
+struct git_free {
+    template <typename T>
+    void operator()(T* object) const {
+        free_function(object);
     }
-    return "git";
-}
-
-std::vector<std::string> git_environment(const env_list& extra_env) {
-    env_list overrides = {{"GIT_TERMINAL_PROMPT", "0"},  // never wait for a password
-                          {"GIT_OPTIONAL_LOCKS", "0"},   // status must not take index.lock
-                          {"LC_ALL", "C"}};              // messages we can recognise
-    overrides.insert(overrides.end(), extra_env.begin(), extra_env.end());
-    std::vector<std::string> env;
-    for (char** entry = environ; *entry != nullptr; ++entry) {
-        std::string_view variable(*entry);
-        std::string_view name = variable.substr(0, variable.find('='));
-        bool dropped = std::find(repository_variables.begin(), repository_variables.end(), name) !=
-                           repository_variables.end() ||
-                       std::any_of(overrides.begin(), overrides.end(),
-                                   [&](const auto& override) { return override.first == name; });
-        if (!dropped) env.emplace_back(variable);
-    }
-    for (const auto& [name, value] : overrides) env.push_back(name + "=" + value);
-    return env;
-}
-
-// What the monitor needs, prepared by the parent: between clone and _exit the monitor must not
-// allocate or take a lock (another thread may have held one at the moment of the clone).
-struct monitor_setup {
-    const char* program = nullptr;
-    char* const* argv = nullptr;
-    char* const* envp = nullptr;
-    int stdin_fd = -1;
-    int stdout_fd = -1;
-    int stderr_fd = -1;
-    int report_fd = -1;  // the monitor writes its monitor_report here
-    int max_fd = 1024;   // for the fallback when close_range is not available
-    int exec_errno = 0;  // set by git's vfork child in the monitor's memory if execve fails
 };
+template <typename T, auto free_function>
+using git_handle = std::unique_ptr<T, git_free<free_function>>;
 
-// What the monitor tells the parent before it exits.
-struct monitor_report {
-    int kind = 0;   // report_exited or report_not_started
-    int value = 0;  // git's wait status, or the errno of the failed start
-};
-constexpr int report_exited = 1;
-constexpr int report_not_started = 2;
+using repository_handle = git_handle<git_repository, git_repository_free>;
+using index_handle = git_handle<git_index, git_index_free>;
+using reference_handle = git_handle<git_reference, git_reference_free>;
+using object_handle = git_handle<git_object, git_object_free>;
+using commit_handle = git_handle<git_commit, git_commit_free>;
+using tree_handle = git_handle<git_tree, git_tree_free>;
+using tree_entry_handle = git_handle<git_tree_entry, git_tree_entry_free>;
+using diff_handle = git_handle<git_diff, git_diff_free>;
+using patch_handle = git_handle<git_patch, git_patch_free>;
+using status_handle = git_handle<git_status_list, git_status_list_free>;
+using config_handle = git_handle<git_config, git_config_free>;
+using signature_handle = git_handle<git_signature, git_signature_free>;
+using worktree_handle = git_handle<git_worktree, git_worktree_free>;
 
-// Closes every descriptor from `first` up, except `keep`.
-void close_all_from(int first, int keep, int max_fd) {
-    bool closed = (keep == first || ::close_range(unsigned(first), unsigned(keep - 1), 0) == 0) &&
-                  ::close_range(unsigned(keep + 1), ~0u, 0) == 0;
-    if (closed) return;
-    for (int fd = first; fd < max_fd; ++fd)
-        if (fd != keep) ::close(fd);
-}
-
-// The monitor: a copy of this process (no exec) that starts git, waits for it and reports its
-// status. Async-signal-safe calls only. See start_monitor for why it exists.
-int monitor_git(void* data) {
-    monitor_setup& setup = *static_cast<monitor_setup*>(data);
-    monitor_report report;
-    report.kind = report_not_started;
-    // A new process group that git and its hooks join, so that a timeout kills them together.
-    ::setpgid(0, 0);
-    // Default dispositions and an empty mask for git, whatever the daemon ignores (SIGPIPE) or
-    // the calling thread blocks.
-    struct sigaction default_action {};
-    default_action.sa_handler = SIG_DFL;
-    for (int signal = 1; signal < NSIG; ++signal) ::sigaction(signal, &default_action, nullptr);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    if (::dup2(setup.stdin_fd, STDIN_FILENO) < 0 || ::dup2(setup.stdout_fd, STDOUT_FILENO) < 0 ||
-        ::dup2(setup.stderr_fd, STDERR_FILENO) < 0) {
-        report.value = errno;
-    } else {
-        // git gets stdin/stdout/stderr and nothing else of the daemon's (sockets, the database,
-        // other commands' pipes, which must see end of file when their own git exits).
-        close_all_from(STDERR_FILENO + 1, setup.report_fd, setup.max_fd);
-        pid_t git = ::vfork();
-        if (git == 0) {
-            ::execve(setup.program, setup.argv, setup.envp);
-            setup.exec_errno = errno;  // vfork: this is the monitor's memory
-            ::_exit(127);
-        }
-        int start_errno = errno;
-        // Only git holds the output pipes now: the parent sees end of file when git is done.
-        ::close(STDIN_FILENO);
-        ::close(STDOUT_FILENO);
-        ::close(STDERR_FILENO);
-        int status = 0;
-        if (git > 0)
-            while (::waitpid(git, &status, 0) < 0 && errno == EINTR) {
-            }
-        if (git < 0) {
-            report.value = start_errno;
-        } else if (setup.exec_errno != 0) {
-            report.value = setup.exec_errno;
-        } else {
-            report.kind = report_exited;
-            report.value = status;
-        }
-    }
-    ssize_t written = ::write(setup.report_fd, &report, sizeof report);
-    ::_exit(written == sizeof report ? 0 : 1);
-}
-
-// Starts the monitor of one git command, returning its pid.
-//
-// Why a monitor rather than posix_spawn of git itself: the daemon's child_reaper collects
-// *every* child with waitpid(-1, ...) on the io thread, so the exit status of a git started
-// directly from this thread could be taken before our waitpid(pid) sees it. git is instead the
-// child of the monitor, which waits for it and writes the status into the report pipe. The
-// monitor is a "clone child" that sends no signal when it exits (exit signal 0): waitpid(-1)
-// without __WCLONE does not see it, so only we collect it, and its pid (also the group id of git
-// and its hooks) stays ours to kill until we do. It never calls exec, which would make it an
-// ordinary child again. No CLONE_VM: it has its own copy of memory, as after fork.
-pid_t start_monitor(monitor_setup& setup, int& start_errno) {
-    std::vector<char> stack(64 * 1024);
-    auto top = reinterpret_cast<std::uintptr_t>(stack.data() + stack.size()) & ~std::uintptr_t(15);
-    pid_t pid = ::clone(monitor_git, reinterpret_cast<void*>(top), 0, &setup);
-    start_errno = pid < 0 ? errno : 0;
-    return pid;
-}
-
-// Reads what `fd` holds now into `into` (beyond `limit` it is dropped, and `overflow` set).
-// Returns false once the stream has ended.
-bool read_available(int fd, std::string& into, std::size_t limit, bool& overflow) {
-    std::array<char, 16384> buffer;
-    while (true) {
-        ssize_t n = ::read(fd, buffer.data(), buffer.size());
-        if (n > 0) {
-            std::size_t room = limit > into.size() ? limit - into.size() : 0;
-            if (std::size_t(n) > room) overflow = true;
-            into.append(buffer.data(), std::min(std::size_t(n), room));
-            continue;
-        }
-        if (n < 0 && errno == EINTR) continue;
-        return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
-    }
-}
-
-// Collects the monitor once it has written its report or been killed: it exits right away.
-void reap_monitor(pid_t monitor) {
-    int status = 0;
-    while (::waitpid(monitor, &status, __WCLONE) < 0 && errno == EINTR) {
-    }
-}
-
-// Kills the monitor's group (the monitor, git, git's hooks) and collects the monitor.
-void kill_monitor(pid_t monitor) {
-    ::kill(-monitor, SIGKILL);
-    ::kill(monitor, SIGKILL);  // in case its setpgid failed
-    reap_monitor(monitor);
-}
-
-// Runs `git -C dir args...` with the process environment minus repository_variables plus
-// GIT_TERMINAL_PROMPT=0, GIT_OPTIONAL_LOCKS=0, LC_ALL=C and `extra_env`; stdin /dev/null; no
-// shell. Returns git's exit status with its stdout in `output` (up to max_git_output) and, when
-// the status is not 0, `error` describing the failure from its stderr. Returns git_missing or
-// git_failed (with `error`) when git did not run to an exit status of its own.
-int run_git(const fs::path& dir, const std::vector<std::string>& args, const env_list& extra_env,
-            std::string& output, std::string& error) {
-    output.clear();
-    error.clear();
-    const std::string what = describe(args);
-    std::vector<std::string> env = git_environment(extra_env);
-    fs::path program = paths::find_executable("git", search_path_of(env));
-    if (program.empty()) {
-        error = "git is not installed (not found on PATH)";
-        return git_missing;
-    }
-
-    std::vector<std::string> argv_storage = {"git", "-C", dir.string()};
-    argv_storage.insert(argv_storage.end(), args.begin(), args.end());
-    std::vector<char*> argv, envp;
-    for (auto& arg : argv_storage) argv.push_back(arg.data());
-    argv.push_back(nullptr);
-    for (auto& entry : env) envp.push_back(entry.data());
-    envp.push_back(nullptr);
-
-    unique_fd out_read, out_write, err_read, err_write, report_read, report_write;
-    unique_fd null_input(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-    if (null_input.get() < 0 || !make_pipe(out_read, out_write) ||
-        !make_pipe(err_read, err_write) || !make_pipe(report_read, report_write)) {
-        error = "cannot run " + what + ": " + system_message(errno);
-        return git_failed;
-    }
-
-    monitor_setup setup;
-    setup.program = program.c_str();
-    setup.argv = argv.data();
-    setup.envp = envp.data();
-    setup.stdin_fd = null_input.get();
-    setup.stdout_fd = out_write.get();
-    setup.stderr_fd = err_write.get();
-    setup.report_fd = report_write.get();
-    struct rlimit files {};
-    if (::getrlimit(RLIMIT_NOFILE, &files) == 0)
-        setup.max_fd = int(std::min<rlim_t>(files.rlim_cur, 1 << 20));
-
-    int start_errno = 0;
-    pid_t monitor = start_monitor(setup, start_errno);
-    if (monitor < 0) {
-        error = "cannot run " + what + ": " + system_message(start_errno);
-        return git_failed;
-    }
-    out_write.reset();
-    err_write.reset();
-    report_write.reset();
-    null_input.reset();
-
-    ::fcntl(out_read.get(), F_SETFL, O_NONBLOCK);
-    ::fcntl(err_read.get(), F_SETFL, O_NONBLOCK);
-    std::string errors;
-    bool output_overflow = false, stderr_overflow = false;
-    monitor_report report;
-    ssize_t reported = -1;  // bytes of the report read; 0: the monitor died without one
-    const auto deadline = steady_clock::now() + git_timeout;
-    std::array<pollfd, 3> fds = {pollfd{out_read.get(), POLLIN, 0},
-                                 pollfd{err_read.get(), POLLIN, 0},
-                                 pollfd{report_read.get(), POLLIN, 0}};
-    auto read_streams = [&] {
-        if (fds[0].fd >= 0 && !read_available(fds[0].fd, output, max_git_output, output_overflow))
-            fds[0].fd = -1;  // poll ignores negative descriptors
-        if (fds[1].fd >= 0 && !read_available(fds[1].fd, errors, max_git_stderr, stderr_overflow))
-            fds[1].fd = -1;
-    };
-    // Until the report: it comes once git has exited, when all git wrote is in the pipes. (Their
-    // end of file could come later: a hook or helper git started may still hold them.)
-    while (reported < 0 && !output_overflow) {
-        auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - steady_clock::now());
-        if (left <= 0ms) break;
-        int ready = ::poll(fds.data(), fds.size(), int(left.count()));
-        if (ready < 0 && errno != EINTR)
-            break;  // cannot watch git: stop it rather than wait blindly
-        if (ready <= 0) continue;
-        read_streams();
-        if (fds[2].revents != 0) {
-            // 8 bytes, below PIPE_BUF: written and read whole.
-            do {
-                reported = ::read(report_read.get(), &report, sizeof report);
-            } while (reported < 0 && errno == EINTR);
-            if (reported < 0) reported = 0;
-        }
-    }
-    if (reported < 0) {
-        kill_monitor(monitor);
-        if (output_overflow) {
-            error = what + " printed more than " + std::to_string(max_git_output >> 20) + " MiB";
-        } else {
-            error = what + " did not finish within " + std::to_string(git_timeout.count()) +
-                    " s in " + dir.string() + " and was killed";
-        }
-        return git_failed;
-    }
-    reap_monitor(monitor);
-    read_streams();  // what git wrote last
-    if (output_overflow) {
-        error = what + " printed more than " + std::to_string(max_git_output >> 20) + " MiB";
-        return git_failed;
-    }
-    if (reported != sizeof report) {
-        error = "lost the exit status of " + what + " (its monitor process was killed)";
-        return git_failed;
-    }
-    if (report.kind == report_not_started) {
-        error = "cannot run " + program.string() + ": " + system_message(report.value);
-        return git_failed;
-    }
-    if (WIFSIGNALED(report.value)) {
-        error = what + " was killed by signal " + std::to_string(WTERMSIG(report.value));
-        return git_failed;
-    }
-    int code = WIFEXITED(report.value) ? WEXITSTATUS(report.value) : git_failed;
-    if (code != 0) {
-        std::string detail = summarize_stderr(errors);
-        error = what + " failed in " + dir.string() + (detail.empty() ? "" : ": " + detail);
-    }
+// Calls a libgit2 function that makes an object through its first argument, with `handle` taking
+// it: into(tree, git_tree_lookup, repo, &id). Returns the function's code.
+template <typename Handle, typename Function, typename... Args>
+int into(Handle& handle, Function function, Args&&... args) {
+    typename Handle::pointer raw = nullptr;
+    int code = function(&raw, std::forward<Args>(args)...);
+    handle.reset(raw);
     return code;
 }
 
-struct repository {
-    bool found = false;
-    fs::path index;     // this work tree's index file (worktrees have their own)
-    fs::path top;       // the top of the work tree
-    std::string prefix; // `dir` relative to top, "" at the top
-    std::string error;  // git could not tell; "not a repository" is not an error
-};
-
-// Whether `dir` or a directory above it has a .git entry (a directory, or a file in a linked
-// worktree). Without one git cannot find a repository, and saying so needs no git process:
-// that keeps snapshots of a plain directory cheap (they run twice per iteration).
-bool has_git_entry(const fs::path& dir) {
-    std::error_code ec;
-    for (fs::path p = fs::absolute(dir, ec).lexically_normal(); !p.empty(); p = p.parent_path()) {
-        if (fs::exists(p / ".git", ec)) return true;
-        if (p == p.root_path()) break;
-    }
-    return false;
+// "<action>: <what libgit2 said>", for the call that just failed in this thread.
+std::string git_failure(const std::string& action) {
+    const git_error* last = git_error_last();
+    return action + ": " +
+           (last != nullptr && last->message != nullptr ? last->message : "unknown libgit2 error");
 }
 
-repository find_repository(const fs::path& dir) {
-    repository repo;
-    if (!has_git_entry(dir)) return repo;
-    std::string output, error;
-    int code = run_git(dir,
-                       {"rev-parse", "--is-inside-work-tree", "--git-path", "index",
-                        "--show-toplevel", "--show-prefix"},
-                       {}, output, error);
-    if (code == git_missing) return repo;
-    if (code != 0) {
-        if (error.find("not a git repository") == std::string::npos) repo.error = error;
-        return repo;
+std::string id_text(const git_oid& id) {
+    char text[GIT_OID_HEXSZ + 1];
+    git_oid_tostr(text, sizeof text, &id);
+    return text;
+}
+
+// A directory as libgit2 names it ("/repo/.git/"), without the trailing slash.
+fs::path directory_path(const char* path) {
+    std::string text = path;
+    while (text.size() > 1 && text.back() == '/') text.pop_back();
+    return text;
+}
+
+bool is_within(const fs::path& path, const fs::path& dir) {
+    fs::path relative = path.lexically_relative(dir);
+    return !relative.empty() && *relative.begin() != "..";
+}
+
+// ---- libgit2 1.5's leak
+//
+// libgit2 1.5 (Debian 12's) does not free the pcre2 match data of a string that does not match
+// a regular expression (fixed upstream by libgit2 PR 6382, after 1.5). It matches every entry
+// of a repository's configuration against one each time it opens a repository of format version
+// 1 or more (to check its extensions), and reads the configuration of submodules that way each
+// time a diff of the work tree looks at them (git_index_add_all and git_status_list_new do): 4 to
+// 20 KiB lost per entry, measured here, hundreds of KiB per iteration in such repositories. So a
+// repository of format version 1 or more is never opened (below: its workspace is then compared
+// as plain files), and the diffs of the work tree leave submodules out, whose checked-out
+// commits are read here instead (stage_submodule, submodule_line). All of it can go when the
+// project requires libgit2 1.6 or later.
+
+// The text of a small regular file (its first 64 KiB), "" if it is not one: never waits on a
+// FIFO.
+std::string small_file(const fs::path& path) {
+    unique_fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+    struct stat info {};
+    if (fd.get() < 0 || ::fstat(fd.get(), &info) != 0 || !S_ISREG(info.st_mode)) return "";
+    std::string text(64u << 10, '\0');
+    ssize_t n = ::read(fd.get(), text.data(), text.size());
+    text.resize(n > 0 ? std::size_t(n) : 0);
+    return text;
+}
+
+// The first line of `text` without its end of line.
+std::string first_line(const std::string& text) {
+    std::string line = text.substr(0, text.find('\n'));
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+    return line;
+}
+
+// core.repositoryformatversion of the repository whose .git entry is `dot_git`, as its
+// configuration file sets it (0 when it does not): <.git>/config, or for a .git file (a linked
+// worktree, a submodule) the config of the git directory it names (of its common directory for
+// a worktree). [core] comes first in every configuration git writes.
+int repository_format_version(const fs::path& dot_git) {
+    fs::path git_dir = dot_git;
+    std::error_code ec;
+    if (!fs::is_directory(dot_git, ec)) {
+        std::string link = first_line(small_file(dot_git));
+        if (!link.starts_with("gitdir: ")) return 0;
+        git_dir = dot_git.parent_path() / link.substr(8);  // `/` keeps an absolute path as it is
+        if (std::string common = first_line(small_file(git_dir / "commondir")); !common.empty())
+            git_dir /= common;
     }
-    auto lines = split_lines(output);
-    // "false": inside a .git directory or a bare repository, which have no work to snapshot.
-    if (lines.size() < 3 || lines[0] != "true") return repo;
-    fs::path index = lines[1];
-    repo.index = index.is_absolute() ? index : dir / index;  // relative to -C dir
-    repo.top = lines[2];
-    if (lines.size() > 3) repo.prefix = lines[3];  // "sub/dir/", or an empty line at the top
-    while (!repo.prefix.empty() && repo.prefix.back() == '/') repo.prefix.pop_back();
-    repo.found = true;
+    std::istringstream config(small_file(git_dir / "config"));
+    bool in_core = false;
+    for (std::string line; std::getline(config, line);) {
+        std::string text;
+        for (unsigned char c : line)
+            if (!std::isspace(c)) text += char(std::tolower(c));
+        if (text.starts_with("[")) in_core = text == "[core]";
+        if (in_core && text.starts_with("repositoryformatversion="))
+            return std::atoi(text.c_str() + text.find('=') + 1);
+    }
+    return 0;
+}
+
+// ---- finding the repository
+
+// The .git entry (a directory, or a file in a linked worktree or a submodule) of `dir`, or of
+// the nearest directory above it that has one when `search`; empty when there is none, and so
+// no repository: the snapshots of a plain directory (one or two per iteration) stay at a few
+// stat calls.
+fs::path git_entry(const fs::path& dir, bool search) {
+    std::error_code ec;
+    for (fs::path p = fs::absolute(dir, ec).lexically_normal(); !p.empty(); p = p.parent_path()) {
+        if (fs::exists(p / ".git", ec)) return p / ".git";
+        if (!search || p == p.root_path()) break;
+    }
+    return {};
+}
+
+// The repository that contains `dir`, searched upwards as git does (and, as git, not across a
+// file system boundary), or only at `dir` itself without `search`. GIT_DIR, GIT_WORK_TREE,
+// GIT_INDEX_FILE... of the daemon's environment are not read: only `dir` chooses. Null without a
+// repository, and also when it cannot or must not be opened (then with `error`).
+repository_handle open_repository(const fs::path& dir, std::string& error, bool search = true) {
+    const fs::path dot_git = git_entry(dir, search);
+    if (dot_git.empty()) return nullptr;
+    if (int version = repository_format_version(dot_git); version > 0) {
+        append_error(error, "cannot use the git repository of " + dir.string() +
+                                ": its format version is " + std::to_string(version) +
+                                " (repository extensions, e.g. of a partial clone or a sparse "
+                                "checkout), which libgit2 1.5 cannot open without leaking memory");
+        return nullptr;
+    }
+    use_libgit2();
+    repository_handle repo;
+    const unsigned flags = search ? 0 : GIT_REPOSITORY_OPEN_NO_SEARCH;
+    int code = into(repo, git_repository_open_ext, dir.c_str(), flags, nullptr);
+    if (code == GIT_ENOTFOUND) return nullptr;
+    if (code < 0) {
+        append_error(error, git_failure("cannot open the git repository of " + dir.string()));
+        return nullptr;
+    }
     return repo;
 }
 
-std::string read_head(const fs::path& dir, std::string& error) {
-    std::string output, git_error;
-    int code =
-        run_git(dir, {"rev-parse", "--verify", "-q", "HEAD^{commit}"}, {}, output, git_error);
-    if (code == 0) return trim(output);
-    if (code != 1) append_error(error, git_error);  // 1: no commit yet, HEAD is unborn
-    return "";
-}
-
-struct temporary_directory {
-    fs::path path;
-    ~temporary_directory() {
-        std::error_code ignored;
-        if (!path.empty()) fs::remove_all(path, ignored);
-    }
+struct repository {
+    repository_handle git;  // null: not in a work tree
+    fs::path top;           // the top of the work tree
+    std::string prefix;     // the workspace relative to top ("sub/dir"), "" at the top
+    std::string error;      // libgit2 could not tell; "not a repository" is not an error
+    // What the paths of the workspace's files start with in the repository: "sub/dir/" or "".
+    std::string under() const { return prefix.empty() ? "" : prefix + "/"; }
 };
 
-// The tree of the working tree as `git add -A` would stage it, written through a private copy
-// of the index so that the user's index (and what they staged) is never touched.
-std::string write_working_tree(const fs::path& dir, const fs::path& index, std::string& error) {
+// The work tree that contains `dir`. A bare repository and the inside of a .git directory are
+// not work trees: they have no work to snapshot.
+repository find_repository(const fs::path& dir) {
+    repository found;
+    repository_handle repo = open_repository(dir, found.error);
+    if (!repo) return found;
+    const char* workdir = git_repository_workdir(repo.get());
+    if (workdir == nullptr) return found;
+    // Both resolved, as git resolves them: `dir` may be reached through a symbolic link.
     std::error_code ec;
-    fs::path temp = fs::temp_directory_path(ec);
-    if (ec) temp = "/tmp";
-    std::string name = (temp / "ralph-index-XXXXXX").string();
-    if (::mkdtemp(name.data()) == nullptr) {
-        int saved = errno;
-        append_error(error, "cannot create a temporary directory in " + temp.string() + ": " +
-                                system_message(saved));
-        return "";
+    fs::path top = fs::canonical(workdir, ec);
+    fs::path here = ec ? fs::path() : fs::canonical(dir, ec);
+    fs::path git_dir = ec ? fs::path() : fs::canonical(git_repository_path(repo.get()), ec);
+    if (ec) {
+        found.error = "cannot resolve the work tree of " + dir.string() + ": " + ec.message();
+        return found;
     }
-    temporary_directory private_dir{name};
-    fs::path private_index = private_dir.path / "index";
-
-    // The copy keeps the original's modification time: git re-reads the content of entries
-    // not older than the index file, and a newer copy would let it trust the cached stat data
-    // of a file changed in the instant the index was written. (Time read before copying, so a
-    // concurrent rewrite of the index can only make the copy look older, which is safe.)
-    auto index_time = fs::last_write_time(index, ec);
-    if (!ec) {
-        fs::copy_file(index, private_index, ec);
-        if (!ec) fs::last_write_time(private_index, index_time, ec);
-        if (ec) {
-            append_error(error, "cannot copy the index " + index.string() + ": " + ec.message());
-            return "";
-        }
-    } else if (ec != std::errc::no_such_file_or_directory) {
-        append_error(error, "cannot read the index " + index.string() + ": " + ec.message());
-        return "";
-    }  // no index yet (a new repository): git starts from an empty one
-
-    env_list env = {{"GIT_INDEX_FILE", private_index.string()}};
-    std::vector<std::string> add = {"add", "-A"};
-    add.insert(add.end(), workspace_pathspec.begin(), workspace_pathspec.end());
-    std::string output, git_error;
-    if (run_git(dir, add, env, output, git_error) != 0) {
-        append_error(error, git_error);
-        return "";
-    }
-    if (run_git(dir, {"write-tree"}, env, output, git_error) != 0) {
-        append_error(error, git_error);
-        return "";
-    }
-    return trim(output);
+    if (!is_within(here, top) || is_within(here, git_dir)) return found;
+    found.prefix = here.lexically_relative(top).generic_string();
+    if (found.prefix == ".") found.prefix.clear();
+    found.top = std::move(top);
+    found.git = std::move(repo);
+    return found;
 }
+
+// HEAD's commit into `head`; none in a repository without commits. False, with `error`, when
+// HEAD cannot be read.
+bool head_commit(git_repository* repo, const fs::path& dir, commit_handle& head,
+                 std::string& error) {
+    head.reset();
+    reference_handle reference;
+    int code = into(reference, git_repository_head, repo);
+    if (code == GIT_EUNBORNBRANCH || code == GIT_ENOTFOUND) return true;
+    object_handle peeled;
+    if (code == 0) code = into(peeled, git_reference_peel, reference.get(), GIT_OBJECT_COMMIT);
+    if (code == 0) code = into(head, git_commit_lookup, repo, git_object_id(peeled.get()));
+    if (code < 0) append_error(error, git_failure("cannot read HEAD in " + dir.string()));
+    return code == 0;
+}
+
+// HEAD's commit id, "" in a repository without commits (or with `error`).
+std::string head_id(git_repository* repo, const fs::path& dir, std::string& error) {
+    commit_handle head;
+    if (!head_commit(repo, dir, head, error) || !head) return "";
+    return id_text(*git_commit_id(head.get()));
+}
+
+index_handle repository_index(git_repository* repo, const fs::path& dir, std::string& error) {
+    index_handle index;
+    if (into(index, git_repository_index, repo) < 0)
+        append_error(error, git_failure("cannot read the git index of " + dir.string()));
+    return index;
+}
+
+// ---- the workspace's part of the work tree
+
+// Whether `path` (relative to the top of the work tree) belongs to the workspace whose paths
+// start with `under`; its top-level .ralph/ counts only `with_ralph`.
+bool in_workspace(std::string_view path, std::string_view under, bool with_ralph) {
+    if (!path.starts_with(under)) return false;
+    std::string_view rest = path.substr(under.size());
+    return with_ralph || !(rest == ".ralph" || rest.starts_with(".ralph/"));
+}
+
+// The workspace's directory as a pathspec, so that libgit2 walks only that part of the work
+// tree; none (the whole work tree) at the top or when the name has a character that libgit2
+// would read as a pattern. Either way the callers check each path with in_workspace().
+class workspace_pathspec {
+  public:
+    explicit workspace_pathspec(const std::string& prefix) : path_(prefix) {
+        if (path_.empty() || path_.find_first_of("*?[]\\!# \t\r\n") != std::string::npos) return;
+        entries_[0] = path_.data();
+        array_ = {entries_.data(), 1};
+    }
+    workspace_pathspec(const workspace_pathspec&) = delete;
+    workspace_pathspec& operator=(const workspace_pathspec&) = delete;
+    const git_strarray* get() const { return &array_; }
+
+  private:
+    std::string path_;
+    std::array<char*, 1> entries_{};
+    git_strarray array_{nullptr, 0};
+};
+
+// Whether `git add -A -- .` stages `path`: a path of the workspace (.ralph/ only `with_ralph`),
+// but never a skip-worktree entry of a sparse checkout, missing from the disk by design.
+bool stages(git_index* index, const char* path, const std::string& under, bool with_ralph) {
+    if (!in_workspace(path, under, with_ralph)) return false;
+    const git_index_entry* entry = git_index_get_bypath(index, path, 0);
+    return entry == nullptr || (entry->flags_extended & GIT_INDEX_ENTRY_SKIP_WORKTREE) == 0;
+}
+
+// Stages the commit checked out in the repository at `path` (a submodule, or a repository of its
+// own that is not tracked yet) as `git add` does: as a gitlink to it. A repository without a
+// commit, one not checked out and one that cannot be opened are left as they are.
+int stage_submodule(git_index* index, const repository& workspace, std::string path) {
+    while (path.ends_with('/')) path.pop_back();
+    std::string ignored;
+    repository_handle submodule = open_repository(workspace.top / path, ignored, false);
+    commit_handle head;
+    if (!submodule || !head_commit(submodule.get(), path, head, ignored) || !head) return 0;
+    const git_index_entry* staged = git_index_get_bypath(index, path.c_str(), 0);
+    if (staged != nullptr && staged->mode == GIT_FILEMODE_COMMIT &&
+        git_oid_equal(&staged->id, git_commit_id(head.get())))
+        return 0;
+    git_index_entry entry{};
+    entry.mode = GIT_FILEMODE_COMMIT;
+    entry.id = *git_commit_id(head.get());
+    entry.path = path.c_str();
+    return git_index_add(index, &entry);
+}
+
+// `git add -A -- .` of the workspace into `index`, in memory (the caller decides whether to write
+// it): the workspace's part of a diff of the index against the work tree (untracked files
+// included, .gitignore respected), each changed path staged or removed. As git_index_add_all
+// does, but with the submodules left out of the diff and staged here (libgit2 1.5's leak).
+bool stage_workspace(git_repository* repo, git_index* index, const repository& workspace,
+                     bool with_ralph, const fs::path& dir, std::string& error) {
+    git_diff_options options;
+    git_diff_options_init(&options, GIT_DIFF_OPTIONS_VERSION);
+    options.flags =
+        GIT_DIFF_INCLUDE_UNTRACKED | GIT_DIFF_RECURSE_UNTRACKED_DIRS | GIT_DIFF_INCLUDE_TYPECHANGE;
+    options.ignore_submodules = GIT_SUBMODULE_IGNORE_ALL;
+    workspace_pathspec pathspec(workspace.prefix);
+    options.pathspec = *pathspec.get();
+    diff_handle diff;
+    int code = into(diff, git_diff_index_to_workdir, repo, index, &options);
+    const std::string under = workspace.under();
+    for (std::size_t i = 0; code == 0 && i < git_diff_num_deltas(diff.get()); ++i) {
+        const git_diff_delta* delta = git_diff_get_delta(diff.get(), i);
+        const char* path = delta->new_file.path;
+        if (!stages(index, path, under, with_ralph)) continue;
+        if ((delta->new_file.flags & GIT_DIFF_FLAG_EXISTS) == 0)
+            code = git_index_remove_bypath(index, path);
+        else if (delta->new_file.mode == GIT_FILEMODE_COMMIT ||
+                 std::string_view(path).ends_with('/'))
+            code = stage_submodule(index, workspace, path);  // a repository not tracked yet
+        else
+            code = git_index_add_bypath(index, path);
+    }
+    // The submodules: their checked-out commits (the diff above saw none of them).
+    std::vector<std::string> submodules;
+    for (std::size_t i = 0; code == 0 && i < git_index_entrycount(index); ++i) {
+        const git_index_entry* entry = git_index_get_byindex(index, i);
+        if (entry->mode == GIT_FILEMODE_COMMIT && git_index_entry_stage(entry) == 0 &&
+            stages(index, entry->path, under, with_ralph))
+            submodules.emplace_back(entry->path);
+    }
+    for (const std::string& path : submodules)
+        if (code == 0) code = stage_submodule(index, workspace, path);
+    if (code < 0) append_error(error, git_failure("cannot stage the work tree of " + dir.string()));
+    return code == 0;
+}
+
+// The tree of the working tree as `git add -A` would stage it (untracked files included,
+// .gitignore respected, .ralph/ left out), staged in the index read into memory and never
+// written back: the user's index file and what they staged stay as they are. The blobs and
+// trees written are ordinary unreachable objects that `git gc` prunes.
+std::string write_working_tree(const repository& repo, const fs::path& dir, std::string& error) {
+    index_handle index = repository_index(repo.git.get(), dir, error);
+    if (!index || !stage_workspace(repo.git.get(), index.get(), repo, false, dir, error)) return "";
+    git_oid tree;
+    if (git_index_write_tree(&tree, index.get()) < 0) {
+        append_error(error, git_failure("cannot write the tree of the work tree " + dir.string()));
+        return "";
+    }
+    return id_text(tree);
+}
+
+// The tree `id` of a snapshot; false, with `error`, when it cannot be read.
+bool lookup_tree(git_repository* repo, const std::string& id, tree_handle& tree,
+                 std::string& error) {
+    git_oid oid;
+    if (git_oid_fromstr(&oid, id.c_str()) < 0 || into(tree, git_tree_lookup, repo, &oid) < 0) {
+        append_error(error, git_failure("cannot read the snapshot's tree " + id));
+        return false;
+    }
+    return true;
+}
+
+// The entry at `path` of `tree` into `entry`, none when the tree has no such path.
+bool lookup_entry(git_tree* tree, const std::string& path, tree_entry_handle& entry,
+                  std::string& error) {
+    int code = into(entry, git_tree_entry_bypath, tree, path.c_str());
+    if (code == 0 || code == GIT_ENOTFOUND) return true;
+    append_error(error,
+                 git_failure("cannot read " + path + " in tree " + id_text(*git_tree_id(tree))));
+    return false;
+}
+
+// The workspace's part of the snapshot tree `id`: all of it at the top of the work tree, the
+// directory `prefix` of it otherwise; null (what libgit2 diffs as an empty tree) when the tree
+// has no such directory.
+bool workspace_tree(git_repository* repo, const std::string& id, const std::string& prefix,
+                    tree_handle& tree, std::string& error) {
+    if (!lookup_tree(repo, id, tree, error)) return false;
+    if (prefix.empty()) return true;
+    tree_entry_handle entry;
+    if (!lookup_entry(tree.get(), prefix, entry, error)) return false;
+    if (!entry || git_tree_entry_type(entry.get()) != GIT_OBJECT_TREE) {
+        tree.reset();
+        return true;
+    }
+    if (into(tree, git_tree_lookup, repo, git_tree_entry_id(entry.get())) < 0) {
+        append_error(error, git_failure("cannot read " + prefix + " in tree " + id));
+        return false;
+    }
+    return true;
+}
+
+// ---- plain directories: a content hash per file
 
 std::string hex(std::uint64_t value) {
     char text[17];
@@ -641,6 +572,14 @@ void compare_files(const snapshot& before, const snapshot& after, change_stats& 
     stats.tree_changed = stats.files_changed > 0;
 }
 
+// git_diff's notify callback: leaves the workspace's .ralph/ out of the diff (> 0: skipped).
+int skip_ralph_directory(const git_diff* /*diff*/, const git_diff_delta* delta,
+                         const char* /*matched_pathspec*/, void* /*payload*/) {
+    for (const char* path : {delta->old_file.path, delta->new_file.path})
+        if (path != nullptr && !in_workspace(path, "", false)) return 1;
+    return 0;
+}
+
 void compare_git(const fs::path& dir, const snapshot& before, const snapshot& after,
                  change_stats& stats) {
     // An empty HEAD is a repository without commits, unless the snapshot failed: then unknown.
@@ -656,28 +595,48 @@ void compare_git(const fs::path& dir, const snapshot& before, const snapshot& af
     if (before.tree == after.tree) return;
     stats.tree_changed = true;
 
-    // Renames found whatever diff.renames says, so that statistics do not depend on the user's
-    // configuration; paths are not parsed, so the default line format is enough.
-    std::vector<std::string> args = {"diff",          "--numstat",     "--find-renames",
-                                     "--no-ext-diff", "--no-textconv", before.tree,
-                                     after.tree};
-    args.insert(args.end(), workspace_pathspec.begin(), workspace_pathspec.end());
-    std::string output, error;
-    if (run_git(dir, args, {}, output, error) != 0) {
-        stats.error = error;
+    // `git diff --numstat --find-renames <before> <after> -- . ':(exclude).ralph'`: the
+    // workspace's directory of both trees, .ralph/ left out before renames are paired.
+    repository repo = find_repository(dir);
+    if (!repo.git) {
+        stats.error =
+            repo.error.empty() ? dir.string() + " is no longer in a git work tree" : repo.error;
         return;
     }
-    for (const auto& line : split_lines(output)) {
-        // "<insertions>\t<deletions>\t<path>", "-\t-\t<path>" for a binary file.
-        auto first_tab = line.find('\t');
-        auto second_tab = line.find('\t', first_tab == std::string::npos ? 0 : first_tab + 1);
-        if (first_tab == std::string::npos || second_tab == std::string::npos) continue;
+    tree_handle old_tree, new_tree;
+    if (!workspace_tree(repo.git.get(), before.tree, repo.prefix, old_tree, stats.error) ||
+        !workspace_tree(repo.git.get(), after.tree, repo.prefix, new_tree, stats.error))
+        return;
+    git_diff_options options;
+    git_diff_options_init(&options, GIT_DIFF_OPTIONS_VERSION);
+    options.context_lines = 0;  // only the changed lines are counted
+    options.notify_cb = skip_ralph_directory;
+    diff_handle diff;
+    int code =
+        into(diff, git_diff_tree_to_tree, repo.git.get(), old_tree.get(), new_tree.get(), &options);
+    // Renames found whatever diff.renames says, so that statistics do not depend on the user's
+    // configuration.
+    git_diff_find_options find;
+    git_diff_find_options_init(&find, GIT_DIFF_FIND_OPTIONS_VERSION);
+    find.flags = GIT_DIFF_FIND_RENAMES;
+    if (code < 0 || git_diff_find_similar(diff.get(), &find) < 0) {
+        stats.error = git_failure("cannot diff the snapshots of " + dir.string());
+        return;
+    }
+    for (std::size_t i = 0; i < git_diff_num_deltas(diff.get()); ++i) {
+        patch_handle patch;
+        if (into(patch, git_patch_from_diff, diff.get(), i) < 0) {
+            stats.error = git_failure("cannot diff the snapshots of " + dir.string());
+            return;
+        }
         ++stats.files_changed;
-        std::int64_t added = 0, deleted = 0;
-        std::from_chars(line.data(), line.data() + first_tab, added);
-        std::from_chars(line.data() + first_tab + 1, line.data() + second_tab, deleted);
-        stats.insertions += added;
-        stats.deletions += deleted;
+        // A binary file counts as changed with no lines, as in `git diff --numstat`.
+        if (!patch || (git_diff_get_delta(diff.get(), i)->flags & GIT_DIFF_FLAG_BINARY) != 0)
+            continue;
+        std::size_t context = 0, added = 0, deleted = 0;
+        git_patch_line_stats(&context, &added, &deleted, patch.get());
+        stats.insertions += std::int64_t(added);
+        stats.deletions += std::int64_t(deleted);
     }
 }
 
@@ -692,15 +651,196 @@ std::optional<std::string> workspace_key(const fs::path& dir, std::string_view r
     return key;
 }
 
-// The blob id of `key` in `tree`, "" when the tree has no such file.
-std::string blob_id(const fs::path& dir, const std::string& tree, const std::string& key,
-                    bool& failed) {
-    std::string output, error;
-    // "./" makes the path relative to `dir`, which may be a subdirectory of the work tree.
-    int code = run_git(dir, {"rev-parse", "--verify", "-q", tree + ":./" + key}, {}, output, error);
-    if (code == 0) return trim(output);
-    if (code != 1) failed = true;
-    return "";
+// The id of the blob (or tree) at `path` of the snapshot tree `tree_id`, "" when it has none.
+std::string entry_id(git_repository* repo, const std::string& tree_id, const std::string& path,
+                     std::string& error) {
+    tree_handle tree;
+    tree_entry_handle entry;
+    if (!lookup_tree(repo, tree_id, tree, error) || !lookup_entry(tree.get(), path, entry, error) ||
+        !entry)
+        return "";
+    return id_text(*git_tree_entry_id(entry.get()));
+}
+
+// ---- the dirty check: `git status --porcelain` lines
+
+// A path as `git status --porcelain` writes it with core.quotePath=false: as it is, or in double
+// quotes with C escapes when it has a space, a double quote, a backslash or a control character.
+std::string porcelain_path(std::string_view path) {
+    auto special = [](unsigned char c) { return c < 0x20 || c == 0x7f || c == '"' || c == '\\'; };
+    bool quoted = std::any_of(path.begin(), path.end(),
+                              [&](unsigned char c) { return c == ' ' || special(c); });
+    if (!quoted) return std::string(path);
+    static constexpr std::string_view named = "\a\b\t\n\v\f\r\"\\";
+    static constexpr std::string_view letters = "abtnvfr\"\\";
+    std::string text = "\"";
+    for (unsigned char c : path) {
+        if (!special(c)) {
+            text += char(c);
+        } else if (auto at = named.find(char(c)); at != std::string_view::npos) {
+            text += '\\';
+            text += letters[at];
+        } else {
+            char octal[5];
+            std::snprintf(octal, sizeof octal, "\\%03o", c);
+            text += octal;
+        }
+    }
+    return text + "\"";
+}
+
+// The two letters git shows for an unmerged path, from the sides of the conflict it has.
+std::string conflict_code(git_index* index, const char* path) {
+    const git_index_entry* ancestor = nullptr;
+    const git_index_entry* ours = nullptr;
+    const git_index_entry* theirs = nullptr;
+    if (git_index_conflict_get(&ancestor, &ours, &theirs, index, path) < 0) return "UU";
+    if (ancestor == nullptr) return theirs == nullptr ? "AU" : ours == nullptr ? "UA" : "AA";
+    if (ours == nullptr) return theirs == nullptr ? "DD" : "DU";
+    return theirs == nullptr ? "UD" : "UU";
+}
+
+char staged_code(unsigned flags) {
+    if (flags & GIT_STATUS_INDEX_NEW) return 'A';
+    if (flags & GIT_STATUS_INDEX_MODIFIED) return 'M';
+    if (flags & GIT_STATUS_INDEX_DELETED) return 'D';
+    if (flags & GIT_STATUS_INDEX_RENAMED) return 'R';
+    if (flags & GIT_STATUS_INDEX_TYPECHANGE) return 'T';
+    return ' ';
+}
+
+char unstaged_code(unsigned flags) {
+    if (flags & GIT_STATUS_WT_MODIFIED) return 'M';
+    if (flags & GIT_STATUS_WT_DELETED) return 'D';
+    if (flags & GIT_STATUS_WT_TYPECHANGE) return 'T';
+    return ' ';
+}
+
+// The line of `git status --porcelain` for a change to a tracked file (`flags`: its status).
+std::string tracked_line(const git_status_entry& entry, unsigned flags, git_index* index) {
+    const git_diff_delta* staged = entry.head_to_index;
+    const char* path =
+        staged != nullptr ? staged->new_file.path : entry.index_to_workdir->new_file.path;
+    std::string line = (flags & GIT_STATUS_CONFLICTED)
+                           ? conflict_code(index, path)
+                           : std::string{staged_code(flags), unstaged_code(flags)};
+    line += ' ';
+    if (staged != nullptr && (flags & GIT_STATUS_INDEX_RENAMED))
+        line += porcelain_path(staged->old_file.path) + " -> ";
+    return line + porcelain_path(path);
+}
+
+// How `git status` shows an untracked `path` of the workspace: as the outermost directory, from
+// the workspace's own down, that holds no tracked file ("dir/"), or as itself.
+std::string untracked_shown(git_index* index, std::string_view path, std::string_view under) {
+    auto holds_tracked = [&](const std::string& directory) {
+        std::size_t at = 0;
+        return git_index_find_prefix(&at, index, directory.c_str()) == 0;
+    };
+    if (!under.empty() && !holds_tracked(std::string(under))) return std::string(under);
+    for (auto slash = path.find('/', under.size()); slash != std::string_view::npos;
+         slash = path.find('/', slash + 1)) {
+        std::string directory(path.substr(0, slash + 1));
+        if (!holds_tracked(directory)) return directory;
+    }
+    return std::string(path);
+}
+
+// The line of `git status --porcelain` for the submodule whose gitlink in the index is
+// `staged`: staged when HEAD's tree has another commit there (or none), unstaged when another
+// commit is checked out in it. (Changes inside it that are not committed there are not seen.)
+std::string submodule_line(const git_index_entry& staged, git_tree* head_tree,
+                           const repository& workspace) {
+    std::string ignored;
+    tree_entry_handle committed;
+    bool in_head = head_tree != nullptr &&
+                   lookup_entry(head_tree, staged.path, committed, ignored) && committed;
+    char x = !in_head                                                        ? 'A'
+             : git_oid_equal(git_tree_entry_id(committed.get()), &staged.id) ? ' '
+                                                                             : 'M';
+    repository_handle submodule = open_repository(workspace.top / staged.path, ignored, false);
+    commit_handle checked_out;
+    bool moved = submodule && head_commit(submodule.get(), staged.path, checked_out, ignored) &&
+                 checked_out && !git_oid_equal(git_commit_id(checked_out.get()), &staged.id);
+    char y = moved ? 'M' : ' ';
+    if (x == ' ' && y == ' ') return "";
+    return std::string{x, y, ' '} + porcelain_path(staged.path);
+}
+
+// ---- commits
+
+// The tree `git commit -- .` commits: HEAD's, with the workspace's part as `index` has it, so
+// that what the user staged elsewhere stays staged and out of the commit. Written to the
+// repository's objects through an index of its own, in memory.
+bool tree_to_commit(git_repository* repo, git_index* index, git_commit* parent,
+                    const repository& workspace, git_oid& tree_id, std::string& error) {
+    const std::string under = workspace.under();
+    index_handle staged;
+    tree_handle head_tree;
+    int code = into(staged, git_index_new);
+    if (code == 0 && parent != nullptr && !under.empty()) {
+        code = into(head_tree, git_commit_tree, parent);
+        if (code == 0) code = git_index_read_tree(staged.get(), head_tree.get());
+        if (code == 0) code = git_index_remove_directory(staged.get(), workspace.prefix.c_str(), 0);
+    }
+    for (std::size_t i = 0; code == 0 && i < git_index_entrycount(index); ++i) {
+        const git_index_entry* entry = git_index_get_byindex(index, i);
+        if (git_index_entry_stage(entry) == 0 && std::string_view(entry->path).starts_with(under))
+            code = git_index_add(staged.get(), entry);
+    }
+    if (code == 0) code = git_index_write_tree_to(&tree_id, staged.get(), repo);
+    if (code < 0) append_error(error, git_failure("cannot write the tree to commit"));
+    return code == 0;
+}
+
+// One of the names of an author or committer, as git finds it: the environment variable
+// (GIT_AUTHOR_NAME...), then the configuration (author.name, then user.name...), then ralph's.
+std::string identity_part(git_config* config, const std::string& role, const std::string& part,
+                          const char* fallback) {
+    std::string variable = "GIT_" + role + "_" + part;
+    std::transform(variable.begin(), variable.end(), variable.begin(),
+                   [](unsigned char c) { return char(std::toupper(c)); });
+    if (const char* value = std::getenv(variable.c_str()); value != nullptr) return value;
+    for (const std::string& key : {role + "." + part, "user." + part}) {
+        const char* value = nullptr;
+        if (git_config_get_string(&value, config, key.c_str()) == 0) return value;
+    }
+    return fallback;
+}
+
+// The author or the committer (`role`) of ralph's commits: the user's identity, or "ralph
+// <ralph@localhost>" for the parts the repository has none of (daemons often run without a
+// ~/.gitconfig; a missing identity must not fail the commit, nor replace the user's).
+signature_handle identity(git_config* config, const std::string& role, std::string& error) {
+    std::string name = identity_part(config, role, "name", "ralph");
+    std::string email = identity_part(config, role, "email", "ralph@localhost");
+    signature_handle signature;
+    if (into(signature, git_signature_now, name.c_str(), email.c_str()) < 0)
+        append_error(error,
+                     git_failure("invalid commit " + role + " " + name + " <" + email + ">"));
+    return signature;
+}
+
+// The message as `git commit -m` keeps it: trailing spaces and surrounding blank lines dropped,
+// one final newline.
+std::string cleaned_message(const std::string& message) {
+    git_buf buffer = GIT_BUF_INIT;
+    std::string text = message;
+    if (git_message_prettify(&buffer, message.c_str(), 0, '#') == 0)
+        text.assign(buffer.ptr, buffer.size);
+    git_buf_dispose(&buffer);
+    return text;
+}
+
+// The name of a new worktree in <common dir>/worktrees/: the last component of its path,
+// numbered when it is taken, as git names it.
+std::string free_worktree_name(git_repository* repo, const fs::path& path) {
+    const fs::path admin = directory_path(git_repository_commondir(repo)) / "worktrees";
+    const std::string base = path.filename().string();
+    std::string name = base;
+    std::error_code ec;
+    for (int n = 1; fs::exists(admin / name, ec); ++n) name = base + std::to_string(n);
+    return name;
 }
 
 }  // namespace
@@ -708,14 +848,14 @@ std::string blob_id(const fs::path& dir, const std::string& tree, const std::str
 snapshot take_snapshot(const std::filesystem::path& dir, const file_limits& limits) {
     snapshot snap;
     repository repo = find_repository(dir);
-    if (!repo.found) {
+    if (!repo.git) {
         append_error(snap.error, repo.error);
         hash_directory(dir, "", limits, snap);
         return snap;
     }
     snap.is_git = true;
-    snap.head = read_head(dir, snap.error);
-    snap.tree = write_working_tree(dir, repo.index, snap.error);
+    snap.head = head_id(repo.git.get(), dir, snap.error);
+    snap.tree = write_working_tree(repo, dir, snap.error);
     return snap;
 }
 
@@ -749,35 +889,92 @@ bool file_changed(const snapshot& before, const snapshot& after, const std::file
         return before_hash != after_hash;
     }
     if (before.tree.empty() || after.tree.empty() || before.tree == after.tree) return false;
-    bool failed = false;
-    std::string before_blob = blob_id(dir, before.tree, *key, failed);
-    std::string after_blob = blob_id(dir, after.tree, *key, failed);
-    return !failed && before_blob != after_blob;
+    repository repo = find_repository(dir);
+    if (!repo.git) return false;
+    std::string error;
+    const std::string path = repo.under() + *key;
+    std::string before_id = entry_id(repo.git.get(), before.tree, path, error);
+    std::string after_id = entry_id(repo.git.get(), after.tree, path, error);
+    return error.empty() && before_id != after_id;
 }
 
 dirty_state check_dirty(const std::filesystem::path& dir) {
     dirty_state state;
     repository repo = find_repository(dir);
-    if (!repo.found) {
+    if (!repo.git) {
         state.error = repo.error;
         return state;
     }
     state.is_git = true;
-    std::string output, error;
-    // Porcelain output is stable, uncoloured and relative to the top of the work tree; with
-    // quotePath off, non-ASCII names are shown as they are rather than as octal escapes.
-    // .ralph/ (state file, notes) is ralph's own: a loop's leftovers do not make the next dirty.
-    if (run_git(dir,
-                {"-c", "core.quotePath=false", "status", "--porcelain", "--", ".", ":(exclude).ralph"},
-                {}, output, error) != 0) {
-        state.error = error;
+    index_handle index = repository_index(repo.git.get(), dir, state.error);
+    if (!index) return state;
+    commit_handle head;
+    tree_handle head_tree;
+    if (!head_commit(repo.git.get(), dir, head, state.error)) return state;
+    if (head && into(head_tree, git_commit_tree, head.get()) < 0) {
+        state.error = git_failure("cannot read HEAD's tree in " + dir.string());
         return state;
     }
-    auto lines = split_lines(output);
-    state.total_changes = lines.size();
-    state.dirty = !lines.empty();
-    if (lines.size() > shown_changes) lines.resize(shown_changes);
-    state.changes = std::move(lines);
+    // As `git status`: staged and unstaged changes, staged renames paired, untracked files (each
+    // one: directories are shown as git shows them below). Submodules are left to
+    // submodule_line() (libgit2 1.5's leak). The index is read, never refreshed on disk.
+    git_status_options options;
+    git_status_options_init(&options, GIT_STATUS_OPTIONS_VERSION);
+    options.show = GIT_STATUS_SHOW_INDEX_AND_WORKDIR;
+    options.flags = GIT_STATUS_OPT_INCLUDE_UNTRACKED | GIT_STATUS_OPT_RECURSE_UNTRACKED_DIRS |
+                    GIT_STATUS_OPT_RENAMES_HEAD_TO_INDEX | GIT_STATUS_OPT_EXCLUDE_SUBMODULES;
+    workspace_pathspec pathspec(repo.prefix);
+    options.pathspec = *pathspec.get();
+    status_handle list;
+    if (into(list, git_status_list_new, repo.git.get(), &options) < 0) {
+        state.error = git_failure("cannot read the status of " + dir.string());
+        return state;
+    }
+    // Porcelain order: changes to tracked files first, then the untracked ones.
+    std::vector<std::string> tracked, untracked;
+    const std::string under = repo.under();
+    for (std::size_t i = 0; i < git_status_list_entrycount(list.get()); ++i) {
+        const git_status_entry* entry = git_status_byindex(list.get(), i);
+        const git_diff_delta* delta =
+            entry->head_to_index != nullptr ? entry->head_to_index : entry->index_to_workdir;
+        const char* path = delta->new_file.path;
+        // .ralph/ (state file, notes) is ralph's own: a loop's leftovers do not make the next
+        // dirty.
+        if (!in_workspace(path, under, false)) continue;
+        unsigned flags = entry->status;
+        const git_index_entry* indexed = git_index_get_bypath(index.get(), path, 0);
+        if (indexed != nullptr && indexed->mode == GIT_FILEMODE_COMMIT) continue;  // a submodule
+        // A sparse checkout's files are missing by design, as for `git status`.
+        if (indexed != nullptr && (indexed->flags_extended & GIT_INDEX_ENTRY_SKIP_WORKTREE) != 0)
+            flags &= ~unsigned(GIT_STATUS_WT_DELETED);
+        if (flags == GIT_STATUS_WT_NEW) {
+            std::string line = "?? " + porcelain_path(untracked_shown(index.get(), path, under));
+            // The files of one untracked directory come one after the other: one line for all.
+            if (untracked.empty() || untracked.back() != line) untracked.push_back(std::move(line));
+        } else if (flags != GIT_STATUS_CURRENT && flags != GIT_STATUS_IGNORED) {
+            tracked.push_back(tracked_line(*entry, flags, index.get()));
+        }
+    }
+    const std::size_t files = tracked.size();
+    for (std::size_t i = 0; i < git_index_entrycount(index.get()); ++i) {
+        const git_index_entry* entry = git_index_get_byindex(index.get(), i);
+        if (entry->mode != GIT_FILEMODE_COMMIT || git_index_entry_stage(entry) != 0 ||
+            !in_workspace(entry->path, under, false))
+            continue;
+        if (std::string line = submodule_line(*entry, head_tree.get(), repo); !line.empty())
+            tracked.push_back(std::move(line));
+    }
+    // In the order of their paths, as git lists them.
+    if (tracked.size() > files)
+        std::stable_sort(tracked.begin(), tracked.end(),
+                         [](const std::string& a, const std::string& b) {
+                             return std::string_view(a).substr(3) < std::string_view(b).substr(3);
+                         });
+    tracked.insert(tracked.end(), untracked.begin(), untracked.end());
+    state.total_changes = tracked.size();
+    state.dirty = !tracked.empty();
+    if (tracked.size() > shown_changes) tracked.resize(shown_changes);
+    state.changes = std::move(tracked);
     return state;
 }
 
@@ -785,88 +982,139 @@ std::string commit_all(const std::filesystem::path& dir, const std::string& mess
                        std::string& error) {
     error.clear();
     repository repo = find_repository(dir);
-    if (!repo.found) {
+    if (!repo.git) {
         error = repo.error.empty() ? "cannot commit in " + dir.string() + ": not a git work tree"
                                    : repo.error;
         return "";
     }
-    std::string output, git_error;
-    if (run_git(dir, {"add", "-A", "--", "."}, {}, output, git_error) != 0) {
-        error = git_error;
+    git_repository* git = repo.git.get();
+    // `git add -A -- .`: the workspace's changes staged in the repository's index, written
+    // back as git add writes it.
+    index_handle index = repository_index(git, dir, error);
+    if (!index || !stage_workspace(git, index.get(), repo, true, dir, error)) return "";
+    if (git_index_write(index.get()) < 0) {
+        error = git_failure("cannot write the git index of " + dir.string());
         return "";
     }
-    int staged = run_git(dir, {"diff", "--cached", "--quiet", "--", "."}, {}, output, git_error);
-    if (staged == 0) return read_head(dir, error);  // nothing to commit is not an error
-    if (staged != 1) {
-        error = git_error;
+    commit_handle parent;
+    git_oid tree_id;
+    if (!head_commit(git, dir, parent, error) ||
+        !tree_to_commit(git, index.get(), parent.get(), repo, tree_id, error))
         return "";
-    }
+    // Nothing to commit is not an error: the unchanged HEAD ("" without commits).
+    if (parent ? git_oid_equal(&tree_id, git_commit_tree_id(parent.get()))
+               : id_text(tree_id) == empty_tree_id)
+        return parent ? id_text(*git_commit_id(parent.get())) : "";
 
-    // A default identity only where the repository has none, so that a user's is never replaced
-    // (and a missing one does not fail the commit: daemons often run without a ~/.gitconfig).
-    std::vector<std::string> args;
-    run_git(dir, {"config", "--get-regexp", "^user\\.(name|email)$"}, {}, output, git_error);
-    bool has_name = false, has_email = false;
-    for (const auto& line : split_lines(output)) {
-        if (line.rfind("user.name ", 0) == 0) has_name = true;
-        if (line.rfind("user.email ", 0) == 0) has_email = true;
-    }
-    if (!has_name) args.insert(args.end(), {"-c", "user.name=ralph"});
-    if (!has_email) args.insert(args.end(), {"-c", "user.email=ralph@localhost"});
-    // With a pathspec, only the workspace's paths are committed even when it is a subdirectory
-    // of the work tree and the user has staged something elsewhere.
-    args.insert(args.end(), {"commit", "--quiet", "-m", message, "--", "."});
-    if (run_git(dir, args, {}, output, git_error) != 0) {
-        error = git_error;
+    config_handle config;
+    if (into(config, git_repository_config_snapshot, git) < 0) {
+        error = git_failure("cannot read the git configuration of " + dir.string());
         return "";
     }
-    std::string head = read_head(dir, error);
-    if (head.empty() && error.empty()) error = "git commit in " + dir.string() + " left no HEAD";
-    return head;
+    signature_handle author = identity(config.get(), "author", error);
+    signature_handle committer = identity(config.get(), "committer", error);
+    if (!author || !committer) return "";
+    tree_handle tree;
+    if (into(tree, git_tree_lookup, git, &tree_id) < 0) {
+        error = git_failure("cannot read the tree to commit in " + dir.string());
+        return "";
+    }
+    const git_commit* parents[] = {parent.get()};
+    git_oid commit_id;
+    // HEAD's branch moves (or is born); libgit2 checks that it still points to `parent`.
+    if (git_commit_create(&commit_id, git, "HEAD", author.get(), committer.get(), nullptr,
+                          cleaned_message(message).c_str(), tree.get(), parent ? 1 : 0,
+                          parents) < 0) {
+        error = git_failure("cannot commit in " + dir.string());
+        return "";
+    }
+    return id_text(commit_id);
 }
 
 repository_info inspect_repository(const std::filesystem::path& dir) {
     repository_info info;
     repository repo = find_repository(dir);
     info.error = repo.error;
-    if (!repo.found) return info;
+    if (!repo.git) return info;
     info.is_git = true;
     info.top = repo.top;
     info.prefix = repo.prefix;
-    info.head = read_head(dir, info.error);
+    info.head = head_id(repo.git.get(), dir, info.error);
     return info;
 }
 
 std::filesystem::path git_common_dir(const std::filesystem::path& dir) {
-    if (!has_git_entry(dir)) return {};
-    std::string output, error;
-    if (run_git(dir, {"rev-parse", "--git-common-dir"}, {}, output, error) != 0) return {};
-    const fs::path path = trim(output);
-    return path.is_absolute() ? path : (dir / path).lexically_normal();
+    std::string error;
+    repository_handle repo = open_repository(dir, error);
+    if (!repo) return {};
+    return directory_path(git_repository_commondir(repo.get()));
 }
 
 bool has_branch(const std::filesystem::path& dir, const std::string& branch, std::string& error) {
-    std::string output, git_error;
-    int code = run_git(dir, {"rev-parse", "--verify", "-q", "refs/heads/" + branch}, {}, output,
-                       git_error);
-    if (code != 0 && code != 1) append_error(error, git_error);  // 1: no such branch
-    return code == 0;
+    std::string open_error;
+    repository_handle repo = open_repository(dir, open_error);
+    if (!repo) {
+        append_error(error, open_error.empty() ? "cannot look up branch " + branch + ": " +
+                                                     dir.string() + " is not in a git repository"
+                                               : open_error);
+        return false;
+    }
+    reference_handle reference;
+    int code = into(reference, git_branch_lookup, repo.get(), branch.c_str(), GIT_BRANCH_LOCAL);
+    if (code == 0) return true;
+    if (code != GIT_ENOTFOUND && code != GIT_EINVALIDSPEC)
+        append_error(error, git_failure("cannot look up branch " + branch + " in " + dir.string()));
+    return false;
 }
 
 std::string add_worktree(const std::filesystem::path& source, const std::filesystem::path& path,
                          const std::string& branch, const std::string& base) {
     std::error_code ec;
     if (fs::exists(path / ".git", ec)) return "";  // made at an earlier start of the loop
+    const std::string what =
+        "cannot make the git worktree " + path.string() + " of " + source.string();
     std::string error;
+    repository_handle repo = open_repository(source, error);
+    if (!repo) return error.empty() ? what + ": not in a git repository" : error;
+
     // The branch outlives a worktree removed by hand: the loop then goes on with its work.
-    bool existing = has_branch(source, branch, error);
-    if (!error.empty()) return error;
-    std::vector<std::string> args = {"worktree", "add", "--quiet"};
-    if (existing) args.insert(args.end(), {path.string(), branch});
-    else args.insert(args.end(), {"-b", branch, path.string(), base});
-    std::string output;
-    if (run_git(source, args, {}, output, error) != 0) return error;
-    return "";
+    reference_handle reference;
+    int code = into(reference, git_branch_lookup, repo.get(), branch.c_str(), GIT_BRANCH_LOCAL);
+    const bool created = code == GIT_ENOTFOUND;
+    if (created) {
+        object_handle base_object;
+        commit_handle commit;
+        code = into(base_object, git_revparse_single, repo.get(), (base + "^{commit}").c_str());
+        if (code < 0) return git_failure(what + ": no commit " + base);
+        code = into(commit, git_commit_lookup, repo.get(), git_object_id(base_object.get()));
+        if (code == 0)
+            code = into(reference, git_branch_create, repo.get(), branch.c_str(), commit.get(), 0);
+        if (code < 0) return git_failure(what + ": cannot create branch " + branch);
+    } else if (code < 0) {
+        return git_failure(what + ": cannot look up branch " + branch);
+    }
+
+    // As `git worktree add`: the missing parent directories are made, and an empty directory
+    // is taken (libgit2 insists on making the directory itself).
+    fs::create_directories(path.parent_path(), ec);
+    if (fs::is_directory(path, ec) && fs::is_empty(path, ec)) fs::remove(path, ec);
+    if (fs::exists(path, ec)) return what + ": it exists and is not empty";
+    const std::string name = free_worktree_name(repo.get(), path);
+    git_worktree_add_options options;
+    git_worktree_add_options_init(&options, GIT_WORKTREE_ADD_OPTIONS_VERSION);
+    options.ref = reference.get();
+    // Every file is written: the directory is new, nothing in it is the user's.
+    options.checkout_options.checkout_strategy = GIT_CHECKOUT_FORCE;
+    worktree_handle worktree;
+    code = into(worktree, git_worktree_add, repo.get(), name.c_str(), path.c_str(), &options);
+    if (code == 0) return "";
+    // libgit2 leaves what it made so far; without it, the next start of the loop would take a
+    // half-made worktree for a finished one.
+    std::string failure = git_failure(what);
+    fs::remove_all(path, ec);
+    fs::remove_all(directory_path(git_repository_commondir(repo.get())) / "worktrees" / name, ec);
+    if (created) git_branch_delete(reference.get());
+    return failure;
 }
 
 }  // namespace ralph::workspace

@@ -3,25 +3,32 @@
 // optional commit of an iteration's work (SPEC §3, Git and Progress), and the git worktree a
 // `--worktree` loop runs in (SPEC §5).
 //
-// In a git work tree a snapshot is HEAD plus the id of a tree object of the working tree
-// (untracked files included, .gitignore respected), written through a private copy of the index,
-// so the user's index and staging are never touched; the blobs and trees it writes are ordinary
-// unreachable objects that `git gc` prunes. Elsewhere (or when git is not installed) a snapshot
-// is a content hash per regular file.
+// In a git work tree a snapshot is HEAD plus the id of a tree object of the working tree as
+// `git add -A` would stage it (untracked files included, .gitignore respected), staged in a copy
+// of the index held in memory, so the user's index and staging are never touched; the blobs and
+// trees it writes are ordinary unreachable objects that `git gc` prunes. Elsewhere, and in a
+// repository of format version 1 or more (which libgit2 1.5 cannot open without leaking memory:
+// see workspace.cpp), a snapshot is a content hash per regular file.
 //
 // The workspace is `dir` and what is below it: when `dir` is a subdirectory of a work tree,
 // snapshots, statistics, the dirty check and commits are limited to it (HEAD is the
 // repository's). The directory `.ralph/` at the top of `dir` is ralph's own bookkeeping
 // (state file, notes) and is not part of snapshots, so writing it is never progress.
 //
-// Every function here BLOCKS: it runs git (each command killed after 60 s) or reads every file.
-// Call them off the io thread. They keep no global or shared state, so any number may run at
-// once on different threads (they read the process environment: nobody may setenv meanwhile);
-// they do not use SQLite or Asio. git runs without a shell, stdin /dev/null, with the repository
-// chosen only by `dir` (GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE... of the daemon's environment are
-// dropped), under a small monitor process that hands its exit status back through a pipe, so
-// that the daemon's child_reaper (waitpid(-1) on the io thread) cannot take it from us.
-// Failures are reported in `error` fields, never thrown.
+// All git work goes through libgit2, in the calling thread: no git process is started, and
+// nothing that the repository's configuration, attributes or hooks name is ever executed —
+// deliberately, since an agent (even one under --sandbox) can write them: no hooks, no
+// core.fsmonitor, no filter drivers (`filter.*.clean/smudge`: files are read and checked out as
+// they are, so git-lfs or git-crypt files are seen in their stored form), no gpg signing, no
+// textconv or external diff. The repository is chosen by `dir` alone (GIT_DIR, GIT_WORK_TREE,
+// GIT_INDEX_FILE... of the daemon's environment are not read); the user's and the system's git
+// configuration are read as git reads them (identity, excludes, core.autocrlf...).
+//
+// Every function here BLOCKS: it reads the work tree or every file, with no time limit. Call
+// them off the io thread. They keep no global or shared state (each call opens the repository
+// anew; libgit2's global set-up is done once, by the first call), so any number may run at once
+// on different threads (they read the process environment: nobody may setenv meanwhile); they
+// do not use SQLite or Asio. Failures are reported in `error` fields, never thrown.
 #pragma once
 
 #include <cstdint>
@@ -58,7 +65,7 @@ snapshot take_snapshot(const std::filesystem::path& dir, const file_limits& limi
 struct change_stats {
     bool head_moved = false;
     bool tree_changed = false;  // git: tree ids differ; non-git: a file added, removed or changed
-    // git: `git diff --numstat` between the two trees (renames found, a binary file counts as
+    // git: as `git diff --numstat` between the two trees (renames found, a binary file counts as
     // changed with 0/0), so an agent's commits and its uncommitted work are both included;
     // non-git: files added, removed or changed, insertions and deletions 0.
     std::int64_t files_changed = 0;
@@ -82,7 +89,7 @@ bool file_changed(const snapshot& before, const snapshot& after, const std::file
 struct dirty_state {
     bool is_git = false;
     bool dirty = false;                // uncommitted changes (untracked files included)
-    std::vector<std::string> changes;  // the first 20 lines of `git status --porcelain`
+    std::vector<std::string> changes;  // the first 20 lines as `git status --porcelain` has them
     std::size_t total_changes = 0;     // how many lines there were in all
     std::string error;
 };
@@ -90,11 +97,16 @@ struct dirty_state {
 // tree: is_git false.
 dirty_state check_dirty(const std::filesystem::path& dir);
 
-// Stages everything in the workspace (`git add -A`) and commits it with `message`, as the
-// configured user or, only when the repository has no user.name/user.email, as
-// "ralph <ralph@localhost>". The user's hooks run. Returns the new HEAD; with nothing to commit,
-// the unchanged HEAD ("" in a repository without commits) and no error; on failure "" with
-// `error` set. Commits only to the repository that contains `dir`.
+// Stages everything in the workspace (`git add -A -- .`, written to the repository's index as
+// git add writes it) and commits it with `message` (`git commit -- .`: what the user staged
+// outside the workspace stays staged and out of the commit), as the configured user
+// (GIT_AUTHOR_NAME..., author.name, user.name... as git finds them) or, only for what the
+// repository has no user.name/user.email for, as "ralph <ralph@localhost>". No hook runs
+// (pre-commit, commit-msg, post-commit...) and the commit is never signed, whatever
+// commit.gpgSign says: deliberately, as ralph never executes anything that the repository's
+// configuration or hooks name. Returns the new HEAD; with nothing to commit, the unchanged HEAD
+// ("" in a repository without commits) and no error; on failure "" with `error` set. Commits
+// only to the repository that contains `dir`.
 std::string commit_all(const std::filesystem::path& dir, const std::string& message,
                        std::string& error);
 
@@ -105,24 +117,25 @@ struct repository_info {
     std::filesystem::path top;  // the top of the work tree that contains `dir`
     std::string prefix;         // `dir` relative to `top` ("sub/dir"), "" at the top
     std::string head;           // HEAD's commit id, "" in a repository without commits
-    std::string error;          // git could not tell; "not a repository" is not an error
+    std::string error;          // libgit2 could not tell; "not a repository" is not an error
 };
 // The repository that contains `dir`; is_git is false outside a git work tree.
 repository_info inspect_repository(const std::filesystem::path& dir);
 
-// The git directory of the repository that contains `dir` (`git rev-parse --git-common-dir`:
+// The git directory of the repository that contains `dir` (as `git rev-parse --git-common-dir`:
 // the main repository's also from a linked worktree), absolute; empty outside git.
 std::filesystem::path git_common_dir(const std::filesystem::path& dir);
 
-// Whether the repository that contains `dir` has the local branch `branch`; git failing to tell
-// sets `error`.
+// Whether the repository that contains `dir` has the local branch `branch`; failing to tell
+// (not a repository, or libgit2 could not read it) sets `error`.
 bool has_branch(const std::filesystem::path& dir, const std::string& branch, std::string& error);
 
 // Makes `path` a new worktree of the repository that contains `source`, on a new branch
-// `branch` that starts at commit `base` (`git worktree add -b`). When the branch exists already
-// (its worktree was removed by hand), the worktree checks it out instead; when `path` is a
-// worktree already (made at an earlier start of the loop), nothing is done. The user's checkout
-// and index are not touched. Returns "" or what failed.
+// `branch` that starts at commit `base` (as `git worktree add -b`; no post-checkout hook runs).
+// When the branch exists already (its worktree was removed by hand), the worktree checks it out
+// instead; when `path` is a worktree already (made at an earlier start of the loop), nothing is
+// done. The user's checkout and index are not touched. Returns "" or what failed (then nothing
+// of it is left: no directory, no new branch).
 std::string add_worktree(const std::filesystem::path& source, const std::filesystem::path& path,
                          const std::string& branch, const std::string& base);
 

@@ -437,6 +437,20 @@ class DirtyWorkspaceTest(MemoryTestCase):
         self.assertEqual(proc.returncode, 0, proc)
         self.assertEqual(len(d.call("loop.list", {})["loops"]), 1)
 
+    def test_a_repository_that_libgit2_must_not_open_is_submitted_with_a_warning(self):
+        d = self.memory_daemon()
+        ws = d.workspace()
+        write(os.path.join(ws, "tracked.txt"), "v1\n")
+        commit_all(ws)
+        # Format version 1: libgit2 1.5 would leak memory at each opening (workspace.cpp).
+        git(ws, "config", "core.repositoryformatversion", "1")
+        git(ws, "config", "extensions.worktreeConfig", "true")
+        write(os.path.join(ws, "scratch.txt"), "not committed\n")
+        proc = self.submit_plain(d, ws)
+        self.assertEqual(proc.returncode, 0, proc)
+        self.assertIn("was not checked for uncommitted changes", proc.stderr)
+        self.assertIn("format version is 1", proc.stderr)
+
     def test_ralph_leftovers_alone_do_not_make_a_workspace_dirty(self):
         d = self.memory_daemon()
         ws = d.workspace()

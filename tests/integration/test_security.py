@@ -8,6 +8,8 @@ must fail to get through.
   the sandbox; --sandbox=offline shares no network.
 - No write through a link: a root ralphd and a workspace owned by another user (refused unless
   --allow-foreign-workspace) with links at .ralph, .ralph/notes.md and .ralph/loop.md.
+- ralph's own git work (libgit2) runs nothing of the repository (fsmonitor, filters, signing,
+  hooks), with or without --sandbox.
 - The client trusts only a safe socket; ralphd cannot be blocked by another user's directory.
 - Agents get an explicit environment, PWD included; --env values are never shown.
 - Every number has a bound; oversized ones are -32602 errors on a connection that stays open.
@@ -297,6 +299,47 @@ class LinkTest(DaemonTestCase):
                 self.assertEqual(read_text(notes_target), "root:x:0:0\n")
                 self.assertEqual(sorted(os.listdir(protected)), ["passwd"])
                 self.assertTrue(events_of(d, loop["id"], "refused"), "the refusal is recorded")
+
+
+class RepositoryConfigTest(DaemonTestCase):
+    """ralph's own git work (snapshots, the dirty check, --commit, worktrees) runs nothing a
+    repository configures: the escape of a hostile repository, or of an agent without
+    --sandbox that leaves something for ralph to run."""
+
+    def test_fsmonitor_filters_signing_and_hooks_of_the_repository_never_run(self):
+        d = self.daemon()
+        ws = make_workspace(d.root)
+        marker = os.path.join(d.root, "ran")
+        script = os.path.join(d.root, "marker.sh")
+        write_executable(script, "#!/bin/sh\ntouch %s\ncat\n" % marker)
+        hooks = os.path.join(d.root, "hooks")
+        os.mkdir(hooks)
+        for hook in ("pre-commit", "post-commit", "post-checkout"):
+            shutil.copy(script, os.path.join(hooks, hook))
+            shutil.copy(script, os.path.join(ws, ".git", "hooks", hook))
+        git(ws, "config", "core.fsmonitor", script)
+        git(ws, "config", "filter.hostile.clean", script)
+        git(ws, "config", "filter.hostile.smudge", script)
+        git(ws, "config", "commit.gpgSign", "true")
+        git(ws, "config", "gpg.program", script)
+        write_text(os.path.join(ws, ".gitattributes"), "* filter=hostile\n")
+        # Without core.hooksPath first (the repository's own hooks), then with it.
+        for name, extra in (("own-hooks", []), ("hooks-path", ["core.hooksPath", hooks])):
+            with self.subTest(name):
+                if extra:
+                    git(ws, "config", *extra)
+                loop = d.ctl_submit(ws, "Work.", "-m", "1", "--commit", "--command",
+                                    hostile("read", "/dev/null"), name=name)
+                d.wait_state(loop["id"], ["completed"], timeout=30)
+                attempt = d.attempts(loop["id"])[0]
+                self.assertNotEqual(attempt["head_after"], attempt["head_before"],
+                                    "--commit committed")
+                self.assertFalse(os.path.exists(marker), "ralph ran a program the repository names")
+        # A worktree loop: the checkout of a new worktree runs no post-checkout or smudge either.
+        worktree = d.ctl_submit(ws, "Work.", "-m", "1", "--worktree", "--command",
+                                hostile("read", "/dev/null"), name="worktree")
+        d.wait_state(worktree["id"], ["completed"], timeout=30)
+        self.assertFalse(os.path.exists(marker), "ralph ran a program the repository names")
 
 
 class FakeServer:

@@ -4,14 +4,13 @@
 #include "proto/errors.hpp"
 
 #include <doctest/doctest.h>
+#include <git2.h>
 
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
-#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -27,10 +26,25 @@ extern char** environ;
 
 namespace {
 
-// The tests never read the user's ~/.gitconfig or /etc/gitconfig (identity, signing, hooks).
+// Where libgit2 looks for the user's and the system's configuration (its default: $HOME, the
+// XDG directory, /etc). "/dev/null" is not a directory: no configuration is found under it.
+void set_git_config_search_path(const std::string& directory) {
+    for (int level : {GIT_CONFIG_LEVEL_SYSTEM, GIT_CONFIG_LEVEL_XDG, GIT_CONFIG_LEVEL_GLOBAL,
+                      GIT_CONFIG_LEVEL_PROGRAMDATA})
+        REQUIRE(git_libgit2_opts(GIT_OPT_SET_SEARCH_PATH, level, directory.c_str()) == 0);
+}
+
+// The tests never read the user's ~/.gitconfig or /etc/gitconfig (identity, signing, hooks):
+// neither the git of the set-ups nor libgit2 in the code under test.
 void hermetic_git() {
     ::setenv("GIT_CONFIG_GLOBAL", "/dev/null", 1);
     ::setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
+    static const bool libgit2_hermetic = [] {
+        git_libgit2_init();  // reference-counted: the code under test's own init adds to it
+        set_git_config_search_path("/dev/null");
+        return true;
+    }();
+    (void)libgit2_hermetic;
 }
 
 struct temp_dir {
@@ -119,6 +133,55 @@ fs::path make_repo(const fs::path& dir, bool with_commit = true) {
 }
 
 std::string head_of(const fs::path& dir) { return trimmed(git(dir, {"rev-parse", "HEAD"})); }
+
+// An executable that creates `marker` when run and copies its stdin to its stdout, so that it
+// may stand for a hook, a filter driver, an fsmonitor or gpg.
+void write_marker_program(const fs::path& path, const fs::path& marker) {
+    write_file(path, "#!/bin/sh\ntouch '" + marker.string() + "'\nexec cat\n");
+    fs::permissions(path, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec);
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+}
+
+// ---- git itself, the oracle of what the workspace functions must find
+
+// `git status --porcelain` of the workspace `dir`, .ralph/ left out.
+std::vector<std::string> git_status(const fs::path& dir) {
+    return lines_of(git(dir, {"-c", "core.quotePath=false", "status", "--porcelain", "--", ".",
+                              ":(exclude).ralph"}));
+}
+
+// The tree `git add -A` and `git write-tree` make of the workspace `dir`, .ralph/ left out,
+// through a copy of its index (made in `scratch`).
+std::string git_add_all_tree(const fs::path& dir, const fs::path& scratch) {
+    fs::copy_file(dir / ".git" / "index", scratch / "index", fs::copy_options::overwrite_existing);
+    ::setenv("GIT_INDEX_FILE", (scratch / "index").c_str(), 1);
+    git(dir, {"add", "-A", "--", ".", ":(exclude).ralph"});
+    std::string tree = trimmed(git(dir, {"write-tree"}));
+    ::unsetenv("GIT_INDEX_FILE");
+    return tree;
+}
+
+// `git diff --numstat --find-renames` between two trees, summed up as compare() sums it.
+change_stats git_numstat(const fs::path& dir, const std::string& before, const std::string& after) {
+    change_stats stats;
+    for (const auto& line :
+         lines_of(git(dir, {"diff", "--numstat", "--find-renames", before, after}))) {
+        ++stats.files_changed;
+        if (line.rfind("-\t-\t", 0) == 0) continue;  // binary
+        std::istringstream fields(line);
+        std::int64_t added = 0, deleted = 0;
+        fields >> added >> deleted;
+        stats.insertions += added;
+        stats.deletions += deleted;
+    }
+    return stats;
+}
 
 }  // namespace
 
@@ -497,42 +560,6 @@ TEST_CASE("workspace: a linked worktree is snapshotted through its own index") {
     CHECK_FALSE(compare(repo, take_snapshot(repo), take_snapshot(repo)).progress());
 }
 
-TEST_CASE("workspace: git's exit status is not lost to another thread reaping any child") {
-    temp_dir tmp;
-    auto repo = make_repo(tmp.path / "repo");
-    auto plain = tmp.path / "plain";
-    fs::create_directories(plain);
-    write_file(repo / "b.txt", "b\n");
-    // What the daemon's child_reaper does on SIGCHLD, as fast as it can.
-    std::atomic<bool> stop{false};
-    std::thread reaper([&] {
-        while (!stop) {
-            ::waitpid(-1, nullptr, WNOHANG);
-            std::this_thread::yield();
-        }
-    });
-    snapshot snap;
-    dirty_state dirty, not_git;
-    std::string commit_error, head;
-    for (int i = 0; i < 5; ++i) {
-        snap = take_snapshot(repo);
-        dirty = check_dirty(repo);
-        not_git = check_dirty(plain);
-        if (snap.error != "" || dirty.error != "" || not_git.error != "") break;
-    }
-    head = commit_all(repo, "under a reaper", commit_error);
-    stop = true;
-    reaper.join();
-    CHECK(snap.is_git);
-    CHECK(snap.error == "");
-    CHECK(dirty.dirty);
-    CHECK(dirty.error == "");
-    CHECK_FALSE(not_git.is_git);
-    CHECK(not_git.error == "");
-    CHECK(commit_error == "");
-    CHECK(head == head_of(repo));
-}
-
 TEST_CASE("workspace: several workspaces can be snapshotted at once on different threads") {
     temp_dir tmp;
     std::vector<fs::path> repos;
@@ -561,23 +588,45 @@ TEST_CASE("workspace: several workspaces can be snapshotted at once on different
     CHECK(compare(repos[2], before[2], take_snapshot(repos[2])).insertions == 1);
 }
 
-TEST_CASE("workspace: without git on PATH a repository is snapshotted as plain files") {
+TEST_CASE(
+    "workspace: without git on PATH a repository is still snapshotted, checked and committed") {
     temp_dir tmp;
     auto repo = make_repo(tmp.path / "repo");
     std::string saved_path = std::getenv("PATH") ? std::getenv("PATH") : "";
     ::setenv("PATH", tmp.path.c_str(), 1);
-    auto snap = take_snapshot(repo);
+    auto before = take_snapshot(repo);
+    write_file(repo / "b.txt", "b\n");
+    auto after = take_snapshot(repo);
+    auto stats = compare(repo, before, after);
     auto dirty = check_dirty(repo);
     std::string error;
     std::string head = commit_all(repo, "no git", error);
     ::setenv("PATH", saved_path.c_str(), 1);
-    CHECK_FALSE(snap.is_git);
+    CHECK(after.is_git);
+    CHECK(after.error == "");
+    CHECK(stats.files_changed == 1);
+    CHECK(dirty.is_git);
+    CHECK(dirty.changes == std::vector<std::string>{"?? b.txt"});
+    CHECK(error == "");
+    CHECK(head == head_of(repo));
+}
+
+TEST_CASE("workspace: GIT_DIR, GIT_WORK_TREE and GIT_INDEX_FILE of the environment are not read") {
+    temp_dir tmp;
+    auto repo = make_repo(tmp.path / "repo");
+    auto other = make_repo(tmp.path / "other");
+    write_file(repo / "b.txt", "b\n");
+    ::setenv("GIT_DIR", (other / ".git").c_str(), 1);
+    ::setenv("GIT_WORK_TREE", other.c_str(), 1);
+    ::setenv("GIT_INDEX_FILE", (tmp.path / "no-index").c_str(), 1);
+    auto snap = take_snapshot(repo);
+    auto dirty = check_dirty(repo);
+    ::unsetenv("GIT_DIR");
+    ::unsetenv("GIT_WORK_TREE");
+    ::unsetenv("GIT_INDEX_FILE");
+    CHECK(snap.head == head_of(repo));
     CHECK(snap.error == "");
-    CHECK(snap.files.size() == 1);
-    CHECK(snap.files.count("a.txt") == 1);
-    CHECK_FALSE(dirty.is_git);
-    CHECK(head == "");
-    CHECK(error != "");
+    CHECK(dirty.changes == std::vector<std::string>{"?? b.txt"});
 }
 
 TEST_CASE("workspace: a subdirectory's repository is found with its top, prefix and HEAD") {
@@ -602,7 +651,8 @@ TEST_CASE("workspace: a subdirectory's repository is found with its top, prefix 
     CHECK(empty.error.empty());
 }
 
-TEST_CASE("workspace: a worktree gets a new branch from the base commit; the checkout is untouched") {
+TEST_CASE(
+    "workspace: a worktree gets a new branch from the base commit; the checkout is untouched") {
     temp_dir tmp;
     auto repo = make_repo(tmp.path / "repo");
     const std::string base = head_of(repo);
@@ -643,13 +693,15 @@ TEST_CASE("workspace: a worktree gets a new branch from the base commit; the che
 TEST_CASE("workspace: a worktree that cannot be made says why") {
     temp_dir tmp;
     auto repo = make_repo(tmp.path / "repo");
-    std::string error = add_worktree(repo, tmp.path / "tree", "ralph/loop-1", "0123456789abcdef0123");
+    std::string error =
+        add_worktree(repo, tmp.path / "tree", "ralph/loop-1", "0123456789abcdef0123");
     CHECK_FALSE(error.empty());
     CHECK(error.find("git worktree") != std::string::npos);
     CHECK_FALSE(fs::exists(tmp.path / "tree" / ".git"));
 }
 
-TEST_CASE("workspace: the git directory of a work tree, also of a linked worktree and a subdirectory") {
+TEST_CASE(
+    "workspace: the git directory of a work tree, also of a linked worktree and a subdirectory") {
     temp_dir tmp;
     auto repo = make_repo(tmp.path / "repo");
     fs::create_directories(repo / "sub" / "dir");
@@ -661,4 +713,345 @@ TEST_CASE("workspace: the git directory of a work tree, also of a linked worktre
     CHECK(fs::canonical(git_common_dir(tree)) == git_dir);
     fs::create_directories(tmp.path / "plain");
     CHECK(git_common_dir(tmp.path / "plain").empty());
+}
+
+TEST_CASE("workspace: check_dirty's lines are those of git status --porcelain") {
+    temp_dir tmp;
+    auto repo = make_repo(tmp.path / "repo");
+    write_file(repo / "b.txt", "b\n");
+    write_file(repo / "c.txt", "c\n");
+    write_file(repo / "d.txt", "d\n");
+    write_file(repo / "conflict.txt", "base\n");
+    git(repo, {"add", "-A"});
+    git(repo, {"commit", "-q", "-m", "more"});
+    // An unmerged path: both sides changed it.
+    git(repo, {"checkout", "-q", "-b", "other"});
+    write_file(repo / "conflict.txt", "theirs\n");
+    git(repo, {"commit", "-q", "-am", "theirs"});
+    git(repo, {"checkout", "-q", "main"});
+    write_file(repo / "conflict.txt", "ours\n");
+    git(repo, {"commit", "-q", "-am", "ours"});
+    CHECK(run(repo, {"merge", "-q", "other"}).status != 0);
+    // Staged, unstaged, both, deleted, a staged rename, untracked files and a directory.
+    write_file(repo / "a.txt", "staged\n");
+    git(repo, {"add", "a.txt"});
+    write_file(repo / "a.txt", "staged, then changed again\n");
+    write_file(repo / "b.txt", "unstaged\n");
+    fs::remove(repo / "c.txt");
+    git(repo, {"mv", "d.txt", "renamed.txt"});
+    write_file(repo / "with space.txt", "s\n");
+    write_file(repo / "quote\"d.txt", "q\n");
+    write_file(repo / "new dir" / "x.txt", "x\n");
+    write_file(repo / ".ralph" / "loop.md", "ralph's own\n");
+    auto expected = git_status(repo);
+    auto state = check_dirty(repo);
+    CHECK(state.error == "");
+    CHECK(state.changes == expected);
+    CHECK(state.total_changes == expected.size());
+}
+
+TEST_CASE("workspace: in a subdirectory, check_dirty's lines are those of git status -- .") {
+    temp_dir tmp;
+    auto repo = make_repo(tmp.path / "repo");
+    auto sub = repo / "packages" / "tool";
+    // Nothing of it tracked yet: one line for the whole workspace.
+    write_file(sub / "main.c", "int main;\n");
+    write_file(sub / "deep" / "more.c", "more\n");
+    write_file(sub / ".ralph" / "loop.md", "ralph's own\n");
+    write_file(repo / "packages" / "other" / "o.c", "not the workspace's\n");
+    CHECK(git_status(sub) == std::vector<std::string>{"?? packages/tool/"});
+    CHECK(check_dirty(sub).changes == git_status(sub));
+
+    git(repo, {"add", "packages/tool/main.c"});
+    git(repo, {"commit", "-q", "-m", "tool"});
+    write_file(sub / "main.c", "int main(void);\n");
+    write_file(sub / "deep" / "deeper" / "x.c", "x\n");
+    write_file(repo / "a.txt", "changed outside\n");
+    auto state = check_dirty(sub);
+    CHECK(state.changes == git_status(sub));
+    CHECK(state.changes ==
+          std::vector<std::string>{" M packages/tool/main.c", "?? packages/tool/deep/"});
+}
+
+TEST_CASE("workspace: a snapshot's tree is the one git add -A and write-tree make") {
+    temp_dir tmp;
+    auto repo = make_repo(tmp.path / "repo");
+    write_file(repo / ".gitignore", "*.log\nbuild/\n");
+    write_file(repo / "tool.sh", "#!/bin/sh\n");
+    write_file(repo / "gone.txt", "soon deleted\n");
+    git(repo, {"add", "-A"});
+    git(repo, {"commit", "-q", "-m", "more"});
+    // Staged, modified, deleted, executable, a link, ignored, untracked, ralph's own.
+    write_file(repo / "staged.txt", "staged\n");
+    git(repo, {"add", "staged.txt"});
+    write_file(repo / "a.txt", "modified\n");
+    fs::remove(repo / "gone.txt");
+    fs::permissions(repo / "tool.sh", fs::perms::owner_exec, fs::perm_options::add);
+    fs::create_symlink("a.txt", repo / "link");
+    write_file(repo / "run.log", "ignored\n");
+    write_file(repo / "build" / "out.o", "ignored\n");
+    write_file(repo / "new" / "deep" / "file.txt", "untracked\n");
+    write_file(repo / ".ralph" / "notes.md", "ralph's own\n");
+    auto snap = take_snapshot(repo);
+    CHECK(snap.error == "");
+    CHECK(snap.tree == git_add_all_tree(repo, tmp.path));
+}
+
+TEST_CASE("workspace: diff statistics are those of git diff --numstat between the snapshots") {
+    temp_dir tmp;
+    auto repo = make_repo(tmp.path / "repo");
+    std::string long_text;
+    for (int i = 0; i < 50; ++i) long_text += "line " + std::to_string(i) + "\n";
+    write_file(repo / "long.txt", long_text);
+    write_file(repo / "gone.txt", "1\n2\n3\n");
+    write_file(repo / "image.bin", std::string("\0\1\2", 3));
+    git(repo, {"add", "-A"});
+    git(repo, {"commit", "-q", "-m", "files"});
+    auto before = take_snapshot(repo);
+    // A rename with an edit, a deletion, a binary change, new lines, a new file.
+    fs::remove(repo / "long.txt");
+    write_file(repo / "moved" / "long.txt", long_text + "one more\n");
+    fs::remove(repo / "gone.txt");
+    write_file(repo / "image.bin", std::string("\0\1\2\3", 4));
+    write_file(repo / "a.txt", "one\ntwo\nthree\nfour\n");
+    write_file(repo / "new.txt", "n\n");
+    auto after = take_snapshot(repo);
+    auto stats = compare(repo, before, after);
+    CHECK(stats.error == "");
+    auto expected = git_numstat(repo, before.tree, after.tree);
+    CHECK(expected.files_changed == 5);
+    CHECK(stats.files_changed == expected.files_changed);
+    CHECK(stats.insertions == expected.insertions);
+    CHECK(stats.deletions == expected.deletions);
+}
+
+TEST_CASE(
+    "workspace: submodules and repositories of their own are staged, shown and committed as git "
+    "does") {
+    temp_dir tmp;
+    auto library = make_repo(tmp.path / "library");
+    auto repo = make_repo(tmp.path / "repo");
+    git(repo, {"-c", "protocol.file.allow=always", "submodule", "add", "-q", library.string(),
+               "libs/library"});
+    git(repo, {"commit", "-q", "-m", "submodule"});
+    auto before = take_snapshot(repo);
+    CHECK(before.error == "");
+    CHECK(before.tree == git_add_all_tree(repo, tmp.path));
+    CHECK_FALSE(check_dirty(repo).dirty);
+
+    // The agent commits in the submodule and clones a repository of its own into the workspace.
+    auto submodule = repo / "libs" / "library";
+    write_file(submodule / "a.txt", "changed in the submodule\n");
+    git(submodule, {"-c", "user.name=Agent", "-c", "user.email=agent@example.com", "commit", "-q",
+                    "-am", "in the submodule"});
+    make_repo(repo / "vendor" / "tool");
+    auto after = take_snapshot(repo);
+    CHECK(after.error == "");
+    CHECK(after.tree == git_add_all_tree(repo, tmp.path));
+    auto stats = compare(repo, before, after);
+    auto expected = git_numstat(repo, before.tree, after.tree);
+    CHECK(stats.files_changed == 2);
+    CHECK(stats.files_changed == expected.files_changed);
+    CHECK(stats.insertions == expected.insertions);
+    CHECK(stats.deletions == expected.deletions);
+    auto dirty = check_dirty(repo);
+    CHECK(dirty.changes == git_status(repo));
+    CHECK(dirty.changes == std::vector<std::string>{" M libs/library", "?? vendor/"});
+
+    std::string error;
+    commit_all(repo, "the submodule's commit and the new repository", error);
+    CHECK(error == "");
+    CHECK(trimmed(git(repo, {"rev-parse", "HEAD:libs/library"})) == head_of(submodule));
+    CHECK(trimmed(git(repo, {"rev-parse", "HEAD:vendor/tool"})) ==
+          head_of(repo / "vendor" / "tool"));
+}
+
+TEST_CASE(
+    "workspace: a repository of format version 1 is not opened: its workspace is plain files") {
+    temp_dir tmp;
+    auto repo = make_repo(tmp.path / "repo");
+    git(repo, {"config", "core.repositoryformatversion", "1"});
+    git(repo, {"config", "extensions.worktreeConfig", "true"});
+    auto linked = tmp.path / "linked";
+    git(repo, {"worktree", "add", "-q", "-b", "linked", linked.string()});
+    for (const auto& dir : {repo, linked}) {
+        CAPTURE(dir);
+        auto before = take_snapshot(dir);
+        CHECK_FALSE(before.is_git);
+        CHECK(before.error.find("format version is 1") != std::string::npos);
+        CHECK(before.files.count("a.txt") == 1);
+        write_file(dir / "b.txt", "b\n");
+        CHECK(compare(dir, before, take_snapshot(dir)).files_changed == 1);
+        auto dirty = check_dirty(dir);
+        CHECK_FALSE(dirty.is_git);
+        CHECK(dirty.error.find("format version is 1") != std::string::npos);
+        std::string error;
+        CHECK(commit_all(dir, "not committed", error) == "");
+        CHECK(error.find("format version is 1") != std::string::npos);
+    }
+}
+
+TEST_CASE(
+    "workspace: commit_all in a subdirectory commits its deletions; the user's staging elsewhere "
+    "stays") {
+    temp_dir tmp;
+    auto repo = make_repo(tmp.path / "repo");
+    auto sub = repo / "sub";
+    write_file(sub / "keep.txt", "k\n");
+    write_file(sub / "remove.txt", "r\n");
+    git(repo, {"add", "-A"});
+    git(repo, {"commit", "-q", "-m", "sub"});
+    write_file(repo / "staged.txt", "the user's\n");
+    git(repo, {"add", "staged.txt"});
+    fs::remove(sub / "remove.txt");
+    write_file(sub / "keep.txt", "k2\n");
+    std::string error;
+    std::string head = commit_all(sub, "sub only", error);
+    CHECK(error == "");
+    CHECK(head == head_of(repo));
+    CHECK(git(repo, {"show", "--name-status", "--format=", "HEAD"}) ==
+          "M\tsub/keep.txt\nD\tsub/remove.txt\n");
+    CHECK(git(repo, {"status", "--porcelain"}) == "A  staged.txt\n");
+}
+
+TEST_CASE("workspace: a skip-worktree file missing from the disk is neither a change nor deleted") {
+    temp_dir tmp;
+    auto repo = make_repo(tmp.path / "repo");
+    write_file(repo / "sparse.txt", "not checked out\n");
+    git(repo, {"add", "sparse.txt"});
+    git(repo, {"commit", "-q", "-m", "sparse"});
+    git(repo, {"update-index", "--skip-worktree", "sparse.txt"});
+    fs::remove(repo / "sparse.txt");
+    CHECK(git(repo, {"status", "--porcelain"}) == "");  // what git says of it
+    auto before = take_snapshot(repo);
+    CHECK_FALSE(check_dirty(repo).dirty);
+    write_file(repo / "new.txt", "n\n");
+    CHECK(compare(repo, before, take_snapshot(repo)).files_changed == 1);
+    std::string error;
+    commit_all(repo, "new only", error);
+    CHECK(error == "");
+    CHECK(git(repo, {"show", "--name-status", "--format=", "HEAD"}) == "A\tnew.txt\n");
+}
+
+TEST_CASE("workspace: commit_all takes the identity from the user's git configuration") {
+    temp_dir tmp;
+    auto repo = tmp.path / "repo";
+    fs::create_directories(repo);
+    git(repo, {"-c", "init.defaultBranch=main", "init", "-q"});
+    write_file(tmp.path / "home" / ".gitconfig",
+               "[user]\n\tname = Global User\n\temail = global@example.com\n");
+    set_git_config_search_path((tmp.path / "home").string());
+    write_file(repo / "a.txt", "a\n");
+    std::string error;
+    commit_all(repo, "as the user", error);
+    set_git_config_search_path("/dev/null");
+    CHECK(error == "");
+    CHECK(git(repo, {"log", "-1", "--format=%an <%ae>|%cn <%ce>"}) ==
+          "Global User <global@example.com>|Global User <global@example.com>\n");
+}
+
+// ---- Nothing the repository names is run (issue 19): each program below creates a marker file
+// when run. git itself, on the same set-up, shows first that it would run it.
+
+// The control: git ran the marker program. The marker is removed for the code under test.
+void require_ran(const fs::path& marker) {
+    REQUIRE(fs::exists(marker));
+    fs::remove(marker);
+}
+
+TEST_CASE("workspace: a core.fsmonitor program is not run by snapshots or the dirty check") {
+    temp_dir tmp;
+    auto repo = make_repo(tmp.path / "repo");
+    const fs::path marker = tmp.path / "ran";
+    write_marker_program(tmp.path / "fsmonitor", marker);
+    git(repo, {"config", "core.fsmonitor", (tmp.path / "fsmonitor").string()});
+    write_file(repo / "b.txt", "b\n");
+    run(repo, {"status", "--porcelain"});
+    require_ran(marker);
+
+    auto before = take_snapshot(repo);
+    write_file(repo / "c.txt", "c\n");
+    auto after = take_snapshot(repo);
+    CHECK(compare(repo, before, after).files_changed == 1);
+    CHECK(check_dirty(repo).total_changes == 2);
+    CHECK_FALSE(fs::exists(marker));
+}
+
+TEST_CASE("workspace: commit_all runs no hook, neither from .git/hooks nor from core.hooksPath") {
+    temp_dir tmp;
+    auto repo = make_repo(tmp.path / "repo");
+    const fs::path marker = tmp.path / "ran";
+    for (const char* hook : {"pre-commit", "prepare-commit-msg", "commit-msg", "post-commit"}) {
+        write_marker_program(repo / ".git" / "hooks" / hook, marker);
+        write_marker_program(tmp.path / "hooks" / hook, marker);
+    }
+    for (bool hooks_path : {false, true}) {
+        CAPTURE(hooks_path);
+        if (hooks_path) git(repo, {"config", "core.hooksPath", (tmp.path / "hooks").string()});
+        git(repo, {"commit", "-q", "--allow-empty", "-m", "git runs them"});
+        require_ran(marker);
+        write_file(repo / (hooks_path ? "c.txt" : "b.txt"), "work\n");
+        std::string error;
+        std::string head = commit_all(repo, "no hooks", error);
+        CHECK(error == "");
+        CHECK(head == head_of(repo));
+        CHECK_FALSE(fs::exists(marker));
+    }
+}
+
+TEST_CASE("workspace: a clean filter driver is not run by snapshots, the dirty check or commits") {
+    temp_dir tmp;
+    auto repo = make_repo(tmp.path / "repo");
+    const fs::path marker = tmp.path / "ran";
+    write_marker_program(tmp.path / "filter", marker);
+    git(repo, {"config", "filter.x.clean", (tmp.path / "filter").string()});
+    git(repo, {"config", "filter.x.smudge", (tmp.path / "filter").string()});
+    write_file(repo / ".gitattributes", "*.txt filter=x\n");
+    write_file(repo / "b.txt", "as it is on disk\n");
+    git(repo, {"hash-object", "b.txt"});
+    require_ran(marker);
+
+    auto before = take_snapshot(repo);
+    write_file(repo / "b.txt", "changed on disk\n");
+    auto after = take_snapshot(repo);
+    CHECK(compare(repo, before, after).files_changed == 1);
+    CHECK(check_dirty(repo).dirty);
+    std::string error;
+    commit_all(repo, "unfiltered", error);
+    CHECK(error == "");
+    CHECK_FALSE(fs::exists(marker));
+    CHECK(git(repo, {"cat-file", "blob", "HEAD:b.txt"}) == "changed on disk\n");
+}
+
+TEST_CASE("workspace: commit.gpgSign does not make commit_all run gpg.program") {
+    temp_dir tmp;
+    auto repo = make_repo(tmp.path / "repo");
+    const fs::path marker = tmp.path / "ran";
+    write_marker_program(tmp.path / "gpg", marker);
+    git(repo, {"config", "commit.gpgSign", "true"});
+    git(repo, {"config", "gpg.program", (tmp.path / "gpg").string()});
+    CHECK(run(repo, {"commit", "-q", "--allow-empty", "-m", "signed"}).status != 0);
+    require_ran(marker);
+
+    write_file(repo / "b.txt", "b\n");
+    std::string error;
+    std::string head = commit_all(repo, "unsigned", error);
+    CHECK(error == "");
+    CHECK(head == head_of(repo));
+    CHECK_FALSE(fs::exists(marker));
+    CHECK(git(repo, {"cat-file", "commit", "HEAD"}).find("gpgsig") == std::string::npos);
+}
+
+TEST_CASE("workspace: add_worktree runs no post-checkout hook") {
+    temp_dir tmp;
+    auto repo = make_repo(tmp.path / "repo");
+    const fs::path marker = tmp.path / "ran";
+    write_marker_program(repo / ".git" / "hooks" / "post-checkout", marker);
+    git(repo, {"worktree", "add", "-q", "-b", "control", (tmp.path / "control").string()});
+    require_ran(marker);
+
+    auto tree = tmp.path / "worktrees" / "loop-1";
+    CHECK(add_worktree(repo, tree, "ralph/loop-1", head_of(repo)) == "");
+    CHECK(read_file(tree / "a.txt") == "one\ntwo\nthree\n");
+    CHECK_FALSE(fs::exists(marker));
 }
