@@ -7,6 +7,7 @@
 #pragma once
 
 #include "common/asio.hpp"
+#include "proto/methods.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -20,7 +21,13 @@ class connection {
   public:
     explicit connection(const std::string& socket_path);
 
-    // Calls `method` and returns its result; a JSON-RPC error becomes a client_error.
+    // Calls `Method` (proto/methods.hpp) with its request; returns its result.
+    template <typename Method>
+    typename Method::result call(const typename Method::request& request) {
+        return call(Method::name, nlohmann::json(request)).template get<typename Method::result>();
+    }
+    // Calls `method` and returns its result; a JSON-RPC error becomes a client_error. For what
+    // passes requests through (mcp); the commands use call<Method>.
     nlohmann::json call(std::string_view method, nlohmann::json params);
     // Calls `method` and returns the reply unparsed (the whole JSON-RPC response), for a caller
     // that reads a large reply without building its JSON tree.
@@ -38,7 +45,12 @@ class session {
   public:
     explicit session(const std::string& socket_path);
 
-    // Sends a request and returns its id, to match the response among the notifications.
+    // Sends a request of `Method` (proto/methods.hpp) and returns its id, to match the response
+    // among the notifications.
+    template <typename Method>
+    std::int64_t send(const typename Method::request& request) {
+        return send(Method::name, nlohmann::json(request));
+    }
     std::int64_t send(std::string_view method, nlohmann::json params);
     // The text of the next message from the daemon (a response or a notification), valid until
     // the next call.

@@ -3,6 +3,7 @@
 // formatting of times, durations and paths. stdout carries only data; diagnostics go to stderr.
 #pragma once
 
+#include "proto/loop_api.hpp"
 #include "proto/types.hpp"
 
 #include <fmt/format.h>
@@ -119,7 +120,7 @@ std::string describe_loop_counts(const std::map<std::string, std::int64_t>& coun
 std::string format_bytes(std::int64_t bytes);
 // The loop.list params of the default view of `list` and `top`: every loop that has not ended,
 // then the `ended` most recent that have (two requests, so a long history stays cheap).
-std::vector<nlohmann::json> recent_loops_requests(std::int64_t ended);
+std::vector<proto::list_request> recent_loops_requests(std::int64_t ended);
 
 // Replaces a leading $HOME with "~".
 std::string shorten_home(std::string_view path);

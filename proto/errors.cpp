@@ -35,7 +35,7 @@ const error_entry& entry_of(error_kind kind) {
 }
 
 class category_impl : public std::error_category {
-public:
+  public:
     const char* name() const noexcept override { return "ralph.rpc"; }
     std::string message(int value) const override {
         return entry_of(static_cast<error_kind>(value)).message;

@@ -35,6 +35,14 @@ void read_field(const nlohmann::json& obj, const char* name, std::optional<T>& o
     out = std::move(value);
 }
 
+// A result's field, read leniently (the client's side): `fallback` when absent or null.
+template <typename T>
+T read_or(const nlohmann::json& obj, const char* name, T fallback) {
+    auto it = obj.find(name);
+    if (it == obj.end() || it->is_null()) return fallback;
+    return it->template get<T>();
+}
+
 // Required field: throws invalid_params "params.NAME is required" when absent.
 template <typename T>
 void read_required(const nlohmann::json& obj, const char* name, T& out) {

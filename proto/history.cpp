@@ -1,5 +1,11 @@
 #include "proto/history.hpp"
 
+#include "common/text.hpp"
+#include "proto/errors.hpp"
+#include "proto/fields.hpp"
+
+#include <stdexcept>
+
 namespace ralph::proto {
 namespace {
 
@@ -10,6 +16,34 @@ std::int64_t ms_of(const nlohmann::json& j, const char* name) {
 }
 
 }  // namespace
+
+void from_json(const nlohmann::json& j, report_request& r) {
+    std::optional<std::string> since;
+    read_field(params_object(j), "since", since);
+    if (!since) return;
+    try {
+        r.since = text::parse_iso8601(*since);
+    } catch (const std::invalid_argument& e) {
+        throw rpc_error(error_kind::invalid_params, std::string("params.since: ") + e.what());
+    }
+}
+void to_json(nlohmann::json& j, const report_request& r) {
+    j = nlohmann::json::object();
+    if (r.since) j["since"] = text::format_iso8601(*r.since);
+}
+
+void from_json(const nlohmann::json& j, gc_request& r) {
+    const auto& obj = params_object(j);
+    read_field(obj, "older_than_s", r.older_than_s);
+    read_field(obj, "dry_run", r.dry_run);
+    // A century bounds the conversion to milliseconds.
+    if (!(r.older_than_s >= 0 && r.older_than_s <= 100 * 365 * 86400.0))
+        throw rpc_error(error_kind::invalid_params,
+                        "params.older_than_s: must be between 0 and 100 years in seconds");
+}
+void to_json(nlohmann::json& j, const gc_request& r) {
+    j = {{"older_than_s", r.older_than_s}, {"dry_run", r.dry_run}};
+}
 
 void activity::add(const activity& other) {
     attempts += other.attempts;

@@ -1,6 +1,7 @@
-// Result types of the history methods (proto/API.md): history.report, what the loops did in a
-// time window, and history.gc, what pruning the old history removed. The daemon computes them
-// from the persisted attempts; ralphctl report and gc read them back with from_json.
+// Requests and results of the history methods (proto/API.md): history.report, what the loops
+// did in a time window, and history.gc, what pruning the old history removed. The daemon
+// computes them from the persisted attempts; ralphctl report and gc read them back with
+// from_json. The conventions of proto/loop_api.hpp.
 #pragma once
 
 #include "proto/types.hpp"
@@ -9,10 +10,28 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace ralph::proto {
+
+// history.report: the window starts at `since` (default: a day before now).
+struct report_request {
+    std::optional<std::int64_t> since;  // epoch ms; sent as ISO 8601
+    bool operator==(const report_request&) const = default;
+};
+void from_json(const nlohmann::json& j, report_request& r);
+void to_json(nlohmann::json& j, const report_request& r);
+
+// history.gc: the loops that ended more than `older_than_s` ago (at most a century).
+struct gc_request {
+    double older_than_s = 30 * 86400.0;
+    bool dry_run = false;  // only say what would be removed
+    bool operator==(const gc_request&) const = default;
+};
+void from_json(const nlohmann::json& j, gc_request& r);
+void to_json(nlohmann::json& j, const gc_request& r);
 
 // What a set of attempts did: summed over one loop's attempts in the window, or over every
 // loop of a report.
@@ -29,6 +48,7 @@ struct activity {
     std::map<std::string, std::int64_t> failures;  // failure class → attempts
 
     void add(const activity& other);
+    bool operator==(const activity&) const = default;
 };
 
 // One loop of a report: who it is, where it stands, and what it did in the window.
@@ -48,6 +68,7 @@ struct report_loop {
     std::string head_before;       // HEAD before the window's first attempt that had one
     std::string head_after;        // HEAD after its last attempt that had one
     proto::activity activity;      // the attempts in the window
+    bool operator==(const report_loop&) const = default;
 };
 
 struct report {
@@ -58,6 +79,7 @@ struct report {
     std::int64_t loop_count = 0;
     std::map<std::string, std::int64_t> by_state;
     proto::activity totals;
+    bool operator==(const report&) const = default;
 };
 
 // Sums the loops into loop_count, by_state and totals.
@@ -81,6 +103,7 @@ struct gc_result {
     std::int64_t attempts = 0;
     std::int64_t events = 0;
     std::int64_t output_bytes = 0;  // the loops' output files on disk
+    bool operator==(const gc_result&) const = default;
 };
 
 void to_json(nlohmann::json& j, const gc_result& r);

@@ -1,39 +1,137 @@
-// Method and notification names of the API (documented with examples in proto/API.md).
+// The API's methods and notifications (documented with examples in proto/API.md). A method is
+// a type that names it and pairs it with its request and result types: the daemon registers its
+// handler with add<Method> (daemon/rpc/registry.hpp), the client calls it with call<Method>
+// (client/connection.hpp), so both sides read and write the same two types and a renamed or
+// retyped field breaks the build of both.
 #pragma once
+
+#include "proto/daemon_api.hpp"
+#include "proto/history.hpp"
+#include "proto/loop_api.hpp"
 
 namespace ralph::proto::method {
 
-inline constexpr const char* daemon_info = "daemon.info";
-inline constexpr const char* daemon_shutdown = "daemon.shutdown";
-inline constexpr const char* loop_submit = "loop.submit";
-inline constexpr const char* loop_list = "loop.list";
-inline constexpr const char* loop_get = "loop.get";
-inline constexpr const char* loop_cancel = "loop.cancel";
-inline constexpr const char* loop_iterations = "loop.iterations";
-inline constexpr const char* loop_output = "loop.output";
-inline constexpr const char* loop_tail = "loop.tail";
-inline constexpr const char* loop_events = "loop.events";
-inline constexpr const char* events_subscribe = "events.subscribe";
-inline constexpr const char* loop_steer = "loop.steer";
-inline constexpr const char* loop_pause = "loop.pause";
-inline constexpr const char* loop_resume = "loop.resume";
-inline constexpr const char* agents_list = "agents.list";
-inline constexpr const char* scheduler_get = "scheduler.get";
-inline constexpr const char* scheduler_set = "scheduler.set";
-inline constexpr const char* budget_get = "budget.get";
-inline constexpr const char* budget_set = "budget.set";
+struct daemon_info {
+    static constexpr const char* name = "daemon.info";
+    using request = no_params;
+    using result = proto::daemon_info;
+};
+struct daemon_shutdown {
+    static constexpr const char* name = "daemon.shutdown";
+    using request = no_params;
+    using result = done;
+};
+struct loop_submit {
+    static constexpr const char* name = "loop.submit";
+    using request = submit_params;
+    using result = submit_result;
+};
+struct loop_list {
+    static constexpr const char* name = "loop.list";
+    using request = list_request;
+    using result = proto::loop_list;
+};
+struct loop_get {
+    static constexpr const char* name = "loop.get";
+    using request = loop_id_request;
+    using result = loop_detail;
+};
+struct loop_cancel {
+    static constexpr const char* name = "loop.cancel";
+    using request = loop_id_request;
+    using result = loop_info;
+};
+struct loop_pause {
+    static constexpr const char* name = "loop.pause";
+    using request = loop_id_request;
+    using result = loop_info;
+};
+struct loop_resume {
+    static constexpr const char* name = "loop.resume";
+    using request = loop_id_request;
+    using result = loop_info;
+};
+struct loop_iterations {
+    static constexpr const char* name = "loop.iterations";
+    using request = loop_id_request;
+    using result = attempt_list;
+};
+struct loop_steer {
+    static constexpr const char* name = "loop.steer";
+    using request = steer_request;
+    using result = steer_result;
+};
+struct loop_events {
+    static constexpr const char* name = "loop.events";
+    using request = events_request;
+    using result = event_list;
+};
+struct loop_output {
+    static constexpr const char* name = "loop.output";
+    using request = output_request;
+    using result = output_page;
+};
+// A WebSocket session only: then loop.output and loop.state notifications until `final`.
+struct loop_tail {
+    static constexpr const char* name = "loop.tail";
+    using request = output_request;
+    using result = tail_started;
+};
+// A WebSocket session only: then a loop.changed notification at every state change.
+struct events_subscribe {
+    static constexpr const char* name = "events.subscribe";
+    using request = no_params;
+    using result = subscription;
+};
+struct agents_list {
+    static constexpr const char* name = "agents.list";
+    using request = no_params;
+    using result = agent_list;
+};
+struct scheduler_get {
+    static constexpr const char* name = "scheduler.get";
+    using request = no_params;
+    using result = scheduler_state;
+};
+struct scheduler_set {
+    static constexpr const char* name = "scheduler.set";
+    using request = scheduler_changes;
+    using result = scheduler_state;
+};
+struct budget_get {
+    static constexpr const char* name = "budget.get";
+    using request = budget_request;
+    using result = budget_state;
+};
+struct budget_set {
+    static constexpr const char* name = "budget.set";
+    using request = budget_changes;
+    using result = budget_state;
+};
 // Only on a daemon started with --test-clock: shifts its wall clock.
-inline constexpr const char* debug_clock = "debug.clock";
-inline constexpr const char* history_report = "history.report";
-inline constexpr const char* history_gc = "history.gc";
+struct debug_clock {
+    static constexpr const char* name = "debug.clock";
+    using request = clock_request;
+    using result = clock_state;
+};
+struct history_report {
+    static constexpr const char* name = "history.report";
+    using request = report_request;
+    using result = report;
+};
+struct history_gc {
+    static constexpr const char* name = "history.gc";
+    using request = gc_request;
+    using result = gc_result;
+};
 
 }  // namespace ralph::proto::method
 
 namespace ralph::proto::notification {
 
-// A piece of a tailed loop's output: {id, offset, length, data, encoding}.
+// A piece of a tailed loop's output (output_notification).
 inline constexpr const char* loop_output = "loop.output";
-// A tailed loop changed state: {id, state, stop_reason, iterations, final}.
+// A tailed loop changed state (state_notification).
 inline constexpr const char* loop_state = "loop.state";
 // Some loop changed state (sessions that called events.subscribe): its loop.list summary.
 inline constexpr const char* loop_changed = "loop.changed";

@@ -22,13 +22,6 @@ constexpr std::array<std::string_view, 8> termination_names{
 constexpr std::array<std::string_view, 7> failure_names{
     "", "rate_limit", "transient", "auth", "missing_program", "timeout", "crash"};
 
-template <typename T>
-T value_or(const nlohmann::json& j, const char* name, T fallback) {
-    auto it = j.find(name);
-    if (it == j.end() || it->is_null()) return fallback;
-    return it->get<T>();
-}
-
 }  // namespace
 
 nlohmann::json time_to_json(std::int64_t ms) {
@@ -95,12 +88,12 @@ void add_usage(nlohmann::json& j, const usage& u) {
 
 usage read_usage(const nlohmann::json& j) {
     usage u;
-    u.input_tokens = value_or<std::int64_t>(j, "input_tokens", 0);
-    u.output_tokens = value_or<std::int64_t>(j, "output_tokens", 0);
+    u.input_tokens = read_or<std::int64_t>(j, "input_tokens", 0);
+    u.output_tokens = read_or<std::int64_t>(j, "output_tokens", 0);
     if (j.contains("cost_usd") && j["cost_usd"].is_number())
         u.cost_usd = j["cost_usd"].get<double>();
-    u.turns = value_or<std::int64_t>(j, "turns", 0);
-    u.tool_calls = value_or<std::int64_t>(j, "tool_calls", 0);
+    u.turns = read_or<std::int64_t>(j, "turns", 0);
+    u.tool_calls = read_or<std::int64_t>(j, "tool_calls", 0);
     return u;
 }
 
@@ -273,20 +266,20 @@ nlohmann::json summary_json(const loop_info& loop, const std::vector<std::string
 
 void from_json(const nlohmann::json& j, loop_info& loop) {
     from_json(j, loop.spec);
-    for (const auto& name : value_or<std::vector<std::string>>(j, "env_names", {}))
+    for (const auto& name : read_or<std::vector<std::string>>(j, "env_names", {}))
         loop.spec.env[name] = "";
-    loop.id = value_or<std::int64_t>(j, "id", 0);
-    loop.state = loop_state_from_string(value_or<std::string>(j, "state", "queued"));
-    loop.stop_reason = value_or<std::string>(j, "stop_reason", "");
-    loop.iterations = value_or<std::int64_t>(j, "iterations", 0);
-    loop.attempts = value_or<std::int64_t>(j, "attempts", 0);
-    loop.retries = value_or<std::int64_t>(j, "retries", 0);
+    loop.id = read_or<std::int64_t>(j, "id", 0);
+    loop.state = loop_state_from_string(read_or<std::string>(j, "state", "queued"));
+    loop.stop_reason = read_or<std::string>(j, "stop_reason", "");
+    loop.iterations = read_or<std::int64_t>(j, "iterations", 0);
+    loop.attempts = read_or<std::int64_t>(j, "attempts", 0);
+    loop.retries = read_or<std::int64_t>(j, "retries", 0);
     loop.created_at = time_from_json(j, "created_at");
     loop.started_at = time_from_json(j, "started_at");
     loop.finished_at = time_from_json(j, "finished_at");
     loop.updated_at = time_from_json(j, "updated_at");
     loop.resume_at = time_from_json(j, "resume_at");
-    loop.output_bytes = value_or<std::int64_t>(j, "output_bytes", 0);
+    loop.output_bytes = read_or<std::int64_t>(j, "output_bytes", 0);
     loop.usage = read_usage(j);
 }
 
@@ -322,36 +315,36 @@ void to_json(nlohmann::json& j, const attempt_info& a) {
 }
 
 void from_json(const nlohmann::json& j, attempt_info& a) {
-    a.id = value_or<std::int64_t>(j, "id", 0);
-    a.loop_id = value_or<std::int64_t>(j, "loop_id", 0);
-    a.iteration = value_or<std::int64_t>(j, "iteration", 0);
-    a.attempt = value_or<std::int64_t>(j, "attempt", 0);
-    a.argv = value_or<std::vector<std::string>>(j, "argv", {});
-    a.pid = value_or<std::int64_t>(j, "pid", 0);
+    a.id = read_or<std::int64_t>(j, "id", 0);
+    a.loop_id = read_or<std::int64_t>(j, "loop_id", 0);
+    a.iteration = read_or<std::int64_t>(j, "iteration", 0);
+    a.attempt = read_or<std::int64_t>(j, "attempt", 0);
+    a.argv = read_or<std::vector<std::string>>(j, "argv", {});
+    a.pid = read_or<std::int64_t>(j, "pid", 0);
     a.started_at = time_from_json(j, "started_at");
     a.ended_at = time_from_json(j, "ended_at");
-    a.how = termination_from_string(value_or<std::string>(j, "termination", "running"));
+    a.how = termination_from_string(read_or<std::string>(j, "termination", "running"));
     if (j.contains("exit_code") && j["exit_code"].is_number())
         a.exit_code = j["exit_code"].get<int>();
     if (j.contains("signal") && j["signal"].is_number()) a.signal = j["signal"].get<int>();
-    a.completion_signal = value_or<bool>(j, "completion_signal", false);
-    a.failure = failure_class_from_string(value_or<std::string>(j, "failure", ""));
-    a.error = value_or<std::string>(j, "error", "");
-    a.summary = value_or<std::string>(j, "summary", "");
+    a.completion_signal = read_or<bool>(j, "completion_signal", false);
+    a.failure = failure_class_from_string(read_or<std::string>(j, "failure", ""));
+    a.error = read_or<std::string>(j, "error", "");
+    a.summary = read_or<std::string>(j, "summary", "");
     a.usage = read_usage(j);
-    a.head_before = value_or<std::string>(j, "head_before", "");
-    a.head_after = value_or<std::string>(j, "head_after", "");
-    a.files_changed = value_or<std::int64_t>(j, "files_changed", 0);
-    a.insertions = value_or<std::int64_t>(j, "insertions", 0);
-    a.deletions = value_or<std::int64_t>(j, "deletions", 0);
+    a.head_before = read_or<std::string>(j, "head_before", "");
+    a.head_after = read_or<std::string>(j, "head_after", "");
+    a.files_changed = read_or<std::int64_t>(j, "files_changed", 0);
+    a.insertions = read_or<std::int64_t>(j, "insertions", 0);
+    a.deletions = read_or<std::int64_t>(j, "deletions", 0);
     if (j.contains("progress") && j["progress"].is_boolean())
         a.progress = j["progress"].get<bool>();
     a.feedback = j.value("feedback", nlohmann::json());
     if (j.contains("verify_exit") && j["verify_exit"].is_number())
         a.verify_exit = j["verify_exit"].get<int>();
-    a.verify_output = value_or<std::string>(j, "verify_output", "");
-    a.output_start = value_or<std::int64_t>(j, "output_start", 0);
-    a.output_end = value_or<std::int64_t>(j, "output_end", 0);
+    a.verify_output = read_or<std::string>(j, "verify_output", "");
+    a.output_start = read_or<std::int64_t>(j, "output_start", 0);
+    a.output_end = read_or<std::int64_t>(j, "output_end", 0);
 }
 
 void to_json(nlohmann::json& j, const event_info& e) {
@@ -365,13 +358,13 @@ void to_json(nlohmann::json& j, const event_info& e) {
 }
 
 void from_json(const nlohmann::json& j, event_info& e) {
-    e.id = value_or<std::int64_t>(j, "id", 0);
-    e.attempt_id = value_or<std::int64_t>(j, "attempt_id", 0);
-    e.iteration = value_or<std::int64_t>(j, "iteration", 0);
+    e.id = read_or<std::int64_t>(j, "id", 0);
+    e.attempt_id = read_or<std::int64_t>(j, "attempt_id", 0);
+    e.iteration = read_or<std::int64_t>(j, "iteration", 0);
     e.ts = time_from_json(j, "ts");
-    e.kind = value_or<std::string>(j, "kind", "");
-    e.tool = value_or<std::string>(j, "tool", "");
-    e.text = value_or<std::string>(j, "text", "");
+    e.kind = read_or<std::string>(j, "kind", "");
+    e.tool = read_or<std::string>(j, "tool", "");
+    e.text = read_or<std::string>(j, "text", "");
 }
 
 void to_json(nlohmann::json& j, const agent_info& a) {
@@ -387,15 +380,15 @@ void to_json(nlohmann::json& j, const agent_info& a) {
 }
 
 void from_json(const nlohmann::json& j, agent_info& a) {
-    a.name = value_or<std::string>(j, "name", "");
-    a.description = value_or<std::string>(j, "description", "");
-    a.program = value_or<std::string>(j, "program", "");
-    a.path = value_or<std::string>(j, "path", "");
-    a.output_format = value_or<std::string>(j, "output_format", "text");
-    a.structured_output = value_or<bool>(j, "structured_output", false);
-    a.tokens = value_or<bool>(j, "tokens", false);
-    a.cost = value_or<bool>(j, "cost", false);
-    a.rate_limit_detection = value_or<bool>(j, "rate_limit_detection", false);
+    a.name = read_or<std::string>(j, "name", "");
+    a.description = read_or<std::string>(j, "description", "");
+    a.program = read_or<std::string>(j, "program", "");
+    a.path = read_or<std::string>(j, "path", "");
+    a.output_format = read_or<std::string>(j, "output_format", "text");
+    a.structured_output = read_or<bool>(j, "structured_output", false);
+    a.tokens = read_or<bool>(j, "tokens", false);
+    a.cost = read_or<bool>(j, "cost", false);
+    a.rate_limit_detection = read_or<bool>(j, "rate_limit_detection", false);
 }
 
 void to_json(nlohmann::json& j, const daemon_info& info) {
@@ -410,14 +403,14 @@ void to_json(nlohmann::json& j, const daemon_info& info) {
 }
 
 void from_json(const nlohmann::json& j, daemon_info& info) {
-    info.version = value_or<std::string>(j, "version", "");
-    info.protocol_version = value_or<int>(j, "protocol_version", 0);
-    info.pid = value_or<std::int64_t>(j, "pid", 0);
-    info.socket = value_or<std::string>(j, "socket", "");
-    info.database = value_or<std::string>(j, "database", "");
+    info.version = read_or<std::string>(j, "version", "");
+    info.protocol_version = read_or<int>(j, "protocol_version", 0);
+    info.pid = read_or<std::int64_t>(j, "pid", 0);
+    info.socket = read_or<std::string>(j, "socket", "");
+    info.database = read_or<std::string>(j, "database", "");
     info.started_at = time_from_json(j, "started_at");
-    info.max_concurrent = value_or<std::int64_t>(j, "max_concurrent", 1);
-    info.loops_by_state = value_or<std::map<std::string, std::int64_t>>(j, "loops_by_state", {});
+    info.max_concurrent = read_or<std::int64_t>(j, "max_concurrent", 1);
+    info.loops_by_state = read_or<std::map<std::string, std::int64_t>>(j, "loops_by_state", {});
 }
 
 void to_json(nlohmann::json& j, const scheduler_settings& s) {
@@ -425,12 +418,10 @@ void to_json(nlohmann::json& j, const scheduler_settings& s) {
         {"max_concurrent", s.max_concurrent}, {"paused", s.paused}, {"window", s.window}};
 }
 
-void apply_changes(const nlohmann::json& params, scheduler_settings& s) {
-    const auto& obj = params_object(params);
-    read_field(obj, "max_concurrent", s.max_concurrent);
-    read_field(obj, "paused", s.paused);
-    read_field(obj, "window", s.window);
-    check_range("max_concurrent", s.max_concurrent, 1, 1000);
+void from_json(const nlohmann::json& j, scheduler_settings& s) {
+    s.max_concurrent = read_or<std::int64_t>(j, "max_concurrent", 1);
+    s.paused = read_or<bool>(j, "paused", false);
+    s.window = read_or<std::string>(j, "window", "");
 }
 
 void to_json(nlohmann::json& j, const budget_limits& b) {
@@ -440,17 +431,11 @@ void to_json(nlohmann::json& j, const budget_limits& b) {
                        {"cost_per_day_usd", b.cost_per_day_usd}};
 }
 
-void apply_changes(const nlohmann::json& params, budget_limits& b) {
-    const auto& obj = params_object(params);
-    read_field(obj, "iterations_per_hour", b.iterations_per_hour);
-    read_field(obj, "iterations_per_day", b.iterations_per_day);
-    read_field(obj, "tokens_per_day", b.tokens_per_day);
-    read_field(obj, "cost_per_day_usd", b.cost_per_day_usd);
-    // 0 = no limit.
-    check_range("iterations_per_hour", b.iterations_per_hour, 0, max_count);
-    check_range("iterations_per_day", b.iterations_per_day, 0, max_count);
-    check_range("tokens_per_day", b.tokens_per_day, 0, max_tokens);
-    check_range("cost_per_day_usd", b.cost_per_day_usd, 0, max_cost_usd);
+void from_json(const nlohmann::json& j, budget_limits& b) {
+    b.iterations_per_hour = read_or<std::int64_t>(j, "iterations_per_hour", 0);
+    b.iterations_per_day = read_or<std::int64_t>(j, "iterations_per_day", 0);
+    b.tokens_per_day = read_or<std::int64_t>(j, "tokens_per_day", 0);
+    b.cost_per_day_usd = read_or<double>(j, "cost_per_day_usd", 0);
 }
 
 void to_json(nlohmann::json& j, const budget_use& u) {
@@ -460,45 +445,12 @@ void to_json(nlohmann::json& j, const budget_use& u) {
 }
 
 void from_json(const nlohmann::json& j, budget_use& u) {
-    u.name = value_or<std::string>(j, "name", "");
-    u.loop_id = value_or<std::int64_t>(j, "loop_id", 0);
-    u.used = value_or<double>(j, "used", 0);
-    u.limit = value_or<double>(j, "limit", 0);
-    u.window_ms = value_or<std::int64_t>(j, "window_ms", 0);
+    u.name = read_or<std::string>(j, "name", "");
+    u.loop_id = read_or<std::int64_t>(j, "loop_id", 0);
+    u.used = read_or<double>(j, "used", 0);
+    u.limit = read_or<double>(j, "limit", 0);
+    u.window_ms = read_or<std::int64_t>(j, "window_ms", 0);
     u.frees_at = time_from_json(j, "frees_at");
-}
-
-void from_json(const nlohmann::json& j, output_request& r) {
-    const auto& obj = params_object(j);
-    read_loop_id(obj, "id", r.id);
-    read_field(obj, "offset", r.offset);
-    read_field(obj, "last_lines", r.last_lines);
-    read_field(obj, "max_bytes", r.max_bytes);
-    read_field(obj, "encoding", r.encoding);
-    read_field(obj, "output", r.output);
-    if (r.offset && *r.offset < 0)
-        throw rpc_error(error_kind::invalid_params, "params.offset: must not be negative");
-    if (r.last_lines && *r.last_lines < 0)
-        throw rpc_error(error_kind::invalid_params, "params.last_lines: must not be negative");
-    if (r.max_bytes <= 0 || r.max_bytes > (4 << 20))
-        throw rpc_error(error_kind::invalid_params, "params.max_bytes: must be in 1..4194304");
-    if (r.encoding != "utf8" && r.encoding != "base64")
-        throw rpc_error(error_kind::invalid_params,
-                        "params.encoding: must be \"utf8\" or \"base64\"");
-}
-
-std::size_t sendable_length(std::string_view bytes, std::string_view encoding) {
-    if (encoding == "base64") return bytes.size();
-    std::size_t whole = text::utf8_complete_prefix(bytes);
-    return whole > 0 ? whole : bytes.size();
-}
-
-std::string encode_output(std::string_view bytes, std::string_view encoding) {
-    return encoding == "base64" ? text::base64_encode(bytes) : text::to_valid_utf8(bytes);
-}
-
-std::string decode_output(std::string_view data, std::string_view encoding) {
-    return encoding == "base64" ? text::base64_decode(data) : std::string(data);
 }
 
 }  // namespace ralph::proto

@@ -70,6 +70,7 @@ struct usage {
     std::optional<double> cost_usd;  // what the agent reported; null when it reported none
     std::int64_t turns = 0;
     std::int64_t tool_calls = 0;
+    bool operator==(const usage&) const = default;
 };
 
 // A usage is flattened into the JSON object that has it (a loop, an attempt, a report).
@@ -144,6 +145,7 @@ struct submit_params {
     // A submit with the key of a loop in the history creates nothing and answers that loop
     // (SPEC §7: a script may retry a submit safely); "" = none.
     std::string idempotency_key;
+    bool operator==(const submit_params&) const = default;
 };
 
 void from_json(const nlohmann::json& j, submit_params& p);  // throws rpc_error(invalid_params)
@@ -164,6 +166,7 @@ struct loop_info {
     std::int64_t resume_at = 0;     // when a waiting loop goes on
     std::int64_t output_bytes = 0;  // persisted output, = end offset of the loop's output
     proto::usage usage;             // summed over every attempt
+    bool operator==(const loop_info&) const = default;
 };
 
 // The API's form of a loop: the spec flattened into the object, but for `env`, whose values may
@@ -205,6 +208,7 @@ struct attempt_info {
     std::string verify_output;       // its output (the end of it)
     std::int64_t output_start = 0;   // [start, end) byte range in the loop's output
     std::int64_t output_end = 0;
+    bool operator==(const attempt_info&) const = default;
 };
 
 void to_json(nlohmann::json& j, const attempt_info& attempt);
@@ -220,6 +224,7 @@ struct event_info {
     std::string kind;  // text, tool_use, tool_result, usage, error, rate_limit, ...
     std::string tool;
     std::string text;
+    bool operator==(const event_info&) const = default;
 };
 
 void to_json(nlohmann::json& j, const event_info& e);
@@ -236,6 +241,7 @@ struct agent_info {
     bool tokens = false;
     bool cost = false;
     bool rate_limit_detection = false;
+    bool operator==(const agent_info&) const = default;
 };
 
 void to_json(nlohmann::json& j, const agent_info& a);
@@ -250,6 +256,7 @@ struct daemon_info {
     std::int64_t started_at = 0;
     std::int64_t max_concurrent = 1;
     std::map<std::string, std::int64_t> loops_by_state;
+    bool operator==(const daemon_info&) const = default;
 };
 
 void to_json(nlohmann::json& j, const daemon_info& info);
@@ -260,10 +267,10 @@ struct scheduler_settings {
     std::int64_t max_concurrent = 1;
     bool paused = false;  // no queued loop starts and no running loop begins another iteration
     std::string window;   // "HH:MM-HH:MM" (local time) when loops may run; "" = any time
+    bool operator==(const scheduler_settings&) const = default;
 };
 void to_json(nlohmann::json& j, const scheduler_settings& s);
-// Overlays the fields present in params (scheduler.set); throws rpc_error(invalid_params).
-void apply_changes(const nlohmann::json& params, scheduler_settings& s);
+void from_json(const nlohmann::json& j, scheduler_settings& s);
 
 // The global budgets (budget.get / budget.set), kept in the database; 0 = no limit. Agent runs
 // (retries included), tokens (input + output) and cost are counted over rolling windows of the
@@ -273,10 +280,10 @@ struct budget_limits {
     std::int64_t iterations_per_day = 0;
     std::int64_t tokens_per_day = 0;
     double cost_per_day_usd = 0;
+    bool operator==(const budget_limits&) const = default;
 };
 void to_json(nlohmann::json& j, const budget_limits& b);
-// Overlays the fields present in params (budget.set); throws rpc_error(invalid_params).
-void apply_changes(const nlohmann::json& params, budget_limits& b);
+void from_json(const nlohmann::json& j, budget_limits& b);
 
 // One budget's use over its rolling window (budget.get).
 struct budget_use {
@@ -286,29 +293,9 @@ struct budget_use {
     double limit = 0;  // 0 = no limit
     std::int64_t window_ms = 0;
     std::int64_t frees_at = 0;  // exhausted until then; 0 = not exhausted
+    bool operator==(const budget_use&) const = default;
 };
 void to_json(nlohmann::json& j, const budget_use& u);
 void from_json(const nlohmann::json& j, budget_use& u);
-
-// loop.output: a page of persisted output. loop.tail takes the same selection.
-struct output_request {
-    std::int64_t id = 0;
-    std::optional<std::int64_t> offset;      // byte offset; default 0
-    std::optional<std::int64_t> last_lines;  // start at the beginning of the last N lines instead
-    std::int64_t max_bytes = 1 << 20;        // loop.output only; at most 4 MiB
-    std::string encoding = "utf8";           // "utf8" (invalid bytes replaced) or "base64" (exact)
-    bool output = true;                      // loop.tail only: false = state notifications only
-};
-
-void from_json(const nlohmann::json& j, output_request& r);  // throws rpc_error(invalid_params)
-
-// How many of `bytes` (a piece of output) to send in `encoding`: in lossy "utf8" a piece must
-// not end inside a character (its rest comes with the next piece) unless the piece holds nothing
-// else, which only a truncated sequence at the very end of the output can cause.
-std::size_t sendable_length(std::string_view bytes, std::string_view encoding);
-// Encodes raw bytes for the wire in the requested encoding.
-std::string encode_output(std::string_view bytes, std::string_view encoding);
-// Decodes a `data` field back to raw bytes.
-std::string decode_output(std::string_view data, std::string_view encoding);
 
 }  // namespace ralph::proto

@@ -37,8 +37,8 @@ std::string program_version(const std::string& program) {
     posix_spawn_file_actions_adddup2(&actions, fds[1], STDERR_FILENO);
     const char* argv[] = {program.c_str(), "--version", nullptr};
     pid_t pid = 0;
-    int rc = ::posix_spawn(&pid, program.c_str(), &actions, nullptr, const_cast<char**>(argv),
-                           environ);
+    int rc =
+        ::posix_spawn(&pid, program.c_str(), &actions, nullptr, const_cast<char**>(argv), environ);
     posix_spawn_file_actions_destroy(&actions);
     ::close(fds[1]);
     std::string output;
@@ -69,8 +69,7 @@ namespace {
 std::string_view yes_no(bool value) { return value ? "yes" : "-"; }
 
 int run_agents(const client_context& ctx) {
-    nlohmann::json reply = connection(ctx.socket).call(proto::method::agents_list, nlohmann::json::object());
-    auto agents = reply.at("agents").get<std::vector<proto::agent_info>>();
+    const auto agents = connection(ctx.socket).call<proto::method::agents_list>({}).agents;
     std::vector<std::string> versions;
     for (const auto& agent : agents)
         versions.push_back(agent.path.empty() ? std::string() : program_version(agent.path));
@@ -95,13 +94,14 @@ int run_agents(const client_context& ctx) {
     for (std::size_t i = 0; i < agents.size(); ++i) {
         const auto& agent = agents[i];
         rows.add(agent.name);
-        rows.add(agent.path.empty() ? "no" : "yes", agent.path.empty() ? colour::red : colour::green);
+        rows.add(agent.path.empty() ? "no" : "yes",
+                 agent.path.empty() ? colour::red : colour::green);
         rows.add(versions[i].empty() ? "-" : versions[i]);
         rows.add(agent.structured_output ? agent.output_format : "text");
         rows.add(yes_no(agent.tokens));
         rows.add(yes_no(agent.cost));
         rows.add(agent.rate_limit_detection ? "detected" : "guessed");
-        rows.add(!agent.path.empty() ? agent.path
+        rows.add(!agent.path.empty()     ? agent.path
                  : agent.program.empty() ? "(--command)"
                                          : agent.program + " (not on PATH)");
     }

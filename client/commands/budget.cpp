@@ -23,13 +23,13 @@ std::string format_amount(const proto::budget_use& use, double value) {
     return fmt::format("{}", std::int64_t(value));
 }
 
-int print_budget(const client_context& ctx, nlohmann::json state) {
+int print_budget(const client_context& ctx, const proto::budget_state& state) {
     if (ctx.json) {
-        print_json({{"budget", std::move(state)}});
+        print_json({{"budget", state}});
         return exit_code::ok;
     }
     fmt::memory_buffer out;
-    const auto uses = state.value("use", std::vector<proto::budget_use>{});
+    const auto& uses = state.use;
     if (uses.empty()) {
         fmt::format_to(std::back_inserter(out),
                        "no budgets set (see `ralphctl budget set --help`)\n");
@@ -39,7 +39,8 @@ int print_budget(const client_context& ctx, nlohmann::json state) {
             std::string name = use.name.substr(0, use.name.rfind("_usd"));  // "cost_per_day"
             std::replace(name.begin(), name.end(), '_', ' ');
             t.add(name);
-            t.add(use.loop_id == 0 ? std::string("all loops") : fmt::format("loop {}", use.loop_id));
+            t.add(use.loop_id == 0 ? std::string("all loops")
+                                   : fmt::format("loop {}", use.loop_id));
             t.add(format_amount(use, use.used), use.frees_at > 0 ? colour::red : colour::none);
             t.add(format_amount(use, use.limit));
             t.add(text::format_duration(use.window_ms));
@@ -47,63 +48,71 @@ int print_budget(const client_context& ctx, nlohmann::json state) {
         }
         t.render(out, ctx.colour);
     }
-    for (const auto& hold : state.value("holds", nlohmann::json::array()))
-        fmt::format_to(std::back_inserter(out), "agent {} held until {}: {}\n",
-                       hold.value("agent", ""),
-                       format_local_time(text::parse_iso8601_or_zero(hold.value("until", ""))),
-                       hold.value("reason", ""));
+    for (const auto& hold : state.holds)
+        fmt::format_to(std::back_inserter(out), "agent {} held until {}: {}\n", hold.agent,
+                       format_local_time(hold.until), hold.reason);
     write_stdout(out);
     return exit_code::ok;
 }
 
 struct set_options {
     proto::budget_limits limits;
-    std::vector<std::pair<CLI::Option*, const char*>> fields;  // sent only when given
+    CLI::Option* iterations_per_hour = nullptr;
+    CLI::Option* iterations_per_day = nullptr;
+    CLI::Option* tokens_per_day = nullptr;
+    CLI::Option* cost_per_day = nullptr;
+
+    // The limits given on the command line; the others stay as they are.
+    proto::budget_changes changes() const {
+        proto::budget_changes changes;
+        if (iterations_per_hour->count() > 0)
+            changes.iterations_per_hour = limits.iterations_per_hour;
+        if (iterations_per_day->count() > 0) changes.iterations_per_day = limits.iterations_per_day;
+        if (tokens_per_day->count() > 0) changes.tokens_per_day = limits.tokens_per_day;
+        if (cost_per_day->count() > 0) changes.cost_per_day_usd = limits.cost_per_day_usd;
+        return changes;
+    }
 };
 
 }  // namespace
 
 void register_budget_command(CLI::App& app, client_context& ctx) {
-    auto* cmd = app.add_subcommand("budget", "Show the budgets' use and when they free up, or set them");
+    auto* cmd =
+        app.add_subcommand("budget", "Show the budgets' use and when they free up, or set them");
     auto loop_id = std::make_shared<std::int64_t>(0);
     cmd->add_option("--loop", *loop_id, "Also show this loop's own budgets");
     cmd->callback([&ctx, cmd, loop_id] {
         if (!cmd->get_subcommands().empty()) return;
-        nlohmann::json params = nlohmann::json::object();
-        if (*loop_id != 0) params["id"] = *loop_id;
-        ctx.exit_code = print_budget(ctx, connection(ctx.socket).call(proto::method::budget_get, params));
+        ctx.exit_code =
+            print_budget(ctx, connection(ctx.socket).call<proto::method::budget_get>({*loop_id}));
     });
     auto options = std::make_shared<set_options>();
-    auto* set = cmd->add_subcommand("set", "Set global budgets (0 = no limit; kept across restarts)");
+    auto* set =
+        cmd->add_subcommand("set", "Set global budgets (0 = no limit; kept across restarts)");
     auto& limits = options->limits;
-    options->fields = {
-        {set->add_option("--iterations-per-hour", limits.iterations_per_hour,
-                         "Agent runs (retries included) in any rolling hour")
-             ->check(non_negative()),
-         "iterations_per_hour"},
-        {set->add_option("--iterations-per-day", limits.iterations_per_day,
-                         "Agent runs in any rolling 24 hours")
-             ->check(non_negative()),
-         "iterations_per_day"},
-        {set->add_option("--tokens-per-day", limits.tokens_per_day,
-                         "Input + output tokens (cache included) in any rolling 24 hours")
-             ->check(non_negative()),
-         "tokens_per_day"},
-        {set->add_option("--cost-per-day", limits.cost_per_day_usd,
-                         "US dollars the agents reported in any rolling 24 hours")
-             ->check(CLI::NonNegativeNumber),
-         "cost_per_day_usd"},
-    };
+    options->iterations_per_hour =
+        set->add_option("--iterations-per-hour", limits.iterations_per_hour,
+                        "Agent runs (retries included) in any rolling hour")
+            ->check(non_negative());
+    options->iterations_per_day = set->add_option("--iterations-per-day", limits.iterations_per_day,
+                                                  "Agent runs in any rolling 24 hours")
+                                      ->check(non_negative());
+    options->tokens_per_day =
+        set->add_option("--tokens-per-day", limits.tokens_per_day,
+                        "Input + output tokens (cache included) in any rolling 24 hours")
+            ->check(non_negative());
+    options->cost_per_day =
+        set->add_option("--cost-per-day", limits.cost_per_day_usd,
+                        "US dollars the agents reported in any rolling 24 hours")
+            ->check(CLI::NonNegativeNumber);
     set->callback([&ctx, options] {
-        nlohmann::json all = options->limits;
-        nlohmann::json params = nlohmann::json::object();
-        for (const auto& [option, name] : options->fields)
-            if (option->count() > 0) params[name] = all[name];
-        if (params.empty())
+        const proto::budget_changes changes = options->changes();
+        if (changes == proto::budget_changes{})
             throw client_error(exit_code::usage, "budget set: nothing to change",
                                "Give at least one of --iterations-per-hour, --iterations-per-day, "
                                "--tokens-per-day, --cost-per-day.");
-        ctx.exit_code = print_budget(ctx, connection(ctx.socket).call(proto::method::budget_set, params));
+        ctx.exit_code =
+            print_budget(ctx, connection(ctx.socket).call<proto::method::budget_set>(changes));
     });
 }
 

@@ -16,12 +16,11 @@ namespace ralph::client {
 namespace {
 
 int run_status(const client_context& ctx) {
-    nlohmann::json info_json = connection(ctx.socket).call(proto::method::daemon_info, {});
+    const auto info = connection(ctx.socket).call<proto::method::daemon_info>({});
     if (ctx.json) {
-        print_json({{"daemon", std::move(info_json)}});
+        print_json({{"daemon", info}});
         return exit_code::ok;
     }
-    const auto info = info_json.get<proto::daemon_info>();
     fmt::memory_buffer out;
     append_field(out, "version", info.version);
     append_field(out, "protocol", fmt::format("{}", info.protocol_version));
@@ -38,7 +37,7 @@ int run_status(const client_context& ctx) {
 }
 
 int run_stop(const client_context& ctx) {
-    connection(ctx.socket).call(proto::method::daemon_shutdown, {});
+    connection(ctx.socket).call<proto::method::daemon_shutdown>({});
     if (ctx.json)
         print_json({{"stopping", true}});
     else

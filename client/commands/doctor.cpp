@@ -44,8 +44,7 @@ std::string mode_text(mode_t mode) { return fmt::format("{:04o}", mode & 07777);
 std::optional<proto::daemon_info> check_daemon(const client_context& ctx,
                                                std::vector<check_result>& results) {
     try {
-        auto info =
-            connection(ctx.socket).call(proto::method::daemon_info, {}).get<proto::daemon_info>();
+        auto info = connection(ctx.socket).call<proto::method::daemon_info>({});
         if (info.version != proto::daemon_version)
             results.push_back(
                 {"daemon", "warn",
@@ -182,10 +181,7 @@ void check_service(std::vector<check_result>& results) {
 
 // Every agent with a program of its own, as the daemon finds it.
 void check_agents(const client_context& ctx, std::vector<check_result>& results) {
-    auto agents = connection(ctx.socket)
-                      .call(proto::method::agents_list, nlohmann::json::object())
-                      .at("agents")
-                      .get<std::vector<proto::agent_info>>();
+    const auto agents = connection(ctx.socket).call<proto::method::agents_list>({}).agents;
     for (const auto& agent : agents) {
         if (agent.program.empty()) continue;  // `command`: the loop names its program
         const std::string check = "agent " + agent.name;

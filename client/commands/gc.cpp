@@ -18,11 +18,6 @@
 namespace ralph::client {
 namespace {
 
-struct gc_options {
-    double older_than_s = 30 * 86400.0;
-    bool dry_run = false;
-};
-
 // "1, 2, 5" — the first ids, then how many more.
 std::string describe_ids(const std::vector<std::int64_t>& ids) {
     constexpr std::size_t shown = 20;
@@ -33,16 +28,12 @@ std::string describe_ids(const std::vector<std::int64_t>& ids) {
     return text;
 }
 
-int run_gc(const client_context& ctx, const gc_options& options) {
-    nlohmann::json reply =
-        connection(ctx.socket)
-            .call(proto::method::history_gc,
-                  {{"older_than_s", options.older_than_s}, {"dry_run", options.dry_run}});
+int run_gc(const client_context& ctx, const proto::gc_request& request) {
+    const auto result = connection(ctx.socket).call<proto::method::history_gc>(request);
     if (ctx.json) {
-        print_json(std::move(reply));
+        print_json(result);
         return exit_code::ok;
     }
-    const auto result = reply.get<proto::gc_result>();
     const std::string cutoff = format_local_time(result.before);
     const std::size_t n = result.loop_ids.size();
     if (n == 0)
@@ -68,7 +59,7 @@ int run_gc(const client_context& ctx, const gc_options& options) {
 }  // namespace
 
 void register_gc_command(CLI::App& app, client_context& ctx) {
-    auto options = std::make_shared<gc_options>();
+    auto options = std::make_shared<proto::gc_request>();
     auto* cmd = app.add_subcommand(
         "gc", "Remove loops that ended long ago, with their attempts and output");
     cmd->add_option("--older-than", options->older_than_s,

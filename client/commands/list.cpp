@@ -1,9 +1,9 @@
 // `ralphctl list [--all] [--state S]... [--limit N]`: the loops, newest first, as a table
 // (ID NAME STATE ITER AGENT AGE WORKSPACE) or with --json {"loops": [...]}. By default: every
 // loop that has not ended and the 50 most recent that have (see list_requests).
-// Must stay fast with a long history: requests asking only for the fields the table shows, rows read while the reply is parsed (SAX, no JSON tree: building and
-// freeing the tree of 10,000 objects was most of the time), and the table rendered into one
-// buffer written at once.
+// Must stay fast with a long history: requests asking only for the fields the table shows, rows
+// read while the reply is parsed (SAX, no JSON tree: building and freeing the tree of 10,000
+// objects was most of the time), and the table rendered into one buffer written at once.
 #include "client/commands/commands.hpp"
 
 #include "client/connection.hpp"
@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <array>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -21,44 +22,43 @@
 namespace ralph::client {
 namespace {
 
-struct list_row {
-    std::int64_t id = 0;
-    std::int64_t iterations = 0;
-    std::int64_t max_iterations = 0;
-    std::int64_t created_at = 0;
-    std::string name;
-    std::string state;
-    std::string agent;
-    std::string workspace;
-};
-
-// Reads the rows out of the reply {"result": {"loops": [{...}, ...]}}, or the message of
-// {"error": {"message": ...}}, as the parser goes. Nesting depth counts the open containers:
-// a row is an object at depth 4, its fields are the values at depth 4; deeper ones are skipped.
+// Reads the loops out of the reply {"result": {"loops": [{...}, ...]}}, or the message of
+// {"error": {"message": ...}}, as the parser goes: each loop's summary is a small object of
+// scalars, converted to a proto::loop_info when it closes. Nesting depth counts the open
+// containers: a loop is an object at depth 4, its fields are the values at depth 4.
 class list_reader final : public nlohmann::json_sax<nlohmann::json> {
   public:
-    std::vector<list_row> rows;
+    std::vector<proto::loop_info> loops;
     std::optional<std::string> error;
 
-    bool null() override { return true; }
-    bool boolean(bool) override { return true; }
-    bool number_integer(number_integer_t value) override { return number(value); }
-    bool number_unsigned(number_unsigned_t value) override {
-        return number(static_cast<std::int64_t>(value));
-    }
-    bool number_float(number_float_t, const string_t&) override { return true; }
+    bool null() override { return value(nullptr); }
+    bool boolean(bool v) override { return value(v); }
+    bool number_integer(number_integer_t v) override { return value(v); }
+    bool number_unsigned(number_unsigned_t v) override { return value(v); }
+    bool number_float(number_float_t v, const string_t&) override { return value(v); }
     bool binary(binary_t&) override { return true; }
+    bool string(string_t& v) override {
+        if (depth_ == 2 && keys_[1] == "error" && keys_[2] == "message") error = v;
+        return value(std::move(v));
+    }
     bool start_object(std::size_t) override {
         ++depth_;
-        if (depth_ == row_depth && in_loops()) rows.emplace_back();
+        if (in_row()) row_ = nlohmann::json::object();
         return true;
     }
-    bool end_object() override { return close(); }
+    bool end_object() override {
+        if (in_row()) loops.push_back(row_.get<proto::loop_info>());
+        --depth_;
+        return true;
+    }
     bool start_array(std::size_t) override {
         ++depth_;
         return true;
     }
-    bool end_array() override { return close(); }
+    bool end_array() override {
+        --depth_;
+        return true;
+    }
     bool key(string_t& name) override {
         if (depth_ < keys_.size()) keys_[depth_] = std::move(name);
         return true;
@@ -67,48 +67,20 @@ class list_reader final : public nlohmann::json_sax<nlohmann::json> {
         return false;
     }
 
-    bool string(string_t& value) override {
-        if (depth_ == 2 && keys_[1] == "error" && keys_[2] == "message") error = value;
-        if (!in_row()) return true;
-        const std::string& field = keys_[row_depth];
-        list_row& row = rows.back();
-        if (field == "name")
-            row.name = std::move(value);
-        else if (field == "state")
-            row.state = std::move(value);
-        else if (field == "agent")
-            row.agent = std::move(value);
-        else if (field == "workspace")
-            row.workspace = std::move(value);
-        else if (field == "created_at")
-            row.created_at = text::parse_iso8601_or_zero(value);
-        return true;
-    }
-
   private:
     static constexpr std::size_t row_depth = 4;
 
-    bool number(std::int64_t value) {
-        if (!in_row()) return true;
-        const std::string& field = keys_[row_depth];
-        list_row& row = rows.back();
-        if (field == "id")
-            row.id = value;
-        else if (field == "iterations")
-            row.iterations = value;
-        else if (field == "max_iterations")
-            row.max_iterations = value;
+    bool value(nlohmann::json v) {
+        if (in_row()) row_[keys_[row_depth]] = std::move(v);
         return true;
     }
-    bool close() {
-        --depth_;
-        return true;
+    bool in_row() const {
+        return depth_ == row_depth && keys_[1] == "result" && keys_[2] == "loops";
     }
-    bool in_loops() const { return keys_[1] == "result" && keys_[2] == "loops"; }
-    bool in_row() const { return depth_ == row_depth && !rows.empty() && in_loops(); }
 
     std::size_t depth_ = 0;
     std::array<std::string, row_depth + 1> keys_;  // the last key seen at each depth
+    nlohmann::json row_;
 };
 
 struct list_options {
@@ -122,16 +94,17 @@ struct list_options {
 constexpr std::int64_t recent_ended_loops = 50;
 
 // The loop.list requests the options stand for (two for the default view).
-std::vector<nlohmann::json> list_requests(const list_options& options) {
-    nlohmann::json params = nlohmann::json::object();
+std::vector<proto::list_request> list_requests(const list_options& options) {
     if (!options.all && options.states.empty() && options.limit == 0)
         return recent_loops_requests(recent_ended_loops);
-    if (!options.states.empty()) params["states"] = options.states;
-    if (options.limit > 0) params["limit"] = options.limit;
-    return {params};
+    proto::list_request request;
+    for (const auto& state : options.states)
+        request.states.push_back(proto::loop_state_from_string(state));
+    request.limit = options.limit;
+    return {request};
 }
 
-void print_table(const client_context& ctx, const std::vector<list_row>& loops) {
+void print_table(const client_context& ctx, const std::vector<proto::loop_info>& loops) {
     table rows({{"ID", true},
                 {"NAME"},
                 {"STATE"},
@@ -140,17 +113,17 @@ void print_table(const client_context& ctx, const std::vector<list_row>& loops) 
                 {"AGE", true},
                 {"WORKSPACE"}});
     const std::int64_t now = text::now_ms();
-    for (const list_row& loop : loops) {
+    for (const proto::loop_info& loop : loops) {
         rows.add_format("{}", loop.id);
-        rows.add(loop.name.empty() ? "-" : loop.name);
-        rows.add(loop.state, state_colour(proto::loop_state_from_string(loop.state)));
-        if (loop.max_iterations == 0)
+        rows.add(loop.spec.name.empty() ? "-" : loop.spec.name);
+        rows.add(std::string(proto::to_string(loop.state)), state_colour(loop.state));
+        if (loop.spec.max_iterations == 0)
             rows.add_format("{}/∞", loop.iterations);
         else
-            rows.add_format("{}/{}", loop.iterations, loop.max_iterations);
-        rows.add(loop.agent);
+            rows.add_format("{}/{}", loop.iterations, loop.spec.max_iterations);
+        rows.add(loop.spec.agent);
         rows.add(format_age(now - loop.created_at));
-        rows.add(shorten_home(loop.workspace));
+        rows.add(shorten_home(loop.spec.workspace));
     }
     fmt::memory_buffer out;
     rows.render(out, ctx.colour);
@@ -158,31 +131,31 @@ void print_table(const client_context& ctx, const std::vector<list_row>& loops) 
 }
 
 int run_list(const client_context& ctx, const list_options& options) {
-    const std::vector<nlohmann::json> requests = list_requests(options);
+    using proto::method::loop_list;
+    const std::vector<proto::list_request> requests = list_requests(options);
     connection daemon(ctx.socket);
     if (ctx.json) {
-        nlohmann::json loops = nlohmann::json::array();
-        for (const auto& params : requests) {
-            nlohmann::json result = daemon.call(proto::method::loop_list, params);
-            for (auto& loop : result.at("loops")) loops.push_back(std::move(loop));
+        loop_list::result all;
+        for (const auto& request : requests) {
+            loop_list::result some = daemon.call<loop_list>(request);
+            std::move(some.loops.begin(), some.loops.end(), std::back_inserter(all.loops));
         }
-        std::stable_sort(loops.begin(), loops.end(), [](const auto& a, const auto& b) {
-            return a.at("id").template get<std::int64_t>() > b.at("id").template get<std::int64_t>();
-        });
-        print_json({{"loops", std::move(loops)}});
+        std::stable_sort(all.loops.begin(), all.loops.end(),
+                         [](const auto& a, const auto& b) { return a.id > b.id; });
+        print_json(all);
         return exit_code::ok;
     }
     list_reader reader;
-    for (nlohmann::json params : requests) {
-        params["fields"] = {"id",    "name",       "state",    "iterations", "max_iterations",
-                            "agent", "created_at", "workspace"};
-        if (!nlohmann::json::sax_parse(daemon.call_text(proto::method::loop_list, params), &reader))
+    for (proto::list_request request : requests) {
+        request.fields = {"id",    "name",       "state",    "iterations", "max_iterations",
+                          "agent", "created_at", "workspace"};
+        if (!nlohmann::json::sax_parse(daemon.call_text(loop_list::name, request), &reader))
             throw client_error(exit_code::failure, "ralphd sent a reply that is not valid JSON");
         if (reader.error) throw client_error(exit_code::failure, *reader.error);
     }
-    std::stable_sort(reader.rows.begin(), reader.rows.end(),
-                     [](const list_row& a, const list_row& b) { return a.id > b.id; });
-    print_table(ctx, reader.rows);
+    std::stable_sort(reader.loops.begin(), reader.loops.end(),
+                     [](const auto& a, const auto& b) { return a.id > b.id; });
+    print_table(ctx, reader.loops);
     return exit_code::ok;
 }
 

@@ -65,21 +65,21 @@ std::vector<tool> make_tools() {
               {"allow_dirty",
                {{"type", "boolean"}, {"description", "Start on uncommitted changes"}}}},
              {"workspace"}),
-         proto::method::loop_submit, pass},
+         proto::method::loop_submit::name, pass},
         {"ralph_list", "List loops: those not ended and the latest ended ones, newest first.",
          object_schema({{"limit", {{"type", "integer"}, {"description", "At most this many"}}}},
                        nlohmann::json::array()),
-         proto::method::loop_list, pass},
+         proto::method::loop_list::name, pass},
         {"ralph_get", "A loop: its state, iterations, limits, usage and stop reason.",
-         object_schema({{"id", id_property}}, {"id"}), proto::method::loop_get, pass},
+         object_schema({{"id", id_property}}, {"id"}), proto::method::loop_get::name, pass},
         {"ralph_cancel", "Cancel a loop; a running agent is stopped with its whole process group.",
-         object_schema({{"id", id_property}}, {"id"}), proto::method::loop_cancel, pass},
+         object_schema({{"id", id_property}}, {"id"}), proto::method::loop_cancel::name, pass},
         {"ralph_output", "The last lines of a loop's output (what its agent printed).",
          object_schema(
              {{"id", id_property},
               {"last_lines", {{"type", "integer"}, {"description", "How many; default 50"}}}},
              {"id"}),
-         proto::method::loop_output,
+         proto::method::loop_output::name,
          [](const nlohmann::json& arguments) {
              nlohmann::json params = arguments;
              if (!params.contains("last_lines")) params["last_lines"] = 50;
@@ -99,8 +99,8 @@ nlohmann::json call_tool(const client_context& ctx, const tool& called,
         // A refusal of ralphd comes as a client_error too, with its message.
         const nlohmann::json result =
             connection(ctx.socket).call(called.method, called.params(arguments));
-        if (called.method == std::string_view(proto::method::loop_output))
-            return text_result(result.value("data", std::string()), false);
+        if (called.method == std::string_view(proto::method::loop_output::name))
+            return text_result(result.get<proto::output_page>().data, false);
         return text_result(result.dump(), false);
     } catch (const client_error& e) {
         return text_result(

@@ -113,13 +113,12 @@ void append_totals(fmt::memory_buffer& out, const proto::report& report, bool us
 }
 
 int run_report(const client_context& ctx, const std::string& since) {
-    nlohmann::json result =
-        connection(ctx.socket).call(proto::method::history_report, {{"since", since}});
+    const auto report =
+        connection(ctx.socket).call<proto::method::history_report>({text::parse_iso8601(since)});
     if (ctx.json) {
-        print_json(std::move(result));
+        print_json(report);
         return exit_code::ok;
     }
-    const auto report = result.get<proto::report>();
     const std::string window = fmt::format("since {} ({} ago)", format_local_time(report.since),
                                            format_age(report.until - report.since));
     fmt::memory_buffer out;

@@ -16,38 +16,36 @@
 namespace ralph::client {
 namespace {
 
-int print_scheduler(const client_context& ctx, nlohmann::json state) {
+int print_scheduler(const client_context& ctx, const proto::scheduler_state& state) {
     if (ctx.json) {
-        print_json({{"scheduler", std::move(state)}});
+        print_json({{"scheduler", state}});
         return exit_code::ok;
     }
     fmt::memory_buffer out;
-    const bool paused = state.value("paused", false);
-    append_field(out, "scheduler", paused ? "paused (no loop starts; resume with `ralphctl scheduler resume`)"
-                                          : "running",
-                 paused ? colour::yellow : colour::green, ctx.colour);
+    const auto& settings = state.settings;
+    append_field(out, "scheduler",
+                 settings.paused
+                     ? "paused (no loop starts; resume with `ralphctl scheduler resume`)"
+                     : "running",
+                 settings.paused ? colour::yellow : colour::green, ctx.colour);
     append_field(out, "concurrency",
-                 fmt::format("{} at once ({} running)", state.value("max_concurrent", 1),
-                             state.value("running", 0)));
-    std::string window = state.value("window", "");
-    if (window.empty()) {
+                 fmt::format("{} at once ({} running)", settings.max_concurrent, state.running));
+    if (settings.window.empty()) {
         append_field(out, "window", "any time");
-    } else if (state.value("window_open", true)) {
-        append_field(out, "window", window + " (open)");
+    } else if (state.window_open) {
+        append_field(out, "window", settings.window + " (open)");
     } else {
-        std::string opens = state["window_opens_at"].is_string()
-                                ? format_local_time(text::parse_iso8601_or_zero(state["window_opens_at"].get<std::string>()))
-                                : "-";
-        append_field(out, "window", fmt::format("{} (closed; opens {})", window, opens));
+        const std::string opens =
+            state.window_opens_at != 0 ? format_local_time(state.window_opens_at) : "-";
+        append_field(out, "window", fmt::format("{} (closed; opens {})", settings.window, opens));
     }
-    append_field(out, "loops",
-                 describe_loop_counts(state.value("loops_by_state", std::map<std::string, std::int64_t>{})));
+    append_field(out, "loops", describe_loop_counts(state.loops_by_state));
     write_stdout(out);
     return exit_code::ok;
 }
 
-int run_scheduler_call(const client_context& ctx, const char* method, const nlohmann::json& params) {
-    return print_scheduler(ctx, connection(ctx.socket).call(method, params));
+int run_scheduler_set(const client_context& ctx, const proto::scheduler_changes& changes) {
+    return print_scheduler(ctx, connection(ctx.socket).call<proto::method::scheduler_set>(changes));
 }
 
 struct set_options {
@@ -60,14 +58,17 @@ struct set_options {
 }  // namespace
 
 void register_scheduler_command(CLI::App& app, client_context& ctx) {
-    auto* cmd = app.add_subcommand("scheduler", "Show or change the scheduler: concurrency, pause, "
-                                                "time window");
+    auto* cmd = app.add_subcommand("scheduler",
+                                   "Show or change the scheduler: concurrency, pause, "
+                                   "time window");
     cmd->callback([&ctx, cmd] {
         if (cmd->get_subcommands().empty())
-            ctx.exit_code = run_scheduler_call(ctx, proto::method::scheduler_get, nlohmann::json::object());
+            ctx.exit_code =
+                print_scheduler(ctx, connection(ctx.socket).call<proto::method::scheduler_get>({}));
     });
     auto options = std::make_shared<set_options>();
-    auto* set = cmd->add_subcommand("set", "Change the scheduler's settings (kept across restarts)");
+    auto* set =
+        cmd->add_subcommand("set", "Change the scheduler's settings (kept across restarts)");
     options->max_concurrent_option =
         set->add_option("--max-concurrent", options->max_concurrent, "Loops running at once")
             ->check(CLI::Range(std::int64_t(1), std::int64_t(1000)));
@@ -76,20 +77,25 @@ void register_scheduler_command(CLI::App& app, client_context& ctx) {
                         "Daily time window when loops may run, local time HH:MM-HH:MM (e.g. "
                         "01:00-07:00; \"\" = any time)");
     set->callback([&ctx, options] {
-        nlohmann::json params = nlohmann::json::object();
-        if (options->max_concurrent_option->count() > 0) params["max_concurrent"] = options->max_concurrent;
-        if (options->window_option->count() > 0) params["window"] = options->window;
-        if (params.empty())
+        proto::scheduler_changes changes;
+        if (options->max_concurrent_option->count() > 0)
+            changes.max_concurrent = options->max_concurrent;
+        if (options->window_option->count() > 0) changes.window = options->window;
+        if (changes == proto::scheduler_changes{})
             throw client_error(exit_code::usage, "scheduler set: nothing to change",
                                "Give --max-concurrent N and/or --window HH:MM-HH:MM.");
-        ctx.exit_code = run_scheduler_call(ctx, proto::method::scheduler_set, params);
+        ctx.exit_code = run_scheduler_set(ctx, changes);
     });
     cmd->add_subcommand("pause", "Start no loop and no further iteration until resumed")
         ->callback([&ctx] {
-            ctx.exit_code = run_scheduler_call(ctx, proto::method::scheduler_set, {{"paused", true}});
+            proto::scheduler_changes pause;
+            pause.paused = true;
+            ctx.exit_code = run_scheduler_set(ctx, pause);
         });
     cmd->add_subcommand("resume", "Let the scheduler start loops again")->callback([&ctx] {
-        ctx.exit_code = run_scheduler_call(ctx, proto::method::scheduler_set, {{"paused", false}});
+        proto::scheduler_changes resume;
+        resume.paused = false;
+        ctx.exit_code = run_scheduler_set(ctx, resume);
     });
 }
 

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include <iterator>
 #include <memory>
 
 namespace ralph::client {
@@ -52,7 +53,8 @@ std::string describe_usage(const proto::usage& usage) {
 // What ralph cannot read from this agent's output, or empty.
 std::string missing_capabilities(const proto::agent_info& agent) {
     std::vector<std::string> missing;
-    if (!agent.structured_output) missing.emplace_back("no tool events or final answer (plain text)");
+    if (!agent.structured_output)
+        missing.emplace_back("no tool events or final answer (plain text)");
     if (!agent.tokens) missing.emplace_back("no token counts");
     if (!agent.cost) missing.emplace_back("no cost");
     if (!agent.rate_limit_detection) missing.emplace_back("rate limits only guessed from its text");
@@ -76,10 +78,10 @@ void append_loop(fmt::memory_buffer& out, const proto::loop_info& loop,
     if (!loop.stop_reason.empty()) append_field(out, "stop reason", loop.stop_reason);
     append_field(out, "workspace", spec.workspace);
     if (!spec.worktree_path.empty())
-        append_field(out, "worktree",
-                     fmt::format("{}, branch {} from {} of {}", spec.worktree_path,
-                                 spec.worktree_branch, spec.worktree_base.substr(0, 12),
-                                 spec.worktree_source));
+        append_field(
+            out, "worktree",
+            fmt::format("{}, branch {} from {} of {}", spec.worktree_path, spec.worktree_branch,
+                        spec.worktree_base.substr(0, 12), spec.worktree_source));
     append_field(out, "agent", spec.agent);
     if (std::string missing = missing_capabilities(agent); !missing.empty())
         append_field(out, "agent lacks", missing);
@@ -122,8 +124,10 @@ void append_loop(fmt::memory_buffer& out, const proto::loop_info& loop,
                              format_seconds(spec.retry_backoff_s)));
     append_field(out, "priority", fmt::format("{}", spec.priority));
     std::vector<std::string> budgets;
-    if (spec.iterations_per_hour > 0) budgets.push_back(fmt::format("{} runs/hour", spec.iterations_per_hour));
-    if (spec.iterations_per_day > 0) budgets.push_back(fmt::format("{} runs/day", spec.iterations_per_day));
+    if (spec.iterations_per_hour > 0)
+        budgets.push_back(fmt::format("{} runs/hour", spec.iterations_per_hour));
+    if (spec.iterations_per_day > 0)
+        budgets.push_back(fmt::format("{} runs/day", spec.iterations_per_day));
     if (spec.max_tokens > 0) budgets.push_back(fmt::format("at most {} tokens", spec.max_tokens));
     if (spec.max_cost_usd > 0) budgets.push_back(fmt::format("at most ${:.2f}", spec.max_cost_usd));
     if (!budgets.empty()) append_field(out, "budget", text::join_words(budgets, ", "));
@@ -169,11 +173,16 @@ void append_attempts(fmt::memory_buffer& out, const std::vector<proto::attempt_i
                      ? std::string("-")
                      : std::string(proto::to_string(attempt.failure)));
         rows.add_format("{}/{}", attempt.usage.input_tokens, attempt.usage.output_tokens);
-        if (attempt.usage.cost_usd) rows.add_format("${:.4f}", *attempt.usage.cost_usd);
-        else rows.add("-");
+        if (attempt.usage.cost_usd)
+            rows.add_format("${:.4f}", *attempt.usage.cost_usd);
+        else
+            rows.add("-");
         rows.add_format("{}", attempt.usage.tool_calls);
-        if (!attempt.progress) rows.add("-");
-        else rows.add_format("{} files +{} -{}", attempt.files_changed, attempt.insertions, attempt.deletions);
+        if (!attempt.progress)
+            rows.add("-");
+        else
+            rows.add_format("{} files +{} -{}", attempt.files_changed, attempt.insertions,
+                            attempt.deletions);
         rows.add_format("{}", attempt.output_end - attempt.output_start);
     }
     rows.render(out, use_colour);
@@ -196,7 +205,8 @@ void append_attempts(fmt::memory_buffer& out, const std::vector<proto::attempt_i
                                next.substr(0, next.find('\n')));
         }
         if (attempt.verify_exit && *attempt.verify_exit != 0)
-            fmt::format_to(std::back_inserter(out), "       --verify exited {}\n", *attempt.verify_exit);
+            fmt::format_to(std::back_inserter(out), "       --verify exited {}\n",
+                           *attempt.verify_exit);
     }
 }
 
@@ -215,39 +225,37 @@ void append_events(fmt::memory_buffer& out, const std::vector<proto::event_info>
 }
 
 // Every event of the loop, page by page.
-nlohmann::json all_events(connection& daemon, std::int64_t id) {
-    nlohmann::json events = nlohmann::json::array();
-    std::int64_t after = 0;
+std::vector<proto::event_info> all_events(connection& daemon, std::int64_t id) {
+    std::vector<proto::event_info> events;
+    proto::events_request request;
+    request.id = id;
+    request.limit = 10000;
     for (;;) {
-        nlohmann::json page =
-            daemon.call(proto::method::loop_events, {{"id", id}, {"after", after}, {"limit", 10000}});
-        if (page.at("events").empty()) return events;
-        for (auto& e : page.at("events")) events.push_back(std::move(e));
-        after = page.at("next_after").get<std::int64_t>();
+        auto page = daemon.call<proto::method::loop_events>(request);
+        if (page.events.empty()) return events;
+        std::move(page.events.begin(), page.events.end(), std::back_inserter(events));
+        request.after = page.next_after;
     }
 }
 
 int run_show(const client_context& ctx, std::int64_t id, bool with_events) {
     connection daemon(ctx.socket);
-    nlohmann::json loop = daemon.call(proto::method::loop_get, {{"id", id}});
-    nlohmann::json attempts = daemon.call(proto::method::loop_iterations, {{"id", id}});
-    nlohmann::json events = with_events ? all_events(daemon, id) : nlohmann::json();
+    const auto loop = daemon.call<proto::method::loop_get>({id});
+    const auto attempts = daemon.call<proto::method::loop_iterations>({id}).attempts;
+    const auto events = with_events ? all_events(daemon, id) : std::vector<proto::event_info>();
     if (ctx.json) {
-        nlohmann::json doc{{"loop", std::move(loop)}, {"attempts", std::move(attempts.at("attempts"))}};
-        if (with_events) doc["events"] = std::move(events);
+        nlohmann::json doc{{"loop", loop}, {"attempts", attempts}};
+        if (with_events) doc["events"] = events;
         print_json(std::move(doc));
         return exit_code::ok;
     }
     fmt::memory_buffer out;
-    append_loop(out, loop.get<proto::loop_info>(),
-                loop.value("agent_info", nlohmann::json::object()).get<proto::agent_info>(),
-                ctx.colour);
-    const auto list = attempts.at("attempts").get<std::vector<proto::attempt_info>>();
-    if (!list.empty()) {
+    append_loop(out, loop.loop, loop.agent, ctx.colour);
+    if (!attempts.empty()) {
         out.push_back('\n');
-        append_attempts(out, list, ctx.colour);
+        append_attempts(out, attempts, ctx.colour);
     }
-    if (with_events) append_events(out, events.get<std::vector<proto::event_info>>());
+    if (with_events) append_events(out, events);
     write_stdout(out);
     return exit_code::ok;
 }

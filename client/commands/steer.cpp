@@ -19,14 +19,13 @@ struct steer_options {
 };
 
 int run_steer(const client_context& ctx, const steer_options& options) {
-    nlohmann::json reply = connection(ctx.socket).call(proto::method::loop_steer,
-                                                       {{"id", options.id}, {"text", options.text}});
+    const auto steered =
+        connection(ctx.socket).call<proto::method::loop_steer>({options.id, options.text});
     if (ctx.json) {
-        print_json({{"steering", std::move(reply)}});
+        print_json({{"steering", steered}});
         return exit_code::ok;
     }
-    fmt::print("loop {}: iteration {} will get the hint\n", options.id,
-               reply.at("next_iteration").get<std::int64_t>());
+    fmt::print("loop {}: iteration {} will get the hint\n", options.id, steered.next_iteration);
     return exit_code::ok;
 }
 

@@ -89,44 +89,38 @@ int run_submit(const client_context& ctx, submit_options& options) {
         params["sandbox_offline"] = options.sandbox == "offline";
     }
 
+    // Only the options given are sent: the daemon's defaults apply to the others.
     connection daemon(ctx.socket);
-    nlohmann::json reply = parse_reply(daemon.call_text(proto::method::loop_submit, params));
+    using proto::method::loop_submit;
+    nlohmann::json reply = parse_reply(daemon.call_text(loop_submit::name, params));
     if (is_dirty_refusal(reply)) {
         if (!confirm_dirty(reply.at("error")))
             throw client_error(exit_code::failure, describe_dirty(reply.at("error")),
                                "commit or stash the changes, or submit with --allow-dirty");
         params["allow_dirty"] = true;
-        reply = parse_reply(daemon.call_text(proto::method::loop_submit, params));
+        reply = parse_reply(daemon.call_text(loop_submit::name, params));
     }
-    nlohmann::json loop = result_of(std::move(reply));
-    // Only the printed fields are read: converting the whole loop_info would parse its times,
-    // which reads the time zone file, in every submit.
-    const auto id = loop.value("id", std::int64_t(0));
+    const auto submitted = result_of(std::move(reply)).get<loop_submit::result>();
+    const proto::loop_info& loop = submitted.loop;
     // What the daemon wants the user to know (e.g. changes left behind by --worktree).
-    nlohmann::json warnings = loop.value("warnings", nlohmann::json::array());
-    const bool created = loop.value("created", true);
-    loop.erase("warnings");
-    loop.erase("created");
-    for (const auto& warning : warnings)
-        if (warning.is_string())
-            fmt::print(stderr, "ralphctl: warning: {}\n", warning.get<std::string>());
+    for (const auto& warning : submitted.warnings)
+        fmt::print(stderr, "ralphctl: warning: {}\n", warning);
     if (ctx.json) {
         print_json(
-            {{"loop", std::move(loop)}, {"created", created}, {"warnings", std::move(warnings)}});
+            {{"loop", loop}, {"created", submitted.created}, {"warnings", submitted.warnings}});
     } else {
-        const auto name = loop.value("name", std::string());
-        const auto branch = loop.value("worktree_branch", std::string());
+        const auto& branch = loop.spec.worktree_branch;
         // With --follow, stdout is for the loop's output.
-        fmt::print(options.follow ? stderr : stdout, "submitted loop {}{} in {}{}\n", id,
-                   name.empty() ? "" : fmt::format(" ({})", name),
-                   loop.value("workspace", std::string()),
+        fmt::print(options.follow ? stderr : stdout, "submitted loop {}{} in {}{}\n", loop.id,
+                   loop.spec.name.empty() ? "" : fmt::format(" ({})", loop.spec.name),
+                   loop.spec.workspace,
                    branch.empty() ? "" : fmt::format(" (a new worktree, branch {})", branch));
         std::fflush(stdout);
     }
     if (!options.follow && !options.wait) return exit_code::ok;
     tail_selection selection;
     selection.output = options.follow;
-    return follow_loops(ctx, {id}, selection);
+    return follow_loops(ctx, {loop.id}, selection);
 }
 
 CLI::Validator env_assignment() {

@@ -98,9 +98,8 @@ class output_writer {
 std::unique_ptr<agent_stream::parser> renderer_for(const client_context& ctx, std::int64_t id,
                                                    const tail_selection& selection) {
     if (selection.raw || ctx.json || !selection.output) return nullptr;
-    nlohmann::json loop = connection(ctx.socket).call(proto::method::loop_get, {{"id", id}});
     const std::string format =
-        loop.value("agent_info", nlohmann::json::object()).value("output_format", "text");
+        connection(ctx.socket).call<proto::method::loop_get>({id}).agent.output_format;
     if (format == "text") return nullptr;
     return agent_stream::make_parser(agent_stream::format_from_string(format));
 }
@@ -135,13 +134,16 @@ nlohmann::json parse_output_message(std::string_view text) {
     return parse_reply(text);
 }
 
-nlohmann::json selection_params(std::int64_t id, const tail_selection& selection) {
-    nlohmann::json params{{"id", id}, {"encoding", "base64"}};
-    if (selection.offset) params["offset"] = *selection.offset;
-    if (selection.last_lines) params["last_lines"] = *selection.last_lines;
-    return params;
+proto::output_request selection_request(std::int64_t id, const tail_selection& selection) {
+    proto::output_request request;
+    request.id = id;
+    request.encoding = "base64";
+    request.offset = selection.offset;
+    request.last_lines = selection.last_lines;
+    return request;
 }
 
+// `tail --json`: a notification's params and the event it is, one JSON object per line.
 void print_event(std::string_view event, nlohmann::json params) {
     params["event"] = event;
     print_json(std::move(params));
@@ -154,43 +156,37 @@ void print_persisted(const client_context& ctx, const std::vector<std::int64_t>&
     connection daemon(ctx.socket);
     for (std::int64_t id : ids) {
         output_writer writer(id, ids.size() > 1, renderer_for(ctx, id, selection));
-        nlohmann::json params = selection_params(id, selection);
-        params["max_bytes"] = max_page_bytes;
+        proto::output_request request = selection_request(id, selection);
+        request.max_bytes = max_page_bytes;
         std::optional<std::int64_t> end;
         for (;;) {
-            nlohmann::json page = result_of(
-                parse_output_message(daemon.call_text(proto::method::loop_output, params)));
-            const auto offset = page.at("offset").get<std::int64_t>();
-            const auto next = page.at("next_offset").get<std::int64_t>();
-            if (!end) end = page.at("end_offset").get<std::int64_t>();
-            if (next > offset) {
+            using proto::method::loop_output;
+            const auto page =
+                result_of(parse_output_message(daemon.call_text(loop_output::name, request)))
+                    .get<loop_output::result>();
+            if (!end) end = page.end_offset;
+            if (page.next_offset > page.offset) {
                 if (ctx.json)
-                    print_event(proto::notification::loop_output,
-                                {{"id", id},
-                                 {"offset", offset},
-                                 {"length", next - offset},
-                                 {"data", std::move(page.at("data"))},
-                                 {"encoding", page.at("encoding")}});
+                    print_event(
+                        proto::notification::loop_output,
+                        proto::output_notification{id, page.offset, page.next_offset - page.offset,
+                                                   page.data, page.encoding});
                 else
-                    writer.write(
-                        proto::decode_output(page.at("data").get_ref<const std::string&>(),
-                                             page.at("encoding").get_ref<const std::string&>()));
+                    writer.write(proto::decode_output(page.data, page.encoding));
             }
-            if (page.value("final", false) || next >= *end || next == offset) break;
-            params["offset"] = next;
-            params.erase("last_lines");
+            if (page.final || page.next_offset >= *end || page.next_offset == page.offset) break;
+            request.offset = page.next_offset;
+            request.last_lines.reset();
         }
         writer.finish();
     }
     std::fflush(stdout);
 }
 
-std::string summary(std::int64_t id, const nlohmann::json& state) {
-    const std::string stop_reason = state.value("stop_reason", "");
-    const auto iterations = state.value("iterations", std::int64_t(0));
-    return fmt::format("loop {} {}{}{} after {} iteration{}", id, state.value("state", "ended"),
-                       stop_reason.empty() ? "" : ": ", stop_reason, iterations,
-                       iterations == 1 ? "" : "s");
+std::string summary(const proto::state_notification& state) {
+    return fmt::format("loop {} {}{}{} after {} iteration{}", state.id,
+                       proto::to_string(state.state), state.stop_reason.empty() ? "" : ": ",
+                       state.stop_reason, state.iterations, state.iterations == 1 ? "" : "s");
 }
 
 // A loop followed by follow_loops.
@@ -238,12 +234,12 @@ int follow_loops(const client_context& ctx, const std::vector<std::int64_t>& ids
     session daemon(ctx.socket);
     std::map<std::int64_t, followed_loop> loops;
     for (std::int64_t id : ids) {
-        nlohmann::json params = selection_params(id, selection);
-        params["output"] = selection.output;
-        daemon.send(proto::method::loop_tail, std::move(params));
-        loops.emplace(id, followed_loop{output_writer(id, ids.size() > 1,
-                                                      renderer_for(ctx, id, selection)),
-                                        selection.offset.value_or(0), false});
+        proto::output_request request = selection_request(id, selection);
+        request.output = selection.output;
+        daemon.send<proto::method::loop_tail>(request);
+        loops.emplace(
+            id, followed_loop{output_writer(id, ids.size() > 1, renderer_for(ctx, id, selection)),
+                              selection.offset.value_or(0), false});
     }
 
     // The worst outcome wins: cancelled (130) over failed (1) over completed (0).
@@ -261,34 +257,36 @@ int follow_loops(const client_context& ctx, const std::vector<std::int64_t>& ids
         const auto method = message.find("method");
         if (method == message.end()) {
             // The answer to a loop.tail request; an error (no such loop) ends the command.
-            const nlohmann::json result = result_of(std::move(message));
-            const auto id = result.at("id").get<std::int64_t>();
-            const std::string state = result.value("state", "");
-            if (auto loop = loops.find(id); loop != loops.end())
-                loop->second.next_offset = result.value("offset", std::int64_t(0));
-            if (state == "queued" || state == "waiting" || state == "paused")
-                fmt::print(stderr, "ralphctl: loop {} is {}; waiting for it to run\n", id, state);
+            const auto started =
+                result_of(std::move(message)).get<proto::method::loop_tail::result>();
+            if (auto loop = loops.find(started.id); loop != loops.end())
+                loop->second.next_offset = started.offset;
+            if (started.state == proto::loop_state::queued ||
+                started.state == proto::loop_state::waiting ||
+                started.state == proto::loop_state::paused)
+                fmt::print(stderr, "ralphctl: loop {} is {}; waiting for it to run\n", started.id,
+                           proto::to_string(started.state));
             continue;
         }
-        nlohmann::json& params = message.at("params");
-        const auto id = params.at("id").get<std::int64_t>();
-        auto loop = loops.find(id);
-        if (loop == loops.end()) continue;
-        followed_loop& followed = loop->second;
+        const nlohmann::json& params = message.at("params");
         if (*method == proto::notification::loop_output) {
-            followed.next_offset =
-                params.at("offset").get<std::int64_t>() + params.at("length").get<std::int64_t>();
+            const auto output = params.get<proto::output_notification>();
+            auto loop = loops.find(output.id);
+            if (loop == loops.end()) continue;
+            loop->second.next_offset = output.offset + output.length;
             if (ctx.json) {
-                print_event(proto::notification::loop_output, std::move(params));
+                print_event(proto::notification::loop_output, params);
                 continue;
             }
-            followed.writer.write(
-                proto::decode_output(params.at("data").get_ref<const std::string&>(),
-                                     params.at("encoding").get_ref<const std::string&>()));
+            loop->second.writer.write(proto::decode_output(output.data, output.encoding));
             std::fflush(stdout);
         } else if (*method == proto::notification::loop_state) {
+            const auto state = params.get<proto::state_notification>();
+            auto loop = loops.find(state.id);
+            if (loop == loops.end()) continue;
+            followed_loop& followed = loop->second;
             if (ctx.json) print_event(proto::notification::loop_state, params);
-            if (!params.value("final", false)) continue;
+            if (!state.final) continue;
             followed.ended = true;
             followed.writer.finish();
             std::fflush(stdout);
@@ -296,9 +294,8 @@ int follow_loops(const client_context& ctx, const std::vector<std::int64_t>& ids
             // or a pipe gets the bytes exactly.
             if (!followed.writer.at_line_start() && ::isatty(STDOUT_FILENO) == 1)
                 std::fputc('\n', stderr);
-            fmt::print(stderr, "{}\n", summary(id, params));
-            const auto state = proto::loop_state_from_string(params.at("state").get<std::string>());
-            code = std::max(code, exit_code_for(state));
+            fmt::print(stderr, "{}\n", summary(state));
+            code = std::max(code, exit_code_for(state.state));
             --following;
         }
     }

@@ -7,11 +7,11 @@
 //
 // It polls, like top(1): every interval (default 1 s) it asks ralphd for the scheduler, the loop
 // list and the selected loop's new output (from the offset it has read up to), and redraws the
-// whole screen; a key refreshes and redraws at once. Polling keeps it a plain blocking client with one
-// connection, and a dashboard loses nothing by seeing a change up to a second late.
-// On a terminal it takes the alternate screen in raw mode and gives both back however it ends;
-// with --once, or when stdin or stdout is not a terminal, it prints one frame without control
-// sequences and exits (`--json`: the same data as one JSON document).
+// whole screen; a key refreshes and redraws at once. Polling keeps it a plain blocking client with
+// one connection, and a dashboard loses nothing by seeing a change up to a second late. On a
+// terminal it takes the alternate screen in raw mode and gives both back however it ends; with
+// --once, or when stdin or stdout is not a terminal, it prints one frame without control sequences
+// and exits (`--json`: the same data as one JSON document).
 #include "client/commands/commands.hpp"
 
 #include "client/connection.hpp"
@@ -30,6 +30,7 @@
 #include <algorithm>
 #include <chrono>
 #include <deque>
+#include <iterator>
 #include <memory>
 #include <optional>
 
@@ -140,13 +141,6 @@ std::string format_tokens(std::int64_t tokens) {
     return fmt::format("{:.1f}M", double(tokens) / 1000000);
 }
 
-std::int64_t time_field(const nlohmann::json& object, const char* name) {
-    const auto it = object.find(name);
-    return it != object.end() && it->is_string()
-               ? text::parse_iso8601_or_zero(it->get<std::string>())
-               : 0;
-}
-
 // The end of the selected loop's output, as lines, read incrementally.
 class output_view {
   public:
@@ -158,13 +152,13 @@ class output_view {
         partial_.clear();
         renderer_.reset();
         attempts_seen_ = -1;
-        last_attempt_ = nlohmann::json();
+        last_attempt_.reset();
     }
 
     std::int64_t loop_id() const { return loop_id_; }
     const std::deque<std::string>& lines() const { return lines_; }
     const std::string& partial() const { return partial_; }
-    const nlohmann::json& last_attempt() const { return last_attempt_; }
+    const std::optional<proto::attempt_info>& last_attempt() const { return last_attempt_; }
 
     // Reads what the loop wrote since the last call; the first call starts `screen_lines`
     // lines before the end. `attempts` is the loop's attempt count from the list: the last
@@ -172,36 +166,38 @@ class output_view {
     void refresh(connection& daemon, std::int64_t attempts, std::size_t screen_lines) {
         if (loop_id_ == 0) return;
         if (!offset_) start(daemon, screen_lines);
-        nlohmann::json params{
-            {"id", loop_id_}, {"offset", *offset_}, {"max_bytes", output_page_bytes}};
-        nlohmann::json page = daemon.call(proto::method::loop_output, params);
-        const auto end = page.value("end_offset", std::int64_t(0));
-        const auto next = page.value("next_offset", std::int64_t(0));
-        add(page.value("data", std::string()));
+        proto::output_request request;
+        request.id = loop_id_;
+        request.offset = offset_;
+        request.max_bytes = output_page_bytes;
+        const auto page = daemon.call<proto::method::loop_output>(request);
+        add(page.data);
         // Far behind (a flood): skip to the last page instead of reading everything.
-        offset_ = end - next > output_page_bytes ? end - output_page_bytes : next;
+        offset_ = page.end_offset - page.next_offset > output_page_bytes
+                      ? page.end_offset - output_page_bytes
+                      : page.next_offset;
         if (attempts != attempts_seen_) {
             attempts_seen_ = attempts;
-            nlohmann::json result = daemon.call(proto::method::loop_iterations, {{"id", loop_id_}});
-            const auto& all = result.at("attempts");
-            last_attempt_ = all.empty() ? nlohmann::json() : all.back();
+            auto all = daemon.call<proto::method::loop_iterations>({loop_id_}).attempts;
+            if (all.empty())
+                last_attempt_.reset();
+            else
+                last_attempt_ = std::move(all.back());
         }
     }
 
   private:
     void start(connection& daemon, std::size_t screen_lines) {
-        nlohmann::json loop = daemon.call(proto::method::loop_get, {{"id", loop_id_}});
         const std::string format =
-            loop.value("agent_info", nlohmann::json::object()).value("output_format", "text");
+            daemon.call<proto::method::loop_get>({loop_id_}).agent.output_format;
         if (format != "text")
             renderer_ = agent_stream::make_parser(agent_stream::format_from_string(format));
         // A structured stream needs whole lines from their start: begin at a line boundary.
-        nlohmann::json first =
-            daemon.call(proto::method::loop_output,
-                        {{"id", loop_id_},
-                         {"last_lines", renderer_ ? screen_lines * 4 : screen_lines},
-                         {"max_bytes", 1}});
-        offset_ = first.value("offset", std::int64_t(0));
+        proto::output_request request;
+        request.id = loop_id_;
+        request.last_lines = std::int64_t(renderer_ ? screen_lines * 4 : screen_lines);
+        request.max_bytes = 1;
+        offset_ = daemon.call<proto::method::loop_output>(request).offset;
     }
 
     void add(std::string_view bytes) {
@@ -232,7 +228,7 @@ class output_view {
     std::unique_ptr<agent_stream::parser> renderer_;
     std::vector<agent_stream::event> events_;
     std::int64_t attempts_seen_ = -1;
-    nlohmann::json last_attempt_;
+    std::optional<proto::attempt_info> last_attempt_;
 };
 
 class dashboard {
@@ -244,28 +240,28 @@ class dashboard {
 
     // Reads everything shown from the daemon.
     void refresh(std::size_t screen_lines) {
-        info_ = daemon_.call(proto::method::daemon_info, nlohmann::json::object());
-        scheduler_ = daemon_.call(proto::method::scheduler_get, nlohmann::json::object());
+        info_ = daemon_.call<proto::method::daemon_info>({});
+        scheduler_ = daemon_.call<proto::method::scheduler_get>({});
         loops_.clear();
-        for (nlohmann::json params : recent_loops_requests(ended_rows)) {
-            params["fields"] = row_fields;
-            nlohmann::json result = daemon_.call(proto::method::loop_list, params);
-            for (auto& loop : result.at("loops")) loops_.push_back(std::move(loop));
+        for (proto::list_request request : recent_loops_requests(ended_rows)) {
+            request.fields = row_fields;
+            auto some = daemon_.call<proto::method::loop_list>(request).loops;
+            std::move(some.begin(), some.end(), std::back_inserter(loops_));
         }
         // Keep the selection on its loop; at first, the first running loop; else the first row.
         auto selected = std::find_if(loops_.begin(), loops_.end(), [&](const auto& loop) {
-            return loop.value("id", std::int64_t(0)) == output_.loop_id();
+            return loop.id == output_.loop_id();
         });
         if (output_.loop_id() == 0)
             selected = std::find_if(loops_.begin(), loops_.end(), [](const auto& loop) {
-                return loop.value("state", std::string()) == "running";
+                return loop.state == proto::loop_state::running;
             });
         const std::size_t row =
             selected != loops_.end() ? std::size_t(selected - loops_.begin()) : 0;
         select_row(row);
         if (loops_.empty()) return;
         try {
-            output_.refresh(daemon_, loops_[row_].value("attempts", std::int64_t(0)), screen_lines);
+            output_.refresh(daemon_, loops_[row_].attempts, screen_lines);
         } catch (const client_error& e) {
             // E.g. the loop was just removed by gc: say so and go on; a lost daemon ends top.
             if (e.code() == exit_code::unreachable) throw;
@@ -279,28 +275,31 @@ class dashboard {
         select_row(std::size_t(std::clamp<std::int64_t>(std::int64_t(row_) + delta, 0, last)));
     }
 
-    // cancel / pause / resume of the selected loop; the outcome goes to the status line.
-    void control(const char* method, std::string_view verb) {
+    // cancel / pause / resume (Method: loop_cancel, loop_pause, loop_resume) of the selected
+    // loop; the outcome goes to the status line.
+    template <typename Method>
+    void control(std::string_view verb) {
         if (loops_.empty()) return;
-        const auto id = loops_[row_].value("id", std::int64_t(0));
+        const auto id = loops_[row_].id;
         try {
-            nlohmann::json loop = daemon_.call(method, {{"id", id}});
-            status_ =
-                fmt::format("{} loop {}: now {}", verb, id, loop.value("state", std::string()));
+            const proto::loop_info loop = daemon_.call<Method>({id});
+            status_ = fmt::format("{} loop {}: now {}", verb, id, proto::to_string(loop.state));
         } catch (const client_error& e) {
             status_ = fmt::format("{} loop {}: {}", verb, id, e.what());
         }
     }
 
     nlohmann::json snapshot() const {
-        return {{"daemon", info_}, {"scheduler", scheduler_}, {"loops", loops_}};
+        // The rows as loop.list gave them: their summary fields.
+        return {{"daemon", info_},
+                {"scheduler", scheduler_},
+                {"loops", nlohmann::json(proto::loop_list{loops_, row_fields}).at("loops")}};
     }
 
     std::string render(screen_size size) const {
         std::vector<std::string> lines;
         lines.push_back(header());
-        lines.push_back(describe_loop_counts(
-            info_.value("loops_by_state", std::map<std::string, std::int64_t>())));
+        lines.push_back(describe_loop_counts(info_.loops_by_state));
         lines.emplace_back();
         const auto rows = table_lines();
         // The table gets at most half the screen; the selected row stays visible.
@@ -324,19 +323,18 @@ class dashboard {
   private:
     void select_row(std::size_t row) {
         row_ = loops_.empty() ? 0 : std::min(row, loops_.size() - 1);
-        output_.select(loops_.empty() ? 0 : loops_[row_].value("id", std::int64_t(0)));
+        output_.select(loops_.empty() ? 0 : loops_[row_].id);
     }
 
     std::string header() const {
+        const auto& settings = scheduler_.settings;
         std::string scheduler =
-            scheduler_.value("paused", false)
+            settings.paused
                 ? "paused"
-                : fmt::format("{} of {} running", scheduler_.value("running", 0),
-                              scheduler_.value("max_concurrent", 1));
-        const std::string window = scheduler_.value("window", std::string());
-        if (!window.empty()) scheduler += fmt::format(", window {}", window);
-        return fmt::format("ralph {} · scheduler {} · {}", info_.value("version", std::string()),
-                           scheduler, format_local_time(text::now_ms()));
+                : fmt::format("{} of {} running", scheduler_.running, settings.max_concurrent);
+        if (!settings.window.empty()) scheduler += fmt::format(", window {}", settings.window);
+        return fmt::format("ralph {} · scheduler {} · {}", info_.version, scheduler,
+                           format_local_time(text::now_ms()));
     }
 
     // The header line and one line per loop.
@@ -351,22 +349,19 @@ class dashboard {
                  {"WORKSPACE"}});
         const auto now = text::now_ms();
         for (const auto& loop : loops_) {
-            t.add_format("{}", loop.value("id", std::int64_t(0)));
-            t.add(loop.value("name", std::string()));
-            t.add(loop.value("state", std::string()));
-            const auto max = loop.value("max_iterations", std::int64_t(0));
-            t.add_format("{}/{}", loop.value("iterations", std::int64_t(0)),
+            t.add_format("{}", loop.id);
+            t.add(loop.spec.name);
+            t.add(std::string(proto::to_string(loop.state)));
+            const auto max = loop.spec.max_iterations;
+            t.add_format("{}/{}", loop.iterations,
                          max == 0 ? std::string("∞") : std::to_string(max));
-            const auto started = time_field(loop, "started_at");
-            const auto finished = time_field(loop, "finished_at");
-            t.add(started == 0 ? "-" : format_age((finished != 0 ? finished : now) - started));
-            t.add(format_tokens(loop.value("input_tokens", std::int64_t(0)) +
-                                loop.value("output_tokens", std::int64_t(0))));
-            const auto cost = loop.find("cost_usd");
-            t.add(cost != loop.end() && cost->is_number()
-                      ? fmt::format("${:.4f}", cost->get<double>())
-                      : "-");
-            t.add(shorten_home(loop.value("workspace", std::string())));
+            t.add(loop.started_at == 0
+                      ? "-"
+                      : format_age((loop.finished_at != 0 ? loop.finished_at : now) -
+                                   loop.started_at));
+            t.add(format_tokens(loop.usage.input_tokens + loop.usage.output_tokens));
+            t.add(loop.usage.cost_usd ? fmt::format("${:.4f}", *loop.usage.cost_usd) : "-");
+            t.add(shorten_home(loop.spec.workspace));
         }
         fmt::memory_buffer out;
         t.render(out, false);
@@ -383,25 +378,17 @@ class dashboard {
     // The selected loop: its state, last attempt and the end of its output, to the screen's end.
     void add_selected(std::vector<std::string>& lines, screen_size size) const {
         const auto& loop = loops_[row_];
-        std::string title = fmt::format("── loop {} {}", loop.value("id", std::int64_t(0)),
-                                        loop.value("name", std::string()));
-        const std::string reason = loop.value("stop_reason", std::string());
-        if (!reason.empty()) title += " · " + reason;
-        const auto resume_at = time_field(loop, "resume_at");
-        if (resume_at != 0) title += " · goes on at " + format_local_time(resume_at);
+        std::string title = fmt::format("── loop {} {}", loop.id, loop.spec.name);
+        if (!loop.stop_reason.empty()) title += " · " + loop.stop_reason;
+        if (loop.resume_at != 0) title += " · goes on at " + format_local_time(loop.resume_at);
         lines.push_back(title + " ──");
-        const auto& attempt = output_.last_attempt();
-        if (attempt.is_object()) {
-            std::string last = fmt::format("last attempt: iteration {} {}",
-                                           attempt.value("iteration", std::int64_t(0)),
-                                           attempt.value("termination", std::string()));
-            if (attempt.value("files_changed", std::int64_t(0)) > 0)
-                last += fmt::format(" · {} files +{} -{}",
-                                    attempt.value("files_changed", std::int64_t(0)),
-                                    attempt.value("insertions", std::int64_t(0)),
-                                    attempt.value("deletions", std::int64_t(0)));
-            const std::string summary = attempt.value("summary", std::string());
-            if (!summary.empty()) last += " · " + summary;
+        if (const auto& attempt = output_.last_attempt()) {
+            std::string last = fmt::format("last attempt: iteration {} {}", attempt->iteration,
+                                           proto::to_string(attempt->how));
+            if (attempt->files_changed > 0)
+                last += fmt::format(" · {} files +{} -{}", attempt->files_changed,
+                                    attempt->insertions, attempt->deletions);
+            if (!attempt->summary.empty()) last += " · " + attempt->summary;
             lines.push_back(printable(last));
         }
         const std::size_t footer = interactive_ ? 2 : 0;
@@ -444,9 +431,9 @@ class dashboard {
 
     connection daemon_;
     bool interactive_;
-    nlohmann::json info_ = nlohmann::json::object();
-    nlohmann::json scheduler_ = nlohmann::json::object();
-    std::vector<nlohmann::json> loops_;
+    proto::daemon_info info_;
+    proto::scheduler_state scheduler_;
+    std::vector<proto::loop_info> loops_;
     std::size_t row_ = 0;
     output_view output_;
     std::string status_;
@@ -466,11 +453,11 @@ bool handle_key(dashboard& board, std::string_view keys) {
         } else if (key == 'j') {
             board.move_selection(1);
         } else if (key == 'c') {
-            board.control(proto::method::loop_cancel, "cancel");
+            board.control<proto::method::loop_cancel>("cancel");
         } else if (key == 'p') {
-            board.control(proto::method::loop_pause, "pause");
+            board.control<proto::method::loop_pause>("pause");
         } else if (key == 'r') {
-            board.control(proto::method::loop_resume, "resume");
+            board.control<proto::method::loop_resume>("resume");
         }
     }
     return true;

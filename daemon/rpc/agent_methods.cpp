@@ -9,12 +9,12 @@
 namespace ralph::rpc {
 
 void register_agent_methods(method_registry& registry, method_services& services) {
-    registry.add(proto::method::agents_list, [&services](const nlohmann::json&, call_context&) {
-        std::string search_path = search_path_with({});
-        nlohmann::json agents = nlohmann::json::array();
+    registry.add<proto::method::agents_list>([&services](const proto::no_params&, call_context&) {
+        const std::string search_path = search_path_with({});
+        proto::agent_list list;
         for (const agent* adapter : all_agents())
-            agents.push_back(describe_agent(*adapter, {}, services.binaries, search_path));
-        return nlohmann::json{{"agents", std::move(agents)}};
+            list.agents.push_back(describe_agent(*adapter, {}, services.binaries, search_path));
+        return list;
     });
 }
 

@@ -9,16 +9,17 @@
 namespace ralph::rpc {
 
 void register_daemon_methods(method_registry& registry, method_services& services) {
-    registry.add(proto::method::daemon_info, [&services](const nlohmann::json&, call_context&) {
+    registry.add<proto::method::daemon_info>([&services](const proto::no_params&, call_context&) {
         proto::daemon_info info = services.identity;
         info.max_concurrent = services.gate.scheduler_settings().max_concurrent;
         info.loops_by_state = services.db.count_by_state();
-        return nlohmann::json(info);
+        return info;
     });
-    registry.add(proto::method::daemon_shutdown, [&services](const nlohmann::json&, call_context&) {
-        services.request_shutdown();
-        return nlohmann::json::object();
-    });
+    registry.add<proto::method::daemon_shutdown>(
+        [&services](const proto::no_params&, call_context&) {
+            services.request_shutdown();
+            return proto::done{};
+        });
 }
 
 }  // namespace ralph::rpc

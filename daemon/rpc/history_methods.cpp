@@ -8,7 +8,6 @@
 #include "daemon/scheduler/scheduler.hpp"
 #include "daemon/store/output_log.hpp"
 #include "daemon/store/store.hpp"
-#include "proto/fields.hpp"
 #include "proto/history.hpp"
 #include "proto/methods.hpp"
 
@@ -16,7 +15,6 @@
 
 #include <chrono>
 #include <filesystem>
-#include <optional>
 
 namespace ralph::rpc {
 namespace {
@@ -25,35 +23,6 @@ using proto::error_kind;
 using proto::rpc_error;
 
 constexpr std::int64_t day_ms = 24 * 3600 * 1000;
-
-struct report_params {
-    std::optional<std::int64_t> since;  // epoch ms; default: a day before now
-};
-void from_json(const nlohmann::json& j, report_params& p) {
-    std::optional<std::string> since;
-    proto::read_field(proto::params_object(j), "since", since);
-    if (!since) return;
-    try {
-        p.since = text::parse_iso8601(*since);
-    } catch (const std::invalid_argument& e) {
-        throw rpc_error(error_kind::invalid_params, std::string("params.since: ") + e.what());
-    }
-}
-
-struct gc_params {
-    double older_than_s = 30 * 86400.0;
-    bool dry_run = false;
-};
-void from_json(const nlohmann::json& j, gc_params& p) {
-    const auto& obj = proto::params_object(j);
-    proto::read_field(obj, "older_than_s", p.older_than_s);
-    proto::read_field(obj, "dry_run", p.dry_run);
-    // A century bounds the conversion to milliseconds.
-    if (!(p.older_than_s >= 0 && p.older_than_s <= 100 * 365 * 86400.0))
-        throw rpc_error(error_kind::invalid_params,
-                        "params.older_than_s: must be between 0 and 100 years in seconds");
-}
-
 // A --worktree loop's worktree holds its results, on its branch: the loop's history says what
 // they are, so it stays as long as the worktree does.
 bool worktree_exists(const store::ended_loop& loop) {
@@ -64,21 +33,20 @@ bool worktree_exists(const store::ended_loop& loop) {
 }  // namespace
 
 void register_history_methods(method_registry& registry, method_services& services) {
-    registry.add_typed<report_params>(
-        proto::method::history_report, [&services](const report_params& params, call_context&) {
-            proto::report report;
-            report.until = services.clock.now_ms();
-            report.since = params.since.value_or(report.until - day_ms);
-            if (report.since > report.until)
-                throw rpc_error(error_kind::invalid_params,
-                                "params.since: must not be in the future");
-            report.loops = services.db.report_loops(report.since, report.until);
-            proto::add_totals(report);
-            return nlohmann::json(report);
-        });
+    registry.add<proto::method::history_report>([&services](const proto::report_request& params,
+                                                            call_context&) {
+        proto::report report;
+        report.until = services.clock.now_ms();
+        report.since = params.since.value_or(report.until - day_ms);
+        if (report.since > report.until)
+            throw rpc_error(error_kind::invalid_params, "params.since: must not be in the future");
+        report.loops = services.db.report_loops(report.since, report.until);
+        proto::add_totals(report);
+        return report;
+    });
 
-    registry.add_typed<gc_params>(
-        proto::method::history_gc, [&services](const gc_params& params, call_context&) {
+    registry.add<proto::method::history_gc>(
+        [&services](const proto::gc_request& params, call_context&) {
             const auto started = std::chrono::steady_clock::now();
             proto::gc_result result;
             result.dry_run = params.dry_run;
@@ -123,7 +91,7 @@ void register_history_methods(method_registry& registry, method_services& servic
                         std::chrono::steady_clock::now() - started)
                         .count());
             }
-            return nlohmann::json(result);
+            return result;
         });
 }
 

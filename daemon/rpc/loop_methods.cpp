@@ -28,69 +28,6 @@ namespace {
 using proto::error_kind;
 using proto::rpc_error;
 
-struct id_params {
-    std::int64_t id = 0;
-};
-void from_json(const nlohmann::json& j, id_params& p) {
-    proto::read_loop_id(proto::params_object(j), "id", p.id);
-}
-
-struct events_params {
-    std::int64_t id = 0;
-    std::int64_t iteration = 0;  // 0 = every iteration
-    std::int64_t after = 0;      // event id to continue after
-    std::int64_t limit = 1000;
-};
-void from_json(const nlohmann::json& j, events_params& p) {
-    const auto& obj = proto::params_object(j);
-    proto::read_loop_id(obj, "id", p.id);
-    proto::read_field(obj, "iteration", p.iteration);
-    proto::read_field(obj, "after", p.after);
-    proto::read_field(obj, "limit", p.limit);
-    proto::check_range("iteration", p.iteration, 0, std::numeric_limits<std::int64_t>::max());
-    proto::check_range("after", p.after, 0, std::numeric_limits<std::int64_t>::max());
-    proto::check_range("limit", p.limit, 1, 10000);
-}
-
-struct steer_params {
-    std::int64_t id = 0;
-    std::string text;
-};
-void from_json(const nlohmann::json& j, steer_params& p) {
-    const auto& obj = proto::params_object(j);
-    proto::read_loop_id(obj, "id", p.id);
-    proto::read_required(obj, "text", p.text);
-    if (p.text.find_first_not_of(" \t\r\n") == std::string::npos)
-        throw rpc_error(error_kind::invalid_params, "params.text: must not be empty");
-    if (p.text.size() > (64 << 10))
-        throw rpc_error(error_kind::invalid_params, "params.text: at most 64 KiB");
-}
-
-struct list_params {
-    std::vector<proto::loop_state> states;
-    std::int64_t limit = 0;
-    std::vector<std::string> fields;  // empty = every summary field
-};
-void from_json(const nlohmann::json& j, list_params& p) {
-    const auto& obj = proto::params_object(j);
-    std::vector<std::string> names;
-    proto::read_field(obj, "states", names);
-    for (const auto& name : names) {
-        try {
-            p.states.push_back(proto::loop_state_from_string(name));
-        } catch (const std::invalid_argument& e) {
-            throw rpc_error(error_kind::invalid_params, std::string("params.states: ") + e.what());
-        }
-    }
-    proto::read_field(obj, "limit", p.limit);
-    proto::check_range("limit", p.limit, 0, std::numeric_limits<std::int64_t>::max());
-    proto::read_field(obj, "fields", p.fields);
-    for (const auto& field : p.fields)
-        if (!proto::is_summary_field(field))
-            throw rpc_error(error_kind::invalid_params,
-                            "params.fields: unknown field '" + field + "'");
-}
-
 constexpr std::size_t max_idempotency_key_bytes = 256;
 
 // A submit that passed the checks: the spec to insert and what the user should know.
@@ -245,144 +182,125 @@ std::int64_t start_offset(const proto::output_request& request, const output_log
 }  // namespace
 
 void register_loop_methods(method_registry& registry, method_services& services) {
-    registry.add_typed<proto::submit_params>(
-        proto::method::loop_submit, [&services](const proto::submit_params& spec, call_context&) {
-            // A submit retried with its key gets the loop it made, unchecked (its workspace may
-            // have changed since), and nothing new. Check and insert run without a pause on the
-            // io thread, so no other submit comes between them.
-            if (!spec.idempotency_key.empty()) {
-                if (auto id = services.db.loop_with_idempotency_key(spec.idempotency_key)) {
-                    nlohmann::json result = services.db.get_loop(*id);
-                    result["created"] = false;
-                    result["warnings"] = {fmt::format(
-                        "loop {} was submitted with idempotency key '{}' already: nothing new "
-                        "was created",
-                        *id, spec.idempotency_key)};
-                    return result;
-                }
+    using namespace proto::method;
+    registry.add<loop_submit>([&services](const proto::submit_params& spec, call_context&) {
+        // A submit retried with its key gets the loop it made, unchecked (its workspace may have
+        // changed since), and nothing new. Check and insert run without a pause on the io
+        // thread, so no other submit comes between them.
+        if (!spec.idempotency_key.empty()) {
+            if (auto id = services.db.loop_with_idempotency_key(spec.idempotency_key)) {
+                return proto::submit_result{
+                    services.db.get_loop(*id),
+                    false,
+                    {fmt::format("loop {} was submitted with idempotency key '{}' already: "
+                                 "nothing new was created",
+                                 *id, spec.idempotency_key)}};
             }
-            submission checked = validated(spec, services);
-            nlohmann::json result = services.loops.submit(checked.spec);
-            result["created"] = true;
-            result["warnings"] = std::move(checked.warnings);
-            return result;
-        });
-
-    registry.add_typed<list_params>(
-        proto::method::loop_list, [&services](const list_params& params, call_context&) {
-            nlohmann::json loops = nlohmann::json::array();
-            for (const auto& loop : services.db.list_loops(params.states, params.limit))
-                loops.push_back(proto::summary_json(loop, params.fields));
-            return nlohmann::json{{"loops", std::move(loops)}};
-        });
-
-    registry.add_typed<id_params>(proto::method::loop_get, [&services](const id_params& params,
-                                                                       call_context&) {
-        proto::loop_info loop = services.db.get_loop(params.id);
-        nlohmann::json result = loop;
-        result["agent_info"] = describe_agent(find_agent(loop.spec.agent), loop.spec,
-                                              services.binaries, search_path_with(loop.spec.env));
-        return result;
+        }
+        submission checked = validated(spec, services);
+        return proto::submit_result{services.loops.submit(checked.spec), true,
+                                    std::move(checked.warnings)};
     });
 
-    registry.add_typed<id_params>(proto::method::loop_cancel,
-                                  [&services](const id_params& params, call_context&) {
-                                      return nlohmann::json(services.loops.cancel(params.id));
-                                  });
+    registry.add<loop_list>([&services](const proto::list_request& request, call_context&) {
+        return proto::loop_list{services.db.list_loops(request.states, request.limit),
+                                request.fields};
+    });
 
-    registry.add_typed<id_params>(proto::method::loop_pause,
-                                  [&services](const id_params& params, call_context&) {
-                                      return nlohmann::json(services.loops.pause(params.id));
-                                  });
+    registry.add<loop_get>([&services](const proto::loop_id_request& request, call_context&) {
+        proto::loop_info loop = services.db.get_loop(request.id);
+        proto::agent_info agent =
+            describe_agent(find_agent(loop.spec.agent), loop.spec, services.binaries,
+                           search_path_with(loop.spec.env));
+        return proto::loop_detail{std::move(loop), std::move(agent)};
+    });
 
-    registry.add_typed<id_params>(proto::method::loop_resume,
-                                  [&services](const id_params& params, call_context&) {
-                                      return nlohmann::json(services.loops.resume(params.id));
-                                  });
+    registry.add<loop_cancel>([&services](const proto::loop_id_request& request, call_context&) {
+        return services.loops.cancel(request.id);
+    });
 
-    registry.add_typed<id_params>(
-        proto::method::loop_iterations, [&services](const id_params& params, call_context&) {
-            services.db.get_loop(params.id);  // loop_not_found for an unknown id
-            return nlohmann::json{{"attempts", services.db.attempts_of(params.id)}};
+    registry.add<loop_pause>([&services](const proto::loop_id_request& request, call_context&) {
+        return services.loops.pause(request.id);
+    });
+
+    registry.add<loop_resume>([&services](const proto::loop_id_request& request, call_context&) {
+        return services.loops.resume(request.id);
+    });
+
+    registry.add<loop_iterations>(
+        [&services](const proto::loop_id_request& request, call_context&) {
+            services.db.get_loop(request.id);  // loop_not_found for an unknown id
+            return proto::attempt_list{services.db.attempts_of(request.id)};
         });
 
-    registry.add_typed<steer_params>(proto::method::loop_steer, [&services](
-                                                                    const steer_params& params,
-                                                                    call_context&) {
-        proto::loop_info loop = services.db.get_loop(params.id);
+    registry.add<loop_steer>([&services](const proto::steer_request& request, call_context&) {
+        proto::loop_info loop = services.db.get_loop(request.id);
         if (proto::is_terminal(loop.state))
             throw rpc_error(error_kind::invalid_state,
-                            "loop " + std::to_string(params.id) + " has already ended (" +
+                            "loop " + std::to_string(request.id) + " has already ended (" +
                                 std::string(proto::to_string(loop.state)) + ")");
         std::int64_t hint =
-            services.db.add_steering(params.id, params.text, services.clock.now_ms());
-        // `iterations` counts finished ones: an attempt of the next one that is already
-        // running has its prompt, so the hint goes to the iteration after it.
+            services.db.add_steering(request.id, request.text, services.clock.now_ms());
+        // `iterations` counts finished ones: an attempt of the next one that is already running
+        // has its prompt, so the hint goes to the iteration after it.
         std::int64_t next = loop.iterations + 1;
-        for (const auto& attempt : services.db.attempts_of(params.id))
+        for (const auto& attempt : services.db.attempts_of(request.id))
             if (attempt.iteration == next && attempt.how == proto::termination::running) {
                 ++next;
                 break;
             }
-        return nlohmann::json{{"id", params.id}, {"steering_id", hint}, {"next_iteration", next}};
+        return proto::steer_result{request.id, hint, next};
     });
 
-    registry.add_typed<events_params>(
-        proto::method::loop_events, [&services](const events_params& params, call_context&) {
-            services.db.get_loop(params.id);  // loop_not_found for an unknown id
-            auto events =
-                services.db.events_of(params.id, params.iteration, params.after, params.limit);
-            std::int64_t next = events.empty() ? params.after : events.back().id;
-            return nlohmann::json{{"events", events}, {"next_after", next}};
-        });
+    registry.add<loop_events>([&services](const proto::events_request& request, call_context&) {
+        services.db.get_loop(request.id);  // loop_not_found for an unknown id
+        auto events =
+            services.db.events_of(request.id, request.iteration, request.after, request.limit);
+        const std::int64_t next = events.empty() ? request.after : events.back().id;
+        return proto::event_list{std::move(events), next};
+    });
 
-    registry.add_typed<proto::output_request>(
-        proto::method::loop_output,
-        [&services](const proto::output_request& request, call_context&) {
-            proto::loop_info loop = services.db.get_loop(request.id);
-            std::int64_t offset = start_offset(request, services.output);
-            std::string bytes = services.output.read(request.id, offset, request.max_bytes);
-            bytes.resize(proto::sendable_length(bytes, request.encoding));
-            std::int64_t next = offset + std::int64_t(bytes.size());
-            std::int64_t end = services.output.committed_end(request.id);
-            return nlohmann::json{{"id", request.id},
-                                  {"offset", offset},
-                                  {"next_offset", next},
-                                  {"end_offset", end},
-                                  {"data", proto::encode_output(bytes, request.encoding)},
-                                  {"encoding", request.encoding},
-                                  {"state", proto::to_string(loop.state)},
-                                  {"final", proto::is_terminal(loop.state) && next >= end}};
-        });
+    registry.add<loop_output>([&services](const proto::output_request& request, call_context&) {
+        proto::loop_info loop = services.db.get_loop(request.id);
+        const std::int64_t offset = start_offset(request, services.output);
+        std::string bytes = services.output.read(request.id, offset, request.max_bytes);
+        bytes.resize(proto::sendable_length(bytes, request.encoding));
+        proto::output_page page;
+        page.id = request.id;
+        page.offset = offset;
+        page.next_offset = offset + std::int64_t(bytes.size());
+        page.end_offset = services.output.committed_end(request.id);
+        page.data = proto::encode_output(bytes, request.encoding);
+        page.encoding = request.encoding;
+        page.state = loop.state;
+        page.final = proto::is_terminal(loop.state) && page.next_offset >= page.end_offset;
+        return page;
+    });
 
-    registry.add_typed<proto::output_request>(
-        proto::method::loop_tail,
-        [&services](const proto::output_request& request, call_context& ctx) {
-            if (ctx.session == nullptr)
-                throw rpc_error(error_kind::invalid_params,
-                                "loop.tail sends notifications and needs a WebSocket session "
-                                "(GET /rpc with Upgrade: websocket)");
-            tail_request tail;
-            tail.loop = services.db.get_loop(request.id);
-            tail.loop_id = request.id;
-            tail.offset = start_offset(request, services.output);
-            tail.output = request.output;
-            tail.encoding = request.encoding;
-            ctx.session->add_tail(tail);
-            return nlohmann::json{{"id", request.id},
-                                  {"offset", tail.offset},
-                                  {"state", proto::to_string(tail.loop.state)}};
-        });
+    registry.add<loop_tail>([&services](const proto::output_request& request, call_context& ctx) {
+        if (ctx.session == nullptr)
+            throw rpc_error(error_kind::invalid_params,
+                            "loop.tail sends notifications and needs a WebSocket session (GET "
+                            "/rpc with Upgrade: websocket)");
+        tail_request tail;
+        tail.loop = services.db.get_loop(request.id);
+        tail.loop_id = request.id;
+        tail.offset = start_offset(request, services.output);
+        tail.output = request.output;
+        tail.encoding = request.encoding;
+        ctx.session->add_tail(tail);
+        return proto::tail_started{request.id, tail.offset, tail.loop.state};
+    });
 
-    // No params. From now on the session gets a loop.changed notification (the loop's summary)
-    // at every state change of every loop, submits included.
-    registry.add(proto::method::events_subscribe, [](const nlohmann::json&, call_context& ctx) {
+    // From now on the session gets a loop.changed notification (the loop's summary) at every
+    // state change of every loop, submits included.
+    registry.add<events_subscribe>([](const proto::no_params&, call_context& ctx) {
         if (ctx.session == nullptr)
             throw rpc_error(error_kind::invalid_params,
                             "events.subscribe sends notifications and needs a WebSocket session "
                             "(GET /rpc with Upgrade: websocket)");
         ctx.session->subscribe_events();
-        return nlohmann::json{{"subscribed", true}};
+        return proto::subscription{true};
     });
 }
 

@@ -5,6 +5,7 @@
 
 #include "daemon/server/subscriber_hub.hpp"
 #include "proto/errors.hpp"
+#include "proto/methods.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -27,27 +28,29 @@ struct dispatch_limits {
 };
 
 class method_registry {
-public:
+  public:
     using handler = std::function<nlohmann::json(const nlohmann::json& params, call_context& ctx)>;
 
     // Registers `name`; registering a name twice is a programming error (throws logic_error).
     void add(std::string name, handler fn);
 
-    // Registers a handler taking typed params: Params is read with from_json, whose failures
-    // (rpc_error or nlohmann errors) become -32602 naming the bad field.
-    template <typename Params, typename Fn>
-    void add_typed(std::string name, Fn fn) {
-        add(std::move(name), [fn = std::move(fn)](const nlohmann::json& params, call_context& ctx) {
-            Params typed{};
+    // Registers the handler of `Method` (proto/methods.hpp): it takes the method's request
+    // type, read with from_json (a failure — rpc_error or nlohmann's — becomes -32602 naming the
+    // bad field), and returns its result type.
+    template <typename Method, typename Fn>
+    void add(Fn fn) {
+        add(Method::name, [fn = std::move(fn)](const nlohmann::json& params, call_context& ctx) {
+            typename Method::request request{};
             try {
-                from_json(params, typed);
+                from_json(params, request);
             } catch (const proto::rpc_error&) {
                 throw;
             } catch (const nlohmann::json::exception& e) {
                 throw proto::rpc_error(proto::error_kind::invalid_params,
                                        std::string("invalid params: ") + e.what());
             }
-            return fn(typed, ctx);
+            const typename Method::result result = fn(request, ctx);
+            return nlohmann::json(result);
         });
     }
 
@@ -60,7 +63,7 @@ public:
 
     void set_limits(dispatch_limits limits) { limits_ = limits; }
 
-private:
+  private:
     std::map<std::string, handler, std::less<>> handlers_;
     dispatch_limits limits_;
 };

@@ -29,9 +29,12 @@ charge charge_of(const std::string& budget_name) {
 
 double amount(const store::attempt_charge& attempt, charge what) {
     switch (what) {
-        case charge::runs: return 1;
-        case charge::tokens: return double(attempt.tokens);
-        case charge::cost: return attempt.cost_usd;
+        case charge::runs:
+            return 1;
+        case charge::tokens:
+            return double(attempt.tokens);
+        case charge::cost:
+            return attempt.cost_usd;
     }
     return 0;
 }
@@ -52,7 +55,8 @@ std::vector<proto::budget_use> global_limits(const proto::budget_limits& b) {
 
 std::vector<proto::budget_use> loop_limits(const proto::loop_info& loop) {
     std::vector<proto::budget_use> limits;
-    add_limit(limits, "iterations_per_hour", loop.id, double(loop.spec.iterations_per_hour), hour_ms);
+    add_limit(limits, "iterations_per_hour", loop.id, double(loop.spec.iterations_per_hour),
+              hour_ms);
     add_limit(limits, "iterations_per_day", loop.id, double(loop.spec.iterations_per_day), day_ms);
     return limits;
 }
@@ -62,7 +66,8 @@ std::string describe_budget(const proto::budget_use& use) {
     std::string name = use.name;
     std::replace(name.begin(), name.end(), '_', ' ');
     if (charge_of(use.name) == charge::cost)
-        return fmt::format("{} budget {} used up (${:.2f} of ${:.2f})", owner, name, use.used, use.limit);
+        return fmt::format("{} budget {} used up (${:.2f} of ${:.2f})", owner, name, use.used,
+                           use.limit);
     return fmt::format("{} budget {} used up ({} of {})", owner, name, std::int64_t(use.used),
                        std::int64_t(use.limit));
 }
@@ -78,9 +83,9 @@ admission::verdict wait_for_budgets(const std::vector<proto::budget_use>& uses) 
 }
 
 [[noreturn]] void invalid_window(std::string_view text) {
-    throw proto::rpc_error(proto::error_kind::invalid_params,
-                           "time window: expected HH:MM-HH:MM (e.g. 01:00-07:00), got '" +
-                               std::string(text) + "'");
+    throw proto::rpc_error(
+        proto::error_kind::invalid_params,
+        "time window: expected HH:MM-HH:MM (e.g. 01:00-07:00), got '" + std::string(text) + "'");
 }
 
 int parse_clock_time(std::string_view text) {
@@ -100,7 +105,8 @@ std::optional<time_window> parse_time_window(std::string_view text) {
     if (text.empty()) return std::nullopt;
     auto dash = text.find('-');
     if (dash == std::string_view::npos) invalid_window(text);
-    time_window window{parse_clock_time(text.substr(0, dash)), parse_clock_time(text.substr(dash + 1))};
+    time_window window{parse_clock_time(text.substr(0, dash)),
+                       parse_clock_time(text.substr(dash + 1))};
     if (window.start_minute == window.end_minute)
         throw proto::rpc_error(proto::error_kind::invalid_params,
                                "time window: start and end are the same; give \"\" for no window");
@@ -126,8 +132,9 @@ std::int64_t next_window_open(const time_window& window, std::int64_t now_ms) {
 }
 
 admission::admission(store& db) : db_(db) {
-    if (auto stored = db_.setting(scheduler_key)) proto::apply_changes(*stored, settings_);
-    if (auto stored = db_.setting(budget_key)) proto::apply_changes(*stored, budgets_);
+    if (auto stored = db_.setting(scheduler_key))
+        settings_ = stored->get<proto::scheduler_settings>();
+    if (auto stored = db_.setting(budget_key)) budgets_ = stored->get<proto::budget_limits>();
     window_ = parse_time_window(settings_.window);
 }
 
@@ -192,7 +199,8 @@ std::int64_t admission::window_opens_at(std::int64_t now_ms) const {
 
 admission::verdict admission::for_agent(const std::string& agent, std::int64_t now_ms) {
     if (auto hold = db_.agent_hold_of(agent, now_ms))
-        return {verdict::kind::wait, "waiting for the reset of the " + hold->reason, hold->until_ms};
+        return {verdict::kind::wait, "waiting for the reset of the " + hold->reason,
+                hold->until_ms};
     return {};
 }
 
@@ -205,7 +213,8 @@ admission::verdict admission::for_loop(const proto::loop_info& loop, std::int64_
     const double cost = loop.usage.cost_usd.value_or(0);
     if (spec.max_cost_usd > 0 && cost >= spec.max_cost_usd)
         return {verdict::kind::end,
-                fmt::format("reached its cost cap (${:.2f} of ${:.2f})", cost, spec.max_cost_usd), 0};
+                fmt::format("reached its cost cap (${:.2f} of ${:.2f})", cost, spec.max_cost_usd),
+                0};
     return wait_for_budgets(measure(loop_limits(loop), now_ms));
 }
 

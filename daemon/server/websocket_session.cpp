@@ -1,7 +1,6 @@
 // The WebSocket JSON-RPC session: replies, notifications and tail output over one connection.
 #include "daemon/server/websocket_session.hpp"
 
-
 #include "common/text.hpp"
 #include "daemon/rpc/registry.hpp"
 #include "daemon/store/output_log.hpp"
@@ -33,19 +32,19 @@ constexpr auto tail_pace = std::chrono::milliseconds(4);
 constexpr std::chrono::seconds close_deadline{2};
 
 std::string state_notification(const proto::loop_info& loop, bool final) {
-    return rpc::serialize(rpc::make_notification(proto::notification::loop_state,
-                                            {{"id", loop.id},
-                                             {"state", proto::to_string(loop.state)},
-                                             {"stop_reason", loop.stop_reason},
-                                             {"iterations", loop.iterations},
-                                             {"final", final}}));
+    return rpc::serialize(rpc::make_notification(
+        proto::notification::loop_state,
+        proto::state_notification{loop.id, loop.state, loop.stop_reason, loop.iterations, final}));
 }
 
-// A loop.output notification, written out directly instead of dumped from a json object: its
-// data is nearly all the bytes of a busy tail, base64 needs no escaping, and a dump would copy
-// and scan it byte by byte. The same text as the dump: members in its (sorted) order.
-std::string output_notification(std::int64_t loop_id, std::int64_t offset, std::string_view piece,
-                                const std::string& encoding) {
+}  // namespace
+
+// A loop.output notification (proto::output_notification), written out directly instead of
+// dumped from a json object: its data is nearly all the bytes of a busy tail, base64 needs no
+// escaping, and a dump would copy and scan it byte by byte. The same text as the dump: members
+// in its (sorted) order (a unit test compares the two).
+std::string serialize_output_notification(std::int64_t loop_id, std::int64_t offset,
+                                          std::string_view piece, const std::string& encoding) {
     std::string message = R"({"jsonrpc":"2.0","method":")";
     message += proto::notification::loop_output;
     message += R"(","params":{"data":)";
@@ -62,8 +61,6 @@ std::string output_notification(std::int64_t loop_id, std::int64_t offset, std::
                std::to_string(offset) + "}}";
     return message;
 }
-
-}  // namespace
 
 websocket_session::websocket_session(std::shared_ptr<shared_state> state,
                                      local_stream::socket socket, std::uint64_t id)
@@ -222,8 +219,8 @@ std::optional<std::string> websocket_session::next_tail_message(std::int64_t loo
 
     if (tail.output && tail.offset < end) {
         const auto now = std::chrono::steady_clock::now();
-        const bool paced = end - tail.offset > tail_chunk_bytes &&
-                           tail.loop.state == proto::loop_state::running;
+        const bool paced =
+            end - tail.offset > tail_chunk_bytes && tail.loop.state == proto::loop_state::running;
         if (paced && now < tail.next_chunk_at) {
             paced_until_ = std::min(paced_until_.value_or(tail.next_chunk_at), tail.next_chunk_at);
             return std::nullopt;
@@ -234,7 +231,7 @@ std::optional<std::string> websocket_session::next_tail_message(std::int64_t loo
             throw std::runtime_error("output of loop " + std::to_string(loop_id) +
                                      " ends before its committed end");
         const std::size_t length = proto::sendable_length(bytes, tail.encoding);
-        std::string message = output_notification(
+        std::string message = serialize_output_notification(
             loop_id, tail.offset, std::string_view(bytes.data(), length), tail.encoding);
         tail.offset += static_cast<std::int64_t>(length);
         last_served_ = loop_id;

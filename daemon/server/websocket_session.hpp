@@ -30,6 +30,11 @@
 
 namespace ralph {
 
+// The text of a loop.output notification of `piece` at `offset` (proto::output_notification),
+// written out directly: the same as serializing the notification, without copying the bytes.
+std::string serialize_output_notification(std::int64_t loop_id, std::int64_t offset,
+                                          std::string_view piece, const std::string& encoding);
+
 class websocket_session : public connection,
                           public tail_sink,
                           public std::enable_shared_from_this<websocket_session> {
@@ -54,7 +59,7 @@ class websocket_session : public connection,
         std::int64_t offset = 0;  // next byte of the loop's output to send
         bool output = true;
         std::string encoding;
-        proto::loop_info loop;  // latest known state of the loop
+        proto::loop_info loop;                                // latest known state of the loop
         std::chrono::steady_clock::time_point next_chunk_at;  // paced: not before
     };
 
@@ -85,8 +90,8 @@ class websocket_session : public connection,
     // When next_message found nothing to send only because of pacing: the earliest time a
     // paced tail may send again.
     std::optional<std::chrono::steady_clock::time_point> paced_until_;
-    bool serving_ = true;                   // false once closing: no more work is accepted
-    bool events_ = false;                   // subscribed to every loop's state changes
+    bool serving_ = true;  // false once closing: no more work is accepted
+    bool events_ = false;  // subscribed to every loop's state changes
 };
 
 }  // namespace ralph

@@ -93,6 +93,13 @@ void from_json(const json& j, typed_params& p) {
     ralph::proto::read_required(ralph::proto::params_object(j), "count", p.count);
 }
 
+// A method of the tests' own: typed params, an integer result.
+struct count_method {
+    static constexpr const char* name = "count";
+    using request = typed_params;
+    using result = std::int64_t;
+};
+
 class recording_sink : public ralph::tail_sink {
   public:
     void add_tail(const ralph::tail_request&) override {}
@@ -165,8 +172,7 @@ TEST_CASE("jsonrpc: a batch over the limit gets one Invalid Request error naming
 
 TEST_CASE("jsonrpc: params of the wrong type give Invalid params naming the field") {
     method_registry registry;
-    registry.add_typed<typed_params>(
-        "count", [](const typed_params& p, call_context&) { return json(p.count); });
+    registry.add<count_method>([](const typed_params& p, call_context&) { return p.count; });
 
     const json wrong_type =
         call(registry, R"({"jsonrpc":"2.0","method":"count","params":{"count":"3"},"id":7})");
@@ -190,8 +196,7 @@ TEST_CASE("jsonrpc: params of the wrong type give Invalid params naming the fiel
 
 TEST_CASE("jsonrpc: a number beyond a double's range is Invalid params naming its field") {
     method_registry registry;
-    registry.add_typed<typed_params>(
-        "count", [](const typed_params& p, call_context&) { return json(p.count); });
+    registry.add<count_method>([](const typed_params& p, call_context&) { return p.count; });
 
     const json in_params =
         call(registry, R"({"jsonrpc":"2.0","id":3,"method":"count","params":{"count":1e400}})");
@@ -213,8 +218,7 @@ TEST_CASE("jsonrpc: a number beyond a double's range is Invalid params naming it
 
 TEST_CASE("jsonrpc: an integer beyond 63 bits is refused, not wrapped to a negative one") {
     method_registry registry;
-    registry.add_typed<typed_params>(
-        "count", [](const typed_params& p, call_context&) { return json(p.count); });
+    registry.add<count_method>([](const typed_params& p, call_context&) { return p.count; });
     const json reply =
         call(registry,
              R"({"jsonrpc":"2.0","id":1,"method":"count","params":{"count":9223372036854775808}})");

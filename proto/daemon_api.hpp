@@ -1,0 +1,124 @@
+// Requests and results of the daemon-wide methods (proto/API.md): daemon.info, daemon.shutdown,
+// agents.list, scheduler.get/set, budget.get/set and debug.clock. The same conventions as
+// proto/loop_api.hpp: a request's from_json checks what a client sent, a result's from_json
+// reads leniently; proto/methods.hpp pairs each method with its two types.
+#pragma once
+
+#include "proto/types.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ralph::proto {
+
+// The request of a method that takes no parameters: absent, null or an object (whose members
+// are ignored).
+struct no_params {
+    bool operator==(const no_params&) const = default;
+};
+void from_json(const nlohmann::json& j, no_params& r);
+void to_json(nlohmann::json& j, const no_params& r);
+
+// The result of a method that only says it was done: {}.
+struct done {
+    bool operator==(const done&) const = default;
+};
+void from_json(const nlohmann::json& j, done& r);
+void to_json(nlohmann::json& j, const done& r);
+
+// agents.list's result.
+struct agent_list {
+    std::vector<agent_info> agents;
+    bool operator==(const agent_list&) const = default;
+};
+void from_json(const nlohmann::json& j, agent_list& r);
+void to_json(nlohmann::json& j, const agent_list& r);
+
+// scheduler.set: the settings to change (the others stay).
+struct scheduler_changes {
+    std::optional<std::int64_t> max_concurrent;  // 1..1000
+    std::optional<bool> paused;
+    std::optional<std::string> window;  // "HH:MM-HH:MM", "" = any time
+    bool operator==(const scheduler_changes&) const = default;
+};
+void from_json(const nlohmann::json& j, scheduler_changes& r);
+void to_json(nlohmann::json& j, const scheduler_changes& r);
+// `settings` with the changes applied.
+scheduler_settings apply(const scheduler_changes& changes, scheduler_settings settings);
+
+// scheduler.get's and scheduler.set's result: the settings and where the scheduler stands.
+struct scheduler_state {
+    scheduler_settings settings;       // flattened into the object
+    bool window_open = true;           // now inside the window (or there is none)
+    std::int64_t window_opens_at = 0;  // when closed: when it opens next; 0 (null) when open
+    std::int64_t running = 0;          // loops with a runner
+    std::map<std::string, std::int64_t> loops_by_state;
+    bool operator==(const scheduler_state&) const = default;
+};
+void from_json(const nlohmann::json& j, scheduler_state& r);
+void to_json(nlohmann::json& j, const scheduler_state& r);
+
+// budget.get: the global budgets, and with `id` that loop's own too.
+struct budget_request {
+    std::int64_t id = 0;  // 0 = no loop
+    bool operator==(const budget_request&) const = default;
+};
+void from_json(const nlohmann::json& j, budget_request& r);
+void to_json(nlohmann::json& j, const budget_request& r);
+
+// budget.set: the budgets to change (0 removes one; the others stay).
+struct budget_changes {
+    std::optional<std::int64_t> iterations_per_hour;
+    std::optional<std::int64_t> iterations_per_day;
+    std::optional<std::int64_t> tokens_per_day;
+    std::optional<double> cost_per_day_usd;
+    bool operator==(const budget_changes&) const = default;
+};
+void from_json(const nlohmann::json& j, budget_changes& r);
+void to_json(nlohmann::json& j, const budget_changes& r);
+// `limits` with the changes applied.
+budget_limits apply(const budget_changes& changes, budget_limits limits);
+
+// An agent held by a usage limit: no loop on it starts an attempt before `until`.
+struct agent_hold {
+    std::string agent;
+    std::int64_t until = 0;
+    std::string reason;
+    bool operator==(const agent_hold&) const = default;
+};
+void from_json(const nlohmann::json& j, agent_hold& r);
+void to_json(nlohmann::json& j, const agent_hold& r);
+
+// budget.get's and budget.set's result.
+struct budget_state {
+    std::int64_t now = 0;
+    budget_limits limits;
+    std::vector<budget_use> use;  // the budgets that are set (and the loop's own)
+    std::vector<agent_hold> holds;
+    bool operator==(const budget_state&) const = default;
+};
+void from_json(const nlohmann::json& j, budget_state& r);
+void to_json(nlohmann::json& j, const budget_state& r);
+
+// debug.clock (a daemon started with --test-clock): set the wall clock, then advance it.
+struct clock_request {
+    std::optional<std::int64_t> set_ms;
+    std::optional<std::int64_t> advance_ms;
+    bool operator==(const clock_request&) const = default;
+};
+void from_json(const nlohmann::json& j, clock_request& r);
+void to_json(nlohmann::json& j, const clock_request& r);
+
+struct clock_state {
+    std::int64_t now_ms = 0;  // also sent as "now", ISO 8601
+    bool operator==(const clock_state&) const = default;
+};
+void from_json(const nlohmann::json& j, clock_state& r);
+void to_json(nlohmann::json& j, const clock_state& r);
+
+}  // namespace ralph::proto

@@ -1,0 +1,233 @@
+#include "proto/loop_api.hpp"
+
+#include "common/text.hpp"
+#include "proto/errors.hpp"
+#include "proto/fields.hpp"
+
+#include <limits>
+#include <stdexcept>
+
+namespace ralph::proto {
+namespace {
+
+constexpr std::int64_t max_int = std::numeric_limits<std::int64_t>::max();
+constexpr std::size_t max_steering_bytes = 64 << 10;
+constexpr std::int64_t max_output_page = 4 << 20;
+
+loop_state state_or_queued(const nlohmann::json& j) {
+    return loop_state_from_string(read_or<std::string>(j, "state", "queued"));
+}
+
+}  // namespace
+
+void from_json(const nlohmann::json& j, loop_id_request& r) {
+    read_loop_id(params_object(j), "id", r.id);
+}
+void to_json(nlohmann::json& j, const loop_id_request& r) { j = {{"id", r.id}}; }
+
+void from_json(const nlohmann::json& j, submit_result& r) {
+    from_json(j, r.loop);
+    r.created = read_or<bool>(j, "created", true);
+    r.warnings = read_or<std::vector<std::string>>(j, "warnings", {});
+}
+void to_json(nlohmann::json& j, const submit_result& r) {
+    to_json(j, r.loop);
+    j["created"] = r.created;
+    j["warnings"] = r.warnings;
+}
+
+void from_json(const nlohmann::json& j, list_request& r) {
+    const auto& obj = params_object(j);
+    std::vector<std::string> names;
+    read_field(obj, "states", names);
+    for (const auto& name : names) {
+        try {
+            r.states.push_back(loop_state_from_string(name));
+        } catch (const std::invalid_argument& e) {
+            throw rpc_error(error_kind::invalid_params, std::string("params.states: ") + e.what());
+        }
+    }
+    read_field(obj, "limit", r.limit);
+    check_range("limit", r.limit, 0, max_int);
+    read_field(obj, "fields", r.fields);
+    for (const auto& field : r.fields)
+        if (!is_summary_field(field))
+            throw rpc_error(error_kind::invalid_params,
+                            "params.fields: unknown field '" + field + "'");
+}
+void to_json(nlohmann::json& j, const list_request& r) {
+    j = nlohmann::json::object();
+    if (!r.states.empty()) {
+        nlohmann::json& states = j["states"] = nlohmann::json::array();
+        for (loop_state state : r.states) states.push_back(to_string(state));
+    }
+    if (r.limit != 0) j["limit"] = r.limit;
+    if (!r.fields.empty()) j["fields"] = r.fields;
+}
+
+void from_json(const nlohmann::json& j, loop_list& r) {
+    r.loops = read_or<std::vector<loop_info>>(j, "loops", {});
+}
+void to_json(nlohmann::json& j, const loop_list& r) {
+    nlohmann::json loops = nlohmann::json::array();
+    for (const auto& loop : r.loops) loops.push_back(summary_json(loop, r.fields));
+    j = {{"loops", std::move(loops)}};
+}
+
+void from_json(const nlohmann::json& j, loop_detail& r) {
+    from_json(j, r.loop);
+    r.agent = read_or<agent_info>(j, "agent_info", {});
+}
+void to_json(nlohmann::json& j, const loop_detail& r) {
+    to_json(j, r.loop);
+    j["agent_info"] = r.agent;
+}
+
+void from_json(const nlohmann::json& j, attempt_list& r) {
+    r.attempts = read_or<std::vector<attempt_info>>(j, "attempts", {});
+}
+void to_json(nlohmann::json& j, const attempt_list& r) { j = {{"attempts", r.attempts}}; }
+
+void from_json(const nlohmann::json& j, steer_request& r) {
+    const auto& obj = params_object(j);
+    read_loop_id(obj, "id", r.id);
+    read_required(obj, "text", r.text);
+    if (text::trim(r.text).empty())
+        throw rpc_error(error_kind::invalid_params, "params.text: must not be empty");
+    if (r.text.size() > max_steering_bytes)
+        throw rpc_error(error_kind::invalid_params, "params.text: at most 64 KiB");
+}
+void to_json(nlohmann::json& j, const steer_request& r) { j = {{"id", r.id}, {"text", r.text}}; }
+
+void from_json(const nlohmann::json& j, steer_result& r) {
+    r.id = read_or<std::int64_t>(j, "id", 0);
+    r.steering_id = read_or<std::int64_t>(j, "steering_id", 0);
+    r.next_iteration = read_or<std::int64_t>(j, "next_iteration", 0);
+}
+void to_json(nlohmann::json& j, const steer_result& r) {
+    j = {{"id", r.id}, {"steering_id", r.steering_id}, {"next_iteration", r.next_iteration}};
+}
+
+void from_json(const nlohmann::json& j, events_request& r) {
+    const auto& obj = params_object(j);
+    read_loop_id(obj, "id", r.id);
+    read_field(obj, "iteration", r.iteration);
+    read_field(obj, "after", r.after);
+    read_field(obj, "limit", r.limit);
+    check_range("iteration", r.iteration, 0, max_int);
+    check_range("after", r.after, 0, max_int);
+    check_range("limit", r.limit, 1, 10000);
+}
+void to_json(nlohmann::json& j, const events_request& r) {
+    j = {{"id", r.id}, {"iteration", r.iteration}, {"after", r.after}, {"limit", r.limit}};
+}
+
+void from_json(const nlohmann::json& j, event_list& r) {
+    r.events = read_or<std::vector<event_info>>(j, "events", {});
+    r.next_after = read_or<std::int64_t>(j, "next_after", 0);
+}
+void to_json(nlohmann::json& j, const event_list& r) {
+    j = {{"events", r.events}, {"next_after", r.next_after}};
+}
+
+void from_json(const nlohmann::json& j, output_request& r) {
+    const auto& obj = params_object(j);
+    read_loop_id(obj, "id", r.id);
+    read_field(obj, "offset", r.offset);
+    read_field(obj, "last_lines", r.last_lines);
+    read_field(obj, "max_bytes", r.max_bytes);
+    read_field(obj, "encoding", r.encoding);
+    read_field(obj, "output", r.output);
+    if (r.offset) check_range("offset", *r.offset, 0, max_int);
+    if (r.last_lines) check_range("last_lines", *r.last_lines, 0, max_int);
+    check_range("max_bytes", r.max_bytes, 1, max_output_page);
+    if (r.encoding != "utf8" && r.encoding != "base64")
+        throw rpc_error(error_kind::invalid_params,
+                        "params.encoding: must be \"utf8\" or \"base64\"");
+}
+void to_json(nlohmann::json& j, const output_request& r) {
+    j = {{"id", r.id}, {"max_bytes", r.max_bytes}, {"encoding", r.encoding}, {"output", r.output}};
+    if (r.offset) j["offset"] = *r.offset;
+    if (r.last_lines) j["last_lines"] = *r.last_lines;
+}
+
+void from_json(const nlohmann::json& j, output_page& r) {
+    r.id = read_or<std::int64_t>(j, "id", 0);
+    r.offset = read_or<std::int64_t>(j, "offset", 0);
+    r.next_offset = read_or<std::int64_t>(j, "next_offset", 0);
+    r.end_offset = read_or<std::int64_t>(j, "end_offset", 0);
+    r.data = read_or<std::string>(j, "data", "");
+    r.encoding = read_or<std::string>(j, "encoding", "utf8");
+    r.state = state_or_queued(j);
+    r.final = read_or<bool>(j, "final", false);
+}
+void to_json(nlohmann::json& j, const output_page& r) {
+    j = {{"id", r.id},
+         {"offset", r.offset},
+         {"next_offset", r.next_offset},
+         {"end_offset", r.end_offset},
+         {"data", r.data},
+         {"encoding", r.encoding},
+         {"state", to_string(r.state)},
+         {"final", r.final}};
+}
+
+void from_json(const nlohmann::json& j, tail_started& r) {
+    r.id = read_or<std::int64_t>(j, "id", 0);
+    r.offset = read_or<std::int64_t>(j, "offset", 0);
+    r.state = state_or_queued(j);
+}
+void to_json(nlohmann::json& j, const tail_started& r) {
+    j = {{"id", r.id}, {"offset", r.offset}, {"state", to_string(r.state)}};
+}
+
+void from_json(const nlohmann::json& j, subscription& r) {
+    r.subscribed = read_or<bool>(j, "subscribed", false);
+}
+void to_json(nlohmann::json& j, const subscription& r) { j = {{"subscribed", r.subscribed}}; }
+
+void from_json(const nlohmann::json& j, output_notification& n) {
+    n.id = read_or<std::int64_t>(j, "id", 0);
+    n.offset = read_or<std::int64_t>(j, "offset", 0);
+    n.length = read_or<std::int64_t>(j, "length", 0);
+    n.data = read_or<std::string>(j, "data", "");
+    n.encoding = read_or<std::string>(j, "encoding", "utf8");
+}
+void to_json(nlohmann::json& j, const output_notification& n) {
+    j = {{"id", n.id},
+         {"offset", n.offset},
+         {"length", n.length},
+         {"data", n.data},
+         {"encoding", n.encoding}};
+}
+
+void from_json(const nlohmann::json& j, state_notification& n) {
+    n.id = read_or<std::int64_t>(j, "id", 0);
+    n.state = state_or_queued(j);
+    n.stop_reason = read_or<std::string>(j, "stop_reason", "");
+    n.iterations = read_or<std::int64_t>(j, "iterations", 0);
+    n.final = read_or<bool>(j, "final", false);
+}
+void to_json(nlohmann::json& j, const state_notification& n) {
+    j = {{"id", n.id},
+         {"state", to_string(n.state)},
+         {"stop_reason", n.stop_reason},
+         {"iterations", n.iterations},
+         {"final", n.final}};
+}
+
+std::size_t sendable_length(std::string_view bytes, std::string_view encoding) {
+    if (encoding == "base64") return bytes.size();
+    std::size_t whole = text::utf8_complete_prefix(bytes);
+    return whole > 0 ? whole : bytes.size();
+}
+
+std::string encode_output(std::string_view bytes, std::string_view encoding) {
+    return encoding == "base64" ? text::base64_encode(bytes) : text::to_valid_utf8(bytes);
+}
+
+std::string decode_output(std::string_view data, std::string_view encoding) {
+    return encoding == "base64" ? text::base64_decode(data) : std::string(data);
+}
+
+}  // namespace ralph::proto

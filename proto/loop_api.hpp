@@ -1,0 +1,188 @@
+// Requests and results of the loop methods (loop.*, events.subscribe) and the notifications of
+// a WebSocket session (proto/API.md). A request's from_json is the daemon's check of what a
+// client sent (rpc_error(invalid_params) naming the field); its to_json is the client's. A
+// result's to_json is the daemon's, its from_json the client's (lenient: a missing field keeps
+// its default). proto/methods.hpp pairs each method with its two types.
+#pragma once
+
+#include "proto/types.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ralph::proto {
+
+// loop.get, loop.cancel, loop.pause, loop.resume, loop.iterations: {"id": N}.
+struct loop_id_request {
+    std::int64_t id = 0;
+    bool operator==(const loop_id_request&) const = default;
+};
+void from_json(const nlohmann::json& j, loop_id_request& r);
+void to_json(nlohmann::json& j, const loop_id_request& r);
+
+// loop.submit's result: the new loop (or the earlier one of its idempotency key).
+struct submit_result {
+    loop_info loop;
+    bool created = true;                // false: the loop of an earlier submit with the key
+    std::vector<std::string> warnings;  // for the user (ralphctl prints them on stderr)
+    bool operator==(const submit_result&) const = default;
+};
+void from_json(const nlohmann::json& j, submit_result& r);
+void to_json(nlohmann::json& j, const submit_result& r);
+
+// loop.list: loops in some states (all when empty), the newest `limit` (0 = all), with only
+// `fields` of their summary (all when empty).
+struct list_request {
+    std::vector<loop_state> states;
+    std::int64_t limit = 0;
+    std::vector<std::string> fields;
+    bool operator==(const list_request&) const = default;
+};
+void from_json(const nlohmann::json& j, list_request& r);
+void to_json(nlohmann::json& j, const list_request& r);
+
+struct loop_list {
+    std::vector<loop_info> loops;     // as summaries: only the summary fields are read or sent
+    std::vector<std::string> fields;  // the daemon sends these (all when empty); not sent
+    bool operator==(const loop_list&) const = default;
+};
+void from_json(const nlohmann::json& j, loop_list& r);
+void to_json(nlohmann::json& j, const loop_list& r);
+
+// loop.get's result: the loop and its agent as agents.list describes it.
+struct loop_detail {
+    loop_info loop;
+    agent_info agent;  // "agent_info"
+    bool operator==(const loop_detail&) const = default;
+};
+void from_json(const nlohmann::json& j, loop_detail& r);
+void to_json(nlohmann::json& j, const loop_detail& r);
+
+// loop.iterations' result: every attempt, in order.
+struct attempt_list {
+    std::vector<attempt_info> attempts;
+    bool operator==(const attempt_list&) const = default;
+};
+void from_json(const nlohmann::json& j, attempt_list& r);
+void to_json(nlohmann::json& j, const attempt_list& r);
+
+// loop.steer: a hint for the loop's next iteration (1 byte .. 64 KiB, not blank).
+struct steer_request {
+    std::int64_t id = 0;
+    std::string text;
+    bool operator==(const steer_request&) const = default;
+};
+void from_json(const nlohmann::json& j, steer_request& r);
+void to_json(nlohmann::json& j, const steer_request& r);
+
+struct steer_result {
+    std::int64_t id = 0;
+    std::int64_t steering_id = 0;
+    std::int64_t next_iteration = 0;  // the iteration whose prompt will carry it
+    bool operator==(const steer_result&) const = default;
+};
+void from_json(const nlohmann::json& j, steer_result& r);
+void to_json(nlohmann::json& j, const steer_result& r);
+
+// loop.events: the parsed agent stream, after event id `after`, of one iteration (0 = all).
+struct events_request {
+    std::int64_t id = 0;
+    std::int64_t iteration = 0;
+    std::int64_t after = 0;
+    std::int64_t limit = 1000;  // 1..10000
+    bool operator==(const events_request&) const = default;
+};
+void from_json(const nlohmann::json& j, events_request& r);
+void to_json(nlohmann::json& j, const events_request& r);
+
+struct event_list {
+    std::vector<event_info> events;
+    std::int64_t next_after = 0;  // `after` for the next page
+    bool operator==(const event_list&) const = default;
+};
+void from_json(const nlohmann::json& j, event_list& r);
+void to_json(nlohmann::json& j, const event_list& r);
+
+// loop.output: a page of persisted output. loop.tail takes the same selection.
+struct output_request {
+    std::int64_t id = 0;
+    std::optional<std::int64_t> offset;      // byte offset; default 0
+    std::optional<std::int64_t> last_lines;  // start at the beginning of the last N lines instead
+    std::int64_t max_bytes = 1 << 20;        // loop.output only; at most 4 MiB
+    std::string encoding = "utf8";           // "utf8" (invalid bytes replaced) or "base64" (exact)
+    bool output = true;                      // loop.tail only: false = state notifications only
+    bool operator==(const output_request&) const = default;
+};
+void from_json(const nlohmann::json& j, output_request& r);
+void to_json(nlohmann::json& j, const output_request& r);
+
+struct output_page {
+    std::int64_t id = 0;
+    std::int64_t offset = 0;       // where `data` starts
+    std::int64_t next_offset = 0;  // where the next page starts
+    std::int64_t end_offset = 0;   // the committed end of the loop's output
+    std::string data;              // in `encoding`
+    std::string encoding = "utf8";
+    loop_state state = loop_state::queued;
+    bool final = false;  // the loop has ended and this page reaches the end: nothing will follow
+    bool operator==(const output_page&) const = default;
+};
+void from_json(const nlohmann::json& j, output_page& r);
+void to_json(nlohmann::json& j, const output_page& r);
+
+// loop.tail's result: where the notifications start.
+struct tail_started {
+    std::int64_t id = 0;
+    std::int64_t offset = 0;
+    loop_state state = loop_state::queued;
+    bool operator==(const tail_started&) const = default;
+};
+void from_json(const nlohmann::json& j, tail_started& r);
+void to_json(nlohmann::json& j, const tail_started& r);
+
+// events.subscribe's result.
+struct subscription {
+    bool subscribed = true;
+    bool operator==(const subscription&) const = default;
+};
+void from_json(const nlohmann::json& j, subscription& r);
+void to_json(nlohmann::json& j, const subscription& r);
+
+// Notification loop.output: a piece of a tailed loop's output.
+struct output_notification {
+    std::int64_t id = 0;
+    std::int64_t offset = 0;
+    std::int64_t length = 0;  // raw bytes covered by `data`
+    std::string data;
+    std::string encoding = "utf8";
+    bool operator==(const output_notification&) const = default;
+};
+void from_json(const nlohmann::json& j, output_notification& n);
+void to_json(nlohmann::json& j, const output_notification& n);
+
+// Notification loop.state: a tailed loop changed state; `final` ends the tail.
+struct state_notification {
+    std::int64_t id = 0;
+    loop_state state = loop_state::queued;
+    std::string stop_reason;
+    std::int64_t iterations = 0;
+    bool final = false;
+    bool operator==(const state_notification&) const = default;
+};
+void from_json(const nlohmann::json& j, state_notification& n);
+void to_json(nlohmann::json& j, const state_notification& n);
+
+// How many of `bytes` (a piece of output) to send in `encoding`: in lossy "utf8" a piece must
+// not end inside a character (its rest comes with the next piece) unless the piece holds nothing
+// else, which only a truncated sequence at the very end of the output can cause.
+std::size_t sendable_length(std::string_view bytes, std::string_view encoding);
+// Encodes raw bytes for the wire in the requested encoding.
+std::string encode_output(std::string_view bytes, std::string_view encoding);
+// Decodes a `data` field back to raw bytes.
+std::string decode_output(std::string_view data, std::string_view encoding);
+
+}  // namespace ralph::proto

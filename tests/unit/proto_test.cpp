@@ -1,0 +1,320 @@
+// The API's types (proto/methods.hpp): every method's request and result survive their JSON
+// conversion (to_json, then from_json) unchanged — the daemon and ralphctl read what the other
+// wrote. A method whose types have no sample here does not link.
+#include "proto/methods.hpp"
+
+#include "daemon/rpc/registry.hpp"
+#include "daemon/server/websocket_session.hpp"
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+namespace proto = ralph::proto;
+namespace method = ralph::proto::method;
+
+namespace {
+
+// Times go over the wire in milliseconds.
+constexpr std::int64_t t0 = 1'795'000'000'123;
+
+template <typename T>
+T sample();
+
+template <>
+proto::no_params sample() {
+    return {};
+}
+template <>
+proto::done sample() {
+    return {};
+}
+
+template <>
+proto::submit_params sample() {
+    proto::submit_params p;
+    p.name = "api";
+    p.workspace = "/src/api";
+    p.agent = "claude";
+    p.model = "opus";
+    p.args = {"--flag", "two words"};
+    p.env = {{"API_KEY", "secret"}};
+    p.prompt = "Implement SPECS.md";
+    p.completion_phrase = "DONE";
+    p.max_iterations = 40;
+    p.min_iterations = 2;
+    p.timeout_s = 600.5;
+    p.delay_s = 0;
+    p.max_retries = 1;
+    p.priority = -3;
+    p.backlog_rule = true;
+    p.verify_command = "make test";
+    p.commit = true;
+    p.stall_failures = 0;
+    p.max_cost_usd = 2.5;
+    p.on_done = "notify-send done";
+    p.worktree = true;
+    p.sandbox = true;
+    p.sandbox_offline = true;
+    p.allow_foreign_workspace = true;
+    p.worktree_path = "/state/worktrees/loop-7";
+    p.worktree_branch = "ralph/loop-7";
+    p.idempotency_key = "nightly";
+    return p;
+}
+
+template <>
+proto::loop_info sample() {
+    proto::loop_info loop;
+    loop.id = 7;
+    loop.spec = sample<proto::submit_params>();
+    loop.spec.env = {{"API_KEY", ""}};  // the API carries the names only
+    loop.state = proto::loop_state::waiting;
+    loop.stop_reason = "delay between iterations";
+    loop.iterations = 3;
+    loop.attempts = 5;
+    loop.retries = 2;
+    loop.created_at = t0;
+    loop.started_at = t0 + 1;
+    loop.updated_at = t0 + 2;
+    loop.resume_at = t0 + 3;
+    loop.output_bytes = 12345;
+    loop.usage = {100, 20, 0.25, 4, 9};
+    return loop;
+}
+
+template <>
+proto::agent_info sample() {
+    return {"claude", "Claude Code", "claude", "/usr/bin/claude", "claude", true, true, true, true};
+}
+
+template <>
+proto::attempt_info sample() {
+    proto::attempt_info a;
+    a.id = 11;
+    a.loop_id = 7;
+    a.iteration = 3;
+    a.attempt = 2;
+    a.argv = {"claude", "-p"};
+    a.pid = 4242;
+    a.started_at = t0;
+    a.ended_at = t0 + 5000;
+    a.how = proto::termination::failed;
+    a.exit_code = 1;
+    a.failure = proto::failure_class::transient;
+    a.error = "HTTP 529";
+    a.usage = {10, 2, std::nullopt, 1, 0};
+    a.summary = "first line";
+    a.head_before = "aaa";
+    a.head_after = "bbb";
+    a.files_changed = 2;
+    a.insertions = 10;
+    a.deletions = 1;
+    a.progress = true;
+    a.feedback = {{"score", 7}, {"summary", "ok"}};
+    a.verify_exit = 0;
+    a.verify_output = "tests pass";
+    a.output_start = 100;
+    a.output_end = 200;
+    return a;
+}
+
+template <>
+proto::event_info sample() {
+    return {5, 11, 3, t0, "tool_use", "Bash", "ls"};
+}
+
+template <>
+proto::daemon_info sample() {
+    return {"0.1.0", 1, 99, "/run/ralphd.sock", "/state/ralph.db", t0, 2, {{"queued", 1}}};
+}
+
+template <>
+proto::loop_id_request sample() {
+    return {7};
+}
+template <>
+proto::submit_result sample() {
+    return {sample<proto::loop_info>(), false, {"a warning"}};
+}
+template <>
+proto::list_request sample() {
+    return {{proto::loop_state::queued, proto::loop_state::running}, 50, {"id", "state"}};
+}
+template <>
+proto::loop_list sample() {
+    // Summaries: only the summary fields of a loop go over the wire.
+    proto::loop_info loop;
+    loop.id = 7;
+    loop.spec.name = "api";
+    loop.spec.workspace = "/src/api";
+    loop.spec.agent = "codex";
+    loop.spec.max_iterations = 9;
+    loop.state = proto::loop_state::running;
+    loop.iterations = 2;
+    loop.created_at = t0;
+    loop.usage.cost_usd = 1.5;
+    return {{loop, loop}, {}};
+}
+template <>
+proto::loop_detail sample() {
+    return {sample<proto::loop_info>(), sample<proto::agent_info>()};
+}
+template <>
+proto::attempt_list sample() {
+    return {{sample<proto::attempt_info>()}};
+}
+template <>
+proto::steer_request sample() {
+    return {7, "the tests live in t/"};
+}
+template <>
+proto::steer_result sample() {
+    return {7, 3, 4};
+}
+template <>
+proto::events_request sample() {
+    return {7, 2, 40, 500};
+}
+template <>
+proto::event_list sample() {
+    return {{sample<proto::event_info>()}, 5};
+}
+template <>
+proto::output_request sample() {
+    return {7, 100, std::nullopt, 4096, "base64", false};
+}
+template <>
+proto::output_page sample() {
+    return {7, 100, 110, 500, "aGVsbG8=", "base64", proto::loop_state::completed, true};
+}
+template <>
+proto::tail_started sample() {
+    return {7, 100, proto::loop_state::paused};
+}
+template <>
+proto::subscription sample() {
+    return {true};
+}
+template <>
+proto::agent_list sample() {
+    return {{sample<proto::agent_info>()}};
+}
+template <>
+proto::scheduler_changes sample() {
+    return {3, true, std::string("01:00-07:00")};
+}
+template <>
+proto::scheduler_state sample() {
+    return {{3, false, "22:00-07:00"}, false, t0, 1, {{"running", 1}}};
+}
+template <>
+proto::budget_request sample() {
+    return {7};
+}
+template <>
+proto::budget_changes sample() {
+    return {10, std::nullopt, 1'000'000, 20.5};
+}
+template <>
+proto::budget_state sample() {
+    return {t0,
+            {10, 100, 1'000'000, 20.5},
+            {{"iterations_per_hour", 0, 10, 10, 3'600'000, t0 + 60'000}},
+            {{"claude", t0 + 3'600'000, "usage limit"}}};
+}
+template <>
+proto::clock_request sample() {
+    return {t0, 60'000};
+}
+template <>
+proto::clock_state sample() {
+    return {t0};
+}
+template <>
+proto::report_request sample() {
+    return {t0};
+}
+template <>
+proto::report sample() {
+    proto::report r;
+    r.since = t0;
+    r.until = t0 + 86'400'000;
+    proto::report_loop loop;
+    loop.id = 7;
+    loop.name = "api";
+    loop.state = proto::loop_state::completed;
+    loop.created_at = t0;
+    loop.finished_at = t0 + 1000;
+    loop.iterations_total = 4;
+    loop.duration_ms = 1000;
+    loop.head_before = "aaa";
+    loop.activity.attempts = 5;
+    loop.activity.commits = 2;
+    loop.activity.usage.cost_usd = 0.5;
+    loop.activity.agent_ms = 900;
+    loop.activity.failures = {{"crash", 1}};
+    r.loops = {loop};
+    proto::add_totals(r);
+    return r;
+}
+template <>
+proto::gc_request sample() {
+    return {3600, true};
+}
+template <>
+proto::gc_result sample() {
+    return {true, t0, true, {1, 2}, {3}, 10, 20, 4096};
+}
+
+template <typename T>
+void check_round_trip() {
+    const T value = sample<T>();
+    const nlohmann::json wire = value;
+    CAPTURE(wire.dump());
+    CHECK(wire.get<T>() == value);
+}
+
+template <typename... Methods>
+void check_methods() {
+    (check_round_trip<typename Methods::request>(), ...);
+    (check_round_trip<typename Methods::result>(), ...);
+}
+
+}  // namespace
+
+TEST_CASE("proto: every method's request and result read back as they were written") {
+    check_methods<method::daemon_info, method::daemon_shutdown, method::loop_submit,
+                  method::loop_list, method::loop_get, method::loop_cancel, method::loop_pause,
+                  method::loop_resume, method::loop_iterations, method::loop_steer,
+                  method::loop_events, method::loop_output, method::loop_tail,
+                  method::events_subscribe, method::agents_list, method::scheduler_get,
+                  method::scheduler_set, method::budget_get, method::budget_set,
+                  method::debug_clock, method::history_report, method::history_gc>();
+}
+
+TEST_CASE("proto: the notifications read back as they were written") {
+    const proto::output_notification output{7, 100, 5, "aGVsbG8=", "base64"};
+    CHECK(nlohmann::json(output).get<proto::output_notification>() == output);
+    const proto::state_notification state{7, proto::loop_state::stalled, "no progress", 3, true};
+    CHECK(nlohmann::json(state).get<proto::state_notification>() == state);
+}
+
+TEST_CASE("proto: the hand-written loop.output notification is the serialized one") {
+    for (const char* encoding : {"base64", "utf8"}) {
+        const std::string piece = "hello \xE2\x9C\x93\n";
+        const proto::output_notification typed{7, 100, std::int64_t(piece.size()),
+                                               proto::encode_output(piece, encoding), encoding};
+        CHECK(ralph::serialize_output_notification(7, 100, piece, encoding) ==
+              ralph::rpc::serialize(
+                  ralph::rpc::make_notification(proto::notification::loop_output, typed)));
+    }
+}
+
+TEST_CASE("proto: a loop's env values never leave the daemon, only their names") {
+    proto::loop_info loop = sample<proto::loop_info>();
+    loop.spec.env = {{"API_KEY", "secret"}};
+    const nlohmann::json wire = loop;
+    CHECK_FALSE(wire.contains("env"));
+    CHECK(wire.at("env_names") == nlohmann::json::array({"API_KEY"}));
+    CHECK(wire.dump().find("secret") == std::string::npos);
+}
