@@ -2,9 +2,9 @@
 // git repository of a few hundred committed files, each round does what a loop's iteration does
 // to its workspace — a snapshot before, one file edited as an agent would, a snapshot after and
 // their comparison — and the submit's dirty check is timed on its own. Uses only the public
-// interface of daemon/runner/workspace.hpp, so the same file builds against any version of it.
+// interface of daemon/workspace/workspace.hpp, so the same file builds against any version of it.
 //   snapshot_bench [files] [rounds]      (default: 300 files, 200 rounds)
-#include "daemon/runner/workspace.hpp"
+#include "daemon/workspace/workspace.hpp"
 
 #include <unistd.h>
 

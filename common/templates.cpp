@@ -1,6 +1,6 @@
 // The embedded texts (see templates.hpp). They are what real models read at every iteration and
 // what users start from: keep them short, plain and exact. The wrapper's placeholders are
-// documented in daemon/runner/prompt.hpp; change both together.
+// documented in daemon/loop/prompt.hpp; change both together.
 #include "common/templates.hpp"
 
 #include "common/text.hpp"

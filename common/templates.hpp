@@ -26,7 +26,7 @@ namespace ralph::templates {
 extern const std::string_view default_prompt;
 
 // The wrapper around every iteration's prompt; its placeholders are listed in
-// daemon/runner/prompt.hpp. A workspace may replace it with `.ralph/prompt-template.md`;
+// daemon/loop/prompt.hpp. A workspace may replace it with `.ralph/prompt-template.md`;
 // `ralphctl init --print-template` prints it as a starting point.
 extern const std::string_view prompt_wrapper;
 

@@ -2,7 +2,7 @@
 
 #include "common/paths.hpp"
 #include "common/text.hpp"
-#include "daemon/runner/process.hpp"
+#include "daemon/process/process.hpp"
 #include "proto/version.hpp"
 
 #include <systemd/sd-daemon.h>

@@ -46,7 +46,7 @@ class agent {
     // in $TMPDIR on every start).
     virtual bool needs_private_tmpdir() const = 0;
     // Where under $HOME the agent keeps its config, sessions and caches: writable for it in a
-    // --sandbox (daemon/runner/sandbox), where everything else outside the workspace is not.
+    // --sandbox (daemon/process/sandbox), where everything else outside the workspace is not.
     virtual std::vector<std::string> home_state_paths() const = 0;
     // The variables of ralphd's environment the agent reads (its API keys, endpoints, options),
     // as patterns with `*` ("ANTHROPIC_*"): passed to it besides the defaults (environment.hpp).

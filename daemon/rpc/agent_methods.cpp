@@ -3,7 +3,7 @@
 #include "daemon/agents/agent.hpp"
 #include "daemon/rpc/methods.hpp"
 #include "daemon/rpc/registry.hpp"
-#include "daemon/runner/process.hpp"
+#include "daemon/process/process.hpp"
 #include "proto/methods.hpp"
 
 namespace ralph::rpc {

@@ -2,7 +2,7 @@
 #include "common/asio.hpp"
 #include "daemon/rpc/methods.hpp"
 #include "daemon/rpc/registry.hpp"
-#include "daemon/scheduler/admission.hpp"
+#include "daemon/admission/admission.hpp"
 #include "daemon/store/store.hpp"
 #include "proto/methods.hpp"
 

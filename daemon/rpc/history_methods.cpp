@@ -4,7 +4,7 @@
 #include "daemon/clock.hpp"
 #include "daemon/rpc/methods.hpp"
 #include "daemon/rpc/registry.hpp"
-#include "daemon/scheduler/admission.hpp"
+#include "daemon/admission/admission.hpp"
 #include "daemon/scheduler/scheduler.hpp"
 #include "daemon/store/output_log.hpp"
 #include "daemon/store/store.hpp"

@@ -3,7 +3,7 @@
 // exceptions become error objects (rpc_error → its code; anything else → -32603, logged).
 #pragma once
 
-#include "daemon/server/subscriber_hub.hpp"
+#include "daemon/rpc/session.hpp"
 #include "proto/errors.hpp"
 #include "proto/methods.hpp"
 

@@ -3,7 +3,7 @@
 #include "daemon/clock.hpp"
 #include "daemon/rpc/methods.hpp"
 #include "daemon/rpc/registry.hpp"
-#include "daemon/scheduler/admission.hpp"
+#include "daemon/admission/admission.hpp"
 #include "daemon/scheduler/scheduler.hpp"
 #include "daemon/store/store.hpp"
 #include "proto/methods.hpp"

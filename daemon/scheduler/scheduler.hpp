@@ -6,7 +6,7 @@
 // loop_runners; schedule() is called whenever something may have freed or queued work.
 #pragma once
 
-#include "daemon/runner/loop_runner.hpp"
+#include "daemon/loop/loop_runner.hpp"
 #include "proto/types.hpp"
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 // The daily time window of the scheduler (daemon/scheduler/admission): parsing and when it next
 // opens, in UTC and across midnight. Budgets are tested end to end (test_scheduler.py).
-#include "daemon/scheduler/admission.hpp"
+#include "daemon/admission/admission.hpp"
 #include "proto/errors.hpp"
 
 #include <doctest/doctest.h>

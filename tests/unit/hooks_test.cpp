@@ -1,10 +1,10 @@
 // What an on-done hook is given: its argv, its directory and the loop's outcome in its
 // environment; the environment and PATH lookup that hooks and agents share. (Running hooks is
 // tested end to end in tests/integration/test_hooks_worktree.py.)
-#include "daemon/runner/hooks.hpp"
+#include "daemon/loop/hooks.hpp"
 #include "common/paths.hpp"
-#include "daemon/runner/environment.hpp"
-#include "daemon/runner/process.hpp"
+#include "daemon/process/environment.hpp"
+#include "daemon/process/process.hpp"
 
 #include <doctest/doctest.h>
 #include <unistd.h>

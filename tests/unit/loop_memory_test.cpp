@@ -1,4 +1,4 @@
-#include "daemon/runner/loop_memory.hpp"
+#include "daemon/loop/loop_memory.hpp"
 
 #include "common/safe_open.hpp"
 #include "tests/unit/support.hpp"

@@ -1,7 +1,7 @@
-// The prompt of an iteration (daemon/runner/prompt) and the embedded templates with their
+// The prompt of an iteration (daemon/loop/prompt) and the embedded templates with their
 // renderer (common/templates): sources and their order, files injected and cut, extras, the
 // contract, the wrapper override, and placeholders that are never re-scanned.
-#include "daemon/runner/prompt.hpp"
+#include "daemon/loop/prompt.hpp"
 #include "common/templates.hpp"
 #include "proto/errors.hpp"
 

@@ -1,5 +1,5 @@
 // The sandbox's writable and protected paths and its bwrap command line.
-#include "daemon/runner/sandbox.hpp"
+#include "daemon/process/sandbox.hpp"
 
 #include "proto/errors.hpp"
 #include "tests/unit/support.hpp"

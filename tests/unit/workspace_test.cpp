@@ -1,5 +1,5 @@
 // Workspace snapshots against real temporary git repositories and plain directories.
-#include "daemon/runner/workspace.hpp"
+#include "daemon/workspace/workspace.hpp"
 
 #include "proto/errors.hpp"
 

@@ -1,4 +1,4 @@
-#include "daemon/runner/child_reaper.hpp"
+#include "daemon/process/child_reaper.hpp"
 
 #include <sys/prctl.h>
 #include <sys/wait.h>

@@ -1,4 +1,4 @@
-#include "daemon/runner/environment.hpp"
+#include "daemon/process/environment.hpp"
 
 #include <fnmatch.h>
 

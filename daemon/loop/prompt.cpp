@@ -1,5 +1,5 @@
 // The prompt of one iteration: sources, injected files and the wrapper (see prompt.hpp).
-#include "daemon/runner/prompt.hpp"
+#include "daemon/loop/prompt.hpp"
 
 #include "common/safe_open.hpp"
 #include "common/templates.hpp"

@@ -4,7 +4,7 @@
 // none of that (hooks, core.fsmonitor, filter drivers, gpg signing, textconv, external diff).
 // Everything here blocks; each call opens its own git_repository, so nothing is shared between
 // calls and any number may run at once on different threads.
-#include "daemon/runner/workspace.hpp"
+#include "daemon/workspace/workspace.hpp"
 
 #include "common/unique_fd.hpp"
 

@@ -16,7 +16,7 @@
 #pragma once
 
 #include "common/asio.hpp"
-#include "daemon/runner/helper_process.hpp"
+#include "daemon/process/helper_process.hpp"
 #include "proto/types.hpp"
 
 #include <chrono>

@@ -1,4 +1,4 @@
-#include "daemon/runner/completion.hpp"
+#include "daemon/loop/completion.hpp"
 
 #include <cctype>
 #include <string>

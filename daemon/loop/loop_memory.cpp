@@ -1,4 +1,4 @@
-#include "daemon/runner/loop_memory.hpp"
+#include "daemon/loop/loop_memory.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,4 +1,4 @@
-#include "daemon/scheduler/admission.hpp"
+#include "daemon/admission/admission.hpp"
 
 #include "common/text.hpp"
 #include "daemon/store/store.hpp"

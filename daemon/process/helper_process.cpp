@@ -1,6 +1,6 @@
-#include "daemon/runner/helper_process.hpp"
+#include "daemon/process/helper_process.hpp"
 
-#include "daemon/runner/child_reaper.hpp"
+#include "daemon/process/child_reaper.hpp"
 
 #include <signal.h>
 

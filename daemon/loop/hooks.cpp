@@ -1,10 +1,10 @@
-#include "daemon/runner/hooks.hpp"
+#include "daemon/loop/hooks.hpp"
 
 #include "common/paths.hpp"
 #include "common/text.hpp"
-#include "daemon/runner/child_reaper.hpp"
-#include "daemon/runner/environment.hpp"
-#include "daemon/runner/sandbox.hpp"
+#include "daemon/process/child_reaper.hpp"
+#include "daemon/process/environment.hpp"
+#include "daemon/process/sandbox.hpp"
 
 #include <signal.h>
 #include <sys/wait.h>

@@ -14,8 +14,8 @@
 
 #include "common/asio.hpp"
 #include "daemon/agents/agent.hpp"
-#include "daemon/runner/environment.hpp"
-#include "daemon/runner/sandbox.hpp"
+#include "daemon/process/environment.hpp"
+#include "daemon/process/sandbox.hpp"
 #include "proto/state_machine.hpp"
 #include "proto/types.hpp"
 

@@ -5,7 +5,7 @@
 #pragma once
 
 #include "common/asio.hpp"
-#include "daemon/runner/process.hpp"
+#include "daemon/process/process.hpp"
 
 #include <cstddef>
 #include <string>

@@ -1,4 +1,4 @@
-#include "daemon/runner/process.hpp"
+#include "daemon/process/process.hpp"
 
 #include "common/paths.hpp"
 

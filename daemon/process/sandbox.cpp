@@ -1,4 +1,4 @@
-#include "daemon/runner/sandbox.hpp"
+#include "daemon/process/sandbox.hpp"
 
 #include "common/paths.hpp"
 #include "proto/errors.hpp"

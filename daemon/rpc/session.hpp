@@ -1,0 +1,42 @@
+// What a method handler may ask of the WebSocket session its call came on: tails of a loop's
+// output (loop.tail) and the state changes of every loop (events.subscribe). The server's
+// WebSocket session implements it; daemon/server/subscriber_hub tells the sessions what
+// changed. Here, with the handlers, so that rpc/ does not depend on server/.
+#pragma once
+
+#include "proto/types.hpp"
+
+#include <cstdint>
+#include <string>
+
+namespace ralph {
+
+// One tail subscription as requested by loop.tail.
+struct tail_request {
+    std::int64_t loop_id = 0;
+    std::int64_t offset = 0;  // first byte to send
+    bool output = true;       // false: only loop.state notifications
+    std::string encoding = "utf8";
+    proto::loop_info loop;  // the loop as it was when the subscription started
+};
+
+// A connection able to carry notifications (implemented by the WebSocket session).
+class tail_sink {
+  public:
+    virtual ~tail_sink() = default;
+    // Starts a subscription; throws proto::rpc_error(limit_exceeded) past the session's bound.
+    virtual void add_tail(const tail_request& request) = 0;
+    // The loop's persisted output now ends at `end` (exclusive byte offset).
+    virtual void on_output(std::int64_t loop_id, std::int64_t end) = 0;
+    // The loop changed state.
+    virtual void on_state(const proto::loop_info& loop) = 0;
+    // The loop's history was removed (history.gc): the subscription ends now, with what was sent.
+    virtual void on_removed(std::int64_t loop_id) = 0;
+    // Starts the subscription to every loop's state changes (events.subscribe); throws
+    // proto::rpc_error when the session has one already or is closing.
+    virtual void subscribe_events() = 0;
+    // Some loop changed state (only for a session subscribed to events).
+    virtual void on_event(const proto::loop_info& loop) = 0;
+};
+
+}  // namespace ralph
