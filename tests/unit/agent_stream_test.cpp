@@ -32,7 +32,7 @@ std::string read_file(const std::string& path) {
     return bytes.str();
 }
 
-// A recorded run: ../shared/fixtures/agents/<agent>/<scenario>.<ext>
+// A recorded run: tests/fixtures/agents/<agent>/<scenario>.<ext>
 std::string recorded(const std::string& agent, const std::string& scenario,
                      const std::string& ext = "jsonl") {
     return read_file(std::string(RALPH_FIXTURES_DIR) + "/agents/" + agent + "/" + scenario + "." +

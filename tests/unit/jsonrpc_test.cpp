@@ -1,5 +1,5 @@
 // The JSON-RPC dispatcher against the examples of the JSON-RPC 2.0 specification
-// (fixtures/jsonrpc-spec-vectors.json) and ralph's own rules: batch bound, typed params,
+// (tests/fixtures/jsonrpc-spec-vectors.json) and ralph's own rules: batch bound, typed params,
 // internal errors that do not leak. Also the subscriber hub's bookkeeping.
 #include "daemon/rpc/registry.hpp"
 #include "daemon/server/subscriber_hub.hpp"
