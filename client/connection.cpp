@@ -18,9 +18,6 @@ namespace websocket = beast::websocket;
 constexpr const char* host = "ralph";
 constexpr const char* target = "/rpc";
 
-// Beast 1.74 has its own string_view.
-std::string_view to_std(beast::string_view text) { return {text.data(), text.size()}; }
-
 local_stream::socket connect_to(net::io_context& io, const std::string& path) {
     local_stream::socket socket(io);
     try {

@@ -3,6 +3,7 @@
 // GCC 12 in C++20 mode, so <utility> must come first. Never include Asio/Beast directly.
 #pragma once
 
+#include <string_view>
 #include <utility>
 
 #include <boost/asio.hpp>
@@ -23,4 +24,7 @@ using local_stream = net::local::stream_protocol;
 template <typename T>
 using awaitable = net::awaitable<T>;
 using net::use_awaitable;
+
+// Beast 1.74 has its own string_view type.
+inline std::string_view to_std(beast::string_view s) { return {s.data(), s.size()}; }
 }  // namespace ralph
