@@ -3,6 +3,13 @@
 // GCC 12 in C++20 mode, so <utility> must come first. Never include Asio/Beast directly.
 #pragma once
 
+// Boost 1.74's Asio looks for Clang's coroutines in libc++'s <experimental/coroutine> only; with
+// libstdc++ (Debian's clang) C++20's <coroutine> serves, as under GCC.
+#if defined(__clang__) && defined(__cpp_impl_coroutine) && !defined(BOOST_ASIO_HAS_CO_AWAIT)
+#define BOOST_ASIO_HAS_CO_AWAIT 1
+#define BOOST_ASIO_HAS_STD_COROUTINE 1
+#endif
+
 #include <string_view>
 #include <utility>
 
