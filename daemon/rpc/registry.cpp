@@ -117,7 +117,9 @@ std::optional<std::string> method_registry::handle_text(std::string_view body,
     json request;
     try {
         request = json::parse(body);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {
+        // Besides syntax errors (parse_error), a number too large for a double ("1e400", an id
+        // of 400 digits) fails the parse with out_of_range: nothing of the body can be read.
         // e.what() reads "[json.exception.parse_error.101] parse error at line 1, column 9: ...";
         // the client only needs the part after the tag.
         std::string detail = e.what();

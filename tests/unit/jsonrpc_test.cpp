@@ -294,6 +294,25 @@ TEST_CASE("jsonrpc: unparsable input is a Parse error with the position in data"
     }
 }
 
+TEST_CASE("jsonrpc: a number too large for a double is a Parse error, not an exception") {
+    // Found by tests/fuzz/fuzz_jsonrpc: nlohmann reports the overflow as out_of_range, which
+    // escaped handle_text, and the daemon closed the connection without a reply.
+    const method_registry registry = spec_registry();
+    const std::string huge_id =
+        R"({"jsonrpc":"2.0","method":"get_data","id":)" + std::string(400, '9') + "}";
+    for (const std::string& body :
+         {std::string(R"({"jsonrpc":"2.0","method":"subtract","params":[1e400,1],"id":1})"),
+          std::string("2222E2222"), huge_id}) {
+        CAPTURE(body);
+        const json reply = call(registry, body);
+        CHECK(reply.at("id").is_null());
+        CHECK(reply.at("error").at("code") == -32700);
+        CHECK(reply.at("error").at("message") == "Parse error");
+        CHECK(reply.at("error").at("data").get<std::string>().find("number overflow") !=
+              std::string::npos);
+    }
+}
+
 TEST_CASE("jsonrpc: a result holding invalid UTF-8 is still sent, with the bad bytes replaced") {
     method_registry registry;
     registry.add("bytes", [](const json&, call_context&) { return json(std::string("ok\xff")); });
@@ -369,8 +388,9 @@ TEST_CASE_FIXTURE(hub_with_two_sinks,
     CHECK(b.outputs == std::vector<std::pair<std::int64_t, std::int64_t>>{{2, 100}});
 }
 
-TEST_CASE_FIXTURE(hub_with_two_sinks,
-                  "subscriber hub: an events sink hears every loop's state changes, until it leaves") {
+TEST_CASE_FIXTURE(
+    hub_with_two_sinks,
+    "subscriber hub: an events sink hears every loop's state changes, until it leaves") {
     recording_sink events;
     CHECK_FALSE(hub.watched(3));
     hub.join_events(&events);
