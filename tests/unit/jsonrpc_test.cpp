@@ -187,6 +187,30 @@ TEST_CASE("jsonrpc: params of the wrong type give Invalid params naming the fiel
     CHECK(good.at("result") == 3);
 }
 
+TEST_CASE("jsonrpc: an integer beyond int64 is Invalid params naming the field, never wrapped") {
+    // Found by tests/fuzz/fuzz_jsonrpc: 9223372036854775808 and up are unsigned in nlohmann, and
+    // read_field gave them to the handler wrapped to negative numbers.
+    method_registry registry;
+    registry.add_typed<typed_params>(
+        "count", [](const typed_params& p, call_context&) { return json(p.count); });
+
+    const auto reply_to = [&registry](const std::string& count) {
+        return call(registry, R"({"jsonrpc":"2.0","method":"count","params":{"count":)" + count +
+                                  R"(},"id":1})");
+    };
+    for (const std::string count : {"9223372036854775808", "18446744073709551615"}) {
+        CAPTURE(count);
+        const json reply = reply_to(count);
+        CHECK(reply.at("error").at("code") == -32602);
+        CHECK(reply.at("error").at("message") ==
+              "params.count: " + count + " is out of range (at most 9223372036854775807)");
+    }
+    for (const std::string count : {"9223372036854775807", "-9223372036854775808"}) {
+        CAPTURE(count);
+        CHECK(reply_to(count).at("result").dump() == count);
+    }
+}
+
 TEST_CASE(
     "jsonrpc: a handler failing with an unexpected exception gives Internal error without its "
     "text") {
