@@ -18,7 +18,6 @@
 #include "fuzz_input.hpp"
 
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
