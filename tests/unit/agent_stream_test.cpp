@@ -703,10 +703,12 @@ TEST_CASE("classify: keywords give the failure class, rate limits first") {
         {"Context limit reached", failure_hint::none},
         {"", failure_hint::none},
     };
-    for (const auto& [text, expected] : cases) {
+    // Not a structured binding: CAPTURE refers to it from a lambda, which Clang 14 refuses.
+    for (const auto& test_case : cases) {
+        const std::string& text = test_case.first;
         CAPTURE(text);
         std::int64_t resets_at_ms = 0;
-        CHECK(as::classify_error_text(text, 1'000'000, resets_at_ms) == expected);
+        CHECK(as::classify_error_text(text, 1'000'000, resets_at_ms) == test_case.second);
     }
 }
 

@@ -1,8 +1,8 @@
 // What an on-done hook is given: its argv, its directory and the loop's outcome in its
 // environment; the environment and PATH lookup that hooks and agents share. (Running hooks is
 // tested end to end in tests/integration/test_hooks_worktree.py.)
-#include "common/paths.hpp"
 #include "daemon/runner/hooks.hpp"
+#include "common/paths.hpp"
 #include "daemon/runner/process.hpp"
 
 #include <doctest/doctest.h>
@@ -19,7 +19,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::map<std::string, std::string> as_map(const std::vector<std::pair<std::string, std::string>>& env) {
+std::map<std::string, std::string> as_map(
+    const std::vector<std::pair<std::string, std::string>>& env) {
     return {env.begin(), env.end()};
 }
 
@@ -93,7 +94,8 @@ TEST_CASE("environment_with: the daemon's environment with overrides, the last o
                                  {"RALPH_ENV_TEST_REPLACED", "loop"}});
     std::map<std::string, int> seen;
     for (const auto& entry : env) ++seen[entry.substr(0, entry.find('='))];
-    for (const auto& [key, count] : seen) CHECK_MESSAGE(count == 1, key);
+    // Not a structured binding: CHECK_MESSAGE refers to it from a lambda, which Clang 14 refuses.
+    for (const auto& entry : seen) CHECK_MESSAGE(entry.second == 1, entry.first);
     auto has = [&env](const std::string& entry) {
         return std::find(env.begin(), env.end(), entry) != env.end();
     };
@@ -133,10 +135,12 @@ TEST_CASE("find_executable: the first executable file of that name along the sea
     make(dir / "second" / "tool", fs::perms::owner_all);
     make(dir / "plain", fs::perms::owner_read | fs::perms::owner_write);
     fs::create_directories(dir / "subdir");
-    const std::string search = "/nonexistent/ralph:" + dir.string() + ":" + (dir / "second").string();
+    const std::string search =
+        "/nonexistent/ralph:" + dir.string() + ":" + (dir / "second").string();
     CHECK(ralph::paths::find_executable("tool", search) == dir / "tool");
-    CHECK(ralph::paths::find_executable("tool", "/nonexistent/ralph:" + (dir / "second").string()) ==
-          dir / "second" / "tool");
+    CHECK(
+        ralph::paths::find_executable("tool", "/nonexistent/ralph:" + (dir / "second").string()) ==
+        dir / "second" / "tool");
     CHECK(ralph::paths::find_executable("plain", search).empty());   // not executable
     CHECK(ralph::paths::find_executable("subdir", search).empty());  // a directory
     CHECK(ralph::paths::find_executable("missing", search).empty());
