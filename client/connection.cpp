@@ -27,9 +27,6 @@ namespace websocket = beast::websocket;
 constexpr const char* host = "ralph";
 constexpr const char* target = "/rpc";
 
-// Beast 1.74 has its own string_view.
-std::string_view to_std(beast::string_view text) { return {text.data(), text.size()}; }
-
 // Refuses a socket another user could have put there, before sending it anything (a submit
 // carries --env secrets): its directory must be ours and closed to others, the socket ours.
 void check_socket_path(const std::string& path) {

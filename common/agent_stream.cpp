@@ -527,7 +527,11 @@ void line_parser::finish(std::vector<event>& out) {
         out.resize(before);
     }
     if (summary_.failure != failure_hint::none) return;
-    for (std::string_view tail : {std::string_view(stderr_tail_), output_tail()}) {
+    // The last stderr_tail_bytes, however stderr arrived: feed_stderr trims only in steps.
+    std::string_view stderr_tail = stderr_tail_;
+    if (stderr_tail.size() > stderr_tail_bytes)
+        stderr_tail.remove_prefix(stderr_tail.size() - stderr_tail_bytes);
+    for (std::string_view tail : {stderr_tail, output_tail()}) {
         const std::string lower = ascii_lower(tail);
         const failure_match match = match_failure(lower);
         if (match.hint == failure_hint::none) continue;

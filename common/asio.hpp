@@ -3,6 +3,14 @@
 // GCC 12 in C++20 mode, so <utility> must come first. Never include Asio/Beast directly.
 #pragma once
 
+// Boost 1.74's Asio looks for Clang's coroutines in libc++'s <experimental/coroutine> only; with
+// libstdc++ (Debian's clang) C++20's <coroutine> serves, as under GCC.
+#if defined(__clang__) && defined(__cpp_impl_coroutine) && !defined(BOOST_ASIO_HAS_CO_AWAIT)
+#define BOOST_ASIO_HAS_CO_AWAIT 1
+#define BOOST_ASIO_HAS_STD_COROUTINE 1
+#endif
+
+#include <string_view>
 #include <utility>
 
 #include <boost/asio.hpp>
@@ -23,4 +31,7 @@ using local_stream = net::local::stream_protocol;
 template <typename T>
 using awaitable = net::awaitable<T>;
 using net::use_awaitable;
+
+// Beast 1.74 has its own string_view type.
+inline std::string_view to_std(beast::string_view s) { return {s.data(), s.size()}; }
 }  // namespace ralph

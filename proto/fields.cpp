@@ -37,12 +37,13 @@ void read_field(const nlohmann::json& obj, const char* name, std::string& out) {
 void read_field(const nlohmann::json& obj, const char* name, std::int64_t& out) {
     if (auto* v = present(obj, name)) {
         if (!v->is_number_integer()) wrong_type(name, "an integer", *v);
-        // An unsigned value above 2^63-1 would wrap to a negative one.
+        // nlohmann keeps an integer above the int64 range as unsigned; get<int64_t> would wrap it
+        // to a negative number.
         if (v->is_number_unsigned() &&
             v->get<std::uint64_t>() > std::uint64_t(std::numeric_limits<std::int64_t>::max()))
             throw rpc_error(error_kind::invalid_params,
-                            std::string("params.") + name + ": must be at most " +
-                                std::to_string(std::numeric_limits<std::int64_t>::max()));
+                            std::string("params.") + name + ": " + v->dump() +
+                                " is out of range (at most 9223372036854775807)");
         out = v->get<std::int64_t>();
     }
 }

@@ -2,12 +2,10 @@
 // JSON body with a 4xx status. Runs as one coroutine on the io_context thread.
 #include "daemon/server/http_session.hpp"
 
-#include "daemon/rpc/registry.hpp"
+#include "daemon/server/http_rpc.hpp"
 #include "daemon/server/websocket_session.hpp"
-#include "proto/errors.hpp"
 
 #include <spdlog/spdlog.h>
-#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <string_view>
@@ -19,49 +17,8 @@ namespace {
 
 namespace http = beast::http;
 
-constexpr std::string_view rpc_path = "/rpc";
 // How long a refused body is read and dropped before the connection is closed.
 constexpr std::chrono::seconds linger_time{2};
-
-// Beast 1.74 has its own string_view type.
-std::string_view to_std(beast::string_view s) { return {s.data(), s.size()}; }
-
-// The path of a request target, without its query string.
-std::string_view path_of(beast::string_view target) {
-    std::string_view path = to_std(target);
-    return path.substr(0, path.find('?'));
-}
-
-// Error bodies have the shape of a JSON-RPC error, so a client parses every reply the same way.
-std::string error_body(std::string detail) {
-    return rpc::serialize(
-        rpc::standard_error_response(proto::error_kind::invalid_request, std::move(detail)));
-}
-
-// Read errors after which the peer simply went away: nothing to answer.
-bool peer_gone(const beast::error_code& ec) {
-    return ec == http::error::end_of_stream || ec == http::error::partial_message ||
-           ec == beast::error::timeout || ec == net::error::eof ||
-           ec == net::error::operation_aborted || ec == net::error::connection_reset ||
-           ec == net::error::broken_pipe;
-}
-
-bool is_http_error(const beast::error_code& ec) {
-    return ec.category() == make_error_code(http::error::bad_method).category();
-}
-
-http::response<http::string_body> error_reply(http::status status, unsigned version,
-                                              std::string detail) {
-    http::response<http::string_body> res{status, version};
-    set_server_headers(res);
-    res.set(http::field::content_type, "application/json");
-    res.body() = error_body(std::move(detail));
-    // After a request that could not be read the stream is out of step: close it. serve()
-    // restores keep-alive for the answers to well-formed requests.
-    res.keep_alive(false);
-    res.prepare_payload();
-    return res;
-}
 
 }  // namespace
 
@@ -85,7 +42,7 @@ void http_session::close() { stream_.close(); }
 awaitable<void> http_session::serve() {
     try {
         for (;;) {
-            std::optional<request> req = co_await read_request();
+            std::optional<http_request> req = co_await read_request();
             if (!req) break;
 
             if (beast::websocket::is_upgrade(*req) && path_of(req->target()) == rpc_path) {
@@ -97,7 +54,7 @@ awaitable<void> http_session::serve() {
                 co_return;
             }
 
-            response res = answer(*req);
+            http_response res = answer_request(*req, state_->context.registry);
             res.keep_alive(req->keep_alive());
             spdlog::debug("connection {}: {} {} -> {}", id_, to_std(req->method_string()),
                           to_std(req->target()), res.result_int());
@@ -111,12 +68,10 @@ awaitable<void> http_session::serve() {
     close();
 }
 
-awaitable<std::optional<http_session::request>> http_session::read_request() {
+awaitable<std::optional<http_request>> http_session::read_request() {
     const server_limits& limits = state_->context.limits;
-    // A fresh parser per request (parsers are single-use), bounded against abuse.
-    http::request_parser<http::string_body> parser;
-    parser.body_limit(limits.max_body_bytes);
-    parser.header_limit(static_cast<std::uint32_t>(limits.max_header_bytes));
+    http_request_parser parser;
+    bound_request_parser(parser, limits);
 
     beast::error_code ec;
     // The timeout covers the idle time before a request as well as a client sending it slowly.
@@ -137,25 +92,13 @@ awaitable<std::optional<http_session::request>> http_session::read_request() {
     }
     if (!ec) co_return parser.release();
 
-    if (peer_gone(ec)) {
+    std::optional<http_response> refusal = answer_read_error(ec, limits);
+    if (!refusal) {
         spdlog::debug("connection {}: closed ({})", id_, ec.message());
         co_return std::nullopt;
     }
-    if (ec == http::error::body_limit) {
-        if (co_await send(error_reply(
-                http::status::payload_too_large, 11,
-                "request body exceeds " + std::to_string(limits.max_body_bytes) + " bytes")))
-            co_await discard_input();
-    } else if (ec == http::error::header_limit) {
-        co_await send(error_reply(
-            http::status::request_header_fields_too_large, 11,
-            "request header exceeds " + std::to_string(limits.max_header_bytes) + " bytes"));
-    } else if (is_http_error(ec)) {
-        co_await send(
-            error_reply(http::status::bad_request, 11, "malformed HTTP request: " + ec.message()));
-    } else {
-        spdlog::debug("connection {}: read failed: {}", id_, ec.message());
-    }
+    const bool body_refused = refusal->result() == http::status::payload_too_large;
+    if (co_await send(std::move(*refusal)) && body_refused) co_await discard_input();
     co_return std::nullopt;
 }
 
@@ -169,32 +112,7 @@ awaitable<void> http_session::discard_input() {
                                          net::redirect_error(use_awaitable, ec));
 }
 
-http_session::response http_session::answer(const request& req) {
-    if (path_of(req.target()) != rpc_path)
-        return error_reply(
-            http::status::not_found, req.version(),
-            "no such path: " + std::string(to_std(req.target())) + "; the API is POST /rpc");
-    if (req.method() != http::verb::post) {
-        response res = error_reply(http::status::method_not_allowed, req.version(),
-                                   "/rpc takes POST, or GET with a WebSocket upgrade");
-        res.set(http::field::allow, "POST, GET");
-        return res;
-    }
-
-    rpc::call_context ctx;  // no session: a plain POST cannot carry notifications
-    std::optional<std::string> reply = state_->context.registry.handle_text(req.body(), ctx);
-
-    response res{reply ? http::status::ok : http::status::no_content, req.version()};
-    set_server_headers(res);
-    if (reply) {
-        res.set(http::field::content_type, "application/json");
-        res.body() = std::move(*reply);
-    }
-    res.prepare_payload();
-    return res;
-}
-
-awaitable<bool> http_session::send(response res) {
+awaitable<bool> http_session::send(http_response res) {
     beast::error_code ec;
     stream_.expires_after(state_->context.limits.http_idle_timeout);
     co_await http::async_write(stream_, res, net::redirect_error(use_awaitable, ec));

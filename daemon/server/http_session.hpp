@@ -5,6 +5,7 @@
 
 #include "common/asio.hpp"
 #include "daemon/server/connection.hpp"
+#include "daemon/server/http_rpc.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -22,19 +23,15 @@ class http_session : public connection, public std::enable_shared_from_this<http
     void close() override;
 
   private:
-    using request = beast::http::request<beast::http::string_body>;
-    using response = beast::http::response<beast::http::string_body>;
-
     awaitable<void> serve();
     // Reads one request; nullopt when the connection must end (an error reply was sent, or the
     // peer went away or idled out).
-    awaitable<std::optional<request>> read_request();
-    response answer(const request& req);
+    awaitable<std::optional<http_request>> read_request();
     // A client still sending a body we refused would fail with EPIPE before reading our 413:
     // read and drop its input for a moment (bounded in time) before closing.
     awaitable<void> discard_input();
     // Writes a response; false when the peer is gone.
-    awaitable<bool> send(response res);
+    awaitable<bool> send(http_response res);
 
     std::shared_ptr<shared_state> state_;
     beast::basic_stream<local_stream> stream_;

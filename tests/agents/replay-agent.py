@@ -5,7 +5,7 @@ Installed (symlinked) under the names of the real CLIs: claude, codex, opencode,
 kiro-cli. The name it was called by picks the agent; the scenario is the Nth name of the
 comma-separated list in $FAKE_AGENT_SCRIPT, N being how many times a fake agent ran in the
 current directory (counted in .fake-agent-runs; the last name repeats). A scenario is replayed
-from tests/agents/streams/<agent>/ or else ../shared/fixtures/agents/<agent>/: its stdout
+from tests/agents/streams/<agent>/ or else tests/fixtures/agents/<agent>/: its stdout
 (.jsonl or .txt) is written in pieces of random size (lines split anywhere, as pipes do), its
 .stderr to stderr, and it exits with its .rc. RESETS_AT in a stream becomes $FAKE_RESETS_AT
 (epoch seconds; default now + 2).
@@ -25,8 +25,7 @@ import time
 
 HERE = os.path.dirname(os.path.realpath(__file__))
 STREAMS = os.path.join(HERE, "streams")
-FIXTURES = os.path.join(os.environ.get("RALPH_FIXTURES", os.path.join(HERE, "..", "..", "..",
-                                                                      "shared", "fixtures")),
+FIXTURES = os.path.join(os.environ.get("RALPH_FIXTURES", os.path.join(HERE, "..", "fixtures")),
                         "agents")
 
 

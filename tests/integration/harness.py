@@ -5,7 +5,7 @@ real ralphctl, and inspects processes through /proc. Standard library only.
 Environment (set by tests/integration/meson.build):
   RALPHD, RALPHCTL      the binaries under test
   RALPH_TEST_AGENTS     directory of the fake agents (tests/agents)
-  RALPH_FIXTURES        ../shared/fixtures
+  RALPH_FIXTURES        tests/fixtures
   RALPH_TEST_TIMEOUT_SCALE  multiplies every wait (e.g. 2 under sanitizers)
   RALPH_TEST_KEEP       keep the temporary directories (for debugging)
 
@@ -40,8 +40,7 @@ AGENTS = os.environ.get(
     os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "agents"))
 FIXTURES = os.environ.get(
     "RALPH_FIXTURES",
-    os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared",
-                 "fixtures"))
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures"))
 
 TERMINAL_STATES = ("completed", "exhausted", "failed", "cancelled", "stalled")
 # The line flood.sh and slow-counter.sh repeat.

@@ -1,5 +1,5 @@
 """JSON-RPC 2.0 over HTTP on the real daemon: the examples of the specification
-(../shared/fixtures/jsonrpc-spec-vectors.json), malformed and oversize bodies, invalid params
+(tests/fixtures/jsonrpc-spec-vectors.json), malformed and oversize bodies, invalid params
 and the documented application error codes, and requests over a WebSocket session."""
 
 import json

@@ -32,7 +32,7 @@ std::string read_file(const std::string& path) {
     return bytes.str();
 }
 
-// A recorded run: ../shared/fixtures/agents/<agent>/<scenario>.<ext>
+// A recorded run: tests/fixtures/agents/<agent>/<scenario>.<ext>
 std::string recorded(const std::string& agent, const std::string& scenario,
                      const std::string& ext = "jsonl") {
     return read_file(std::string(RALPH_FIXTURES_DIR) + "/agents/" + agent + "/" + scenario + "." +
@@ -415,7 +415,8 @@ TEST_CASE("gemini: a tag split across deltas completes, the echoed prompt's tag 
     const auto texts = r.of_kind(event_kind::text);
     REQUIRE_FALSE(texts.empty());
     CHECK(texts.back().text == r.summary.final_answer);
-    for (const auto& e : texts) CHECK_FALSE(contains(e.text, "You are running inside a ralph loop"));
+    for (const auto& e : texts)
+        CHECK_FALSE(contains(e.text, "You are running inside a ralph loop"));
     CHECK(r.summary.turns == 2);
     CHECK(r.summary.tool_calls == 1);
 
@@ -480,6 +481,23 @@ TEST_CASE("streams: every fixture fed in pieces of 1, 7 and 4096 bytes gives the
                 CHECK(same_event(pieces.events[i], whole.events[i]));
             CHECK(same_summary(pieces.summary, whole.summary));
         }
+    }
+}
+
+TEST_CASE("streams: only the last 64 KiB of stderr is classified, however it came in pieces") {
+    // Found by tests/fuzz/fuzz_agent_stream: stderr fed in pieces kept up to 80 KiB (its tail is
+    // trimmed in steps), so an error 70 KiB before the end counted only when it came in pieces.
+    std::string stderr_bytes = "Error: 429 Too Many Requests\n";
+    while (stderr_bytes.size() < 70 * 1024) stderr_bytes += "debug: still working\n";
+    for (std::size_t piece : {std::size_t(1024), stderr_bytes.size()}) {
+        CAPTURE(piece);
+        auto parser = as::make_parser(format::claude);
+        for (std::size_t at = 0; at < stderr_bytes.size(); at += piece)
+            parser->feed_stderr(std::string_view(stderr_bytes).substr(at, piece));
+        std::vector<as::event> events;
+        parser->finish(events);
+        CHECK(parser->result().failure == failure_hint::none);
+        CHECK(parser->result().error.empty());
     }
 }
 
@@ -685,10 +703,12 @@ TEST_CASE("classify: keywords give the failure class, rate limits first") {
         {"Context limit reached", failure_hint::none},
         {"", failure_hint::none},
     };
-    for (const auto& [text, expected] : cases) {
+    // Not a structured binding: CAPTURE refers to it from a lambda, which Clang 14 refuses.
+    for (const auto& test_case : cases) {
+        const std::string& text = test_case.first;
         CAPTURE(text);
         std::int64_t resets_at_ms = 0;
-        CHECK(as::classify_error_text(text, 1'000'000, resets_at_ms) == expected);
+        CHECK(as::classify_error_text(text, 1'000'000, resets_at_ms) == test_case.second);
     }
 }
 

@@ -1,7 +1,8 @@
 #include "daemon/loop/loop_memory.hpp"
 
 #include "common/safe_open.hpp"
-#include "tests/unit/support.hpp"
+#include "tests/support/files.hpp"
+#include "tests/support/yaml_unquote.hpp"
 
 #include <doctest/doctest.h>
 #include <stdlib.h>
@@ -28,69 +29,6 @@ long long time_ms(F&& f) {
     f();
     const auto end = std::chrono::steady_clock::now();
     return std::chrono::duration_cast<std::chrono::milliseconds>(end - start).count();
-}
-
-// Decodes a YAML double-quoted scalar for the escapes yaml_quote emits; "<bad>" on anything
-// else (an unescaped quote, a raw control character, a line break, a missing quote).
-std::string yaml_unquote(std::string_view q) {
-    if (q.size() < 2 || q.front() != '"' || q.back() != '"') return "<bad>";
-    q = q.substr(1, q.size() - 2);
-    std::string out;
-    for (std::size_t i = 0; i < q.size(); ++i) {
-        const auto c = static_cast<unsigned char>(q[i]);
-        if (c == '"' || c < 0x20 || c == 0x7F) return "<bad>";
-        if (c != '\\') {
-            out.push_back(char(c));
-            continue;
-        }
-        if (++i >= q.size()) return "<bad>";
-        const auto hex = [&](std::size_t digits) {
-            unsigned value = std::stoul(std::string(q.substr(i + 1, digits)), nullptr, 16);
-            i += digits;
-            return value;
-        };
-        const auto put_utf8 = [&](unsigned cp) {
-            if (cp < 0x80) {
-                out.push_back(char(cp));
-            } else if (cp < 0x800) {
-                out.push_back(char(0xC0 | (cp >> 6)));
-                out.push_back(char(0x80 | (cp & 0x3F)));
-            } else {
-                out.push_back(char(0xE0 | (cp >> 12)));
-                out.push_back(char(0x80 | ((cp >> 6) & 0x3F)));
-                out.push_back(char(0x80 | (cp & 0x3F)));
-            }
-        };
-        switch (q[i]) {
-            case '\\':
-                out.push_back('\\');
-                break;
-            case '"':
-                out.push_back('"');
-                break;
-            case '0':
-                out.push_back('\0');
-                break;
-            case 't':
-                out.push_back('\t');
-                break;
-            case 'n':
-                out.push_back('\n');
-                break;
-            case 'r':
-                out.push_back('\r');
-                break;
-            case 'x':
-                put_utf8(hex(2));
-                break;
-            case 'u':
-                put_utf8(hex(4));
-                break;
-            default:
-                return "<bad>";
-        }
-    }
-    return out;
 }
 
 }  // namespace
@@ -526,7 +464,7 @@ TEST_CASE("notes: YAML quoting escapes quotes, backslashes, newlines and control
                       "bom \xC2\x9F c1 \xE2\x80\xA9 para")}) {
         const std::string quoted = yaml_quote(s);
         CHECK(quoted.find('\n') == std::string::npos);
-        CHECK(yaml_unquote(quoted) == s);
+        CHECK(test::yaml_unquote(quoted).value_or("<bad>") == s);
     }
 }
 

@@ -1,6 +1,6 @@
 #include "common/safe_open.hpp"
 
-#include "tests/unit/support.hpp"
+#include "tests/support/files.hpp"
 
 #include <doctest/doctest.h>
 #include <fcntl.h>

@@ -2,7 +2,7 @@
 #include "daemon/process/sandbox.hpp"
 
 #include "proto/errors.hpp"
-#include "tests/unit/support.hpp"
+#include "tests/support/files.hpp"
 
 #include <doctest/doctest.h>
 

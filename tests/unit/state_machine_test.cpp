@@ -3,7 +3,7 @@
 #include "proto/state_machine.hpp"
 
 #include "daemon/store/store.hpp"
-#include "tests/unit/support.hpp"
+#include "tests/support/files.hpp"
 
 #include <doctest/doctest.h>
 

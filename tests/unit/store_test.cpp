@@ -221,7 +221,7 @@ TEST_CASE(
     // an exhausted loop with stdout and stderr, a running loop (the daemon was killed) and a
     // queued one.
     temp_db tmp;
-    fs::copy_file(RALPH_TEST_FIXTURES_DIR "/schema-v1.db", tmp.path());
+    fs::copy_file(RALPH_FIXTURES_DIR "/schema-v1.db", tmp.path());
     ralph::store db(tmp.path());
     CHECK(db.schema_version() == ralph::store::latest_schema_version());
 

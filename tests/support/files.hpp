@@ -1,4 +1,5 @@
-// What the unit tests share: temporary directories and whole-file reads and writes.
+// What the unit tests share (tests/support/): temporary directories and whole-file reads and
+// writes.
 #pragma once
 
 #include <stdlib.h>
