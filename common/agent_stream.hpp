@@ -34,22 +34,22 @@ enum class failure_hint {
 std::string_view to_string(failure_hint value);
 
 enum class event_kind {
-    system,       // session start and similar bookkeeping (model, session id)
-    text,         // assistant text (a whole message, or a delta piece for gemini)
-    tool_use,     // the agent called a tool
-    tool_result,  // a tool's result came back
-    usage,        // token usage and/or cost report
-    error,        // the agent or its API reported an error
-    rate_limit,   // the provider's rate/usage limit was hit (resets_at_ms when stated)
-    final_answer, // the agent's final answer of this run
-    raw,          // a line that is not (valid, known) structured output; kept as is
+    system,        // session start and similar bookkeeping (model, session id)
+    text,          // assistant text (a whole message, or a delta piece for gemini)
+    tool_use,      // the agent called a tool
+    tool_result,   // a tool's result came back
+    usage,         // token usage and/or cost report
+    error,         // the agent or its API reported an error
+    rate_limit,    // the provider's rate/usage limit was hit (resets_at_ms when stated)
+    final_answer,  // the agent's final answer of this run
+    raw,           // a line that is not (valid, known) structured output; kept as is
 };
 std::string_view to_string(event_kind value);
 
 struct event {
     event_kind kind = event_kind::raw;
-    std::string text;             // the message, tool input summary, result excerpt, raw line...
-    std::string tool;             // tool_use / tool_result: the tool's name when known
+    std::string text;  // the message, tool input summary, result excerpt, raw line...
+    std::string tool;  // tool_use / tool_result: the tool's name when known
     std::int64_t input_tokens = 0;
     std::int64_t output_tokens = 0;
     std::optional<double> cost_usd;
@@ -59,7 +59,7 @@ struct event {
 
 // What a run said about itself so far.
 struct summary {
-    std::int64_t input_tokens = 0;   // all input tokens, cache reads and writes included
+    std::int64_t input_tokens = 0;  // all input tokens, cache reads and writes included
     std::int64_t output_tokens = 0;
     std::optional<double> cost_usd;  // only when the agent reports it
     std::int64_t turns = 0;
@@ -67,7 +67,7 @@ struct summary {
     // The text completion is judged on: the agent's own final answer, never the echoed prompt,
     // tool input or tool output.
     std::string final_answer;
-    bool has_final_answer = false;   // the format's end-of-run answer was seen
+    bool has_final_answer = false;              // the format's end-of-run answer was seen
     failure_hint failure = failure_hint::none;  // the most telling error seen, if any
     std::string error;                          // its message
     std::int64_t resets_at_ms = 0;              // rate limit reset, 0 = not stated
@@ -80,7 +80,7 @@ constexpr std::size_t max_line_bytes = 16 << 20;
 constexpr std::size_t max_event_text_bytes = 16 << 10;
 
 class parser {
-public:
+  public:
     virtual ~parser() = default;
     // Feeds a piece of the agent's stdout; appends the events of every line it completes.
     virtual void feed(std::string_view bytes, std::vector<event>& out) = 0;

@@ -12,7 +12,7 @@
 namespace ralph {
 
 class wall_clock {
-public:
+  public:
     // adjustable: --test-clock was given; start_ms: the time to start at (0 = real time).
     explicit wall_clock(bool adjustable = false, std::int64_t start_ms = 0)
         : adjustable_(adjustable), offset_ms_(start_ms == 0 ? 0 : start_ms - text::now_ms()) {}
@@ -22,7 +22,7 @@ public:
     void set(std::int64_t epoch_ms) { offset_ms_ = epoch_ms - text::now_ms(); }
     void advance(std::int64_t ms) { offset_ms_ += ms; }
 
-private:
+  private:
     bool adjustable_;
     std::int64_t offset_ms_;
 };

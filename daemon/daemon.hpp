@@ -4,13 +4,13 @@
 #pragma once
 
 #include "common/asio.hpp"
+#include "daemon/admission/admission.hpp"
 #include "daemon/clock.hpp"
-#include "daemon/rpc/methods.hpp"
-#include "daemon/rpc/registry.hpp"
-#include "daemon/process/child_reaper.hpp"
 #include "daemon/loop/hooks.hpp"
 #include "daemon/loop/loop_runner.hpp"
-#include "daemon/admission/admission.hpp"
+#include "daemon/process/child_reaper.hpp"
+#include "daemon/rpc/methods.hpp"
+#include "daemon/rpc/registry.hpp"
 #include "daemon/scheduler/scheduler.hpp"
 #include "daemon/server/server.hpp"
 #include "daemon/server/subscriber_hub.hpp"

@@ -19,9 +19,11 @@ int main(int argc, char** argv) {
         std::cout << "ralph-demo-agent " << RALPH_VERSION << "\n";
         return 0;
     }
-    std::string prompt((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+    std::string prompt((std::istreambuf_iterator<char>(std::cin)),
+                       std::istreambuf_iterator<char>());
     int target = 3;
-    if (const char* value = std::getenv("RALPH_DEMO_ITERATIONS")) target = std::max(1, std::atoi(value));
+    if (const char* value = std::getenv("RALPH_DEMO_ITERATIONS"))
+        target = std::max(1, std::atoi(value));
 
     int done = 0;
     {
@@ -32,7 +34,8 @@ int main(int argc, char** argv) {
     }
     int step = done + 1;
     std::cout << "demo agent: read a prompt of " << prompt.size() << " bytes\n";
-    std::cout << "demo agent: working on step " << step << " of " << target << "...\n" << std::flush;
+    std::cout << "demo agent: working on step " << step << " of " << target << "...\n"
+              << std::flush;
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     std::ofstream("demo-progress.md", std::ios::app) << "- step " << step << " done\n";
     std::cout << "demo agent: wrote step " << step << " to demo-progress.md\n";

@@ -135,8 +135,8 @@ struct submit_params {
     // worktree_* fields at submit and sets `workspace` to the directory of the worktree that
     // matches the submitted one: the loop runs there, and one-loop-per-workspace applies to it.
     bool worktree = false;
-    bool sandbox = false;                  // run the agent under bubblewrap (daemon/process/sandbox)
-    bool sandbox_offline = false;          // ... sharing no network with the host (needs sandbox)
+    bool sandbox = false;          // run the agent under bubblewrap (daemon/process/sandbox)
+    bool sandbox_offline = false;  // ... sharing no network with the host (needs sandbox)
     bool allow_foreign_workspace = false;  // accept a workspace another user owns
     std::string worktree_source;           // the workspace as submitted, in the user's checkout
     std::string worktree_path;             // the top of the loop's worktree

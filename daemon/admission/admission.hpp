@@ -32,7 +32,7 @@ std::optional<time_window> parse_time_window(std::string_view text);
 std::int64_t next_window_open(const time_window& window, std::int64_t now_ms);
 
 class admission {
-public:
+  public:
     // Loads the stored settings and budgets (defaults when none were ever set).
     explicit admission(store& db);
 
@@ -70,7 +70,7 @@ public:
     const proto::budget_limits& budgets() const { return budgets_; }
     void set_budgets(const proto::budget_limits& budgets);
 
-private:
+  private:
     // The budgets that are set, with their use at now_ms (of one loop unless loop_id 0).
     std::vector<proto::budget_use> measure(const std::vector<proto::budget_use>& limits,
                                            std::int64_t now_ms);

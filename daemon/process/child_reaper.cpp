@@ -9,7 +9,8 @@ namespace ralph {
 
 child_reaper::child_reaper(net::io_context& io) : io_(io), sigchld_(io, SIGCHLD) {
     if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
-        spdlog::warn("cannot become a child subreaper: orphaned agent processes will not be reaped");
+        spdlog::warn(
+            "cannot become a child subreaper: orphaned agent processes will not be reaped");
     start_signal_wait();
 }
 
@@ -34,7 +35,8 @@ void child_reaper::reap() {
 }
 
 void child_reaper::watch(pid_t pid) {
-    watched_[pid].wake = std::make_unique<net::steady_timer>(io_, net::steady_timer::time_point::max());
+    watched_[pid].wake =
+        std::make_unique<net::steady_timer>(io_, net::steady_timer::time_point::max());
 }
 
 awaitable<int> child_reaper::wait_exit(pid_t pid) {

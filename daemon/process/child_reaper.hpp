@@ -14,7 +14,7 @@
 namespace ralph {
 
 class child_reaper {
-public:
+  public:
     explicit child_reaper(net::io_context& io);
 
     // Must be called right after spawning, before control returns to the io_context.
@@ -22,7 +22,7 @@ public:
     // Completes with the wait status (as from waitpid) once the process exited.
     awaitable<int> wait_exit(pid_t pid);
 
-private:
+  private:
     struct watched {
         std::optional<int> status;
         std::unique_ptr<net::steady_timer> wake;  // cancelled when the status arrives

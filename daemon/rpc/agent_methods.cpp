@@ -1,9 +1,9 @@
 // agents.list: every adapter, where its program is on the daemon's PATH (or configured), and
 // what ralph reads from its output.
 #include "daemon/agents/agent.hpp"
+#include "daemon/process/process.hpp"
 #include "daemon/rpc/methods.hpp"
 #include "daemon/rpc/registry.hpp"
-#include "daemon/process/process.hpp"
 #include "proto/methods.hpp"
 
 namespace ralph::rpc {

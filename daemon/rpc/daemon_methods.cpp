@@ -1,8 +1,8 @@
 // daemon.info and daemon.shutdown.
 #include "common/asio.hpp"
+#include "daemon/admission/admission.hpp"
 #include "daemon/rpc/methods.hpp"
 #include "daemon/rpc/registry.hpp"
-#include "daemon/admission/admission.hpp"
 #include "daemon/store/store.hpp"
 #include "proto/methods.hpp"
 

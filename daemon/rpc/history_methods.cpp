@@ -1,10 +1,10 @@
 // history.report (what the loops did since a time, summed from the persisted attempts) and
 // history.gc (removes the loops that ended before a cutoff, with everything they left).
 #include "common/text.hpp"
+#include "daemon/admission/admission.hpp"
 #include "daemon/clock.hpp"
 #include "daemon/rpc/methods.hpp"
 #include "daemon/rpc/registry.hpp"
-#include "daemon/admission/admission.hpp"
 #include "daemon/scheduler/scheduler.hpp"
 #include "daemon/store/output_log.hpp"
 #include "daemon/store/store.hpp"

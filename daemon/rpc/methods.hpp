@@ -27,8 +27,8 @@ struct method_services {
     wall_clock& clock;
     output_log& output;
     const agent_binaries& binaries;
-    std::filesystem::path worktree_dir;     // where --worktree loops get their worktrees
-    proto::daemon_info identity;            // the static part of daemon.info
+    std::filesystem::path worktree_dir;      // where --worktree loops get their worktrees
+    proto::daemon_info identity;             // the static part of daemon.info
     std::function<void()> request_shutdown;  // runs after the reply is on its way
     // Removes what the daemon keeps of a loop outside the database — its output file, last
     // prompt and scratch directory — and ends its tails; for history.gc, once the loop's rows

@@ -1,9 +1,9 @@
 // scheduler.get, scheduler.set, budget.get, budget.set, and debug.clock on a daemon started
 // with --test-clock.
+#include "daemon/admission/admission.hpp"
 #include "daemon/clock.hpp"
 #include "daemon/rpc/methods.hpp"
 #include "daemon/rpc/registry.hpp"
-#include "daemon/admission/admission.hpp"
 #include "daemon/scheduler/scheduler.hpp"
 #include "daemon/store/store.hpp"
 #include "proto/methods.hpp"

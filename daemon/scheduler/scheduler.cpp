@@ -1,7 +1,7 @@
 #include "daemon/scheduler/scheduler.hpp"
 
-#include "daemon/clock.hpp"
 #include "daemon/admission/admission.hpp"
+#include "daemon/clock.hpp"
 #include "daemon/store/store.hpp"
 #include "proto/errors.hpp"
 

@@ -19,11 +19,11 @@ class subscriber_hub;
 class output_log;
 
 struct server_limits {
-    std::size_t max_body_bytes = 1 << 20;       // one HTTP body or WebSocket message
+    std::size_t max_body_bytes = 1 << 20;  // one HTTP body or WebSocket message
     std::size_t max_header_bytes = 8 << 10;
     std::size_t max_connections = 128;
     std::chrono::seconds http_idle_timeout{30};  // keep-alive connection with no request
-    std::size_t max_session_queue = 256;        // queued messages per WebSocket session
+    std::size_t max_session_queue = 256;         // queued messages per WebSocket session
     std::size_t max_tails_per_session = 64;
 };
 
@@ -36,7 +36,7 @@ struct server_context {
 };
 
 class server {
-public:
+  public:
     // Binds the socket at `path` (directory must exist, mode 0700); the socket file gets 0600.
     // A stale socket file (nobody answering) is replaced; a live one makes this throw
     // std::runtime_error("another ralphd is listening on PATH").
@@ -48,7 +48,7 @@ public:
     void start();  // begins accepting
     void stop();   // stops accepting and closes every session
 
-private:
+  private:
     struct impl;
     std::unique_ptr<impl> impl_;
 };

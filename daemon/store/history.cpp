@@ -149,10 +149,11 @@ store::removal store::remove_loops(const std::vector<std::int64_t>& loop_ids, bo
     deletes.emplace_back(db_, "DELETE FROM loops WHERE id = ?");
 
     // The ids stay taken (next_loop_id_sql).
-    SQLite::Statement mark_removed(db_,
-                                   "INSERT INTO settings (key, value) VALUES ('removed_loop_id', ?1) "
-                                   "ON CONFLICT (key) DO UPDATE SET value = "
-                                   "max(CAST(value AS INTEGER), ?1)");
+    SQLite::Statement mark_removed(
+        db_,
+        "INSERT INTO settings (key, value) VALUES ('removed_loop_id', ?1) "
+        "ON CONFLICT (key) DO UPDATE SET value = "
+        "max(CAST(value AS INTEGER), ?1)");
 
     removal removed;
     for (std::int64_t id : loop_ids) {
@@ -179,6 +180,5 @@ store::removal store::remove_loops(const std::vector<std::int64_t>& loop_ids, bo
 }
 
 void store::truncate_wal() { db_.exec("PRAGMA wal_checkpoint(TRUNCATE)"); }
-
 
 }  // namespace ralph

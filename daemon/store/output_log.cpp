@@ -31,9 +31,12 @@ struct fd_guard {
 
 std::string_view to_string(output_stream stream) {
     switch (stream) {
-        case output_stream::stdout_stream: return "stdout";
-        case output_stream::stderr_stream: return "stderr";
-        case output_stream::recovered: return "recovered";
+        case output_stream::stdout_stream:
+            return "stdout";
+        case output_stream::stderr_stream:
+            return "stderr";
+        case output_stream::recovered:
+            return "recovered";
     }
     return "stdout";
 }
@@ -224,8 +227,8 @@ void output_log::recover(std::int64_t loop_id, std::int64_t attempt_id) {
                         std::string(to_string(output_stream::recovered))}},
                       {{loop_id, st.st_size}});
     committed_[loop_id] = st.st_size;
-    spdlog::info("loop {}: indexed {} bytes of output written before the daemon stopped",
-                 loop_id, extra);
+    spdlog::info("loop {}: indexed {} bytes of output written before the daemon stopped", loop_id,
+                 extra);
 }
 
 }  // namespace ralph

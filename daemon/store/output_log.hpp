@@ -26,7 +26,7 @@ enum class output_stream { stdout_stream, stderr_stream, recovered };
 std::string_view to_string(output_stream stream);
 
 class output_log {
-public:
+  public:
     using committed_callback = std::function<void(std::int64_t loop_id, std::int64_t end)>;
 
     output_log(net::io_context& io, store& db, std::filesystem::path directory,
@@ -65,7 +65,7 @@ public:
     // not be running, and the index must have been flushed before its rows were deleted.
     std::int64_t remove(std::int64_t loop_id);
 
-private:
+  private:
     struct pending_chunk {
         std::int64_t loop_id;
         std::int64_t attempt_id;

@@ -15,7 +15,7 @@ namespace ralph {
 class store;
 
 class wal_checkpointer {
-public:
+  public:
     // SQLite's own threshold: a checkpoint starts after a commit leaves this many pages in the WAL
     // that no checkpoint has copied yet.
     static constexpr int pages_per_checkpoint = 1000;
@@ -33,7 +33,7 @@ public:
     // Checkpoints that copied pages into the database file (for tests).
     int checkpoints() const { return checkpoints_; }
 
-private:
+  private:
     // Starts a checkpoint on the thread when one is due; true when the committing thread has to
     // checkpoint the WAL itself.
     bool after_commit(int pages_in_wal);
