@@ -8,7 +8,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 
-"$root/scripts/build.sh"
+"$root/scripts/build.sh" --demo
 
 ralphd="$root/build/daemon/ralphd"
 ralphctl="$root/build/client/ralphctl"

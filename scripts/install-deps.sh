@@ -13,7 +13,8 @@ packages=(
     zsh fish      # to test ralphctl's completion scripts for them (bash is there already)
     bubblewrap    # submit --sandbox (bwrap)
     task-spooler  # the tsp baseline of the benchmarks
-    clang libclang-rt-14-dev  # the libFuzzer targets of tests/fuzz (scripts/fuzz.sh)
+    clang libclang-rt-14-dev  # the libFuzzer targets of tests/fuzz (scripts/fuzz.sh), the Clang build
+    clang-format  # scripts/format.sh --check in CI
 )
 
 missing=()
