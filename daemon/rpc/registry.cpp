@@ -69,6 +69,15 @@ std::string request_problem(const json& request) {
     return {};
 }
 
+// e.what() reads "[json.exception.parse_error.101] parse error at line 1, column 9: ..."; the
+// client only needs the part after the tag.
+std::string parser_message(const nlohmann::detail::exception& error) {
+    std::string detail = error.what();
+    if (auto tag_end = detail.find("] "); tag_end != std::string::npos)
+        detail.erase(0, tag_end + 2);
+    return detail;
+}
+
 // A number too large for a double (1e400, an id of a thousand digits) fails the whole parse with
 // no position but a byte offset. This parses the text again, event by event, to name the field
 // it was in ("params.timeout_s", "[2].id") and, when the request's id came before it, that id.
@@ -76,6 +85,10 @@ class number_overflow_locator : public nlohmann::json_sax<json> {
   public:
     std::string field;  // where the number was; empty when the failure was something else
     json id;            // the top-level request's "id", when it was read before the failure
+    std::size_t token_start = 0, token_size = 0;  // the number's place in the text
+    std::string syntax_error;  // the parser's message when the failure was something else
+
+    bool overflowed() const { return token_size != 0; }
 
     bool null() override { return value(nullptr); }
     bool boolean(bool) override { return value(nullptr); }
@@ -92,9 +105,16 @@ class number_overflow_locator : public nlohmann::json_sax<json> {
         path_.back().key = name;
         return true;
     }
-    bool parse_error(std::size_t, const std::string&,
+    bool parse_error(std::size_t position, const std::string& token,
                      const nlohmann::detail::exception& error) override {
-        if (error.id == 406) field = describe_path();  // "number overflow parsing '1e400'"
+        // 406: "number overflow parsing '1e400'"; `position` is just past the number.
+        if (error.id == 406 && token.size() <= position) {
+            field = describe_path();
+            token_start = position - token.size();
+            token_size = token.size();
+        } else {
+            syntax_error = parser_message(error);
+        }
         return false;
     }
 
@@ -138,6 +158,28 @@ class number_overflow_locator : public nlohmann::json_sax<json> {
 
     std::vector<level> path_;
 };
+
+// The reply to a body whose parse stopped at a number beyond a double's range. JSON that is valid
+// but for such numbers is an invalid parameter, naming the first one's field; anything else wrong
+// with the body (found by parsing it again with each such number read as 0) is a parse error.
+json number_overflow_error(std::string_view body) {
+    number_overflow_locator first;
+    json::sax_parse(body, &first);
+    std::string text(body);
+    number_overflow_locator rest = first;
+    while (rest.overflowed()) {
+        text.replace(rest.token_start, rest.token_size, "0");
+        rest = number_overflow_locator();
+        json::sax_parse(text, &rest);
+    }
+    if (!rest.syntax_error.empty())
+        return standard_error(nullptr, proto::error_kind::parse_error, rest.syntax_error);
+    const std::string field = first.field.empty() ? "a number" : first.field;
+    return error_from(std::move(first.id),
+                      proto::rpc_error(proto::error_kind::invalid_params,
+                                       field + ": the number is out of range (larger than any the "
+                                               "API accepts)"));
+}
 
 }  // namespace
 
@@ -188,23 +230,10 @@ std::optional<std::string> method_registry::handle_text(std::string_view body,
     try {
         request = json::parse(body);
     } catch (const json::parse_error& e) {
-        // e.what() reads "[json.exception.parse_error.101] parse error at line 1, column 9: ...";
-        // the client only needs the part after the tag.
-        std::string detail = e.what();
-        if (auto tag_end = detail.find("] "); tag_end != std::string::npos)
-            detail.erase(0, tag_end + 2);
         return serialize(
-            standard_error(nullptr, proto::error_kind::parse_error, std::move(detail)));
+            standard_error(nullptr, proto::error_kind::parse_error, parser_message(e)));
     } catch (const json::out_of_range&) {
-        // Valid JSON that holds a number beyond a double's range: an invalid parameter, named.
-        number_overflow_locator locator;
-        json::sax_parse(body, &locator);
-        std::string field = locator.field.empty() ? "a number" : locator.field;
-        return serialize(error_from(
-            std::move(locator.id),
-            proto::rpc_error(proto::error_kind::invalid_params,
-                             field + ": the number is out of range (larger than any the API "
-                                     "accepts)")));
+        return serialize(number_overflow_error(body));
     }
 
     if (!request.is_array()) {

@@ -378,6 +378,26 @@ TEST_CASE("jsonrpc: a number too large for a double is Invalid params, not an ex
     }
 }
 
+TEST_CASE(
+    "jsonrpc: a body with a number too large for a double that is not JSON either is a "
+    "Parse error") {
+    // Found by tests/fuzz/fuzz_jsonrpc: the parse stops at the number, before the rest shows that
+    // the body is not JSON at all.
+    const method_registry registry = spec_registry();
+    for (const char* body : {R"({"params":{"max_iterations":-1e400,"priority":-9)",
+                             R"([1e400,2e500,})", R"({"id":1,"a":1e400 "b":2})", "[1e400-5]"}) {
+        CAPTURE(body);
+        const json reply = call(registry, body);
+        CHECK(reply.at("id").is_null());
+        CHECK(reply.at("error").at("code") == -32700);
+    }
+    const json valid = call(registry, R"({"jsonrpc":"2.0","id":7,"method":"subtract",)"
+                                      R"("params":{"a":[1,-1e400,{"b":2e999}]}})");
+    CHECK(valid.at("id") == 7);
+    CHECK(valid.at("error").at("code") == -32602);
+    CHECK(valid.at("error").at("message").get<std::string>().starts_with("params.a[1]:"));
+}
+
 TEST_CASE("jsonrpc: a result holding invalid UTF-8 is still sent, with the bad bytes replaced") {
     method_registry registry;
     registry.add("bytes", [](const json&, call_context&) { return json(std::string("ok\xff")); });

@@ -1,0 +1,54 @@
+// The layout of ralphd's state directory: the directory of its database ($XDG_STATE_HOME/ralph by
+// default). Every name in it but the database's default one (common/paths, shared with ralphctl)
+// is spelled here and nowhere else:
+//   ralph.db, ralph.db-wal, ralph.db-shm   the database (SQLite, WAL)
+//   ralph.db.lock                          one daemon per database (flock)
+//   output/<loop>.log                      each loop's output, append-only (store/output_log)
+//   prompts/<loop>.prompt.md               each loop's current prompt (loop/loop_runner)
+//   tmp/loop-<loop>/                       the private TMPDIR of an attempt that gets one
+//   worktrees/loop-<loop>/                 the git worktree of a --worktree loop
+// (ralphctl's record of a moved fallback socket directory, socket-dir, is common/paths'.)
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+namespace ralph {
+
+class state_dir {
+public:
+    explicit state_dir(std::filesystem::path database) : database_(std::move(database)) {}
+
+    const std::filesystem::path& database() const { return database_; }
+    std::filesystem::path root() const { return database_.parent_path(); }
+    std::filesystem::path lock_file() const { return database_.string() + ".lock"; }
+
+    std::filesystem::path output_dir() const { return root() / "output"; }
+    static std::string output_file_name(std::int64_t loop_id) {
+        return std::to_string(loop_id) + ".log";
+    }
+
+    std::filesystem::path prompt_dir() const { return root() / "prompts"; }
+    static std::string prompt_file_name(std::int64_t loop_id) {
+        return std::to_string(loop_id) + ".prompt.md";
+    }
+    std::filesystem::path prompt_of(std::int64_t loop_id) const {
+        return prompt_dir() / prompt_file_name(loop_id);
+    }
+
+    std::filesystem::path scratch_dir() const { return root() / "tmp"; }
+    std::filesystem::path scratch_of(std::int64_t loop_id) const {
+        return scratch_dir() / ("loop-" + std::to_string(loop_id));
+    }
+
+    std::filesystem::path worktree_dir() const { return root() / "worktrees"; }
+    std::filesystem::path worktree_of(std::int64_t loop_id) const {
+        return worktree_dir() / ("loop-" + std::to_string(loop_id));
+    }
+
+private:
+    std::filesystem::path database_;
+};
+
+}  // namespace ralph
