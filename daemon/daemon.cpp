@@ -13,13 +13,6 @@
 #include <system_error>
 
 namespace ralph {
-namespace {
-
-std::filesystem::path state_dir_of(const daemon_options& options) {
-    return options.db_path.parent_path();
-}
-
-}  // namespace
 
 ralphd::ralphd(net::io_context& io, daemon_options options)
     : io_(io),
@@ -29,7 +22,7 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
       checkpointer_(db_, options_.db_path),
       gate_(db_),
       output_(
-          io, db_, state_dir_of(options_) / "output",
+          io, db_, state_dir(options_.db_path).output_dir(),
           [this](std::int64_t loop_id, std::int64_t end) { hub_.output_committed(loop_id, end); }),
       reaper_(io),
       hooks_(io, reaper_, options_.hooks,
@@ -41,8 +34,7 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
                   gate_,
                   output_,
                   reaper_,
-                  state_dir_of(options_) / "prompts",
-                  state_dir_of(options_) / "tmp",
+                  state_dir(options_.db_path),
                   options_.kill_grace,
                   options_.binaries,
                   options_.agent_env,
@@ -65,7 +57,7 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
                 clock_,
                 output_,
                 runner_ctx_.binaries,
-                state_dir_of(options_) / "worktrees",
+                state_dir(options_.db_path),
                 proto::daemon_info{proto::daemon_version,
                                    proto::protocol_version,
                                    ::getpid(),
@@ -85,9 +77,9 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
                 [this](std::int64_t loop_id) { return forget_loop(loop_id); }},
       shutdown_delay_(io),
       watchdog_timer_(io) {
-    paths::make_private_directory(runner_ctx_.prompt_dir);
-    paths::make_private_directory(runner_ctx_.scratch_dir);
-    paths::make_private_directory(services_.worktree_dir);
+    paths::make_private_directory(runner_ctx_.state.prompt_dir());
+    paths::make_private_directory(runner_ctx_.state.scratch_dir());
+    paths::make_private_directory(runner_ctx_.state.worktree_dir());
     rpc::register_daemon_methods(registry_, services_);
     rpc::register_loop_methods(registry_, services_);
     rpc::register_agent_methods(registry_, services_);
@@ -110,16 +102,16 @@ std::int64_t ralphd::forget_loop(std::int64_t loop_id) {
     }
     // The runner's files (loop_runner::run_attempt).
     std::error_code ec;
-    std::filesystem::remove(runner_ctx_.prompt_dir / (std::to_string(loop_id) + ".prompt.md"), ec);
+    std::filesystem::remove(runner_ctx_.state.prompt_of(loop_id), ec);
     if (ec) spdlog::warn("loop {}: cannot remove its prompt file: {}", loop_id, ec.message());
-    std::filesystem::remove_all(runner_ctx_.scratch_dir / ("loop-" + std::to_string(loop_id)), ec);
+    std::filesystem::remove_all(runner_ctx_.state.scratch_of(loop_id), ec);
     if (ec) spdlog::warn("loop {}: cannot remove its scratch directory: {}", loop_id, ec.message());
     return bytes;
 }
 
 std::vector<std::filesystem::path> ralphd::sandbox_hidden(std::int64_t loop_id) {
     std::vector<std::filesystem::path> hidden{options_.socket_path.parent_path(),
-                                              state_dir_of(options_)};
+                                              runner_ctx_.state.root()};
     using proto::loop_state;
     for (const auto& loop : db_.list_loops(
              {loop_state::queued, loop_state::running, loop_state::waiting, loop_state::paused}, 0))

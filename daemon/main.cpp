@@ -25,15 +25,15 @@
 
 namespace {
 
-// Holds an exclusive flock on "<db>.lock" for the life of the process: a second daemon on the
-// same database (whatever its socket) is refused before it touches anything.
-int lock_database(const std::filesystem::path& db_path) {
-    auto lock_path = db_path.string() + ".lock";
+// Holds an exclusive flock on the database's lock file for the life of the process: a second
+// daemon on the same database (whatever its socket) is refused before it touches anything.
+int lock_database(const ralph::state_dir& state) {
+    const std::filesystem::path lock_path = state.lock_file();
     int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd < 0) throw std::runtime_error("cannot open lock file " + lock_path);
+    if (fd < 0) throw std::runtime_error("cannot open lock file " + lock_path.string());
     if (::flock(fd, LOCK_EX | LOCK_NB) != 0)
         throw std::runtime_error("another ralphd is already running with database " +
-                                 db_path.string());
+                                 state.database().string());
     return fd;
 }
 
@@ -255,7 +255,11 @@ int main(int argc, char** argv) {
         else
             options.socket_path = socket_to_listen_on(options.socket_path);
         ralph::paths::make_private_directory(options.db_path.parent_path());
-        int lock_fd = lock_database(options.db_path);
+        // Without symbolic links: ralph writes the prompt files and worktree loops' .ralph/
+        // through none (common/safe_open), also in the state directory's own path.
+        options.db_path =
+            std::filesystem::canonical(options.db_path.parent_path()) / options.db_path.filename();
+        int lock_fd = lock_database(ralph::state_dir(options.db_path));
 
         // Agents' output pipes and clients may go away at any time: handle EPIPE, never die of it.
         ::signal(SIGPIPE, SIG_IGN);

@@ -17,7 +17,7 @@
 namespace ralph {
 
 class state_dir {
-public:
+  public:
     explicit state_dir(std::filesystem::path database) : database_(std::move(database)) {}
 
     const std::filesystem::path& database() const { return database_; }
@@ -47,7 +47,7 @@ public:
         return worktree_dir() / ("loop-" + std::to_string(loop_id));
     }
 
-private:
+  private:
     std::filesystem::path database_;
 };
 

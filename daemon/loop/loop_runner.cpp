@@ -400,7 +400,7 @@ awaitable<loop_runner::attempt_outcome> loop_runner::run_attempt(const proto::lo
         });
     try {
         if (adapter.needs_private_tmpdir()) {
-            tmpdir = ctx_.scratch_dir / ("loop-" + std::to_string(loop_id_));
+            tmpdir = ctx_.state.scratch_of(loop_id_);
             std::filesystem::remove_all(tmpdir);
             std::filesystem::create_directories(tmpdir);
             overrides.emplace_back("TMPDIR", tmpdir.string());
@@ -411,9 +411,10 @@ awaitable<loop_runner::attempt_outcome> loop_runner::run_attempt(const proto::lo
         extras.previous_feedback = write_state_file(loop, iteration);
         extras.steering = ctx_.db.steering_for(loop_id_, iteration);
         prompt = build_prompt(loop, iteration, extras);
-        const std::string prompt_name = std::to_string(loop_id_) + ".prompt.md";
-        const auto prompt_file = ctx_.prompt_dir / prompt_name;
-        overwrite_file(ctx_.prompt_dir, prompt_name, prompt);  // in place: the agent is not running
+        const std::string prompt_name = state_dir::prompt_file_name(loop_id_);
+        const auto prompt_file = ctx_.state.prompt_dir() / prompt_name;
+        // In place: the agent is not running.
+        overwrite_file(ctx_.state.prompt_dir(), prompt_name, prompt);
         std::string program = find_program(adapter, loop.spec, ctx_.binaries, search_path_of(env));
         invocation inv = adapter.invoke({loop.spec, program, prompt, prompt_file.string()});
         if (loop.spec.sandbox) {

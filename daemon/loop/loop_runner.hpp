@@ -16,6 +16,7 @@
 #include "daemon/agents/agent.hpp"
 #include "daemon/process/environment.hpp"
 #include "daemon/process/sandbox.hpp"
+#include "daemon/state_dir.hpp"
 #include "proto/state_machine.hpp"
 #include "proto/types.hpp"
 
@@ -55,8 +56,7 @@ struct runner_context {
     admission& gate;          // may the loop run an agent now (SPEC §5)
     output_log& output;
     child_reaper& reaper;
-    std::filesystem::path prompt_dir;             // where each loop's current prompt file lives
-    std::filesystem::path scratch_dir;            // private TMPDIRs of attempts that need one
+    state_dir state;                              // prompt files, private TMPDIRs
     std::chrono::milliseconds kill_grace;         // SIGTERM → SIGKILL
     agent_binaries binaries;                      // configured agent programs
     env_policy agent_env;                         // which of ralphd's variables agents get

@@ -52,9 +52,9 @@ void plan_worktree(proto::submit_params& spec, method_services& services,
     if (!repo.error.empty()) refuse(repo.error);
     if (!repo.is_git) refuse("it is not in a git repository (--worktree needs one)");
     if (repo.head.empty()) refuse("its repository has no commit yet to start a worktree from");
-    const std::string id = std::to_string(services.db.next_loop_id());
-    const fs::path path = services.worktree_dir / ("loop-" + id);
-    const std::string branch = "ralph/loop-" + id;
+    const std::int64_t id = services.db.next_loop_id();
+    const fs::path path = services.state.worktree_of(id);
+    const std::string branch = "ralph/loop-" + std::to_string(id);
     std::error_code ec;
     if (fs::exists(path, ec))
         refuse(path.string() + " exists already (left by an earlier ralph database?): remove it");

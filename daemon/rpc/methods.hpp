@@ -2,6 +2,7 @@
 #pragma once
 
 #include "daemon/agents/agent.hpp"
+#include "daemon/state_dir.hpp"
 #include "proto/types.hpp"
 
 #include <filesystem>
@@ -27,7 +28,7 @@ struct method_services {
     wall_clock& clock;
     output_log& output;
     const agent_binaries& binaries;
-    std::filesystem::path worktree_dir;      // where --worktree loops get their worktrees
+    state_dir state;                         // where --worktree loops get their worktrees
     proto::daemon_info identity;             // the static part of daemon.info
     std::function<void()> request_shutdown;  // runs after the reply is on its way
     // Removes what the daemon keeps of a loop outside the database — its output file, last

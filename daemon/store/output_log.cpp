@@ -1,5 +1,7 @@
 #include "daemon/store/output_log.hpp"
 
+#include "daemon/state_dir.hpp"
+
 #include "common/text.hpp"
 #include "daemon/store/store.hpp"
 
@@ -56,7 +58,7 @@ output_log::~output_log() {
 }
 
 std::filesystem::path output_log::file_of(std::int64_t loop_id) const {
-    return directory_ / (std::to_string(loop_id) + ".log");
+    return directory_ / state_dir::output_file_name(loop_id);
 }
 
 std::int64_t output_log::file_size(std::int64_t loop_id) const {
