@@ -2,12 +2,17 @@
 // (counted against max_connections and closed by server::stop) and the headers every response
 // carries. Sessions hold the shared_state by shared_ptr, so a session finishing after the
 // server object is gone still finds its connection set.
+//
+// No client can take every connection: when all are taken, a new one closes the connection that
+// has been idle the longest (and a new WebSocket session, when the sessions are all taken, the
+// session idle the longest), so `ralphctl` always gets in.
 #pragma once
 
 #include "common/asio.hpp"
 #include "daemon/server/server.hpp"
 #include "proto/version.hpp"
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <set>
@@ -23,6 +28,18 @@ class connection {
     // Ends the session at once: its pending operations complete with an error, and the session
     // is destroyed when they have. Idempotent.
     virtual void close() = 0;
+    virtual bool is_websocket() const = 0;
+    // Since when nothing happened on it: no request came or was answered, no notification went.
+    std::chrono::steady_clock::time_point idle_since() const { return idle_since_; }
+    void touch() { idle_since_ = std::chrono::steady_clock::now(); }
+    std::uint64_t id() const { return id_; }
+
+  protected:
+    explicit connection(std::uint64_t id) : id_(id) {}
+
+  private:
+    std::uint64_t id_;
+    std::chrono::steady_clock::time_point idle_since_ = std::chrono::steady_clock::now();
 };
 
 class connection_set {
@@ -30,6 +47,24 @@ class connection_set {
     void add(connection* c) { live_.insert(c); }
     void remove(connection* c) { live_.erase(c); }
     std::size_t size() const { return live_.size(); }
+    std::size_t websocket_count() const {
+        std::size_t count = 0;
+        for (const connection* c : live_) count += c->is_websocket();
+        return count;
+    }
+    // Closes the connection (of the WebSocket sessions only, when asked) idle the longest, to
+    // make room for a new one; returns its id, 0 when there is none.
+    std::uint64_t close_longest_idle(bool websockets_only) {
+        connection* oldest = nullptr;
+        for (connection* c : live_)
+            if ((!websockets_only || c->is_websocket()) &&
+                (!oldest || c->idle_since() < oldest->idle_since()))
+                oldest = c;
+        if (!oldest) return 0;
+        const std::uint64_t id = oldest->id();
+        oldest->close();
+        return id;
+    }
     void close_all() {
         // close() may end up removing sessions from the set: iterate over a copy.
         const std::vector<connection*> all(live_.begin(), live_.end());

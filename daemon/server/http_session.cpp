@@ -24,7 +24,7 @@ constexpr std::chrono::seconds linger_time{2};
 
 http_session::http_session(std::shared_ptr<shared_state> state, local_stream::socket socket,
                            std::uint64_t id)
-    : state_(std::move(state)), stream_(std::move(socket)), id_(id) {
+    : connection(id), state_(std::move(state)), stream_(std::move(socket)) {
     state_->connections.add(this);
 }
 
@@ -45,23 +45,33 @@ awaitable<void> http_session::serve() {
             std::optional<http_request> req = co_await read_request();
             if (!req) break;
 
+            touch();
             if (beast::websocket::is_upgrade(*req) && path_of(req->target()) == rpc_path) {
-                spdlog::debug("connection {}: WebSocket upgrade", id_);
+                spdlog::debug("connection {}: WebSocket upgrade", id());
+                const server_limits& limits = state_->context.limits;
+                if (state_->connections.websocket_count() >= limits.max_websocket_sessions) {
+                    const std::uint64_t closed = state_->connections.close_longest_idle(true);
+                    spdlog::warn(
+                        "all {} WebSocket sessions are taken: closed connection {}, idle "
+                        "the longest, for connection {}",
+                        limits.max_websocket_sessions, closed, id());
+                }
                 // The WebSocket session takes the socket; this session ends without closing it.
                 auto ws =
-                    std::make_shared<websocket_session>(state_, stream_.release_socket(), id_);
+                    std::make_shared<websocket_session>(state_, stream_.release_socket(), id());
                 ws->start(std::move(*req));
                 co_return;
             }
 
             http_response res = answer_request(*req, state_->context.registry);
             res.keep_alive(req->keep_alive());
-            spdlog::debug("connection {}: {} {} -> {}", id_, to_std(req->method_string()),
+            spdlog::debug("connection {}: {} {} -> {}", id(), to_std(req->method_string()),
                           to_std(req->target()), res.result_int());
             if (!co_await send(std::move(res)) || !req->keep_alive()) break;
+            touch();
         }
     } catch (const std::exception& e) {
-        spdlog::warn("connection {}: {}", id_, e.what());
+        spdlog::warn("connection {}: {}", id(), e.what());
     }
     beast::error_code ignored;
     stream_.socket().shutdown(local_stream::socket::shutdown_send, ignored);
@@ -94,7 +104,7 @@ awaitable<std::optional<http_request>> http_session::read_request() {
 
     std::optional<http_response> refusal = answer_read_error(ec, limits);
     if (!refusal) {
-        spdlog::debug("connection {}: closed ({})", id_, ec.message());
+        spdlog::debug("connection {}: closed ({})", id(), ec.message());
         co_return std::nullopt;
     }
     const bool body_refused = refusal->result() == http::status::payload_too_large;
@@ -116,7 +126,7 @@ awaitable<bool> http_session::send(http_response res) {
     beast::error_code ec;
     stream_.expires_after(state_->context.limits.http_idle_timeout);
     co_await http::async_write(stream_, res, net::redirect_error(use_awaitable, ec));
-    if (ec) spdlog::debug("connection {}: write failed: {}", id_, ec.message());
+    if (ec) spdlog::debug("connection {}: write failed: {}", id(), ec.message());
     co_return !ec;
 }
 

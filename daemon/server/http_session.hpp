@@ -21,6 +21,7 @@ class http_session : public connection, public std::enable_shared_from_this<http
 
     void start();
     void close() override;
+    bool is_websocket() const override { return false; }
 
   private:
     awaitable<void> serve();
@@ -36,7 +37,6 @@ class http_session : public connection, public std::enable_shared_from_this<http
     std::shared_ptr<shared_state> state_;
     beast::basic_stream<local_stream> stream_;
     beast::flat_buffer buffer_;
-    std::uint64_t id_;
 };
 
 }  // namespace ralph

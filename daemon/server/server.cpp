@@ -1,5 +1,6 @@
 // The listener: owns the API socket (bound here or adopted from systemd), admits connections of
-// our own uid up to max_connections, and closes every session on stop().
+// our own uid (at max_connections, closing the one idle the longest for each new one), and
+// closes every session on stop().
 #include "daemon/server/server.hpp"
 
 #include "daemon/server/connection.hpp"
@@ -88,9 +89,11 @@ void admit(listener& self, local_stream::socket socket) {
     }
     const std::size_t max_connections = self.state->context.limits.max_connections;
     if (self.state->connections.size() >= max_connections) {
-        spdlog::warn("refused a connection from pid {}: {} connections are open already", peer.pid,
-                     max_connections);
-        return;
+        const std::uint64_t closed = self.state->connections.close_longest_idle(false);
+        spdlog::warn(
+            "all {} connections are taken: closed connection {}, idle the longest, for "
+            "a new one from pid {}",
+            max_connections, closed, peer.pid);
     }
     const std::uint64_t id = self.next_id++;
     spdlog::debug("connection {}: accepted from pid {}", id, peer.pid);

@@ -1,6 +1,7 @@
 // The API server: accepts connections on the Unix socket, checks the peer's uid, speaks
 // HTTP/1.1 (POST /rpc) and WebSocket (GET /rpc upgrade) and hands requests to the registry.
-// Bounds: body size, header size, connection count, idle timeouts, per-session queue.
+// Bounds: body size, header size, connection and session counts (the one idle the longest gives
+// way to a new one), idle timeouts, per-session queue.
 #pragma once
 
 #include "common/asio.hpp"
@@ -21,9 +22,11 @@ class output_log;
 struct server_limits {
     std::size_t max_body_bytes = 1 << 20;  // one HTTP body or WebSocket message
     std::size_t max_header_bytes = 8 << 10;
-    std::size_t max_connections = 128;
-    std::chrono::seconds http_idle_timeout{30};  // keep-alive connection with no request
-    std::size_t max_session_queue = 256;         // queued messages per WebSocket session
+    // Beyond either, the connection (or session) idle the longest is closed for the new one.
+    std::size_t max_connections = 256;
+    std::size_t max_websocket_sessions = 128;
+    std::chrono::seconds http_idle_timeout{5};  // connection with no request (or a slow one)
+    std::size_t max_session_queue = 256;        // queued messages per WebSocket session
     std::size_t max_tails_per_session = 64;
 };
 

@@ -64,7 +64,7 @@ std::string serialize_output_notification(std::int64_t loop_id, std::int64_t off
 
 websocket_session::websocket_session(std::shared_ptr<shared_state> state,
                                      local_stream::socket socket, std::uint64_t id)
-    : state_(std::move(state)), ws_(std::move(socket)), id_(id), wake_(ws_.get_executor()) {
+    : connection(id), state_(std::move(state)), ws_(std::move(socket)), wake_(ws_.get_executor()) {
     state_->connections.add(this);
 }
 
@@ -102,11 +102,11 @@ awaitable<void> websocket_session::read_loop(
     beast::error_code ec;
     co_await ws_.async_accept(upgrade, net::redirect_error(use_awaitable, ec));
     if (ec) {
-        spdlog::debug("connection {}: WebSocket handshake failed: {}", id_, ec.message());
+        spdlog::debug("connection {}: WebSocket handshake failed: {}", id(), ec.message());
         close();
         co_return;
     }
-    spdlog::debug("connection {}: WebSocket session open", id_);
+    spdlog::debug("connection {}: WebSocket session open", id());
     ws_.text(true);
     net::co_spawn(
         ws_.get_executor(), [self = shared_from_this()] { return self->write_loop(); },
@@ -122,9 +122,9 @@ awaitable<void> websocket_session::read_loop(
             if (serving_) dispatch(beast::buffers_to_string(buffer.data()));
             buffer.consume(buffer.size());
         }
-        spdlog::debug("connection {}: WebSocket session ended: {}", id_, ec.message());
+        spdlog::debug("connection {}: WebSocket session ended: {}", id(), ec.message());
     } catch (const std::exception& e) {
-        spdlog::error("connection {}: WebSocket session failed: {}", id_, e.what());
+        spdlog::error("connection {}: WebSocket session failed: {}", id(), e.what());
     }
     close();
 }
@@ -143,15 +143,16 @@ awaitable<void> websocket_session::write_loop() {
             }
             beast::error_code ec;
             co_await ws_.async_write(net::buffer(*message), net::redirect_error(use_awaitable, ec));
+            touch();
             if (ec) {
-                spdlog::debug("connection {}: WebSocket write failed: {}", id_, ec.message());
+                spdlog::debug("connection {}: WebSocket write failed: {}", id(), ec.message());
                 close();
                 co_return;
             }
         }
     } catch (const std::exception& e) {
         // Reading the persisted output failed: the session cannot keep its promise of no gaps.
-        spdlog::error("connection {}: cannot send tail output: {}", id_, e.what());
+        spdlog::error("connection {}: cannot send tail output: {}", id(), e.what());
         close();
     }
 }
@@ -169,7 +170,8 @@ awaitable<void> websocket_session::close_with(websocket::close_code code) {
 }
 
 void websocket_session::dispatch(const std::string& message) {
-    spdlog::debug("connection {}: WebSocket message of {} bytes", id_, message.size());
+    touch();
+    spdlog::debug("connection {}: WebSocket message of {} bytes", id(), message.size());
     rpc::call_context ctx{this};
     // Handling a request may queue notifications (e.g. a state change it caused); its reply
     // goes before them, hence the insertion at the position the queue had before.
@@ -250,7 +252,7 @@ std::optional<std::string> websocket_session::next_tail_message(std::int64_t loo
 
 void websocket_session::drop_slow_client() {
     spdlog::warn("connection {}: WebSocket client is not reading ({} messages queued); dropping it",
-                 id_, outbox_.size());
+                 id(), outbox_.size());
     stop_serving();
     net::co_spawn(
         ws_.get_executor(),

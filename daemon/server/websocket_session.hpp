@@ -46,6 +46,7 @@ class websocket_session : public connection,
     // Completes the handshake answering `upgrade`, then serves the session.
     void start(beast::http::request<beast::http::string_body> upgrade);
     void close() override;
+    bool is_websocket() const override { return true; }
 
     void add_tail(const tail_request& request) override;
     void on_output(std::int64_t loop_id, std::int64_t end) override;
@@ -82,7 +83,6 @@ class websocket_session : public connection,
 
     std::shared_ptr<shared_state> state_;
     beast::websocket::stream<local_stream::socket> ws_;
-    std::uint64_t id_;
     net::steady_timer wake_;  // the idle writer waits on it; cancelled when there is work
     std::deque<std::string> outbox_;
     std::map<std::int64_t, cursor> tails_;  // by loop id
