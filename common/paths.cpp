@@ -123,6 +123,12 @@ void make_private_directory(const fs::path& dir) {
                                  " running ralphd: ralph keeps nothing in another user's "
                                  "directory (remove it, or choose another with --socket, --db or "
                                  "XDG_RUNTIME_DIR/XDG_STATE_HOME)");
+    // A directory others may write to is shared (/tmp): made private, it would lock them out.
+    if (st.st_mode & (S_IWGRP | S_IWOTH | S_ISVTX))
+        throw std::runtime_error(dir.string() +
+                                 " is shared (others may write to it): ralph keeps its files in a "
+                                 "private directory (choose one with --socket, --db or "
+                                 "XDG_RUNTIME_DIR/XDG_STATE_HOME)");
     if ((st.st_mode & 0777) != 0700 && ::chmod(dir.c_str(), 0700) != 0)
         throw std::runtime_error("cannot make " + dir.string() + " private (chmod 0700)");
 }

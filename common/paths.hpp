@@ -41,7 +41,8 @@ std::filesystem::path default_config();
 
 // Creates `dir` (and parents) and makes sure the last component is a directory (not a link)
 // owned by us with mode 0700. Throws std::runtime_error naming the directory, its owner and what
-// to do when that is not possible.
+// to do when that is not possible, and for a directory that others may write to (/tmp itself,
+// given as `--socket /tmp/ralphd.sock`), which is shared and never made private.
 void make_private_directory(const std::filesystem::path& dir);
 
 // Resolves `program` like execvp would in a process running in directory `run_in` (ralphd's

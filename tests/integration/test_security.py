@@ -424,6 +424,23 @@ class SocketTrustTest(DaemonTestCase):
                 self.assertIn(expected, proc.stderr)
                 self.assertNotIn("received", server.received(), "the secret was never sent")
 
+    def test_ralphd_never_makes_a_shared_directory_private(self):
+        # `--socket /tmp/ralphd.sock` as root once made /tmp 0700, locking every other user out.
+        d = self.new_daemon_unstarted()
+        shared = os.path.join(d.root, "shared-tmp")
+        os.mkdir(shared)
+        os.chmod(shared, 0o1777)
+        for flag, path in (("--socket", os.path.join(shared, "ralphd.sock")),
+                           ("--db", os.path.join(shared, "ralph.db"))):
+            with self.subTest(flag):
+                args = ["--socket", d.socket, "--db", d.db]
+                args[args.index(flag) + 1] = path
+                proc = subprocess.run([RALPHD] + args, env=d.env, capture_output=True, text=True,
+                                      timeout=scaled(20))
+                self.assertEqual(proc.returncode, 1, proc)
+                self.assertIn("%s is shared (others may write to it)" % shared, proc.stderr)
+                self.assertEqual(os.stat(shared).st_mode & 0o7777, 0o1777)
+
     def test_ralphd_refuses_another_users_directory_by_name(self):
         d = self.new_daemon_unstarted()
         squatted = os.path.join(d.root, "squatted")
