@@ -26,6 +26,8 @@ class unique_fd {
         if (fd_ >= 0) ::close(fd_);
         fd_ = fd;
     }
+    // Gives the descriptor up to the caller, who closes it from now on.
+    int release() { return std::exchange(fd_, -1); }
     // Closes now, reporting the error: on some file systems a failed write shows only here.
     int close() { return ::close(std::exchange(fd_, -1)); }
 

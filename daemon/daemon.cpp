@@ -1,15 +1,20 @@
 #include "daemon/daemon.hpp"
 
 #include "common/paths.hpp"
+#include "common/process_info.hpp"
 #include "common/text.hpp"
+#include "daemon/process/attempt_process.hpp"
+#include "daemon/process/cgroups.hpp"
 #include "daemon/process/process.hpp"
 #include "proto/version.hpp"
 
+#include <signal.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
 
+#include <set>
 #include <system_error>
 
 namespace ralph {
@@ -35,6 +40,8 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
                   output_,
                   reaper_,
                   state_dir(options_.db_path),
+                  options_.shim_program,
+                  {},
                   options_.kill_grace,
                   options_.binaries,
                   options_.agent_env,
@@ -66,12 +73,12 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
                                    clock_.now_ms(),
                                    1,
                                    {}},
-                [this] {
+                [this](bool leave_running) {
                     // Stopping closes every session: give the reply to daemon.shutdown a moment
                     // to reach its client first (a WebSocket reply is written asynchronously).
                     shutdown_delay_.expires_after(std::chrono::milliseconds(100));
-                    shutdown_delay_.async_wait([this](boost::system::error_code ec) {
-                        if (!ec) shutdown();
+                    shutdown_delay_.async_wait([this, leave_running](boost::system::error_code ec) {
+                        if (!ec) shutdown(leave_running);
                     });
                 },
                 [this](std::int64_t loop_id) { return forget_loop(loop_id); }},
@@ -80,6 +87,14 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
     paths::make_private_directory(runner_ctx_.state.prompt_dir());
     paths::make_private_directory(runner_ctx_.state.scratch_dir());
     paths::make_private_directory(runner_ctx_.state.worktree_dir());
+    paths::make_private_directory(runner_ctx_.state.attempts_dir());
+    if (options_.cgroups) {
+        std::string why_not;
+        runner_ctx_.cgroup_prefix = attempt_cgroup_prefix(runner_ctx_.state.root(), why_not);
+        if (runner_ctx_.cgroup_prefix.empty())
+            spdlog::info("no cgroup per attempt ({}): each agent's shim ends its descendants",
+                         why_not);
+    }
     rpc::register_daemon_methods(registry_, services_);
     rpc::register_loop_methods(registry_, services_);
     rpc::register_agent_methods(registry_, services_);
@@ -139,9 +154,24 @@ void ralphd::store_max_concurrent(std::int64_t max_concurrent) {
     gate_.set_scheduler_settings(settings);
 }
 
-void ralphd::recover() {
-    std::int64_t now = clock_.now_ms();
+std::vector<ralphd::adoption> ralphd::recover() {
+    const std::int64_t now = clock_.now_ms();
+    std::vector<adoption> adopted;
+    std::set<std::int64_t> running_loops;
+    for (const auto& loop : db_.list_loops({proto::loop_state::running}, 0))
+        running_loops.insert(loop.id);
+    std::set<std::filesystem::path> attempt_dirs;
     for (const auto& attempt : db_.unfinished_attempts()) {
+        const std::filesystem::path dir = runner_ctx_.state.attempt_dir(attempt.id);
+        attempt_dirs.insert(dir);
+        const auto started = attempt_process::find(dir);
+        if (started && running_loops.contains(attempt.loop_id)) {
+            adopted.push_back({attempt.loop_id, attempt.id, *started});
+            continue;
+        }
+        // No shim to follow: the agent is ended if it still runs, the attempt interrupted.
+        if (started && process_start_time(started->shim_pid) == started->shim_start_time)
+            ::kill(started->shim_pid, SIGTERM);
         if (kill_leftover_group(pid_t(attempt.pgid), attempt.process_start_time))
             spdlog::warn("loop {}: killed the agent process group {} left by the previous ralphd",
                          attempt.loop_id, attempt.pgid);
@@ -149,22 +179,34 @@ void ralphd::recover() {
         db_.interrupt_attempt(attempt.id, output_.committed_end(attempt.loop_id), now);
         // The interrupted iteration counts as spent: the loop continues with the next one.
         db_.set_iterations(attempt.loop_id, attempt.iteration, now);
+        std::error_code ignored;
+        std::filesystem::remove_all(dir, ignored);
     }
+    // What is left of attempts that were recorded (the daemon died before it removed them).
+    std::error_code ec;
+    for (const auto& entry :
+         std::filesystem::directory_iterator(runner_ctx_.state.attempts_dir(), ec))
+        if (!attempt_dirs.contains(entry.path())) std::filesystem::remove_all(entry.path(), ec);
+    std::set<std::int64_t> adopted_loops;
+    for (const auto& a : adopted) adopted_loops.insert(a.loop_id);
     for (const auto& loop :
          db_.list_loops({proto::loop_state::running, proto::loop_state::waiting}, 0)) {
+        if (adopted_loops.contains(loop.id)) continue;
         db_.set_state(loop.id, proto::loop_event::requeue,
                       "ralphd stopped unexpectedly; continues with its next iteration", 0, now);
         spdlog::info("loop {}: re-queued after an unexpected stop of ralphd", loop.id);
     }
+    return adopted;
 }
 
 void ralphd::start() {
-    recover();
+    const std::vector<adoption> adopted = recover();
     server_context context{registry_, hub_, output_, options_.limits};
     server_ = options_.listen_fd >= 0
                   ? std::make_unique<server>(io_, context, options_.listen_fd)
                   : std::make_unique<server>(io_, context, options_.socket_path);
     server_->start();
+    for (const auto& a : adopted) scheduler_.adopt(a.loop_id, a.attempt_id, a.started);
     scheduler_.schedule();
     spdlog::info("ralphd {} ready on {} (database {})", proto::daemon_version,
                  options_.socket_path.string(), options_.db_path.string());
@@ -184,21 +226,30 @@ void ralphd::ping_watchdog(std::chrono::microseconds interval) {
     });
 }
 
-void ralphd::shutdown() {
+void ralphd::shutdown(bool leave_running) {
     if (shutting_down_) return;
     shutting_down_ = true;
     ::sd_notify(0, "STOPPING=1");
-    spdlog::info("ralphd stopping: ending running agents");
     if (server_) server_->stop();
-    // Loops may end (and start hooks) until the scheduler has stopped; then the hooks get
-    // their grace.
-    scheduler_.shutdown([this] {
+    const auto finish = [this] {
         hooks_.shutdown([this] {
             output_.flush();
             spdlog::info("ralphd stopped");
             io_.stop();
         });
-    });
+    };
+    if (leave_running) {
+        // The shims go on without ralphd; the next one adopts their attempts. The runners are
+        // left where they are: nothing of theirs is recorded as ended.
+        spdlog::info("ralphd stopping; running agents go on and are adopted at the next start");
+        scheduler_.detach();
+        finish();
+        return;
+    }
+    spdlog::info("ralphd stopping: ending running agents");
+    // Loops may end (and start hooks) until the scheduler has stopped; then the hooks get
+    // their grace.
+    scheduler_.shutdown(finish);
 }
 
 }  // namespace ralph

@@ -39,24 +39,36 @@ struct daemon_options {
     std::chrono::milliseconds rate_limit_margin{60000};  // --rate-limit-margin
     std::chrono::milliseconds rate_limit_wait{60000};    // --rate-limit-wait
     hook_settings hooks;                                 // --on-done, --notify, --hook-timeout
+    std::filesystem::path shim_program;                  // ralph-shim, found next to ralphd
+    bool cgroups = true;  // --cgroups auto: a cgroup per attempt where ralphd can create one
 };
 
 class ralphd {
   public:
     ralphd(net::io_context& io, daemon_options options);
 
-    // Recovers interrupted work, starts listening and scheduling.
+    // Adopts the attempts an earlier ralphd left running (or that ended meanwhile), recovers the
+    // rest, starts listening and scheduling.
     void start();
-    // Stops accepting, ends the agents (loops go back to queued), then stops the io_context.
-    // Idempotent.
-    void shutdown();
+    // Stops accepting, ends the agents (loops go back to queued) unless `leave_running` (their
+    // shims go on, and the next ralphd adopts them), then stops the io_context. Idempotent.
+    void shutdown(bool leave_running);
     // SIGHUP: takes the settings of `options` that can change while loops run (kill grace, agent
     // programs, rate-limit waits, hooks, max_concurrent when given); the rest is ignored.
     // Running loops use the new values from their next step on (a kill, a wait, a spawn).
     void reload(const daemon_options& options);
 
   private:
-    void recover();
+    // An attempt of an earlier ralphd to follow to its end.
+    struct adoption {
+        std::int64_t loop_id = 0;
+        std::int64_t attempt_id = 0;
+        shim::started started;
+    };
+    // The attempts of an earlier ralphd: those with a shim are adopted (returned), the others
+    // (the daemon died while starting them, or they predate shims) are recorded as interrupted,
+    // their loops re-queued with the loops that were waiting.
+    std::vector<adoption> recover();
     // --max-concurrent replaces the stored scheduler setting (at start and at SIGHUP).
     void store_max_concurrent(std::int64_t max_concurrent);
     // Tells systemd's watchdog (WatchdogSec= of ralphd.service) that the io thread is alive, now

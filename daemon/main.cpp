@@ -5,6 +5,7 @@
 #include "common/cli_docs.hpp"
 #include "common/logging.hpp"
 #include "common/paths.hpp"
+#include "common/shim_protocol.hpp"
 #include "common/text.hpp"
 #include "daemon/daemon.hpp"
 #include "proto/version.hpp"
@@ -78,6 +79,7 @@ struct command_line {
     std::string on_done;
     double hook_timeout_s = 60;
     bool notify = false;
+    std::string cgroups = "auto";
     bool print_man_page = false;
 
     void define(CLI::App& app);
@@ -138,6 +140,12 @@ void command_line::define(CLI::App& app) {
                    "Seconds an on-done hook may run before its process group is killed")
         ->capture_default_str()
         ->check(CLI::PositiveNumber & CLI::Range(0.0, 86400.0));
+    app.add_option("--cgroups", cgroups,
+                   "auto: each attempt's processes in a cgroup of their own where ralphd can "
+                   "create one (root, or Delegate=yes), so that all of them end with it; off: "
+                   "each agent's shim ends its own descendants instead")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"auto", "off"}));
     app.add_flag("--notify", notify,
                  "Desktop notification (notify-send, when on PATH) when a loop ends");
     app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
@@ -171,6 +179,10 @@ ralph::daemon_options command_line::options() const {
     options.hooks.notify = notify;
     options.hooks.time_limit = std::chrono::milliseconds(std::llround(hook_timeout_s * 1000));
     options.hooks.shutdown_grace = options.kill_grace;
+    options.cgroups = cgroups == "auto";
+    // Installed and built next to ralphd: the one that belongs to this ralphd.
+    options.shim_program =
+        std::filesystem::read_symlink("/proc/self/exe").parent_path() / ralph::shim::program_name;
     return options;
 }
 
@@ -248,6 +260,9 @@ int main(int argc, char** argv) {
     ralph::logging::setup("ralphd", line.log_level, line.log_file);
     try {
         ralph::daemon_options options = line.options();
+        if (::access(options.shim_program.c_str(), X_OK) != 0)
+            throw std::runtime_error("cannot run " + options.shim_program.string() +
+                                     ", which runs every agent (install it next to ralphd)");
         warn_if_notify_send_is_missing(line.notify);
         // systemd socket activation hands us the listening socket as fd 3.
         if (::sd_listen_fds(1) == 1)
@@ -266,10 +281,12 @@ int main(int argc, char** argv) {
         ralph::net::io_context io;
         ralph::ralphd daemon(io, options);
         ralph::net::signal_set stop_signals(io, SIGTERM, SIGINT);
+        // SIGTERM is what systemd sends to restart or upgrade ralphd: the agents go on and the
+        // next ralphd adopts them. SIGINT (Ctrl-C in a terminal) ends them, as `daemon stop` does.
         stop_signals.async_wait([&daemon](boost::system::error_code ec, int signal) {
             if (ec) return;
             spdlog::info("received signal {}", signal);
-            daemon.shutdown();
+            daemon.shutdown(signal == SIGTERM);
         });
         ralph::net::signal_set reload_signal(io, SIGHUP);
         std::function<void()> wait_for_reload = [&] {

@@ -7,6 +7,9 @@
 //   prompts/<loop>.prompt.md               each loop's current prompt (loop/loop_runner)
 //   tmp/loop-<loop>/                       the private TMPDIR of an attempt that gets one
 //   worktrees/loop-<loop>/                 the git worktree of a --worktree loop
+//   attempts/<attempt>/                    a running attempt's ralph-shim: its answer, journal and
+//                                          exit status (common/shim_protocol.hpp); removed once
+//                                          the attempt is recorded
 // (ralphctl's record of a moved fallback socket directory, socket-dir, is common/paths'.)
 #pragma once
 
@@ -45,6 +48,11 @@ class state_dir {
     std::filesystem::path worktree_dir() const { return root() / "worktrees"; }
     std::filesystem::path worktree_of(std::int64_t loop_id) const {
         return worktree_dir() / ("loop-" + std::to_string(loop_id));
+    }
+
+    std::filesystem::path attempts_dir() const { return root() / "attempts"; }
+    std::filesystem::path attempt_dir(std::int64_t attempt_id) const {
+        return attempts_dir() / std::to_string(attempt_id);
     }
 
   private:

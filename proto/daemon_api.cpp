@@ -10,6 +10,13 @@ namespace ralph::proto {
 void from_json(const nlohmann::json& j, no_params&) { params_object(j); }
 void to_json(nlohmann::json& j, const no_params&) { j = nlohmann::json::object(); }
 
+void from_json(const nlohmann::json& j, shutdown_request& r) {
+    read_field(params_object(j), "leave_running", r.leave_running);
+}
+void to_json(nlohmann::json& j, const shutdown_request& r) {
+    j = {{"leave_running", r.leave_running}};
+}
+
 void from_json(const nlohmann::json&, done&) {}
 void to_json(nlohmann::json& j, const done&) { j = nlohmann::json::object(); }
 

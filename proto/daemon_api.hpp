@@ -31,6 +31,15 @@ struct done {
 void from_json(const nlohmann::json& j, done& r);
 void to_json(nlohmann::json& j, const done& r);
 
+// daemon.shutdown: whether the running agents are ended (the default) or left running, to be
+// adopted by the next ralphd.
+struct shutdown_request {
+    bool leave_running = false;
+    bool operator==(const shutdown_request&) const = default;
+};
+void from_json(const nlohmann::json& j, shutdown_request& r);
+void to_json(nlohmann::json& j, const shutdown_request& r);
+
 // agents.list's result.
 struct agent_list {
     std::vector<agent_info> agents;

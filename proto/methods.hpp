@@ -18,7 +18,7 @@ struct daemon_info {
 };
 struct daemon_shutdown {
     static constexpr const char* name = "daemon.shutdown";
-    using request = no_params;
+    using request = shutdown_request;
     using result = done;
 };
 struct loop_submit {

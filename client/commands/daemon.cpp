@@ -1,6 +1,7 @@
 // `ralphctl daemon status` (daemon.info: version, protocol, pid, paths, uptime, loops by state;
-// --json {"daemon": {...}}) and `ralphctl daemon stop` (daemon.shutdown: the daemon stops its
-// agents and exits; this command does not wait for that).
+// --json {"daemon": {...}}) and `ralphctl daemon stop [--leave-running]` (daemon.shutdown: the
+// daemon stops its agents, or leaves them to the next ralphd, and exits; this command does not
+// wait for that).
 // Both exit 3 with a hint when the daemon is not running.
 #include "client/commands/commands.hpp"
 
@@ -11,6 +12,8 @@
 #include "proto/types.hpp"
 
 #include <fmt/format.h>
+
+#include <memory>
 
 namespace ralph::client {
 namespace {
@@ -36,8 +39,8 @@ int run_status(const client_context& ctx) {
     return exit_code::ok;
 }
 
-int run_stop(const client_context& ctx) {
-    connection(ctx.socket).call<proto::method::daemon_shutdown>({});
+int run_stop(const client_context& ctx, const proto::shutdown_request& request) {
+    connection(ctx.socket).call<proto::method::daemon_shutdown>(request);
     if (ctx.json)
         print_json({{"stopping", true}});
     else
@@ -52,9 +55,11 @@ void register_daemon_command(CLI::App& app, client_context& ctx) {
     cmd->require_subcommand(1);
     cmd->add_subcommand("status", "Version, paths, uptime and loop counts of ralphd")
         ->callback([&ctx] { ctx.exit_code = run_status(ctx); });
-    cmd->add_subcommand("stop", "Ask ralphd to stop (running agents are ended)")->callback([&ctx] {
-        ctx.exit_code = run_stop(ctx);
-    });
+    auto request = std::make_shared<proto::shutdown_request>();
+    auto* stop = cmd->add_subcommand("stop", "Ask ralphd to stop (running agents are ended)");
+    stop->add_flag("--leave-running", request->leave_running,
+                   "Leave the running agents running: the next ralphd adopts them");
+    stop->callback([&ctx, request] { ctx.exit_code = run_stop(ctx, *request); });
 }
 
 }  // namespace ralph::client

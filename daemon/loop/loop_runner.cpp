@@ -9,6 +9,8 @@
 #include "daemon/loop/completion.hpp"
 #include "daemon/loop/loop_memory.hpp"
 #include "daemon/loop/prompt.hpp"
+#include "daemon/off_thread.hpp"
+#include "daemon/process/attempt_process.hpp"
 #include "daemon/process/child_reaper.hpp"
 #include "daemon/process/helper_process.hpp"
 #include "daemon/process/process.hpp"
@@ -23,15 +25,14 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <array>
 #include <cmath>
+#include <fstream>
 #include <memory>
+#include <sstream>
 
 namespace ralph {
 namespace {
 
-// As large as the agent's stdout pipe (process.cpp): a flooding agent is read in few wake-ups.
-constexpr std::size_t read_buffer_bytes = 1 << 20;
 constexpr double max_backoff_seconds = 600;
 // How old the last attempt's snapshot may be to serve as the next attempt's first one.
 constexpr auto fresh_snapshot_age = std::chrono::milliseconds(50);
@@ -58,37 +59,42 @@ std::string first_line(const std::string& text) {
     return line;
 }
 
-// Runs blocking `work` on the pool; co_await it to resume on the caller's executor with the
-// result (or its exception). `work` must capture by reference only: GCC 12 destroys objects
-// created in a co_await full-expression twice (PR 99576), which is harmless only for trivially
-// destructible ones. Built from plain handlers rather than co_spawn, whose Boost 1.74 version
-// passes the work through such a coroutine lambda.
-template <typename Work>
-awaitable<std::invoke_result_t<Work>> off_thread(net::thread_pool& pool, Work work) {
-    static_assert(std::is_trivially_destructible_v<Work>, "capture by reference only");
-    using result_type = std::invoke_result_t<Work>;
-    return net::async_initiate<const net::use_awaitable_t<>&,
-                               void(std::exception_ptr, result_type)>(
-        [&pool](auto handler, Work job) {
-            net::post(pool, [handler = std::move(handler), job = std::move(job)]() mutable {
-                std::exception_ptr error;
-                result_type result{};
-                try {
-                    result = job();
-                } catch (...) {
-                    error = std::current_exception();
-                }
-                auto home = net::get_associated_executor(handler);
-                net::post(home, [handler = std::move(handler), error,
-                                 result = std::move(result)]() mutable {
-                    handler(error, std::move(result));
-                });
-            });
-        },
-        use_awaitable, std::move(work));
+constexpr std::size_t max_verify_output_bytes = 16 << 10;
+
+// The snapshot before the attempt, kept in its directory for a ralphd that adopts the attempt:
+// only a git workspace's (HEAD and the tree), small and enough to compare with.
+constexpr const char* snapshot_before_file = "before.json";
+
+void save_snapshot_before(const std::filesystem::path& dir, const workspace::snapshot& before) {
+    if (!before.is_git || !before.error.empty()) return;
+    std::ofstream(dir / snapshot_before_file)
+        << nlohmann::json{{"head", before.head}, {"tree", before.tree}}.dump();
 }
 
-constexpr std::size_t max_verify_output_bytes = 16 << 10;
+std::optional<workspace::snapshot> load_snapshot_before(const std::filesystem::path& dir) {
+    std::ifstream in(dir / snapshot_before_file);
+    std::ostringstream text;
+    text << in.rdbuf();
+    const nlohmann::json saved = nlohmann::json::parse(text.str(), nullptr, false);
+    if (!saved.is_object()) return std::nullopt;
+    workspace::snapshot before;
+    before.is_git = true;
+    before.head = saved.value("head", "");
+    before.tree = saved.value("tree", "");
+    return before;
+}
+
+std::string read_text_file(const std::filesystem::path& path) {
+    std::ifstream in(path);
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+// The shim's clock is the real one; ralphd's may be shifted (debug.clock, --test-clock).
+std::int64_t on_clock(const wall_clock& clock, std::int64_t real_ms) {
+    return real_ms + (clock.now_ms() - text::now_ms());
+}
 
 std::string describe_usage(const agent_stream::event& e) {
     std::string text = fmt::format("{} input, {} output tokens", e.input_tokens, e.output_tokens);
@@ -123,10 +129,16 @@ void loop_runner::pause() {
     wait_timer_.cancel();
 }
 
+void loop_runner::detach() {
+    if (stop_ == stop_kind::none) stop_ = stop_kind::detach;
+    wait_timer_.cancel();
+}
+
 void loop_runner::terminate_agent() {
-    if (agent_pgid_ == 0) return;
-    signal_group(agent_pgid_, SIGTERM);
-    pid_t pgid = agent_pgid_;
+    if (agent_) agent_->terminate();
+    if (helper_pgid_ == 0) return;
+    signal_group(helper_pgid_, SIGTERM);
+    pid_t pgid = helper_pgid_;
     kill_timer_.expires_after(ctx_.kill_grace);
     kill_timer_.async_wait([pgid](boost::system::error_code ec) {
         if (!ec && group_alive(pgid)) signal_group(pgid, SIGKILL);
@@ -138,7 +150,7 @@ void loop_runner::watch_inactivity(std::chrono::milliseconds limit) {
         std::clamp(limit / 10, std::chrono::milliseconds(100), std::chrono::milliseconds(5000));
     inactivity_timer_.expires_after(period);
     inactivity_timer_.async_wait([this, limit](boost::system::error_code ec) {
-        if (ec || agent_pgid_ == 0 || parser_ == nullptr) return;
+        if (ec || agent_ == nullptr || parser_ == nullptr) return;
         auto now = std::chrono::steady_clock::now();
         // A tool that runs long (a build, a test suite) keeps the agent quiet legitimately.
         if (parser_->awaiting_tool_result()) last_output_ = now;
@@ -171,28 +183,50 @@ awaitable<void> loop_runner::run() {
             spdlog::error("loop {}: cannot record the failure: {}", loop_id_, again.what());
         }
     }
-    ctx_.output.close(loop_id_);
+    ctx_.output.flush();
+}
+
+void loop_runner::adopt(std::int64_t attempt_id, const shim::started& started) {
+    adopted_ = adopted_attempt{attempt_id, started};
 }
 
 awaitable<void> loop_runner::run_iterations() {
-    set_state(proto::loop_event::start, "");
-    if (!co_await make_worktree()) co_return;
+    // An adopted attempt's loop is running already, in its worktree if it has one.
+    if (!adopted_) {
+        set_state(proto::loop_event::start, "");
+        if (!co_await make_worktree()) co_return;
+    }
     while (true) {
         proto::loop_info loop = ctx_.db.get_loop(loop_id_);
         const auto& spec = loop.spec;
-        if (spec.max_iterations > 0 && loop.iterations >= spec.max_iterations) {
+        if (!adopted_ && spec.max_iterations > 0 && loop.iterations >= spec.max_iterations) {
             set_state(proto::loop_event::exhaust,
                       fmt::format("reached max iterations ({})", spec.max_iterations));
             co_return;
         }
         const std::int64_t iteration = loop.iterations + 1;
+        // The failed attempts of the iteration so far (an adopted one may be a retry).
         std::int64_t failures = 0;
+        if (adopted_)
+            for (const auto& earlier : ctx_.db.attempts_of(loop_id_))
+                if (earlier.iteration == iteration && earlier.id != adopted_->attempt_id &&
+                    earlier.failure != proto::failure_class::none &&
+                    earlier.failure != proto::failure_class::rate_limit)
+                    ++failures;
         attempt_outcome outcome;
         while (true) {
-            if (leave_unless_admitted(loop)) co_return;
-            outcome = co_await run_attempt(loop, iteration,
-                                           ctx_.db.attempts_in_iteration(loop_id_, iteration) + 1);
-            if (stop_ == stop_kind::shutdown || stop_ == stop_kind::pause) {
+            if (adopted_) {
+                outcome = co_await resume_attempt(loop);
+                adopted_.reset();
+            } else {
+                if (stop_ == stop_kind::detach || leave_unless_admitted(loop)) co_return;
+                outcome = co_await run_attempt(
+                    loop, iteration, ctx_.db.attempts_in_iteration(loop_id_, iteration) + 1);
+                // ralphd is leaving the agents running and came before this one started.
+                if (outcome.how == proto::termination::running) co_return;
+            }
+            if (stop_ == stop_kind::shutdown || stop_ == stop_kind::pause ||
+                stop_ == stop_kind::detach) {
                 // The interrupted iteration counts as spent (the agent may have done work);
                 // the loop continues with the next one when it runs again.
                 ctx_.db.set_iterations(loop_id_, iteration, ctx_.clock.now_ms());
@@ -337,6 +371,9 @@ bool loop_runner::finish_if_stopped() {
         case stop_kind::pause:
             set_state(proto::loop_event::pause, "paused by the user");
             return true;
+        case stop_kind::detach:
+            // The loop stays as it is; the next ralphd re-queues or adopts it.
+            return true;
     }
     return false;
 }
@@ -351,31 +388,121 @@ awaitable<void> loop_runner::wait(double seconds, const std::string& reason) {
     if (stop_ == stop_kind::none) set_state(proto::loop_event::wake, "");
 }
 
-awaitable<loop_runner::attempt_outcome> loop_runner::run_attempt(const proto::loop_info& loop,
-                                                                 std::int64_t iteration,
-                                                                 std::int64_t attempt_number) {
+awaitable<std::vector<std::string>> loop_runner::agent_env_and_sandbox(
+    const proto::loop_info& loop, std::int64_t iteration, std::int64_t attempt_number,
+    std::filesystem::path& tmpdir) {
     const agent& adapter = find_agent(loop.spec.agent);
     std::vector<std::pair<std::string, std::string>> overrides(loop.spec.env.begin(),
                                                                loop.spec.env.end());
     overrides.emplace_back("RALPH_LOOP_ID", std::to_string(loop_id_));
     overrides.emplace_back("RALPH_ITERATION", std::to_string(iteration));
     overrides.emplace_back("RALPH_ATTEMPT", std::to_string(attempt_number));
+    if (adapter.needs_private_tmpdir()) {
+        tmpdir = ctx_.state.scratch_of(loop_id_);
+        overrides.emplace_back("TMPDIR", tmpdir.string());
+    }
+    std::vector<std::string> env =
+        agent_environment(ctx_.agent_env, adapter.environment_variables(), overrides);
+    if (!loop.spec.sandbox) co_return env;
 
+    // The git directory is writable (commits go there), its config and hooks not.
+    const std::filesystem::path workspace_dir = loop.spec.workspace;
+    struct git_paths {
+        std::filesystem::path common_dir;
+        std::vector<std::filesystem::path> protected_paths;
+    };
+    git_paths git = co_await off_thread(ctx_.blocking, [&] {
+        git_paths found;
+        found.common_dir = workspace::git_common_dir(workspace_dir);
+        found.protected_paths = sandbox::protected_git_paths(workspace_dir, found.common_dir);
+        return found;
+    });
+    bwrap_ = sandbox::find_bwrap(search_path_of(env));
+    sandbox_view_.writable = sandbox::writable_paths(workspace_dir, git.common_dir, tmpdir, env,
+                                                     adapter.home_state_paths());
+    sandbox_view_.read_only = git.protected_paths;
+    sandbox_view_.read_only.push_back(ctx_.state.prompt_of(loop_id_));
+    // A workspace below the top of its worktree: the rest of the worktree (its .git pointer
+    // among it) is readable, under the hidden state directory.
+    if (!loop.spec.worktree_path.empty())
+        sandbox_view_.read_only.push_back(loop.spec.worktree_path);
+    sandbox_view_.hidden = ctx_.sandbox_hidden(loop_id_);
+    sandbox_view_.offline = loop.spec.sandbox_offline;
+    co_return env;
+}
+
+loop_runner::attempt_plan loop_runner::prepare_attempt(const proto::loop_info& loop,
+                                                       const proto::attempt_info& attempt,
+                                                       std::vector<std::string>& env,
+                                                       std::filesystem::path& tmpdir) {
+    const agent& adapter = find_agent(loop.spec.agent);
+    attempt_plan plan;
+    if (!tmpdir.empty()) {
+        std::filesystem::remove_all(tmpdir);
+        std::filesystem::create_directories(tmpdir);
+        plan.tmpdir = tmpdir;
+    }
+    prompt_extras extras;
+    extras.previous_feedback = write_state_file(loop, attempt.iteration);
+    extras.steering = ctx_.db.steering_for(loop_id_, attempt.iteration);
+    plan.prompt = build_prompt(loop, attempt.iteration, extras);
+    const std::string prompt_file = ctx_.state.prompt_of(loop_id_).string();
+    // In place: the agent is not running.
+    overwrite_file(ctx_.state.prompt_dir(), state_dir::prompt_file_name(loop_id_), plan.prompt);
+    const std::string program =
+        find_program(adapter, loop.spec, ctx_.binaries, search_path_of(env));
+    invocation inv = adapter.invoke({loop.spec, program, plan.prompt, prompt_file});
+    if (loop.spec.sandbox)
+        inv.argv = sandbox::wrap(bwrap_, sandbox_view_, loop.spec.workspace, inv.argv);
+    if (inv.argv.empty()) throw std::system_error(EINVAL, std::generic_category(), "empty command");
+    shim::spec& agent = plan.agent;
+    agent.program = resolve_program(inv.argv[0], env, loop.spec.workspace);
+    agent.argv = std::move(inv.argv);
+    agent.env = environment_in(env, loop.spec.workspace);
+    agent.cwd = loop.spec.workspace;
+    agent.stdin_path = inv.prompt_on_stdin ? prompt_file : std::string();
+    agent.output_file = ctx_.output.file_of(loop_id_).string();
+    agent.output_start = attempt.output_start;
+    agent.kill_grace_ms = ctx_.kill_grace.count();
+    return plan;
+}
+
+loop_runner::attempt_outcome loop_runner::record_start_failure(proto::attempt_info& attempt,
+                                                               const std::exception& e) {
+    auto* unavailable = dynamic_cast<const proto::rpc_error*>(&e);
+    if (attempt.id == 0) attempt.id = ctx_.db.begin_attempt(attempt, 0);
+    store_refusals(attempt.id);
+    attempt.how = proto::termination::spawn_failed;
+    attempt.failure = unavailable && unavailable->kind() == proto::error_kind::agent_unavailable
+                          ? proto::failure_class::missing_program
+                          : proto::failure_class::crash;
+    attempt.error = e.what();
+    attempt.ended_at = ctx_.clock.now_ms();
+    attempt.output_end = attempt.output_start;
+    ctx_.db.finish_attempt(attempt);
+    spdlog::warn("loop {}: {}", loop_id_, attempt.error);
+    attempt_outcome outcome;
+    outcome.how = attempt.how;
+    outcome.failure = attempt.failure;
+    outcome.error = attempt.error;
+    return outcome;
+}
+
+awaitable<loop_runner::attempt_outcome> loop_runner::run_attempt(const proto::loop_info& loop,
+                                                                 std::int64_t iteration,
+                                                                 std::int64_t attempt_number) {
     proto::attempt_info attempt;
     attempt.loop_id = loop_id_;
     attempt.iteration = iteration;
     attempt.attempt = attempt_number;
     attempt.started_at = ctx_.clock.now_ms();
-    attempt.output_start = ctx_.output.written_end(loop_id_);
+    ctx_.output.flush();
+    attempt.output_start = ctx_.output.committed_end(loop_id_);
 
-    attempt_outcome outcome;
-    spawned_process process;
-    std::string prompt;
-    std::filesystem::path tmpdir;
-    std::filesystem::path workspace_dir = loop.spec.workspace;
     // The previous attempt's "after" serves as this one's "before" when it was taken moments ago
     // (the next iteration started at once): another snapshot would find the same and cost a
     // trip to the pool, whose thread a loaded machine may not run for milliseconds.
+    const std::filesystem::path workspace_dir = loop.spec.workspace;
     workspace::snapshot before;
     const auto now = std::chrono::steady_clock::now();
     if (fresh_snapshot_ && now - fresh_snapshot_at_ <= fresh_snapshot_age)
@@ -385,170 +512,180 @@ awaitable<loop_runner::attempt_outcome> loop_runner::run_attempt(const proto::lo
                                      [&] { return workspace::take_snapshot(workspace_dir); });
     fresh_snapshot_.reset();
     attempt.head_before = before.head;
-    // A --sandbox: the git directory is writable (commits go there), its config and hooks not.
-    struct git_paths {
-        std::filesystem::path common_dir;
-        std::vector<std::filesystem::path> protected_paths;
-    };
-    git_paths git;
-    if (loop.spec.sandbox)
-        git = co_await off_thread(ctx_.blocking, [&] {
-            git_paths found;
-            found.common_dir = workspace::git_common_dir(workspace_dir);
-            found.protected_paths = sandbox::protected_git_paths(workspace_dir, found.common_dir);
-            return found;
-        });
+
+    attempt_plan plan;
     try {
-        if (adapter.needs_private_tmpdir()) {
-            tmpdir = ctx_.state.scratch_of(loop_id_);
-            std::filesystem::remove_all(tmpdir);
-            std::filesystem::create_directories(tmpdir);
-            overrides.emplace_back("TMPDIR", tmpdir.string());
-        }
+        std::filesystem::path tmpdir;
         std::vector<std::string> env =
-            agent_environment(ctx_.agent_env, adapter.environment_variables(), overrides);
-        prompt_extras extras;
-        extras.previous_feedback = write_state_file(loop, iteration);
-        extras.steering = ctx_.db.steering_for(loop_id_, iteration);
-        prompt = build_prompt(loop, iteration, extras);
-        const std::string prompt_name = state_dir::prompt_file_name(loop_id_);
-        const auto prompt_file = ctx_.state.prompt_dir() / prompt_name;
-        // In place: the agent is not running.
-        overwrite_file(ctx_.state.prompt_dir(), prompt_name, prompt);
-        std::string program = find_program(adapter, loop.spec, ctx_.binaries, search_path_of(env));
-        invocation inv = adapter.invoke({loop.spec, program, prompt, prompt_file.string()});
-        if (loop.spec.sandbox) {
-            bwrap_ = sandbox::find_bwrap(search_path_of(env));
-            sandbox_view_.writable = sandbox::writable_paths(workspace_dir, git.common_dir, tmpdir,
-                                                             env, adapter.home_state_paths());
-            sandbox_view_.read_only = git.protected_paths;
-            sandbox_view_.read_only.push_back(prompt_file);
-            // A workspace below the top of its worktree: the rest of the worktree (its .git
-            // pointer among it) is readable, under the hidden state directory.
-            if (!loop.spec.worktree_path.empty())
-                sandbox_view_.read_only.push_back(loop.spec.worktree_path);
-            sandbox_view_.hidden = ctx_.sandbox_hidden(loop_id_);
-            sandbox_view_.offline = loop.spec.sandbox_offline;
-            inv.argv = sandbox::wrap(bwrap_, sandbox_view_, loop.spec.workspace, inv.argv);
-        }
-        attempt.argv = inv.argv;
-        process = spawn_process({inv.argv, std::move(env), loop.spec.workspace,
-                                 inv.prompt_on_stdin ? prompt_file.string() : std::string()});
+            co_await agent_env_and_sandbox(loop, iteration, attempt_number, tmpdir);
+        plan = prepare_attempt(loop, attempt, env, tmpdir);
     } catch (const std::exception& e) {
-        auto* unavailable = dynamic_cast<const proto::rpc_error*>(&e);
-        attempt.id = ctx_.db.begin_attempt(attempt, 0);
-        store_refusals(attempt.id);
-        attempt.how = proto::termination::spawn_failed;
-        attempt.failure = unavailable && unavailable->kind() == proto::error_kind::agent_unavailable
-                              ? proto::failure_class::missing_program
-                              : proto::failure_class::crash;
-        attempt.error = e.what();
-        attempt.ended_at = ctx_.clock.now_ms();
-        attempt.output_end = attempt.output_start;
-        ctx_.db.finish_attempt(attempt);
-        spdlog::warn("loop {}: {}", loop_id_, attempt.error);
-        outcome.how = attempt.how;
-        outcome.failure = attempt.failure;
-        outcome.error = attempt.error;
-        co_return outcome;
+        co_return record_start_failure(attempt, e);
     }
-
-    // Recorded once the agent runs, in one transaction with its process, while it starts up. A
-    // crash of ralphd before this commit leaves the agent unrecorded (as one between a spawn and
-    // any later write of its pid would): its iteration runs again at the next start.
-    attempt.pid = process.pid;
-    try {
-        attempt.id = ctx_.db.begin_attempt(attempt, process.start_time);
-    } catch (...) {
-        // An agent ralph cannot account for must not run on; the loop ends as failed. Not
-        // watched: the reaper reaps it without keeping its status for anyone.
-        signal_group(process.pid, SIGKILL);
-        ::close(process.stdout_fd);
-        ::close(process.stderr_fd);
-        throw;
+    if (stop_ == stop_kind::detach) {
+        const attempt_outcome nothing_ran;
+        co_return nothing_ran;
     }
-    // Still before control returns to the io_context, as watch() requires.
-    ctx_.reaper.watch(process.pid);
+    attempt.argv = plan.agent.argv;
+    attempt.id = ctx_.db.begin_attempt(attempt, 0);
     store_refusals(attempt.id);
-    agent_pgid_ = process.pid;
-    timed_out_ = false;
-    spdlog::info("loop {}: iteration {} attempt {} started (pid {})", loop_id_, iteration,
-                 attempt_number, process.pid);
-    // A cancel or stop that came while we were starting applies to this process too.
-    if (stop_ != stop_kind::none) terminate_agent();
-
-    net::steady_timer timeout(ctx_.io);
-    timeout.expires_after(std::chrono::milliseconds(std::int64_t(loop.spec.timeout_s * 1000)));
-    timeout.async_wait([this](boost::system::error_code ec) {
-        if (ec || agent_pgid_ == 0) return;
-        spdlog::info("loop {}: attempt timed out", loop_id_);
-        timed_out_ = true;
-        terminate_agent();
-    });
-
-    std::unique_ptr<agent_stream::parser> parser =
-        agent_stream::make_parser(adapter.output_format(), prompt);
-    parser_ = parser.get();
-    last_output_ = std::chrono::steady_clock::now();
-    hung_ = false;
-    if (loop.spec.inactivity_timeout_s > 0)
-        watch_inactivity(
-            std::chrono::milliseconds(std::int64_t(loop.spec.inactivity_timeout_s * 1000)));
-    net::posix::stream_descriptor out_pipe(ctx_.io, process.stdout_fd);
-    net::posix::stream_descriptor err_pipe(ctx_.io, process.stderr_fd);
-    int open_readers = 2;
-    net::steady_timer readers_done(ctx_.io, net::steady_timer::time_point::max());
-    net::co_spawn(ctx_.io,
-                  read_stream(out_pipe, attempt.id, output_stream::stdout_stream, *parser,
-                              open_readers, readers_done),
-                  net::detached);
-    net::co_spawn(ctx_.io,
-                  read_stream(err_pipe, attempt.id, output_stream::stderr_stream, *parser,
-                              open_readers, readers_done),
-                  net::detached);
-
-    int status = co_await ctx_.reaper.wait_exit(process.pid);
-    // The agent is done; anything it left running in its group is ended now, so the pipes close.
-    if (group_alive(process.pid)) terminate_agent();
-    if (open_readers > 0) {
-        // A process that left the group (setsid) could hold the pipes open forever: give up on
-        // them after the kill grace twice over.
-        net::steady_timer give_up(ctx_.io);
-        give_up.expires_after(2 * ctx_.kill_grace + std::chrono::seconds(1));
-        give_up.async_wait([&](boost::system::error_code ec) {
-            if (ec) return;
-            spdlog::warn("loop {}: agent output still open after the agent exited; closing it",
-                         loop_id_);
-            boost::system::error_code ignored;
-            out_pipe.close(ignored);
-            err_pipe.close(ignored);
+    const std::filesystem::path dir = ctx_.state.attempt_dir(attempt.id);
+    if (!ctx_.cgroup_prefix.empty())
+        plan.agent.cgroup = ctx_.cgroup_prefix + std::to_string(attempt.id);
+    shim::started started;
+    try {
+        std::filesystem::create_directory(dir);
+        save_snapshot_before(dir, before);
+        // Starting a process takes milliseconds (clone, exec, the shim's answer): off the io
+        // thread, which serves every client meanwhile.
+        started = co_await off_thread(ctx_.blocking, [&] {
+            return attempt_process::start(ctx_.shim_program, dir, plan.agent);
         });
-        while (open_readers > 0) {
-            boost::system::error_code ec;
-            co_await readers_done.async_wait(net::redirect_error(use_awaitable, ec));
-        }
-        give_up.cancel();
+    } catch (const std::exception& e) {
+        std::error_code ignored;
+        std::filesystem::remove_all(dir, ignored);
+        co_return record_start_failure(attempt, e);
     }
-    timeout.cancel();
-    inactivity_timer_.cancel();
-    agent_pgid_ = 0;
-    parser_ = nullptr;
+    // The shim and the agent run from here on, whatever happens to ralphd: the attempt row knows
+    // the agent, its directory the shim.
+    attempt.pid = started.agent_pid;
+    ctx_.db.set_attempt_process(attempt.id, started.agent_pid, started.agent_start_time);
+    spdlog::info("loop {}: iteration {} attempt {} started (pid {}, shim {})", loop_id_, iteration,
+                 attempt_number, started.agent_pid, started.shim_pid);
+    attempt_process process(ctx_.io, dir, ctx_.output.file_of(loop_id_), started);
+    std::unique_ptr<agent_stream::parser> parser =
+        agent_stream::make_parser(find_agent(loop.spec.agent).output_format(), plan.prompt);
+    const std::optional<int> status = co_await supervise(loop, attempt, process, *parser, false, 0);
+    if (!plan.tmpdir.empty()) {
+        std::error_code ignored;
+        std::filesystem::remove_all(plan.tmpdir, ignored);
+    }
+    co_return co_await record(loop, attempt, process, *parser, &before, status);
+}
+
+awaitable<loop_runner::attempt_outcome> loop_runner::resume_attempt(const proto::loop_info& loop) {
+    proto::attempt_info attempt = ctx_.db.get_attempt(adopted_->attempt_id);
+    const std::filesystem::path dir = ctx_.state.attempt_dir(attempt.id);
+    spdlog::info("loop {}: adopting iteration {} attempt {} (pid {}, shim {})", loop_id_,
+                 attempt.iteration, attempt.attempt, adopted_->started.agent_pid,
+                 adopted_->started.shim_pid);
+    // What the attempt's --verify needs: the sandbox it runs in, as the agent's.
+    std::filesystem::path tmpdir;
+    co_await agent_env_and_sandbox(loop, attempt.iteration, attempt.attempt, tmpdir);
+    attempt_process process(ctx_.io, dir, ctx_.output.file_of(loop_id_), adopted_->started);
+    // The parser reads the attempt's whole output again (it only was in the earlier ralphd's
+    // memory); the prompt file is still this attempt's.
+    std::unique_ptr<agent_stream::parser> parser =
+        agent_stream::make_parser(find_agent(loop.spec.agent).output_format(),
+                                  read_text_file(ctx_.state.prompt_of(loop_id_)));
+    const std::optional<workspace::snapshot> before = load_snapshot_before(dir);
+    const std::optional<int> status = co_await supervise(loop, attempt, process, *parser, true,
+                                                         ctx_.db.stream_event_count(attempt.id));
     if (!tmpdir.empty()) {
         std::error_code ignored;
         std::filesystem::remove_all(tmpdir, ignored);
     }
+    co_return co_await record(loop, attempt, process, *parser, before ? &*before : nullptr, status);
+}
 
+awaitable<std::optional<int>> loop_runner::supervise(const proto::loop_info& loop,
+                                                     const proto::attempt_info& attempt,
+                                                     attempt_process& process,
+                                                     agent_stream::parser& parser, bool adopted,
+                                                     std::int64_t skip_events) {
+    agent_ = &process;
+    parser_ = &parser;
+    timed_out_ = false;
+    hung_ = false;
+    // A cancel or stop that came while the agent was starting applies to it too.
+    if (stop_ != stop_kind::none && stop_ != stop_kind::detach) terminate_agent();
+
+    // An adopted attempt has run for a while already; a new one gets its whole time (also when
+    // debug.clock shifted the clock since it started).
+    const std::int64_t ran_ms =
+        adopted ? std::max<std::int64_t>(0, ctx_.clock.now_ms() - attempt.started_at) : 0;
+    net::steady_timer timeout(ctx_.io);
+    timeout.expires_after(std::chrono::milliseconds(
+        std::max<std::int64_t>(0, std::int64_t(loop.spec.timeout_s * 1000) - ran_ms)));
+    timeout.async_wait([this](boost::system::error_code ec) {
+        if (ec || agent_ == nullptr) return;
+        spdlog::info("loop {}: attempt timed out", loop_id_);
+        timed_out_ = true;
+        terminate_agent();
+    });
+    last_output_ = std::chrono::steady_clock::now();
+    if (loop.spec.inactivity_timeout_s > 0)
+        watch_inactivity(
+            std::chrono::milliseconds(std::int64_t(loop.spec.inactivity_timeout_s * 1000)));
+
+    // Bytes before this were indexed by the ralphd that started the attempt.
+    const std::int64_t indexed_end = ctx_.output.committed_end(loop_id_);
+    std::vector<agent_stream::event> events;
+    while (true) {
+        const std::vector<attempt_process::chunk> chunks = co_await process.next();
+        if (chunks.empty()) break;
+        last_output_ = std::chrono::steady_clock::now();
+        for (const auto& chunk : chunks) {
+            const bool out = chunk.stream == shim::stream::stdout_stream;
+            if (chunk.offset >= indexed_end)
+                ctx_.output.index(loop_id_, attempt.id,
+                                  out ? output_stream::stdout_stream : output_stream::stderr_stream,
+                                  chunk.offset, std::int64_t(chunk.bytes.size()));
+            if (out)
+                parser.feed(chunk.bytes, events);
+            else
+                parser.feed_stderr(chunk.bytes);
+        }
+        const auto skipped = std::min<std::int64_t>(skip_events, std::int64_t(events.size()));
+        events.erase(events.begin(), events.begin() + skipped);
+        skip_events -= skipped;
+        store_events(attempt.id, events);
+    }
+    timeout.cancel();
+    inactivity_timer_.cancel();
+    agent_ = nullptr;
+    parser_ = nullptr;
+    // Bytes the shim wrote without a journal record (the disk refused the record) are the
+    // attempt's too.
+    ctx_.output.recover(loop_id_, attempt.id);
+    if (process.exit()) {
+        if (process.exit()->lost_bytes > 0)
+            refused(fmt::format("{} bytes of the agent's output were lost: {}",
+                                process.exit()->lost_bytes, process.exit()->lost_reason));
+        co_return process.exit()->wait_status;
+    }
+    if (process.kill_leftovers())
+        spdlog::warn("loop {}: killed what was left of the agent of attempt {}", loop_id_,
+                     attempt.id);
+    co_return std::nullopt;
+}
+
+awaitable<loop_runner::attempt_outcome> loop_runner::record(const proto::loop_info& loop,
+                                                            proto::attempt_info& attempt,
+                                                            attempt_process& process,
+                                                            agent_stream::parser& parser,
+                                                            const workspace::snapshot* before,
+                                                            const std::optional<int>& status) {
     std::vector<agent_stream::event> last_events;
-    parser->finish(last_events);
+    parser.finish(last_events);
     // Stored with the attempt's end, in its transaction.
     const std::vector<proto::event_info> last_rows = event_rows(attempt.id, last_events);
-    const agent_stream::summary& said = parser->result();
+    const agent_stream::summary& said = parser.result();
     attempt.usage = {said.input_tokens, said.output_tokens, said.cost_usd, said.turns,
                      said.tool_calls};
     attempt.summary = first_line(said.final_answer);
-    if (WIFEXITED(status)) attempt.exit_code = WEXITSTATUS(status);
-    if (WIFSIGNALED(status)) attempt.signal = WTERMSIG(status);
-    classify(attempt, status, said);
+    attempt_outcome outcome;
+    if (status) {
+        if (WIFEXITED(*status)) attempt.exit_code = WEXITSTATUS(*status);
+        if (WIFSIGNALED(*status)) attempt.signal = WTERMSIG(*status);
+        classify(attempt, *status, said);
+    } else {
+        attempt.how = proto::termination::interrupted;
+        attempt.failure = proto::failure_class::crash;
+        attempt.error =
+            "the agent's supervisor (ralph-shim) ended without its exit status (killed, or the "
+            "machine restarted)";
+    }
     if (attempt.how == proto::termination::timeout)
         attempt.error = hung_ ? fmt::format(
                                     "no output for {}s while no tool was running "
@@ -560,10 +697,13 @@ awaitable<loop_runner::attempt_outcome> loop_runner::run_attempt(const proto::lo
     store_refusals(attempt.id);
     ctx_.output.flush();
     attempt.output_end = ctx_.output.committed_end(loop_id_);
-    attempt.ended_at = ctx_.clock.now_ms();
+    attempt.ended_at =
+        process.exit() ? on_clock(ctx_.clock, process.exit()->ended_at_ms) : ctx_.clock.now_ms();
     ctx_.db.finish_attempt(attempt, last_rows);
-    spdlog::info("loop {}: iteration {} attempt {} ended: {}{}{}", loop_id_, iteration,
-                 attempt_number, proto::to_string(attempt.how),
+    std::error_code ignored;
+    std::filesystem::remove_all(ctx_.state.attempt_dir(attempt.id), ignored);
+    spdlog::info("loop {}: iteration {} attempt {} ended: {}{}{}", loop_id_, attempt.iteration,
+                 attempt.attempt, proto::to_string(attempt.how),
                  attempt.failure == proto::failure_class::none
                      ? ""
                      : " (" + std::string(proto::to_string(attempt.failure)) + ")",
@@ -627,7 +767,7 @@ std::string loop_runner::completion_rule(const proto::submit_params& spec,
 }
 
 awaitable<void> loop_runner::judge(const proto::loop_info& loop, const std::string& final_answer,
-                                   const workspace::snapshot& before, proto::attempt_info& attempt,
+                                   const workspace::snapshot* before, proto::attempt_info& attempt,
                                    attempt_outcome& outcome) {
     const auto& spec = loop.spec;
     const std::filesystem::path workspace_dir = spec.workspace;
@@ -654,21 +794,25 @@ awaitable<void> loop_runner::judge(const proto::loop_info& loop, const std::stri
     workspace_after result = co_await off_thread(ctx_.blocking, [&] {
         workspace_after r;
         r.after = workspace::take_snapshot(workspace_dir);
-        r.changes = workspace::compare(workspace_dir, before, r.after);
+        if (!before) return r;
+        r.changes = workspace::compare(workspace_dir, *before, r.after);
         if (!specs_relative.empty())
             r.specs_changed =
-                workspace::file_changed(before, r.after, workspace_dir, specs_relative);
+                workspace::file_changed(*before, r.after, workspace_dir, specs_relative);
         return r;
     });
     const workspace::snapshot& after = result.after;
     const workspace::change_stats& changes = result.changes;
-    const bool specs_changed = result.specs_changed;
     attempt.head_after = after.head;
-    attempt.files_changed = changes.files_changed;
-    attempt.insertions = changes.insertions;
-    attempt.deletions = changes.deletions;
-    attempt.progress = changes.progress() || specs_changed;
-    if (spec.commit && *attempt.progress && after.is_git) {
+    // Without the snapshot before (an adopted attempt in a plain directory), what changed is
+    // unknown: progress stays unknown, which counts as progress.
+    if (before) {
+        attempt.files_changed = changes.files_changed;
+        attempt.insertions = changes.insertions;
+        attempt.deletions = changes.deletions;
+        attempt.progress = changes.progress() || result.specs_changed;
+    }
+    if (spec.commit && attempt.progress.value_or(true) && after.is_git) {
         std::string message = fmt::format("ralph: loop {} ({}), iteration {}\n\n{}", loop_id_,
                                           spec.name, attempt.iteration, attempt.summary);
         std::string error;
@@ -690,7 +834,7 @@ awaitable<void> loop_runner::judge(const proto::loop_info& loop, const std::stri
     attempt.completion_signal = !outcome.completion_rule.empty();
     // Nothing but ralph's own files (.ralph/, not in snapshots) changes the workspace between
     // here and the next attempt when it starts at once, unless --commit or --verify ran.
-    if (!spec.commit && spec.verify_command.empty()) {
+    if (before && !spec.commit && spec.verify_command.empty()) {
         fresh_snapshot_ = std::make_shared<workspace::snapshot>(std::move(result.after));
         fresh_snapshot_at_ = std::chrono::steady_clock::now();
     }
@@ -715,17 +859,17 @@ awaitable<bool> loop_runner::verify(const proto::loop_info& loop, proto::attempt
         co_return false;
     }
     ctx_.reaper.watch(process.pid);
-    agent_pgid_ = process.pid;  // a cancel or stop ends the check too
+    helper_pgid_ = process.pid;  // a cancel or stop ends the check too
     net::steady_timer timeout(ctx_.io);
     timeout.expires_after(std::chrono::milliseconds(std::int64_t(loop.spec.timeout_s * 1000)));
     timeout.async_wait([this](boost::system::error_code ec) {
-        if (!ec && agent_pgid_ != 0) terminate_agent();
+        if (!ec && helper_pgid_ != 0) terminate_agent();
     });
     helper_output captured;
     captured.limit = max_verify_output_bytes;
     int status = co_await finish_helper(ctx_.io, ctx_.reaper, process, captured);
     timeout.cancel();
-    agent_pgid_ = 0;
+    helper_pgid_ = 0;
     std::string output = captured.out + captured.err;
     if (output.size() > max_verify_output_bytes)
         output.erase(0, output.size() - max_verify_output_bytes);
@@ -820,41 +964,6 @@ void loop_runner::store_refusals(std::int64_t attempt_id) {
 void loop_runner::store_events(std::int64_t attempt_id, std::vector<agent_stream::event>& events) {
     if (events.empty()) return;
     ctx_.db.add_events(loop_id_, event_rows(attempt_id, events));
-}
-
-awaitable<void> loop_runner::read_stream(net::posix::stream_descriptor& pipe,
-                                         std::int64_t attempt_id, output_stream stream,
-                                         agent_stream::parser& parser, int& open_readers,
-                                         net::steady_timer& readers_done) {
-    // Not zero-filled: the pages of a buffer only an agent's output touches cost nothing when it
-    // says little (zeroing 2 x 256 KiB per attempt was a fifth of ralphd's time per iteration).
-    auto& buffer = read_buffers_[stream == output_stream::stdout_stream ? 0 : 1];
-    if (!buffer) buffer = std::make_unique_for_overwrite<char[]>(read_buffer_bytes);
-    std::vector<agent_stream::event> events;
-    while (true) {
-        boost::system::error_code ec;
-        std::size_t n = co_await pipe.async_read_some(net::buffer(buffer.get(), read_buffer_bytes),
-                                                      net::redirect_error(use_awaitable, ec));
-        if (n > 0) {
-            last_output_ = std::chrono::steady_clock::now();
-            std::string_view bytes(buffer.get(), n);
-            try {
-                ctx_.output.append(loop_id_, attempt_id, stream, bytes);
-                if (stream == output_stream::stdout_stream)
-                    parser.feed(bytes, events);
-                else
-                    parser.feed_stderr(bytes);
-                store_events(attempt_id, events);
-            } catch (const std::exception& e) {
-                // Output that cannot be persisted must not be produced: end the attempt.
-                spdlog::error("loop {}: {}; ending the agent", loop_id_, e.what());
-                terminate_agent();
-                break;
-            }
-        }
-        if (ec) break;
-    }
-    if (--open_readers == 0) readers_done.cancel();
 }
 
 }  // namespace ralph

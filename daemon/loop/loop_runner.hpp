@@ -2,17 +2,25 @@
 // a completion signal (from min_iterations on), max_iterations, a failure past the retries, a
 // cancel, or the daemon stopping. One coroutine per running loop, on the daemon's io_context.
 //
-// An attempt: the prompt is built and written to a file, the agent is spawned in its own process
-// group, its stdout/stderr are appended to the output log as they arrive and fed to the
-// adapter's parser, and the attempt ends when the process exited and both pipes are closed.
-// Whatever the agent left running in its group is ended (SIGTERM, SIGKILL after the grace).
-// The adapter's stream parser (common/agent_stream) turns stdout into events, stored as they
-// come, and at the end into the attempt's tokens, cost, final answer and failure class, which
-// decide what happens next (SPEC §4): success, retry with backoff, stop, or — for a usage limit —
-// park the loop in `waiting` until the reset and hold every loop on that agent until then.
+// An attempt goes in three steps:
+// - prepare: the workspace snapshot, the state file, the prompt (written to a file), the agent's
+//   argv (wrapped in the sandbox) and its explicit environment: a shim::spec;
+// - supervise: the agent runs under its ralph-shim (process/attempt_process), which writes its
+//   output to the loop's file and outlives ralphd; the runner follows the shim's journal, indexes
+//   the bytes (output_log) and feeds them to the adapter's parser (common/agent_stream), whose
+//   events are stored as they come, and ends the agent on a timeout, a silence, a cancel or a stop;
+// - record: the exit status and what the stream said make the attempt's termination and failure
+//   class; a successful one is judged (notes, feedback, snapshot after, --commit, completion rule,
+//   --verify); the attempt is stored with its tokens, cost and summary.
+// The outcome decides what happens next (SPEC §4): success, retry with backoff, stop, or — for a
+// usage limit — park the loop in `waiting` until the reset and hold every loop on that agent.
+//
+// A daemon that starts while an attempt of an earlier one still runs (or ended meanwhile) gives
+// the loop a runner that adopts it: supervise and record from where the shim is, then go on.
 #pragma once
 
 #include "common/asio.hpp"
+#include "common/shim_protocol.hpp"
 #include "daemon/agents/agent.hpp"
 #include "daemon/process/environment.hpp"
 #include "daemon/process/sandbox.hpp"
@@ -36,6 +44,7 @@ class admission;
 class wall_clock;
 class output_log;
 class child_reaper;
+class attempt_process;
 enum class output_stream;
 namespace agent_stream {
 class parser;
@@ -56,7 +65,11 @@ struct runner_context {
     admission& gate;          // may the loop run an agent now (SPEC §5)
     output_log& output;
     child_reaper& reaper;
-    state_dir state;                              // prompt files, private TMPDIRs
+    state_dir state;                     // prompt files, private TMPDIRs, attempts
+    std::filesystem::path shim_program;  // ralph-shim, which runs each agent
+    // "<a cgroup v2 directory>/ralph-<daemon>-attempt-": each attempt's cgroup is this followed by
+    // its id; empty when ralphd cannot create cgroups (the shim ends its own descendants then).
+    std::string cgroup_prefix;
     std::chrono::milliseconds kill_grace;         // SIGTERM → SIGKILL
     agent_binaries binaries;                      // configured agent programs
     env_policy agent_env;                         // which of ralphd's variables agents get
@@ -75,6 +88,9 @@ class loop_runner {
     loop_runner(runner_context& ctx, std::int64_t loop_id);
 
     std::int64_t loop_id() const { return loop_id_; }
+    // Before run(): the loop's attempt `attempt_id` was started by an earlier ralphd under the
+    // shim `started` describes; run() follows it to its end first, without a new start.
+    void adopt(std::int64_t attempt_id, const shim::started& started);
     // Runs the loop until it ends or is stopped; never throws.
     awaitable<void> run();
     // The user cancelled: end the agent; the loop ends as cancelled.
@@ -84,6 +100,9 @@ class loop_runner {
     void stop();
     // The user paused the loop: like stop, but the loop ends up paused until resumed.
     void pause();
+    // ralphd stops and leaves the agent running, for the next ralphd to adopt: the runner starts
+    // no other attempt and records nothing of the loop's state from now on.
+    void detach();
 
   private:
     struct attempt_outcome {
@@ -94,22 +113,57 @@ class loop_runner {
         std::string error;
         std::int64_t resets_at_ms = 0;  // a usage limit's stated reset
     };
-    enum class stop_kind { none, cancel, shutdown, pause };
+    enum class stop_kind { none, cancel, shutdown, pause, detach };
+    // What prepare gives: how to start the agent, and what the attempt needs after.
+    struct attempt_plan {
+        std::string prompt;
+        shim::spec agent;
+        std::filesystem::path tmpdir;  // the attempt's private TMPDIR, removed at its end
+    };
+    struct adopted_attempt {
+        std::int64_t attempt_id = 0;
+        shim::started started;
+    };
 
     awaitable<void> run_iterations();
     // A --worktree loop: creates its worktree (off the io thread) unless it exists. False when
     // the loop ended instead (it could not be created, or a cancel or stop came meanwhile).
     awaitable<bool> make_worktree();
+    // Prepares, starts, supervises and records one attempt.
     awaitable<attempt_outcome> run_attempt(const proto::loop_info& loop, std::int64_t iteration,
                                            std::int64_t attempt_number);
-    awaitable<void> read_stream(net::posix::stream_descriptor& pipe, std::int64_t attempt_id,
-                                output_stream stream, agent_stream::parser& parser,
-                                int& open_readers, net::steady_timer& readers_done);
+    // Supervises and records the adopted attempt.
+    awaitable<attempt_outcome> resume_attempt(const proto::loop_info& loop);
+    // The agent's environment and, for a --sandbox loop, the sandbox's view (bwrap_,
+    // sandbox_view_: git paths looked up off the io thread), shared by prepare and adoption.
+    awaitable<std::vector<std::string>> agent_env_and_sandbox(const proto::loop_info& loop,
+                                                              std::int64_t iteration,
+                                                              std::int64_t attempt_number,
+                                                              std::filesystem::path& tmpdir);
+    // Writes the state file and the prompt, builds the agent's invocation.
+    attempt_plan prepare_attempt(const proto::loop_info& loop, const proto::attempt_info& attempt,
+                                 std::vector<std::string>& env, std::filesystem::path& tmpdir);
+    // An attempt whose agent could not be started, recorded as spawn_failed.
+    attempt_outcome record_start_failure(proto::attempt_info& attempt, const std::exception& e);
+    // Follows the agent until its attempt is over: its output indexed and parsed, the time
+    // limits kept. An `adopted` attempt's first `skip_events` stream events were stored by the
+    // ralphd that started it. Returns the agent's wait status; nullopt when its shim ended
+    // without one.
+    awaitable<std::optional<int>> supervise(const proto::loop_info& loop,
+                                            const proto::attempt_info& attempt,
+                                            attempt_process& process, agent_stream::parser& parser,
+                                            bool adopted, std::int64_t skip_events);
+    // Classifies, judges (with `before`, the snapshot taken before the agent ran; null when it
+    // is not known) and stores the attempt that is over.
+    awaitable<attempt_outcome> record(const proto::loop_info& loop, proto::attempt_info& attempt,
+                                      attempt_process& process, agent_stream::parser& parser,
+                                      const workspace_snapshot* before,
+                                      const std::optional<int>& status);
     // What an attempt that exited leaves for the next ones: notes appended to .ralph/notes.md,
     // its feedback; then what it did to the workspace (snapshot after, stats, progress, the
     // --commit) and which completion rule matched, checked by --verify.
     awaitable<void> judge(const proto::loop_info& loop, const std::string& final_answer,
-                          const workspace_snapshot& before, proto::attempt_info& attempt,
+                          const workspace_snapshot* before, proto::attempt_info& attempt,
                           attempt_outcome& outcome);
     // The completion rule the final answer (and the specs file) meets, or "".
     std::string completion_rule(const proto::submit_params& spec,
@@ -145,7 +199,8 @@ class loop_runner {
     void set_state(proto::loop_event event, const std::string& reason, std::int64_t resume_at = 0);
     // If a cancel or a daemon stop came, records the loop's resulting state and returns true.
     bool finish_if_stopped();
-    // SIGTERM to the agent's group now, SIGKILL after the grace if anything is left.
+    // Ends the running agent (through its shim) or --verify check: SIGTERM, SIGKILL after the
+    // grace.
     void terminate_agent();
     // Ends the agent as hung when it has been silent for `limit` while no tool call of its
     // awaits a result; checks a few times per limit until the attempt ends.
@@ -153,8 +208,10 @@ class loop_runner {
 
     runner_context& ctx_;
     std::int64_t loop_id_;
+    std::optional<adopted_attempt> adopted_;
     stop_kind stop_ = stop_kind::none;
-    pid_t agent_pgid_ = 0;  // the running attempt's process group, 0 between attempts
+    attempt_process* agent_ = nullptr;  // the running attempt's agent, null between attempts
+    pid_t helper_pgid_ = 0;             // the running --verify check's process group, or 0
     bool timed_out_ = false;
     bool hung_ = false;                       // ended by the inactivity timeout
     agent_stream::parser* parser_ = nullptr;  // the running attempt's, null between attempts
@@ -168,14 +225,10 @@ class loop_runner {
     std::string last_failure_;             // class and message of the last failed attempt
     std::int64_t identical_failures_ = 0;  // failed attempts in a row with that same failure
     net::steady_timer wait_timer_;         // delays and backoffs
-    net::steady_timer kill_timer_;         // SIGKILL after the grace
+    net::steady_timer kill_timer_;         // SIGKILL after the grace, for --verify
     // The last successful attempt's "after" snapshot and when it was taken (see run_attempt).
     std::shared_ptr<workspace_snapshot> fresh_snapshot_;
     std::chrono::steady_clock::time_point fresh_snapshot_at_;
-    // The read buffers of the agent's stdout and stderr pipes, allocated at the first attempt and
-    // kept: a buffer of this size is an mmap, and its munmap after every attempt stopped the
-    // other threads' CPUs to flush their TLBs.
-    std::unique_ptr<char[]> read_buffers_[2];
 };
 
 }  // namespace ralph

@@ -1,6 +1,7 @@
 #include "daemon/process/process.hpp"
 
 #include "common/paths.hpp"
+#include "common/process_info.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -20,33 +21,6 @@
 namespace ralph {
 namespace {
 
-// Field 5 (pgrp) and field 22 (starttime) of /proc/<pid>/stat; the command name (field 2)
-// may contain spaces and parentheses, so parsing starts after its last ')'.
-bool read_stat(pid_t pid, pid_t& pgrp, std::int64_t& start_time) {
-    // Plain read(2): this runs for every agent started, and iostreams cost more than the read.
-    const std::string path = "/proc/" + std::to_string(pid) + "/stat";
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return false;
-    char buffer[4096];
-    ssize_t n = ::read(fd, buffer, sizeof buffer);
-    ::close(fd);
-    if (n <= 0) return false;
-    const std::string_view line(buffer, std::size_t(n));
-    const auto close = line.rfind(')');
-    if (close == std::string_view::npos) return false;
-    // Fields after ") " start at field 3 (state), one space apart.
-    std::size_t pos = close + 2;
-    for (int index = 3; pos < line.size(); ++index) {
-        const std::size_t end = std::min(line.find(' ', pos), line.size());
-        const char* first = line.data() + pos;
-        const char* last = line.data() + end;
-        if (index == 5 && std::from_chars(first, last, pgrp).ec != std::errc()) return false;
-        if (index == 22) return std::from_chars(first, last, start_time).ec == std::errc();
-        pos = end + 1;
-    }
-    return false;
-}
-
 void make_pipe(int fds[2]) {
     if (::pipe2(fds, O_CLOEXEC) != 0)
         throw std::system_error(errno, std::generic_category(), "cannot create a pipe");
@@ -54,14 +28,47 @@ void make_pipe(int fds[2]) {
 
 }  // namespace
 
+spawn_attributes::spawn_attributes(bool own_group) {
+    posix_spawnattr_init(&attr_);
+    sigset_t all, none;
+    sigfillset(&all);
+    sigemptyset(&none);
+    posix_spawnattr_setsigdefault(&attr_, &all);
+    posix_spawnattr_setsigmask(&attr_, &none);
+    short flags = POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK;
+    if (own_group) {
+        posix_spawnattr_setpgroup(&attr_, 0);
+        flags |= POSIX_SPAWN_SETPGROUP;
+    }
+    posix_spawnattr_setflags(&attr_, flags);
+}
+
+spawn_attributes::~spawn_attributes() { posix_spawnattr_destroy(&attr_); }
+
+std::string resolve_program(const std::string& program, const std::vector<std::string>& env,
+                            const std::string& cwd) {
+    auto executable = paths::find_executable(program, search_path_of(env), cwd);
+    if (executable.empty())
+        throw std::system_error(ENOENT, std::generic_category(),
+                                "cannot run " + program + ": not found or not executable");
+    return executable.string();
+}
+
+std::vector<std::string> environment_in(const std::vector<std::string>& env,
+                                        const std::string& cwd) {
+    std::vector<std::string> result;
+    result.reserve(env.size() + 1);
+    for (const auto& entry : env)
+        if (!entry.starts_with("PWD=") && !entry.starts_with("OLDPWD=")) result.push_back(entry);
+    result.push_back("PWD=" + cwd);
+    return result;
+}
+
 spawned_process spawn_process(const spawn_request& request) {
     if (request.argv.empty())
         throw std::system_error(EINVAL, std::generic_category(), "empty command");
     const std::string& program = request.argv[0];
-    auto executable = paths::find_executable(program, search_path_of(request.env), request.cwd);
-    if (executable.empty())
-        throw std::system_error(ENOENT, std::generic_category(),
-                                "cannot run " + program + ": not found or not executable");
+    const std::string executable = resolve_program(program, request.env, request.cwd);
 
     int out[2], err[2];
     make_pipe(out);
@@ -85,35 +92,19 @@ spawned_process spawn_process(const spawn_request& request) {
     // connections, the database or other agents' pipes (Asio does not open sockets CLOEXEC).
     posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
 
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    // Own process group; default signal dispositions and an empty mask, whatever the daemon
-    // blocks or ignores (SIGPIPE, SIGCHLD handling).
-    sigset_t all, none;
-    sigfillset(&all);
-    sigemptyset(&none);
-    posix_spawnattr_setsigdefault(&attr, &all);
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setpgroup(&attr, 0);
-    posix_spawnattr_setflags(
-        &attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+    const spawn_attributes attr(true);
 
     std::vector<char*> argv, envp;
     for (const auto& arg : request.argv) argv.push_back(const_cast<char*>(arg.c_str()));
     argv.push_back(nullptr);
-    // PWD describes the process started, as after a shell's `cd` (some agents, opencode among
-    // them, take their project directory from it); OLDPWD would tell where ralphd runs.
-    for (const auto& entry : request.env)
-        if (!entry.starts_with("PWD=") && !entry.starts_with("OLDPWD="))
-            envp.push_back(const_cast<char*>(entry.c_str()));
-    std::string pwd = "PWD=" + request.cwd;
-    envp.push_back(pwd.data());
+    const std::vector<std::string> environment = environment_in(request.env, request.cwd);
+    for (const auto& entry : environment) envp.push_back(const_cast<char*>(entry.c_str()));
     envp.push_back(nullptr);
 
     pid_t pid = -1;
-    int rc = ::posix_spawn(&pid, executable.c_str(), &actions, &attr, argv.data(), envp.data());
+    int rc =
+        ::posix_spawn(&pid, executable.c_str(), &actions, attr.get(), argv.data(), envp.data());
     posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attr);
     ::close(in);
     ::close(out[1]);
     ::close(err[1]);
@@ -153,19 +144,12 @@ std::string search_path_with(const std::map<std::string, std::string>& loop_env)
 
 bool group_alive(pid_t pgid) { return pgid > 1 && (::kill(-pgid, 0) == 0 || errno == EPERM); }
 
-std::int64_t process_start_time(pid_t pid) {
-    pid_t pgrp = 0;
-    std::int64_t start = 0;
-    return read_stat(pid, pgrp, start) ? start : 0;
-}
-
 bool kill_leftover_group(pid_t pgid, std::int64_t leader_start_time) {
     if (pgid <= 1) return false;
-    pid_t leader_pgrp = 0;
-    std::int64_t leader_start = 0;
-    if (read_stat(pgid, leader_pgrp, leader_start)) {
+    process_stat leader;
+    if (read_process_stat(pgid, leader)) {
         // A process now has the leader's pid: ours only if it is the same process.
-        if (leader_start != leader_start_time) return false;
+        if (leader.start_time != leader_start_time) return false;
     } else if (!group_alive(pgid)) {
         return false;
     }

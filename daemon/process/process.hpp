@@ -4,6 +4,7 @@
 // calls setsid itself, so signalling the group ends the whole tree.
 #pragma once
 
+#include <spawn.h>
 #include <sys/types.h>
 
 #include <cstdint>
@@ -28,6 +29,31 @@ struct spawned_process {
     std::int64_t start_time = 0;  // /proc/<pid>/stat starttime, identifies this process
 };
 
+// posix_spawn's attributes for a process ralphd starts: default signal dispositions and an
+// empty mask, whatever ralphd blocks or ignores (SIGPIPE, SIGCHLD handling); with `own_group`,
+// the leader of a new process group.
+class spawn_attributes {
+  public:
+    explicit spawn_attributes(bool own_group);
+    ~spawn_attributes();
+    spawn_attributes(const spawn_attributes&) = delete;
+    spawn_attributes& operator=(const spawn_attributes&) = delete;
+    const posix_spawnattr_t* get() const { return &attr_; }
+
+  private:
+    posix_spawnattr_t attr_;
+};
+
+// The executable `program` names, found like execvp would in `cwd` on the PATH of `env`. Throws
+// std::system_error naming it when there is none.
+std::string resolve_program(const std::string& program, const std::vector<std::string>& env,
+                            const std::string& cwd);
+// The environment of a process started in `cwd`: `env` with PWD = cwd, as after a shell's `cd`
+// (some agents, opencode among them, take their project directory from it), and without OLDPWD,
+// which would tell where ralphd runs.
+std::vector<std::string> environment_in(const std::vector<std::string>& env,
+                                        const std::string& cwd);
+
 // Throws std::system_error with a message naming the program when it cannot be started
 // (not found, not executable, cwd missing...): the exec failure is reported back from the child.
 spawned_process spawn_process(const spawn_request& request);
@@ -36,9 +62,6 @@ spawned_process spawn_process(const spawn_request& request);
 void signal_group(pid_t pgid, int signal);
 // True while any process of the group exists.
 bool group_alive(pid_t pgid);
-
-// The kernel's start time of `pid` (clock ticks since boot), 0 if there is no such process.
-std::int64_t process_start_time(pid_t pid);
 
 // Recovery: kills (SIGKILL) what remains of a process group started by an earlier daemon.
 // The group is ours if its leader still has the recorded start time, or if the leader is gone

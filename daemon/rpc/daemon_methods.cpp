@@ -16,8 +16,8 @@ void register_daemon_methods(method_registry& registry, method_services& service
         return info;
     });
     registry.add<proto::method::daemon_shutdown>(
-        [&services](const proto::no_params&, call_context&) {
-            services.request_shutdown();
+        [&services](const proto::shutdown_request& request, call_context&) {
+            services.request_shutdown(request.leave_running);
             return proto::done{};
         });
 }

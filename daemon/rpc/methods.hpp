@@ -28,9 +28,10 @@ struct method_services {
     wall_clock& clock;
     output_log& output;
     const agent_binaries& binaries;
-    state_dir state;                         // where --worktree loops get their worktrees
-    proto::daemon_info identity;             // the static part of daemon.info
-    std::function<void()> request_shutdown;  // runs after the reply is on its way
+    state_dir state;              // where --worktree loops get their worktrees
+    proto::daemon_info identity;  // the static part of daemon.info
+    // Stops ralphd after the reply is on its way, leaving the agents running or not.
+    std::function<void(bool leave_running)> request_shutdown;
     // Removes what the daemon keeps of a loop outside the database — its output file, last
     // prompt and scratch directory — and ends its tails; for history.gc, once the loop's rows
     // are gone. Returns the bytes of output removed.

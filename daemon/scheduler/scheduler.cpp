@@ -151,7 +151,17 @@ void scheduler::set_state(std::int64_t loop_id, proto::loop_event event, const s
 }
 
 void scheduler::start(std::int64_t loop_id, const std::string& workspace) {
+    launch(std::make_unique<loop_runner>(ctx_, loop_id), workspace);
+}
+
+void scheduler::adopt(std::int64_t loop_id, std::int64_t attempt_id, const shim::started& started) {
     auto runner = std::make_unique<loop_runner>(ctx_, loop_id);
+    runner->adopt(attempt_id, started);
+    launch(std::move(runner), ctx_.db.get_loop(loop_id).spec.workspace);
+}
+
+void scheduler::launch(std::unique_ptr<loop_runner> runner, const std::string& workspace) {
+    const std::int64_t loop_id = runner->loop_id();
     loop_runner& ref = *runner;
     running_.emplace(loop_id, running_loop{std::move(runner), workspace});
     net::co_spawn(ctx_.io, ref.run(), [this, loop_id](std::exception_ptr) {
@@ -178,6 +188,12 @@ void scheduler::shutdown(std::function<void()> done) {
         return;
     }
     for (auto& [id, run] : running_) run.runner->stop();
+}
+
+void scheduler::detach() {
+    shutting_down_ = true;
+    wake_timer_.cancel();
+    for (auto& [id, run] : running_) run.runner->detach();
 }
 
 }  // namespace ralph

@@ -38,8 +38,14 @@ class scheduler {
     // The settings, budgets or clock changed: parked loops are queued again and scheduled
     // afresh (those still held are parked again, with the new time).
     void reconsider();
+    // Gives the loop a runner that follows its attempt `attempt_id`, which an earlier ralphd
+    // started under the shim `started` describes (loop_runner::adopt), and then goes on.
+    void adopt(std::int64_t loop_id, std::int64_t attempt_id, const shim::started& started);
     // Stops every runner (agents ended, loops re-queued) and calls `done` when all have ended.
     void shutdown(std::function<void()> done);
+    // ralphd stops and leaves the agents running: no loop is started any more, no runner starts
+    // another attempt, nothing running is ended.
+    void detach();
 
     std::size_t running_count() const { return running_.size(); }
     // True while the loop has a runner, which may still be finishing after its end state.
@@ -51,6 +57,7 @@ class scheduler {
         std::string workspace;
     };
     void start(std::int64_t loop_id, const std::string& workspace);
+    void launch(std::unique_ptr<loop_runner> runner, const std::string& workspace);
     void finished(std::int64_t loop_id);
     void set_state(std::int64_t loop_id, proto::loop_event event, const std::string& reason,
                    std::int64_t resume_at);

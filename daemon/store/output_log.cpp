@@ -53,9 +53,7 @@ output_log::output_log(net::io_context& io, store& db, std::filesystem::path dir
     std::filesystem::create_directories(directory_);
 }
 
-output_log::~output_log() {
-    for (auto& [loop_id, file] : files_) ::close(file.fd);
-}
+output_log::~output_log() = default;
 
 std::filesystem::path output_log::file_of(std::int64_t loop_id) const {
     return directory_ / state_dir::output_file_name(loop_id);
@@ -67,10 +65,6 @@ std::int64_t output_log::file_size(std::int64_t loop_id) const {
 }
 
 std::int64_t output_log::remove(std::int64_t loop_id) {
-    if (auto it = files_.find(loop_id); it != files_.end()) {
-        ::close(it->second.fd);
-        files_.erase(it);
-    }
     committed_.erase(loop_id);
     const std::int64_t size = file_size(loop_id);
     if (::unlink(file_of(loop_id).c_str()) != 0 && errno != ENOENT)
@@ -79,48 +73,18 @@ std::int64_t output_log::remove(std::int64_t loop_id) {
     return size;
 }
 
-output_log::open_file& output_log::file_for(std::int64_t loop_id) {
-    auto it = files_.find(loop_id);
-    if (it != files_.end()) return it->second;
-    int fd = ::open(file_of(loop_id).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    if (fd < 0)
-        throw std::system_error(errno, std::generic_category(),
-                                "cannot open output file " + file_of(loop_id).string());
-    open_file file{fd, committed_end(loop_id)};
-    // Bytes past the committed end belong to nobody (see recover()); writing after them would
-    // shift every offset, so cut them.
-    if (::ftruncate(fd, file.written) != 0)
-        throw std::system_error(errno, std::generic_category(), "cannot truncate output file");
-    return files_.emplace(loop_id, file).first->second;
-}
-
-void output_log::append(std::int64_t loop_id, std::int64_t attempt_id, output_stream stream,
-                        std::string_view bytes) {
-    if (bytes.empty()) return;
-    open_file& file = file_for(loop_id);
-    const char* data = bytes.data();
-    std::size_t left = bytes.size();
-    while (left > 0) {
-        ssize_t n = ::write(file.fd, data, left);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            throw std::system_error(errno, std::generic_category(),
-                                    "cannot write output file " + file_of(loop_id).string());
-        }
-        data += n;
-        left -= std::size_t(n);
-    }
+void output_log::index(std::int64_t loop_id, std::int64_t attempt_id, output_stream stream,
+                       std::int64_t offset, std::int64_t length) {
+    if (length <= 0) return;
     // Coalesce with the previous pending chunk of the same attempt and stream.
-    const auto length = std::int64_t(bytes.size());
     const bool continues_last = !pending_.empty() && pending_.back().loop_id == loop_id &&
                                 pending_.back().attempt_id == attempt_id &&
                                 pending_.back().stream == stream &&
-                                pending_.back().offset + pending_.back().length == file.written;
+                                pending_.back().offset + pending_.back().length == offset;
     if (continues_last)
         pending_.back().length += length;
     else
-        pending_.push_back({loop_id, attempt_id, stream, file.written, length, text::now_ms()});
-    file.written += length;
+        pending_.push_back({loop_id, attempt_id, stream, offset, length, text::now_ms()});
     pending_bytes_ += length;
     schedule_flush();
 }
@@ -158,25 +122,12 @@ void output_log::flush() {
     }
 }
 
-void output_log::close(std::int64_t loop_id) {
-    flush();
-    auto it = files_.find(loop_id);
-    if (it == files_.end()) return;
-    ::close(it->second.fd);
-    files_.erase(it);
-}
-
 std::int64_t output_log::committed_end(std::int64_t loop_id) const {
     auto it = committed_.find(loop_id);
     if (it != committed_.end()) return it->second;
     std::int64_t end = db_.output_bytes(loop_id);
     committed_[loop_id] = end;
     return end;
-}
-
-std::int64_t output_log::written_end(std::int64_t loop_id) const {
-    auto it = files_.find(loop_id);
-    return it != files_.end() ? it->second.written : committed_end(loop_id);
 }
 
 std::string output_log::read(std::int64_t loop_id, std::int64_t offset,
@@ -221,6 +172,7 @@ std::int64_t output_log::offset_of_last_lines(std::int64_t loop_id, std::int64_t
 }
 
 void output_log::recover(std::int64_t loop_id, std::int64_t attempt_id) {
+    flush();
     std::int64_t end = committed_end(loop_id);
     struct stat st {};
     if (::stat(file_of(loop_id).c_str(), &st) != 0 || st.st_size <= end) return;
@@ -229,8 +181,7 @@ void output_log::recover(std::int64_t loop_id, std::int64_t attempt_id) {
                         std::string(to_string(output_stream::recovered))}},
                       {{loop_id, st.st_size}});
     committed_[loop_id] = st.st_size;
-    spdlog::info("loop {}: indexed {} bytes of output written before the daemon stopped", loop_id,
-                 extra);
+    spdlog::info("loop {}: indexed {} bytes of output that no journal announced", loop_id, extra);
 }
 
 }  // namespace ralph

@@ -1,10 +1,11 @@
 // The persisted output of every loop: one append-only file per loop under <state>/output/,
 // byte offsets continuing across iterations, and an index in SQLite (output_chunks) saying which
-// attempt and stream each byte range came from and when. append() writes the bytes to the file
-// at once (cheap, never blocks the agent on SQLite); the index rows and the loop's committed end
-// are written in one transaction per flush (every flush_interval or when much is pending), and
-// only then are subscribers told. So a byte reaches a tail client only after it is on disk and
-// indexed. Readers never see past the committed end.
+// attempt and stream each byte range came from and when. The bytes are written by the attempt's
+// ralph-shim (common/shim_protocol.hpp), never by ralphd, so they outlive it; ralphd indexes them
+// as the shim's journal announces them: the index rows and the loop's committed end are written in
+// one transaction per flush (every flush_interval or when much is pending), and only then are
+// subscribers told. So a byte reaches a tail client only after it is on disk and indexed. Readers
+// never see past the committed end.
 #pragma once
 
 #include "common/asio.hpp"
@@ -15,7 +16,6 @@
 #include <functional>
 #include <map>
 #include <string>
-#include <string_view>
 #include <vector>
 
 namespace ralph {
@@ -35,32 +35,29 @@ class output_log {
     output_log(const output_log&) = delete;
     output_log& operator=(const output_log&) = delete;
 
-    // Appends agent bytes to the loop's file. Throws std::system_error if the write fails.
-    void append(std::int64_t loop_id, std::int64_t attempt_id, output_stream stream,
-                std::string_view bytes);
+    // Indexes `length` bytes of `stream` that the attempt's shim wrote at `offset` of the loop's
+    // file (the next ones after the loop's last indexed bytes).
+    void index(std::int64_t loop_id, std::int64_t attempt_id, output_stream stream,
+               std::int64_t offset, std::int64_t length);
     // Writes pending index rows and committed ends in one transaction, then notifies.
     void flush();
-    // Flushes and closes the loop's file (the loop stopped running).
-    void close(std::int64_t loop_id);
 
     // End of the persisted, indexed output of the loop (0 when it has none).
     std::int64_t committed_end(std::int64_t loop_id) const;
-    // Offset of the loop's output where it would be if this many more bytes were appended
-    // (committed plus pending bytes); used to record attempt output ranges.
-    std::int64_t written_end(std::int64_t loop_id) const;
     // Reads up to max_bytes from `offset`, never past the committed end.
     std::string read(std::int64_t loop_id, std::int64_t offset, std::int64_t max_bytes) const;
     // Offset of the start of the last `lines` lines of the committed output.
     std::int64_t offset_of_last_lines(std::int64_t loop_id, std::int64_t lines) const;
 
-    // At start-up: bytes in a loop's file past its committed end (written by a daemon that died
-    // before indexing them) are indexed as stream "recovered" of `attempt_id`.
+    // Bytes in a loop's file past its committed end that no journal announced (an attempt of a
+    // ralphd from before shims, a shim that died, a journal the disk refused) are indexed as
+    // stream "recovered" of `attempt_id`. Flushes first.
     void recover(std::int64_t loop_id, std::int64_t attempt_id);
 
     std::filesystem::path file_of(std::int64_t loop_id) const;
     // Size of the loop's output file on disk (0 when it has none).
     std::int64_t file_size(std::int64_t loop_id) const;
-    // The loop's history was removed (history.gc): closes and deletes its file and forgets its
+    // The loop's history was removed (history.gc): deletes its file and forgets its
     // committed end, so that readers see no output. Returns the bytes deleted. The loop must
     // not be running, and the index must have been flushed before its rows were deleted.
     std::int64_t remove(std::int64_t loop_id);
@@ -74,13 +71,7 @@ class output_log {
         std::int64_t length;
         std::int64_t ts_ms;
     };
-    struct open_file {
-        int fd = -1;
-        std::int64_t written = 0;  // file size
-    };
-
     void schedule_flush();
-    open_file& file_for(std::int64_t loop_id);
 
     net::io_context& io_;
     store& db_;
@@ -90,7 +81,6 @@ class output_log {
     bool flush_scheduled_ = false;
     std::vector<pending_chunk> pending_;
     std::int64_t pending_bytes_ = 0;
-    std::map<std::int64_t, open_file> files_;
     mutable std::map<std::int64_t, std::int64_t> committed_;  // cache of loops.output_bytes
 };
 

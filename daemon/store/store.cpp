@@ -443,6 +443,29 @@ void store::finish_attempt(const proto::attempt_info& a,
     tx.commit();
 }
 
+void store::set_attempt_process(std::int64_t attempt_id, std::int64_t pid,
+                                std::int64_t process_start_time) {
+    query q = prepared("UPDATE attempts SET pid = ?, process_start_time = ? WHERE id = ?");
+    q.bind(1, pid);
+    q.bind(2, process_start_time);
+    q.bind(3, attempt_id);
+    q.exec();
+}
+
+proto::attempt_info store::get_attempt(std::int64_t attempt_id) {
+    query q = prepared(std::string("SELECT ") + attempt_columns + " FROM attempts WHERE id = ?");
+    q.bind(1, attempt_id);
+    if (!q.executeStep()) throw std::runtime_error("no attempt " + std::to_string(attempt_id));
+    return attempt_from_row(q);
+}
+
+std::int64_t store::stream_event_count(std::int64_t attempt_id) {
+    query q = prepared("SELECT count(*) FROM events WHERE attempt_id = ? AND kind != 'refused'");
+    q.bind(1, attempt_id);
+    q.executeStep();
+    return q.getColumn(0).getInt64();
+}
+
 std::vector<proto::attempt_info> store::attempts_of(std::int64_t loop_id) {
     query q = prepared(std::string("SELECT ") + attempt_columns +
                        " FROM attempts WHERE loop_id = ? ORDER BY id");

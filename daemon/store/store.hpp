@@ -80,6 +80,11 @@ class store {
     // attempt's last stream events, in one transaction.
     void finish_attempt(const proto::attempt_info& attempt,
                         const std::vector<proto::event_info>& last_events = {});
+    // The agent of a begun attempt runs: its pid (= process group) and start time.
+    void set_attempt_process(std::int64_t attempt_id, std::int64_t pid,
+                             std::int64_t process_start_time);
+    // Throws std::runtime_error when there is no such attempt.
+    proto::attempt_info get_attempt(std::int64_t attempt_id);
     std::vector<proto::attempt_info> attempts_of(std::int64_t loop_id);
     std::int64_t attempts_in_iteration(std::int64_t loop_id, std::int64_t iteration);
     // The feedback the iteration's last attempt that gave one gave (JSON), or null.
@@ -87,6 +92,8 @@ class store {
     // How many of the loop's last iterations in a row made no progress (their successful
     // attempts have progress = 0; an unknown progress counts as progress).
     std::int64_t iterations_without_progress(std::int64_t loop_id);
+    // How many events of the attempt came from its agent's stream (not ralph's own, "refused").
+    std::int64_t stream_event_count(std::int64_t attempt_id);
     // The attempt's stream events, in one transaction.
     void add_events(std::int64_t loop_id, const std::vector<proto::event_info>& events);
     // Events of a loop with id > after_id (of one iteration unless 0), oldest first.

@@ -158,6 +158,15 @@ def processes_in_group(pgid):
     return found
 
 
+def process_name(pid):
+    """The command name of the process (/proc/<pid>/comm), or None when it is gone."""
+    try:
+        with open("/proc/%d/comm" % pid) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
 def processes_with_env(key, value):
     """Pids of processes whose environment holds KEY=VALUE (root may read every environ)."""
     needle = ("%s=%s" % (key, value)).encode() + b"\0"
@@ -493,7 +502,7 @@ class Daemon:
     """
 
     def __init__(self, extra_args=(), env=None, kill_grace=1, default_paths=False,
-                 socket_path=None, start=True, parent=None):
+                 socket_path=None, start=True, parent=None, program=None):
         self.root = tempfile.mkdtemp(prefix="ralph-it-", dir=parent or _short_tmp_parent())
         os.chmod(self.root, 0o700)
         self.runtime_dir = _private_dir(os.path.join(self.root, "run"))
@@ -510,6 +519,7 @@ class Daemon:
             _private_dir(os.path.join(self.state_dir, "ralph"))
             self.db = os.path.join(self.state_dir, "ralph", "ralph.db")
         self.kill_grace = kill_grace
+        self.program = program or RALPHD  # another ralphd binary: an upgrade
         self.extra_args = list(extra_args)
         self.env = self._make_env(env or {})
         self.proc = None
@@ -540,14 +550,14 @@ class Daemon:
     # ---- lifecycle
 
     def argv(self):
-        args = [RALPHD]
+        args = [self.program]
         if not self.default_paths:
             args += ["--socket", self.socket, "--db", self.db]
         args += ["--kill-grace", str(self.kill_grace)] + self.extra_args
         return args
 
     def start(self, wait=True):
-        if not RALPHD or not os.access(RALPHD, os.X_OK):
+        if not self.program or not os.access(self.program, os.X_OK):
             raise unittest.SkipTest("RALPHD is not set to an executable (run through meson test)")
         self.starts += 1
         self.killed = False
@@ -598,20 +608,24 @@ class Daemon:
             self.stop()
         return self.start()
 
-    def stop(self, timeout=20):
-        """SIGTERM and wait; ralphd must exit 0."""
+    def stop(self, timeout=20, leave_running=False):
+        """Stops ralphd and waits; it must exit 0. SIGINT ends the agents (as `ralphctl daemon
+        stop` does); leave_running=True sends SIGTERM, systemd's stop and restart, which leaves
+        them running for the next ralphd to adopt."""
         if not self.running():
             return self.proc.returncode if self.proc else None
-        self.proc.send_signal(signal.SIGTERM)
+        sig = signal.SIGTERM if leave_running else signal.SIGINT
+        self.proc.send_signal(sig)
         try:
             rc = self.proc.wait(timeout=scaled(timeout))
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-            raise AssertionError("ralphd did not exit within %.1f s of SIGTERM:\n%s"
-                                 % (scaled(timeout), self.log_text()))
+            raise AssertionError("ralphd did not exit within %.1f s of %s:\n%s"
+                                 % (scaled(timeout), sig.name, self.log_text()))
         if rc != 0:
-            raise AssertionError("ralphd exited with %d after SIGTERM:\n%s" % (rc, self.log_text()))
+            raise AssertionError("ralphd exited with %d after %s:\n%s"
+                                 % (rc, sig.name, self.log_text()))
         return rc
 
     def finish(self):
@@ -640,6 +654,18 @@ class Daemon:
         if self.running():
             self.proc.kill()
             self.proc.wait()
+        # A shim ends its agent and everything the agent started when asked (SIGTERM); SIGKILL
+        # would leave them running without it.
+        shims = [pid for pid in all_pids()
+                 if process_name(pid) == "ralph-shim" and self.root in proc_cmdline(pid)]
+        for pid in shims:
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except OSError:
+                pass
+        deadline = time.monotonic() + scaled(self.kill_grace + 3)
+        while time.monotonic() < deadline and any(is_alive(pid) for pid in shims):
+            time.sleep(0.05)
         own_group = os.getpgrp()
         for pid in self.leftover_processes():
             stat = proc_stat(pid)

@@ -28,6 +28,10 @@ template <>
 proto::done sample() {
     return {};
 }
+template <>
+proto::shutdown_request sample() {
+    return {true};
+}
 
 template <>
 proto::submit_params sample() {
