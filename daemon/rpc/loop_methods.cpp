@@ -234,22 +234,9 @@ void register_loop_methods(method_registry& registry, method_services& services)
         });
 
     registry.add<loop_steer>([&services](const proto::steer_request& request, call_context&) {
-        proto::loop_info loop = services.db.get_loop(request.id);
-        if (proto::is_terminal(loop.state))
-            throw rpc_error(error_kind::invalid_state,
-                            "loop " + std::to_string(request.id) + " has already ended (" +
-                                std::string(proto::to_string(loop.state)) + ")");
-        std::int64_t hint =
+        const store::steering_hint hint =
             services.db.add_steering(request.id, request.text, services.clock.now_ms());
-        // `iterations` counts finished ones: an attempt of the next one that is already running
-        // has its prompt, so the hint goes to the iteration after it.
-        std::int64_t next = loop.iterations + 1;
-        for (const auto& attempt : services.db.attempts_of(request.id))
-            if (attempt.iteration == next && attempt.how == proto::termination::running) {
-                ++next;
-                break;
-            }
-        return proto::steer_result{request.id, hint, next};
+        return proto::steer_result{request.id, hint.id, hint.iteration};
     });
 
     registry.add<loop_events>([&services](const proto::events_request& request, call_context&) {

@@ -563,6 +563,31 @@ TEST_CASE("gc: removing ended loops deletes every row they left; a dry run only 
     db.truncate_wal();
 }
 
+TEST_CASE("store: a steering hint goes to the next iteration, or after the one running") {
+    temp_db tmp;
+    ralph::store db(tmp.path());
+    const auto id = add_loop(db, "steered", 1);
+    CHECK(db.add_steering(id, "first", 2).iteration == 1);
+    // An attempt of iteration 1 runs: it has its prompt already.
+    const auto running = add_attempt(db, id, {.started_at = 3});
+    CHECK(db.add_steering(id, "second", 4).iteration == 2);
+    ralph::proto::attempt_info ended = db.attempts_of(id).back();
+    REQUIRE(ended.id == running);
+    ended.ended_at = 5;
+    ended.how = termination::failed;
+    db.finish_attempt(ended);
+    CHECK(db.add_steering(id, "third", 6).iteration == 1);  // its retry gets it
+    db.set_iterations(id, 1, 7);
+    const auto hint = db.add_steering(id, "fourth", 8);
+    CHECK(hint.iteration == 2);
+
+    move_to(db, id, loop_state::cancelled, "cancelled", 0, 9);
+    CHECK_THROWS_WITH_AS(db.add_steering(id, "late", 10), "loop 1 has already ended (cancelled)",
+                         ralph::proto::rpc_error);
+    CHECK_THROWS_WITH_AS(db.add_steering(99, "nobody", 10), "no loop with id 99",
+                         ralph::proto::rpc_error);
+}
+
 TEST_CASE("store: next_loop_id is the id insert_loop gives, and a worktree is listed") {
     temp_db tmp;
     ralph::store db(tmp.path());
