@@ -13,7 +13,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
 #include <filesystem>
+#include <string_view>
 #include <utility>
 
 namespace ralph {
@@ -122,6 +124,32 @@ void plan_worktree(proto::submit_params& spec, const submission_context& ctx,
     spec.workspace = repo.prefix.empty() ? path.string() : (path / repo.prefix).string();
 }
 
+// `command` (verify_command or on_done, named `field`) with its program made absolute: the
+// program that runs when the loop needs it is the one found now. A relative path with a slash
+// is the workspace's, where the command runs (`runs_in`); it is checked in `found_in`, the
+// submitted workspace, which a --worktree loop's worktree is checked out from. A bare name is
+// the first executable of that name on `search_path`. Refused when it is not executable now.
+std::string with_resolved_program(std::string_view field, const std::string& command,
+                                  const std::string& search_path, const fs::path& found_in,
+                                  const fs::path& runs_in) {
+    std::vector<std::string> words = text::split_command_words(command);
+    const std::string& program = words.front();
+    const bool bare = program.find('/') == std::string::npos;
+    const fs::path found = paths::find_executable(program, search_path, found_in);
+    if (found.empty() && bare)
+        invalid(fmt::format("params.{}: program '{}' not found on the loop's PATH ({})", field,
+                            program, search_path));
+    if (found.empty())
+        invalid(fmt::format("params.{}: {} is not an executable file", field,
+                            (found_in / program).lexically_normal().string()));
+    const fs::path resolved =
+        !bare && fs::path(program).is_relative() ? (runs_in / program).lexically_normal() : found;
+    // absolute(): a relative entry of PATH is the daemon's directory's, where it was found.
+    words.front() = fs::absolute(resolved).string();
+    for (std::string& word : words) word = text::shell_quote(word);
+    return text::join_words(words);
+}
+
 }  // namespace
 
 submission check_submission(proto::submit_params spec, const submission_context& ctx) {
@@ -142,8 +170,9 @@ submission check_submission(proto::submit_params spec, const submission_context&
     if (spec.sandbox_offline && !spec.sandbox)
         invalid("params.sandbox_offline: needs sandbox (--sandbox=offline)");
     if (spec.sandbox) sandbox::find_bwrap(search_path);
-    for (const auto& [field, command] :
-         {std::pair{"verify_command", &spec.verify_command}, std::pair{"on_done", &spec.on_done}})
+    const std::array<std::pair<std::string_view, std::string*>, 2> helpers{
+        {{"verify_command", &spec.verify_command}, {"on_done", &spec.on_done}}};
+    for (const auto& [field, command] : helpers)
         if (!command->empty())
             if (std::string error = text::command_words_error(*command); !error.empty())
                 invalid(fmt::format("params.{}: {}", field, error));
@@ -155,6 +184,11 @@ submission check_submission(proto::submit_params spec, const submission_context&
     spec.worktree_base.clear();
     // libgit2 on the calling thread (the io thread): a few quick reads per submit.
     if (spec.worktree) plan_worktree(spec, ctx, result.warnings);
+    for (const auto& [field, command] : helpers)
+        if (!command->empty())
+            *command = with_resolved_program(field, *command, search_path,
+                                             spec.worktree ? spec.worktree_source : spec.workspace,
+                                             spec.workspace);
     if (!spec.worktree && !spec.allow_dirty) {
         workspace::dirty_state dirty = workspace::check_dirty(spec.workspace);
         if (dirty.dirty)

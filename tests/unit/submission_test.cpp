@@ -2,6 +2,7 @@
 // with `git`, a real SQLite store for the id a worktree is named after.
 #include "daemon/loop/submission.hpp"
 
+#include "common/text.hpp"
 #include "daemon/store/store.hpp"
 #include "proto/errors.hpp"
 #include "tests/support/files.hpp"
@@ -54,6 +55,11 @@ rpc_error refusal(const submit_params& spec, ralph::submission_context ctx) {
     }
     FAIL("the submit was accepted");
     return rpc_error(error_kind::internal_error, "");
+}
+
+void write_executable(const fs::path& path) {
+    write_file(path, "#!/bin/sh\nexit 0\n");
+    fs::permissions(path, fs::perms::owner_all);
 }
 
 }  // namespace
@@ -176,4 +182,70 @@ TEST_CASE("submission: a worktree loop is planned on a new branch named after it
     CHECK(std::string(refusal(plain, daemon.context()).what()) ==
           "cannot run in a worktree of " + fs::canonical(tmp.path).string() +
               ": it is not in a git repository (--worktree needs one)");
+}
+
+TEST_CASE("submission: the programs of --on-done and --verify are stored absolute") {
+    daemon_state daemon;
+    temp_dir tmp;
+    const fs::path ws = fs::canonical(tmp.path);
+    write_executable(ws / "hook.sh");
+    fs::create_directory(ws / "bin");
+    write_executable(ws / "bin" / "check-it");
+
+    submit_params spec = spec_in(ws);
+    spec.on_done = "./hook.sh 'two words' \"it's\" ''";
+    spec.env["PATH"] = (ws / "bin").string();  // a bare name is found on the loop's PATH
+    spec.verify_command = "check-it --all";
+    auto checked = check_submission(spec, daemon.context());
+    // Split again as the hook and the check will be: the same words, the program absolute.
+    CHECK(ralph::text::split_command_words(checked.spec.on_done) ==
+          std::vector<std::string>{(ws / "hook.sh").string(), "two words", "it's", ""});
+    CHECK(checked.spec.verify_command == (ws / "bin" / "check-it").string() + " --all");
+    spec.verify_command = "/bin/true";  // an absolute one stays as it is
+    CHECK(check_submission(spec, daemon.context()).spec.verify_command == "/bin/true");
+}
+
+TEST_CASE("submission: an --on-done or --verify program that does not exist is refused") {
+    daemon_state daemon;
+    temp_dir tmp;
+    const fs::path ws = fs::canonical(tmp.path);
+    submit_params spec = spec_in(ws);
+    spec.env["PATH"] = (ws / "bin").string();
+    spec.on_done = "no-such-ralph-hook --flag";
+    rpc_error bare = refusal(spec, daemon.context());
+    CHECK(bare.code() == -32602);
+    CHECK(std::string(bare.what()) ==
+          "params.on_done: program 'no-such-ralph-hook' not found on "
+          "the loop's PATH (" +
+              (ws / "bin").string() + ")");
+    spec.on_done.clear();
+    spec.verify_command = "./check.sh";
+    write_file(ws / "check.sh", "#!/bin/sh\n");  // not executable
+    rpc_error relative = refusal(spec, daemon.context());
+    CHECK(relative.code() == -32602);
+    CHECK(std::string(relative.what()) ==
+          "params.verify_command: " + (ws / "check.sh").string() + " is not an executable file");
+    // A command that cannot be split is refused as such, before anything is looked for.
+    spec.verify_command = "check 'unterminated";
+    CHECK(std::string(refusal(spec, daemon.context()).what()) ==
+          "params.verify_command: unterminated single quote in command");
+}
+
+TEST_CASE(
+    "submission: a worktree loop's relative program is checked in the workspace and run "
+    "from its worktree") {
+    daemon_state daemon;
+    temp_dir tmp;
+    const fs::path repo = fs::canonical(make_repo(tmp.path / "repo"));
+    write_executable(repo / "done.sh");
+    git(repo, {"add", "done.sh"});
+    git(repo, {"commit", "-q", "-m", "hook"});
+    submit_params spec = spec_in(repo);
+    spec.worktree = true;
+    spec.on_done = "./done.sh";
+    auto checked = check_submission(spec, daemon.context());
+    CHECK(checked.spec.on_done == (daemon.state.worktree_of(1) / "done.sh").string());
+    spec.on_done = "./missing.sh";
+    CHECK(std::string(refusal(spec, daemon.context()).what()) ==
+          "params.on_done: " + (repo / "missing.sh").string() + " is not an executable file");
 }
