@@ -114,6 +114,16 @@ std::string command_words_error(std::string_view command) {
     return {};
 }
 
+std::string shell_quote(std::string_view word) {
+    if (!word.empty() &&
+        word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                               "0123456789-_./:@%+=,") == std::string_view::npos)
+        return std::string(word);
+    std::string quoted = "'";
+    for (char c : word) quoted += c == '\'' ? std::string_view("'\\''") : std::string_view(&c, 1);
+    return quoted + "'";
+}
+
 std::string_view trim_start(std::string_view text, std::string_view chars) {
     const auto first = text.find_first_not_of(chars);
     return first == std::string_view::npos ? std::string_view() : text.substr(first);

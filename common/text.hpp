@@ -17,6 +17,9 @@ namespace ralph::text {
 std::vector<std::string> split_command_words(std::string_view command);
 // Why `command` is not a usable command line ("" when it is): an unterminated quote, or no word.
 std::string command_words_error(std::string_view command);
+// `word` as one word of a command line, for split_command_words and POSIX shells alike: as it
+// is when it is plainly safe, else in single quotes (a ' in it as '\'').
+std::string shell_quote(std::string_view word);
 // "a b c" (or with another separator), for messages: no quoting.
 std::string join_words(const std::vector<std::string>& words, std::string_view separator = " ");
 

@@ -10,6 +10,7 @@
 #include "client/output.hpp"
 #include "common/safe_open.hpp"
 #include "common/templates.hpp"
+#include "common/text.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -34,17 +35,6 @@ struct init_options {
     bool force = false;
     bool print_template = false;
 };
-
-// `text` as one shell word: as it is when it is plainly safe, else in single quotes.
-std::string shell_quote(const std::string& text) {
-    if (!text.empty() &&
-        text.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                               "0123456789-_./:@%+=,") == std::string::npos)
-        return text;
-    std::string quoted = "'";
-    for (char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return quoted + "'";
-}
 
 // A usage error (exit 2) naming the known templates for an unknown one.
 CLI::Validator known_template() {
@@ -151,7 +141,7 @@ int run_init(const client_context& ctx, const init_options& options) {
     fmt::format_to(std::back_inserter(out),
                    "Edit them, then start a loop with (any agent: see `ralphctl agents`):\n"
                    "  ralphctl submit --workspace {} --agent claude{}\n",
-                   shell_quote(directory.string()),
+                   text::shell_quote(directory.string()),
                    options.template_name == "backlog" ? " --backlog" : "");
     write_stdout(out);
     return exit_code::ok;

@@ -547,14 +547,28 @@ std::vector<proto::event_info> store::events_of(std::int64_t loop_id, std::int64
     return events;
 }
 
-std::int64_t store::add_steering(std::int64_t loop_id, const std::string& text,
-                                 std::int64_t now_ms) {
+store::steering_hint store::add_steering(std::int64_t loop_id, const std::string& text,
+                                         std::int64_t now_ms) {
+    const proto::loop_info loop = get_loop(loop_id);
+    if (proto::is_terminal(loop.state))
+        throw proto::rpc_error(proto::error_kind::invalid_state,
+                               "loop " + std::to_string(loop_id) + " has already ended (" +
+                                   std::string(proto::to_string(loop.state)) + ")");
     query q = prepared("INSERT INTO steering (loop_id, text, created_at) VALUES (?, ?, ?)");
     q.bind(1, loop_id);
     q.bind(2, text);
     q.bind(3, now_ms);
     q.exec();
-    return db_.getLastInsertRowid();
+    steering_hint hint{db_.getLastInsertRowid(), loop.iterations + 1};
+    // A loop's attempts run one after the other: only its last one may be running.
+    query last = prepared(
+        "SELECT iteration, termination FROM attempts WHERE loop_id = ? ORDER BY id DESC LIMIT 1");
+    last.bind(1, loop_id);
+    if (last.executeStep() && last.getColumn(0).getInt64() == hint.iteration &&
+        proto::termination_from_string(last.getColumn(1).getString()) ==
+            proto::termination::running)
+        ++hint.iteration;
+    return hint;
 }
 
 std::vector<std::string> store::steering_for(std::int64_t loop_id, std::int64_t iteration) {

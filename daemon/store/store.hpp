@@ -104,7 +104,14 @@ class store {
     void interrupt_attempt(std::int64_t attempt_id, std::int64_t output_end, std::int64_t now_ms);
 
     // ---- steering hints (ralphctl steer)
-    std::int64_t add_steering(std::int64_t loop_id, const std::string& text, std::int64_t now_ms);
+    struct steering_hint {
+        std::int64_t id = 0;
+        std::int64_t iteration = 0;  // the iteration whose prompt is to carry it
+    };
+    // A hint for the loop's next prompt (ralphctl steer); rpc_error loop_not_found for an unknown
+    // loop, invalid_state for one that has ended. It goes to the iteration after the finished
+    // ones, or to the one after that when an attempt of it is running: that one has its prompt.
+    steering_hint add_steering(std::int64_t loop_id, const std::string& text, std::int64_t now_ms);
     // The hints for the iteration: those not yet given are assigned to it first, so a retry of
     // the iteration gets the same ones and the next iteration none of them.
     std::vector<std::string> steering_for(std::int64_t loop_id, std::int64_t iteration);

@@ -166,13 +166,25 @@ class HookTest(HookTestCase):
 
     def test_a_missing_or_failing_hook_is_logged_and_changes_nothing(self):
         d = self.daemon(extra_args=["--on-done", "/nonexistent/ralph-hook --flag"])
-        missing = d.submit(d.workspace(), agent_command("count-to-complete.sh", "1"),
-                           on_done="no-such-ralph-hook-program")
-        ended = d.wait_state(missing["id"], TERMINAL_STATES)
-        self.assertEqual(ended["state"], "completed")
-        self.assertIn("completion signal", ended["stop_reason"])
-        self.wait_log(d, "loop %d: submit --on-done hook 'no-such-ralph-hook-program' not run: "
-                      "cannot run no-such-ralph-hook-program" % missing["id"])
+        # The loop's own hook is looked for at submit: one that does not exist is refused.
+        with self.assertRaises(RpcError) as refused:
+            d.submit(d.workspace(), agent_command("count-to-complete.sh", "1"),
+                     on_done="no-such-ralph-hook-program")
+        self.assertEqual(refused.exception.code, -32602)
+        self.assertIn("params.on_done: program 'no-such-ralph-hook-program' not found on the "
+                      "loop's PATH", refused.exception.message)
+        # One that is gone by the time the loop ends is not looked for again: not run, logged.
+        ws = d.workspace()
+        hook = os.path.join(ws, "done.sh")
+        write_text(hook, "#!/bin/sh\nexit 0\n")
+        os.chmod(hook, 0o755)
+        missing = d.submit(ws, agent_command("sleep.sh", "60"), on_done="./done.sh")
+        self.assertEqual(missing["on_done"], os.path.realpath(hook))
+        os.remove(hook)
+        d.call("loop.cancel", {"id": missing["id"]})
+        self.assertEqual(d.wait_state(missing["id"], TERMINAL_STATES)["state"], "cancelled")
+        self.wait_log(d, "loop %d: submit --on-done hook '%s' not run: cannot run %s"
+                      % (missing["id"], os.path.realpath(hook), os.path.realpath(hook)))
         self.wait_log(d, "loop %d: ralphd --on-done hook '/nonexistent/ralph-hook --flag' not run"
                       % missing["id"])
         failing = d.submit(d.workspace(), agent_command("count-to-complete.sh", "1"),
@@ -181,7 +193,8 @@ class HookTest(HookTestCase):
         self.wait_log(d, "loop %d: submit --on-done hook exited with status 3" % failing["id"])
         self.assertIn("loop %d: submit --on-done hook stderr: hook.py: failing on purpose"
                       % failing["id"], d.log_text())
-        self.assertEqual(d.call("daemon.info")["loops_by_state"], {"completed": 2})
+        self.assertEqual(d.call("daemon.info")["loops_by_state"],
+                         {"cancelled": 1, "completed": 1})
 
     def test_no_hook_runs_when_a_daemon_stop_requeues_a_loop(self):
         d = self.daemon(extra_args=["--on-done", hook_command("record", self.hooks)])

@@ -1,4 +1,6 @@
 #include "daemon/store/store.hpp"
+#include "daemon/store/gc.hpp"
+#include "daemon/store/output_log.hpp"
 #include "daemon/store/wal_checkpointer.hpp"
 
 #include "proto/errors.hpp"
@@ -10,6 +12,7 @@
 #include <unistd.h>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <thread>
 
@@ -561,6 +564,100 @@ TEST_CASE("gc: removing ended loops deletes every row they left; a dry run only 
     CHECK(db.find_loop(kept).has_value());
     CHECK(rows(tmp.path(), "attempts", kept) == 1);
     db.truncate_wal();
+}
+
+TEST_CASE("gc: the cutoff keeps the longest budget window, worktrees and finishing runners") {
+    temp_db tmp;
+    ralph::store db(tmp.path());
+    ralph::net::io_context io;
+    ralph::output_log output(io, db, tmp.dir / "output", [](std::int64_t, std::int64_t) {});
+    constexpr std::int64_t hour = 3600 * 1000, day = 24 * hour, now = 10 * day;
+    auto ended_at = [&db](const std::string& name, std::int64_t at,
+                          const std::string& worktree = "") {
+        ralph::proto::submit_params spec;
+        spec.name = name;
+        spec.workspace = "/tmp/" + name;
+        spec.command = "true";
+        spec.worktree_path = worktree;
+        const std::int64_t id = db.insert_loop(spec, 0);
+        move_to(db, id, loop_state::completed, "done", 0, at);
+        return id;
+    };
+    const auto old = ended_at("old", 1 * day);
+    const auto attempt = add_attempt(db, old, {.started_at = 10, .ended_at = 20});
+    // What a shim wrote, indexed but not flushed.
+    std::ofstream(output.file_of(old), std::ios::binary) << "bytes";
+    output.index(old, attempt, ralph::output_stream::stdout_stream, 0, 5);
+    const auto yesterday = ended_at("yesterday", now - 20 * hour);
+    const auto finishing = ended_at("finishing", 1 * day);
+    fs::create_directories(tmp.dir / "worktrees" / "loop-4");
+    const auto with_worktree =
+        ended_at("with worktree", 1 * day, (tmp.dir / "worktrees" / "loop-4").string());
+    const auto worktree_gone =
+        ended_at("worktree gone", 1 * day, (tmp.dir / "worktrees" / "loop-5").string());
+    REQUIRE(with_worktree == 4);
+
+    std::vector<std::int64_t> forgotten;
+    ralph::gc_context ctx{db, output, [&](std::int64_t id) { return id == finishing; },
+                          [&](std::int64_t id) {
+                              // The files go only after the rows.
+                              CHECK_FALSE(db.find_loop(id).has_value());
+                              forgotten.push_back(id);
+                              return output.remove(id);
+                          }};
+    // Asked: what ended more than an hour ago. The global budget of iterations per day still
+    // counts yesterday's loop: the cutoff moves back a day; the hourly one changes nothing.
+    ralph::proto::gc_request request{3600, true};
+    const std::vector<ralph::proto::budget_use> budgets{{"iterations_per_hour", 0, 1, 10, hour, 0},
+                                                        {"iterations_per_day", 0, 1, 10, day, 0}};
+    const auto counted = ralph::collect_garbage(request, now, budgets, ctx);
+    CHECK(counted.dry_run);
+    CHECK(counted.before == now - day);
+    CHECK(counted.kept_for_budgets);
+    CHECK(counted.loop_ids == std::vector<std::int64_t>{old, worktree_gone});
+    CHECK(counted.kept_for_worktrees == std::vector<std::int64_t>{with_worktree});
+    CHECK(counted.attempts == 1);
+    CHECK(counted.output_bytes == 5);
+    CHECK(forgotten.empty());
+    CHECK(db.find_loop(old).has_value());
+
+    request.dry_run = false;
+    const auto removed = ralph::collect_garbage(request, now, {}, ctx);
+    CHECK(removed.before == now - hour);
+    CHECK_FALSE(removed.kept_for_budgets);
+    CHECK(removed.loop_ids == std::vector<std::int64_t>{old, worktree_gone, yesterday});
+    CHECK(forgotten == removed.loop_ids);
+    CHECK(removed.output_bytes == 5);
+    // The pending index row was written before the loop's rows were deleted, not after.
+    CHECK(rows(tmp.path(), "output_chunks", old) == 0);
+    CHECK_FALSE(fs::exists(output.file_of(old)));
+    CHECK(db.find_loop(finishing).has_value());
+    CHECK(db.find_loop(with_worktree).has_value());
+}
+
+TEST_CASE("store: a steering hint goes to the next iteration, or after the one running") {
+    temp_db tmp;
+    ralph::store db(tmp.path());
+    const auto id = add_loop(db, "steered", 1);
+    CHECK(db.add_steering(id, "first", 2).iteration == 1);
+    // An attempt of iteration 1 runs: it has its prompt already.
+    const auto running = add_attempt(db, id, {.started_at = 3});
+    CHECK(db.add_steering(id, "second", 4).iteration == 2);
+    ralph::proto::attempt_info ended = db.attempts_of(id).back();
+    REQUIRE(ended.id == running);
+    ended.ended_at = 5;
+    ended.how = termination::failed;
+    db.finish_attempt(ended);
+    CHECK(db.add_steering(id, "third", 6).iteration == 1);  // its retry gets it
+    db.set_iterations(id, 1, 7);
+    const auto hint = db.add_steering(id, "fourth", 8);
+    CHECK(hint.iteration == 2);
+
+    move_to(db, id, loop_state::cancelled, "cancelled", 0, 9);
+    CHECK_THROWS_WITH_AS(db.add_steering(id, "late", 10), "loop 1 has already ended (cancelled)",
+                         ralph::proto::rpc_error);
+    CHECK_THROWS_WITH_AS(db.add_steering(99, "nobody", 10), "no loop with id 99",
+                         ralph::proto::rpc_error);
 }
 
 TEST_CASE("store: next_loop_id is the id insert_loop gives, and a worktree is listed") {

@@ -38,6 +38,18 @@ TEST_CASE("split: an unterminated quote is an error, not a guess") {
     CHECK_THROWS_AS(split_command_words("echo \"abc"), std::invalid_argument);
 }
 
+TEST_CASE("quote: a word comes back whole from the split, plain words stay as they are") {
+    using ralph::text::shell_quote;
+    CHECK(shell_quote("/usr/bin/make") == "/usr/bin/make");
+    CHECK(shell_quote("--name=a,b:c@d%e+f") == "--name=a,b:c@d%e+f");
+    CHECK(shell_quote("two words") == "'two words'");
+    CHECK(shell_quote("") == "''");
+    const words hard{"it's", "a \"b\" \\", "$(rm -rf /)", "tab\tand\nnewline", "''", "*"};
+    std::string line;
+    for (const std::string& word : hard) line += shell_quote(word) + " ";
+    CHECK(split_command_words(line) == hard);
+}
+
 TEST_CASE("base64: round-trips every byte value and every padding length") {
     std::string all;
     for (int i = 0; i < 256; ++i) all.push_back(char(i));

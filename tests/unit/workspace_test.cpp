@@ -2,13 +2,11 @@
 #include "daemon/workspace/workspace.hpp"
 
 #include "proto/errors.hpp"
+#include "tests/support/git.hpp"
 
 #include <doctest/doctest.h>
 #include <git2.h>
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -21,31 +19,13 @@
 
 namespace fs = std::filesystem;
 using namespace ralph::workspace;
-
-extern char** environ;
+using ralph::test::git;
+using ralph::test::hermetic_git;
+using ralph::test::make_repo;
+using ralph::test::run_git;
+using ralph::test::set_git_config_search_path;
 
 namespace {
-
-// Where libgit2 looks for the user's and the system's configuration (its default: $HOME, the
-// XDG directory, /etc). "/dev/null" is not a directory: no configuration is found under it.
-void set_git_config_search_path(const std::string& directory) {
-    for (int level : {GIT_CONFIG_LEVEL_SYSTEM, GIT_CONFIG_LEVEL_XDG, GIT_CONFIG_LEVEL_GLOBAL,
-                      GIT_CONFIG_LEVEL_PROGRAMDATA})
-        REQUIRE(git_libgit2_opts(GIT_OPT_SET_SEARCH_PATH, level, directory.c_str()) == 0);
-}
-
-// The tests never read the user's ~/.gitconfig or /etc/gitconfig (identity, signing, hooks):
-// neither the git of the set-ups nor libgit2 in the code under test.
-void hermetic_git() {
-    ::setenv("GIT_CONFIG_GLOBAL", "/dev/null", 1);
-    ::setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
-    static const bool libgit2_hermetic = [] {
-        git_libgit2_init();  // reference-counted: the code under test's own init adds to it
-        set_git_config_search_path("/dev/null");
-        return true;
-    }();
-    (void)libgit2_hermetic;
-}
 
 struct temp_dir {
     fs::path path;
@@ -56,49 +36,6 @@ struct temp_dir {
     }
     ~temp_dir() { fs::remove_all(path); }
 };
-
-struct command_result {
-    int status = -1;
-    std::string output;
-};
-
-// Runs `git -C dir args...` for a test's set-up and checks, returning its stdout.
-command_result run(const fs::path& dir, const std::vector<std::string>& args) {
-    std::vector<std::string> all = {"git", "-C", dir.string()};
-    all.insert(all.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& arg : all) argv.push_back(arg.data());
-    argv.push_back(nullptr);
-    int out[2];
-    REQUIRE(::pipe(out) == 0);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
-    posix_spawn_file_actions_addclose(&actions, out[0]);
-    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-    pid_t pid = -1;
-    int rc = ::posix_spawnp(&pid, "git", &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    ::close(out[1]);
-    REQUIRE(rc == 0);
-    command_result result;
-    char buffer[4096];
-    ssize_t n;
-    while ((n = ::read(out[0], buffer, sizeof buffer)) > 0)
-        result.output.append(buffer, std::size_t(n));
-    ::close(out[0]);
-    int status = 0;
-    REQUIRE(::waitpid(pid, &status, 0) == pid);
-    result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return result;
-}
-
-std::string git(const fs::path& dir, const std::vector<std::string>& args) {
-    auto result = run(dir, args);
-    INFO("git " << args.at(0) << " in " << dir);
-    REQUIRE(result.status == 0);
-    return result.output;
-}
 
 std::string trimmed(std::string text) {
     while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
@@ -116,20 +53,6 @@ std::string read_file(const fs::path& path) {
     std::ostringstream content;
     content << in.rdbuf();
     return content.str();
-}
-
-// A repository with user config, optionally with one committed file a.txt.
-fs::path make_repo(const fs::path& dir, bool with_commit = true) {
-    fs::create_directories(dir);
-    git(dir, {"-c", "init.defaultBranch=main", "init", "-q"});
-    git(dir, {"config", "user.name", "Test User"});
-    git(dir, {"config", "user.email", "test@example.com"});
-    if (with_commit) {
-        write_file(dir / "a.txt", "one\ntwo\nthree\n");
-        git(dir, {"add", "a.txt"});
-        git(dir, {"commit", "-q", "-m", "initial"});
-    }
-    return dir;
 }
 
 std::string head_of(const fs::path& dir) { return trimmed(git(dir, {"rev-parse", "HEAD"})); }
@@ -731,7 +654,7 @@ TEST_CASE("workspace: check_dirty's lines are those of git status --porcelain") 
     git(repo, {"checkout", "-q", "main"});
     write_file(repo / "conflict.txt", "ours\n");
     git(repo, {"commit", "-q", "-am", "ours"});
-    CHECK(run(repo, {"merge", "-q", "other"}).status != 0);
+    CHECK(run_git(repo, {"merge", "-q", "other"}).status != 0);
     // Staged, unstaged, both, deleted, a staged rename, untracked files and a directory.
     write_file(repo / "a.txt", "staged\n");
     git(repo, {"add", "a.txt"});
@@ -966,7 +889,7 @@ TEST_CASE("workspace: a core.fsmonitor program is not run by snapshots or the di
     write_marker_program(tmp.path / "fsmonitor", marker);
     git(repo, {"config", "core.fsmonitor", (tmp.path / "fsmonitor").string()});
     write_file(repo / "b.txt", "b\n");
-    run(repo, {"status", "--porcelain"});
+    run_git(repo, {"status", "--porcelain"});
     require_ran(marker);
 
     auto before = take_snapshot(repo);
@@ -1030,7 +953,7 @@ TEST_CASE("workspace: commit.gpgSign does not make commit_all run gpg.program") 
     write_marker_program(tmp.path / "gpg", marker);
     git(repo, {"config", "commit.gpgSign", "true"});
     git(repo, {"config", "gpg.program", (tmp.path / "gpg").string()});
-    CHECK(run(repo, {"commit", "-q", "--allow-empty", "-m", "signed"}).status != 0);
+    CHECK(run_git(repo, {"commit", "-q", "--allow-empty", "-m", "signed"}).status != 0);
     require_ran(marker);
 
     write_file(repo / "b.txt", "b\n");

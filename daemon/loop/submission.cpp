@@ -1,0 +1,209 @@
+#include "daemon/loop/submission.hpp"
+
+#include "common/paths.hpp"
+#include "common/text.hpp"
+#include "daemon/process/process.hpp"
+#include "daemon/process/sandbox.hpp"
+#include "daemon/store/store.hpp"
+#include "daemon/workspace/workspace.hpp"
+#include "proto/errors.hpp"
+#include "proto/fields.hpp"
+
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <filesystem>
+#include <string_view>
+#include <utility>
+
+namespace ralph {
+namespace {
+
+namespace fs = std::filesystem;
+using proto::error_kind;
+using proto::rpc_error;
+
+constexpr std::size_t max_idempotency_key_bytes = 256;
+
+[[noreturn]] void invalid(const std::string& message) {
+    throw rpc_error(error_kind::invalid_params, message);
+}
+
+// The workspace: an absolute path to an existing directory of the daemon's user, made canonical.
+void check_workspace(proto::submit_params& spec) {
+    if (spec.workspace.empty())
+        throw rpc_error(error_kind::invalid_workspace, "a workspace is required");
+    fs::path workspace(spec.workspace);
+    if (!workspace.is_absolute())
+        throw rpc_error(error_kind::invalid_workspace,
+                        "workspace " + spec.workspace + " is not an absolute path");
+    std::error_code ec;
+    if (!fs::is_directory(workspace, ec))
+        throw rpc_error(error_kind::invalid_workspace,
+                        "cannot use workspace " + spec.workspace + ": no such directory");
+    if (auto canonical = fs::canonical(workspace, ec); !ec) spec.workspace = canonical.string();
+    // Another user's workspace: its links, git config and hooks are theirs, and ralph (root,
+    // say) would act on them with its own rights.
+    struct stat st {};
+    if (::stat(spec.workspace.c_str(), &st) == 0 && st.st_uid != ::geteuid() &&
+        !spec.allow_foreign_workspace)
+        throw rpc_error(error_kind::invalid_workspace,
+                        fmt::format("workspace {} belongs to {}, not to {} running ralphd; submit "
+                                    "with --allow-foreign-workspace to run there anyway",
+                                    spec.workspace, paths::describe_uid(st.st_uid),
+                                    paths::describe_uid(::geteuid())));
+}
+
+void check_bounds(const proto::submit_params& spec) {
+    using proto::check_range;
+    check_range("max_iterations", spec.max_iterations, 0, proto::max_iterations);
+    check_range("min_iterations", spec.min_iterations, 1, proto::max_iterations);
+    if (spec.max_iterations > 0 && spec.min_iterations > spec.max_iterations)
+        invalid("params.min_iterations: must not exceed max_iterations");
+    if (!(spec.timeout_s > 0)) invalid("params.timeout_s: must be positive");
+    check_range("timeout_s", spec.timeout_s, 0, proto::max_duration_s);
+    check_range("delay_s", spec.delay_s, 0, proto::max_duration_s);
+    check_range("max_retries", spec.max_retries, 0, proto::max_count);
+    check_range("retry_backoff_s", spec.retry_backoff_s, 0, proto::max_duration_s);
+    check_range("inactivity_timeout_s", spec.inactivity_timeout_s, 0, proto::max_duration_s);
+    check_range("priority", spec.priority, -proto::max_count, proto::max_count);
+    check_range("stall_iterations", spec.stall_iterations, 0, proto::max_count);
+    check_range("stall_failures", spec.stall_failures, 0, proto::max_count);
+    check_range("iterations_per_hour", spec.iterations_per_hour, 0, proto::max_count);
+    check_range("iterations_per_day", spec.iterations_per_day, 0, proto::max_count);
+    check_range("max_tokens", spec.max_tokens, 0, proto::max_tokens);
+    check_range("max_cost_usd", spec.max_cost_usd, 0, proto::max_cost_usd);
+    if (spec.completion_phrase.find_first_not_of(" \t\r\n") == std::string::npos)
+        invalid("params.completion_phrase: must not be empty");
+    for (const auto& [key, value] : spec.env)
+        if (key.empty() || key.find('=') != std::string::npos)
+            invalid("params.env: invalid variable name '" + key + "'");
+    if (spec.idempotency_key.size() > max_idempotency_key_bytes)
+        invalid(fmt::format("params.idempotency_key: at most {} bytes", max_idempotency_key_bytes));
+}
+
+// --worktree: the loop is to run in a new worktree of the workspace's repository, named after the
+// id the loop is about to get, on a new branch from the workspace's HEAD; `workspace` becomes
+// the matching directory in it. The runner creates the worktree (every file checked out: it
+// can take long). Uncommitted changes stay behind: a warning, not a refusal.
+void plan_worktree(proto::submit_params& spec, const submission_context& ctx,
+                   std::vector<std::string>& warnings) {
+    auto refuse = [&spec](const std::string& why) {
+        throw rpc_error(error_kind::invalid_workspace,
+                        "cannot run in a worktree of " + spec.workspace + ": " + why);
+    };
+    workspace::repository_info repo = workspace::inspect_repository(spec.workspace);
+    if (!repo.error.empty()) refuse(repo.error);
+    if (!repo.is_git) refuse("it is not in a git repository (--worktree needs one)");
+    if (repo.head.empty()) refuse("its repository has no commit yet to start a worktree from");
+    const std::int64_t id = ctx.db.next_loop_id();
+    const fs::path path = ctx.state.worktree_of(id);
+    const std::string branch = "ralph/loop-" + std::to_string(id);
+    std::error_code ec;
+    if (fs::exists(path, ec))
+        refuse(path.string() + " exists already (left by an earlier ralph database?): remove it");
+    std::string error;
+    if (workspace::has_branch(spec.workspace, branch, error))
+        refuse(
+            fmt::format("branch {} exists already (left by an earlier ralph database?): "
+                        "delete it with git -C {} branch -D {}",
+                        branch, repo.top.string(), branch));
+    if (!error.empty()) refuse(error);
+    workspace::dirty_state dirty = workspace::check_dirty(spec.workspace);
+    if (dirty.dirty)
+        warnings.push_back(fmt::format(
+            "workspace {} has {} uncommitted change(s): they are not in the worktree, which starts "
+            "from HEAD ({})",
+            spec.workspace, dirty.total_changes, repo.head.substr(0, 12)));
+    spec.worktree_source = spec.workspace;
+    spec.worktree_path = path.string();
+    spec.worktree_branch = branch;
+    spec.worktree_base = repo.head;
+    spec.workspace = repo.prefix.empty() ? path.string() : (path / repo.prefix).string();
+}
+
+// `command` (verify_command or on_done, named `field`) with its program made absolute: the
+// program that runs when the loop needs it is the one found now. A relative path with a slash
+// is the workspace's, where the command runs (`runs_in`); it is checked in `found_in`, the
+// submitted workspace, which a --worktree loop's worktree is checked out from. A bare name is
+// the first executable of that name on `search_path`. Refused when it is not executable now.
+std::string with_resolved_program(std::string_view field, const std::string& command,
+                                  const std::string& search_path, const fs::path& found_in,
+                                  const fs::path& runs_in) {
+    std::vector<std::string> words = text::split_command_words(command);
+    const std::string& program = words.front();
+    const bool bare = program.find('/') == std::string::npos;
+    const fs::path found = paths::find_executable(program, search_path, found_in);
+    if (found.empty() && bare)
+        invalid(fmt::format("params.{}: program '{}' not found on the loop's PATH ({})", field,
+                            program, search_path));
+    if (found.empty())
+        invalid(fmt::format("params.{}: {} is not an executable file", field,
+                            (found_in / program).lexically_normal().string()));
+    const fs::path resolved =
+        !bare && fs::path(program).is_relative() ? (runs_in / program).lexically_normal() : found;
+    // absolute(): a relative entry of PATH is the daemon's directory's, where it was found.
+    words.front() = fs::absolute(resolved).string();
+    for (std::string& word : words) word = text::shell_quote(word);
+    return text::join_words(words);
+}
+
+}  // namespace
+
+submission check_submission(proto::submit_params spec, const submission_context& ctx) {
+    check_workspace(spec);
+    if (spec.name.empty()) spec.name = fs::path(spec.workspace).filename().string();
+    if (!spec.prompt_file.empty()) {
+        if (!fs::path(spec.prompt_file).is_absolute())
+            throw rpc_error(error_kind::invalid_prompt,
+                            "prompt file " + spec.prompt_file + " is not an absolute path");
+        if (::access(spec.prompt_file.c_str(), R_OK) != 0)
+            throw rpc_error(error_kind::invalid_prompt,
+                            "cannot read prompt file " + spec.prompt_file);
+    }
+    check_bounds(spec);
+    // The PATH of the loop's processes: its --env PATH, else the daemon's.
+    const std::string search_path = search_path_with(spec.env);
+    find_program(find_agent(spec.agent), spec, ctx.binaries, search_path);
+    if (spec.sandbox_offline && !spec.sandbox)
+        invalid("params.sandbox_offline: needs sandbox (--sandbox=offline)");
+    if (spec.sandbox) sandbox::find_bwrap(search_path);
+    const std::array<std::pair<std::string_view, std::string*>, 2> helpers{
+        {{"verify_command", &spec.verify_command}, {"on_done", &spec.on_done}}};
+    for (const auto& [field, command] : helpers)
+        if (!command->empty())
+            if (std::string error = text::command_words_error(*command); !error.empty())
+                invalid(fmt::format("params.{}: {}", field, error));
+    submission result;
+    // Set by the daemon only.
+    spec.worktree_source.clear();
+    spec.worktree_path.clear();
+    spec.worktree_branch.clear();
+    spec.worktree_base.clear();
+    // libgit2 on the calling thread (the io thread): a few quick reads per submit.
+    if (spec.worktree) plan_worktree(spec, ctx, result.warnings);
+    for (const auto& [field, command] : helpers)
+        if (!command->empty())
+            *command = with_resolved_program(field, *command, search_path,
+                                             spec.worktree ? spec.worktree_source : spec.workspace,
+                                             spec.workspace);
+    if (!spec.worktree && !spec.allow_dirty) {
+        workspace::dirty_state dirty = workspace::check_dirty(spec.workspace);
+        if (dirty.dirty)
+            throw rpc_error(error_kind::workspace_dirty,
+                            fmt::format("workspace {} has {} uncommitted change(s)", spec.workspace,
+                                        dirty.total_changes),
+                            nlohmann::json{{"changes", dirty.changes}});
+        // e.g. a repository that libgit2 cannot (or must not) open: said, not refused.
+        if (!dirty.error.empty())
+            result.warnings.push_back(
+                fmt::format("workspace {} was not checked for uncommitted changes: {}",
+                            spec.workspace, dirty.error));
+    }
+    result.spec = std::move(spec);
+    return result;
+}
+
+}  // namespace ralph
