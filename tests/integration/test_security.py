@@ -22,18 +22,12 @@ import socket
 import subprocess
 import sys
 import tempfile
-import unittest
 
 from harness import (RALPHCTL, RALPHD, DaemonTestCase, RpcError, UnixHTTPConnection,
-                     agent_command, bubblewrap_problem, git, main, make_workspace,
-                     processes_in_group, read_text, scaled, wait_until, write_text)
+                     agent_command, git, main, make_workspace, processes_in_group, read_text,
+                     require_bubblewrap, require_root, scaled, wait_until, write_text)
 
 OTHER_UID = 65534  # nobody: "another local user"
-
-
-def require_root():
-    if os.geteuid() != 0:
-        raise unittest.SkipTest("needs root to act as another user")
 
 
 def write_executable(path, text):
@@ -54,9 +48,7 @@ class SandboxTest(DaemonTestCase):
 
     def setUp(self):
         super().setUp()
-        problem = bubblewrap_problem()
-        if problem:
-            raise unittest.SkipTest(problem)
+        require_bubblewrap()
 
     def setup_daemon(self):
         # Outside /tmp, which is empty in the sandbox anyway: every path hidden here is hidden by
