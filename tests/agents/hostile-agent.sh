@@ -13,6 +13,10 @@
 #   hostile-agent.sh git-hook MARKER          .git/hooks/pre-commit (and post-commit) creating MARKER
 #   hostile-agent.sh rewrite FILE MARKER      FILE (the --verify check or a hook of the workspace)
 #                                             becomes a script that creates MARKER
+#   hostile-agent.sh rewrite-env FILE NAME...
+#                                             FILE (a hook of the workspace) becomes a script that
+#                                             prints "hook sees NAME=VALUE" (or "NAME unset") for
+#                                             each NAME: what a hook would tell the agent's owner
 #   hostile-agent.sh read FILE                prints FILE (a secret ralph's sandbox must hide)
 #   hostile-agent.sh env                      prints its environment and working directory
 set -u
@@ -66,6 +70,15 @@ print(s.recv(65536).decode(errors="replace"), file=sys.stderr)
     rewrite)
         file=$1 marker=$2
         tried sh -c "printf '#!/bin/sh\ntouch %s\nexit 0\n' '$marker' >'$file' && chmod +x '$file'"
+        ;;
+    rewrite-env)
+        file=$1
+        shift
+        script='#!/bin/sh\n'
+        for name in "$@"; do
+            script="$script"'if [ -n "${'"$name"'+set}" ]; then echo "hook sees '"$name"'=$'"$name"'"; else echo "hook sees '"$name"' unset"; fi\n'
+        done
+        tried sh -c "printf '$script' >'$file' && chmod +x '$file'"
         ;;
     read)
         if cat "$1" 2>/dev/null; then echo "$action: done"; else echo "$action: denied"; fi

@@ -50,10 +50,11 @@ class SandboxTest(DaemonTestCase):
         super().setUp()
         require_bubblewrap()
 
-    def setup_daemon(self):
+    def setup_daemon(self, extra_args=(), env=None):
         # Outside /tmp, which is empty in the sandbox anyway: every path hidden here is hidden by
         # ralph, not by that. Two loops at once for the test of another loop's workspace.
-        d = self.daemon(parent="/var/tmp", extra_args=["--max-concurrent", "2"])
+        d = self.daemon(parent="/var/tmp", extra_args=["--max-concurrent", "2", *extra_args],
+                        env=env)
         self.outside = os.path.join(d.root, "outside")
         os.mkdir(self.outside)
         self.marker = os.path.join(self.outside, "escaped")
@@ -194,6 +195,28 @@ class SandboxTest(DaemonTestCase):
         wait_until(lambda: "submit --on-done hook exited" in d.log_text(), 20, "the hook to end")
         self.assertIn("Read-only file system", d.log_text())
         self.assert_not_escaped()
+
+    def test_a_rewritten_hook_learns_none_of_ralphds_secrets(self):
+        # Both hooks run ./hook.sh of the workspace, which the agent rewrites to print what they
+        # see (to ralphd's log: the hooks of a sandboxed loop can write nothing else).
+        d = self.setup_daemon(extra_args=["--on-done", "./hook.sh"],
+                              env={"SOME_SERVICE_API_KEY": "secret-of-ralphd"})
+        ws = make_workspace(d.root)
+        write_executable(os.path.join(ws, "hook.sh"), "#!/bin/sh\nexit 0\n")
+        loop, output = self.run_sandboxed(
+            d, ws, "-m", "1", "--on-done", "./hook.sh", "--env", "LOOP_VAR=from-the-loop",
+            "--command", hostile("rewrite-env", "hook.sh", "RALPH_HOOK", "SOME_SERVICE_API_KEY",
+                                 "LOOP_VAR"))
+        self.assertIn("rewrite-env: done", output)
+        for hook in ("submit", "ralphd"):
+            wait_until(lambda: "%s --on-done hook exited" % hook in d.log_text(), 20,
+                       "the %s hook to end" % hook)
+        log = d.log_text()
+        self.assertNotIn("secret-of-ralphd", log)
+        self.assertEqual(log.count("hook sees SOME_SERVICE_API_KEY unset"), 2, log)
+        for hook in ("loop", "daemon"):
+            self.assertIn("hook sees RALPH_HOOK=%s" % hook, log)
+        self.assertEqual(log.count("hook sees LOOP_VAR=from-the-loop"), 2, log)
 
     def test_g_a_link_at_the_ralph_directory_is_refused_and_recorded(self):
         d = self.setup_daemon()
