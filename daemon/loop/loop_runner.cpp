@@ -385,18 +385,13 @@ awaitable<loop_runner::attempt_outcome> loop_runner::run_attempt(const proto::lo
                                      [&] { return workspace::take_snapshot(workspace_dir); });
     fresh_snapshot_.reset();
     attempt.head_before = before.head;
-    // A --sandbox: the git directory is writable (commits go there), its config and hooks not.
-    struct git_paths {
-        std::filesystem::path common_dir;
-        std::vector<std::filesystem::path> protected_paths;
-    };
-    git_paths git;
+    // A --sandbox: the git directories are writable (commits go there), their config, hooks
+    // and info not.
+    std::vector<std::filesystem::path> protected_git;
     if (loop.spec.sandbox)
-        git = co_await off_thread(ctx_.blocking, [&] {
-            git_paths found;
-            found.common_dir = workspace::git_common_dir(workspace_dir);
-            found.protected_paths = sandbox::protected_git_paths(workspace_dir, found.common_dir);
-            return found;
+        protected_git = co_await off_thread(ctx_.blocking, [&] {
+            sandbox_git_ = workspace::find_git_directories(workspace_dir);
+            return sandbox::protected_git_paths(workspace_dir, sandbox_git_);
         });
     try {
         if (adapter.needs_private_tmpdir()) {
@@ -419,9 +414,9 @@ awaitable<loop_runner::attempt_outcome> loop_runner::run_attempt(const proto::lo
         invocation inv = adapter.invoke({loop.spec, program, prompt, prompt_file.string()});
         if (loop.spec.sandbox) {
             bwrap_ = sandbox::find_bwrap(search_path_of(env));
-            sandbox_view_.writable = sandbox::writable_paths(workspace_dir, git.common_dir, tmpdir,
+            sandbox_view_.writable = sandbox::writable_paths(workspace_dir, sandbox_git_, tmpdir,
                                                              env, adapter.home_state_paths());
-            sandbox_view_.read_only = git.protected_paths;
+            sandbox_view_.read_only = protected_git;
             sandbox_view_.read_only.push_back(prompt_file);
             // A workspace below the top of its worktree: the rest of the worktree (its .git
             // pointer among it) is readable, under the hidden state directory.
@@ -533,6 +528,7 @@ awaitable<loop_runner::attempt_outcome> loop_runner::run_attempt(const proto::lo
     inactivity_timer_.cancel();
     agent_pgid_ = 0;
     parser_ = nullptr;
+    if (loop.spec.sandbox) remove_git_redirects(loop);
     if (!tmpdir.empty()) {
         std::error_code ignored;
         std::filesystem::remove_all(tmpdir, ignored);
@@ -726,6 +722,7 @@ awaitable<bool> loop_runner::verify(const proto::loop_info& loop, proto::attempt
     int status = co_await finish_helper(ctx_.io, ctx_.reaper, process, captured);
     timeout.cancel();
     agent_pgid_ = 0;
+    if (loop.spec.sandbox) remove_git_redirects(loop);
     std::string output = captured.out + captured.err;
     if (output.size() > max_verify_output_bytes)
         output.erase(0, output.size() - max_verify_output_bytes);
@@ -800,6 +797,14 @@ std::vector<proto::event_info> loop_runner::event_rows(std::int64_t attempt_id,
 void loop_runner::refused(const std::string& what) {
     spdlog::warn("loop {}: {}; skipped", loop_id_, what);
     refusals_.push_back(what + "; skipped");
+}
+
+void loop_runner::remove_git_redirects(const proto::loop_info& loop) {
+    for (auto& what : sandbox::remove_git_redirects(loop.spec.workspace, sandbox_git_,
+                                                    sandbox_view_.read_only)) {
+        spdlog::warn("loop {}: {}", loop_id_, what);
+        refusals_.push_back(std::move(what));
+    }
 }
 
 void loop_runner::store_refusals(std::int64_t attempt_id) {

@@ -1043,11 +1043,12 @@ repository_info inspect_repository(const std::filesystem::path& dir) {
     return info;
 }
 
-std::filesystem::path git_common_dir(const std::filesystem::path& dir) {
+git_directories find_git_directories(const std::filesystem::path& dir) {
     std::string error;
     repository_handle repo = open_repository(dir, error);
     if (!repo) return {};
-    return directory_path(git_repository_commondir(repo.get()));
+    return {directory_path(git_repository_path(repo.get())),
+            directory_path(git_repository_commondir(repo.get()))};
 }
 
 bool has_branch(const std::filesystem::path& dir, const std::string& branch, std::string& error) {

@@ -122,9 +122,15 @@ struct repository_info {
 // The repository that contains `dir`; is_git is false outside a git work tree.
 repository_info inspect_repository(const std::filesystem::path& dir);
 
-// The git directory of the repository that contains `dir` (as `git rev-parse --git-common-dir`:
-// the main repository's also from a linked worktree), absolute; empty outside git.
-std::filesystem::path git_common_dir(const std::filesystem::path& dir);
+// The git directories of the repository that contains `dir`, absolute: `git_dir` (as `git
+// rev-parse --git-dir`: a linked worktree's own) and `common_dir` (as `--git-common-dir`: the
+// main repository's, with its configuration, hooks, objects and refs), the same directory but in
+// a linked worktree; both empty outside git.
+struct git_directories {
+    std::filesystem::path git_dir;
+    std::filesystem::path common_dir;
+};
+git_directories find_git_directories(const std::filesystem::path& dir);
 
 // Whether the repository that contains `dir` has the local branch `branch`; failing to tell
 // (not a repository, or libgit2 could not read it) sets `error`.

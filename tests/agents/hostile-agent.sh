@@ -11,6 +11,9 @@
 #   hostile-agent.sh git-config MARKER        core.fsmonitor, a clean filter and commit signing
 #                                             in .git/config, each running a script creating MARKER
 #   hostile-agent.sh git-hook MARKER          .git/hooks/pre-commit (and post-commit) creating MARKER
+#   hostile-agent.sh git-redirect MARKER      replaces the git directory by a copy whose config and
+#                                             hooks create MARKER (renaming it away first), then
+#                                             writes a `commondir` into it naming such a copy
 #   hostile-agent.sh rewrite FILE MARKER      FILE (the --verify check or a hook of the workspace)
 #                                             becomes a script that creates MARKER
 #   hostile-agent.sh rewrite-env FILE NAME...
@@ -66,6 +69,25 @@ print(s.recv(65536).decode(errors="replace"), file=sys.stderr)
         script=$(marker_script "$1")
         git_dir=$(git rev-parse --git-common-dir)
         tried sh -c "cp '$script' '$git_dir/hooks/pre-commit' && cp '$script' '$git_dir/hooks/post-commit'"
+        ;;
+    git-redirect)
+        script=$(marker_script "$1")
+        git_dir=$(git rev-parse --absolute-git-dir)
+        common=$(cd "$(git rev-parse --git-common-dir)" && pwd)
+        # A copy of the repository's with a configuration and hooks of the agent's own.
+        rm -rf .hostile-git && cp -a "$common" .hostile-git
+        git --git-dir=.hostile-git config core.fsmonitor "$script"
+        cp "$script" .hostile-git/hooks/pre-commit
+        if mv "$git_dir" "$git_dir.old" 2>/dev/null; then
+            cp -a .hostile-git "$git_dir" && echo "git-redirect rename: done"
+        else
+            echo "git-redirect rename: denied"
+        fi
+        if echo "$PWD/.hostile-git" >"$git_dir/commondir" 2>/dev/null; then
+            echo "git-redirect commondir: done"
+        else
+            echo "git-redirect commondir: denied"
+        fi
         ;;
     rewrite)
         file=$1 marker=$2

@@ -173,6 +173,42 @@ class SandboxTest(DaemonTestCase):
         git(ws, "commit", "-q", "--allow-empty", "-m", "the user commits later")
         self.assert_not_escaped()
 
+    def test_the_git_directory_can_be_neither_replaced_nor_redirected(self):
+        d = self.setup_daemon()
+        ws = make_workspace(d.root)
+        config = read_text(os.path.join(ws, ".git", "config"))
+        loop, output = self.run_sandboxed(d, ws, "-m", "1", "--commit", "--command",
+                                          hostile("git-redirect", self.marker))
+        # .git is a mount point in the sandbox: it cannot be renamed away.
+        self.assertIn("git-redirect rename: denied", output)
+        self.assertFalse(os.path.exists(os.path.join(ws, ".git.old")))
+        self.assertEqual(read_text(os.path.join(ws, ".git", "config")), config)
+        # A commondir cannot be kept from being written; ralph removes it after the run.
+        self.assertIn("git-redirect commondir: done", output)
+        self.assertFalse(os.path.exists(os.path.join(ws, ".git", "commondir")))
+        texts = [e["text"] for e in events_of(d, loop["id"], "refused")]
+        self.assertTrue(any(".git/commondir" in t for t in texts), texts)
+        attempt = d.attempts(loop["id"])[0]
+        self.assertNotEqual(attempt["head_after"], attempt["head_before"],
+                            "--commit committed to the repository's own git directory")
+        # The user's git, later, runs nothing of what the agent left.
+        git(ws, "status")
+        git(ws, "commit", "-q", "--allow-empty", "-m", "the user commits later")
+        self.assert_not_escaped()
+
+    def test_a_worktree_loops_git_directories_can_be_neither_replaced_nor_redirected(self):
+        d = self.setup_daemon()
+        ws = make_workspace(d.root)
+        loop, output = self.run_sandboxed(d, ws, "-m", "1", "--worktree", "--command",
+                                          hostile("git-redirect", self.marker))
+        self.assertIn("git-redirect rename: denied", output)
+        self.assertIn("git-redirect commondir: denied", output)
+        worktree = d.get(loop["id"])["worktree_path"]
+        git(worktree, "status")
+        git(worktree, "commit", "-q", "--allow-empty", "-m", "the user commits later")
+        git(ws, "status")
+        self.assert_not_escaped()
+
     def run_rewriting(self, script, option):
         """A loop whose `option` runs ./`script` of the workspace, which the agent rewrites."""
         d = self.setup_daemon()

@@ -706,13 +706,18 @@ TEST_CASE(
     auto repo = make_repo(tmp.path / "repo");
     fs::create_directories(repo / "sub" / "dir");
     const fs::path git_dir = fs::canonical(repo / ".git");
-    CHECK(fs::canonical(git_common_dir(repo)) == git_dir);
-    CHECK(fs::canonical(git_common_dir(repo / "sub" / "dir")) == git_dir);
+    for (const fs::path& dir : {repo, repo / "sub" / "dir"}) {
+        const git_directories found = find_git_directories(dir);
+        CHECK(fs::canonical(found.git_dir) == git_dir);
+        CHECK(fs::canonical(found.common_dir) == git_dir);
+    }
     auto tree = tmp.path / "worktrees" / "loop-1";
     REQUIRE(add_worktree(repo, tree, "ralph/loop-1", head_of(repo)) == "");
-    CHECK(fs::canonical(git_common_dir(tree)) == git_dir);
+    const git_directories linked = find_git_directories(tree);
+    CHECK(fs::canonical(linked.common_dir) == git_dir);
+    CHECK(fs::canonical(linked.git_dir) == git_dir / "worktrees" / "loop-1");
     fs::create_directories(tmp.path / "plain");
-    CHECK(git_common_dir(tmp.path / "plain").empty());
+    CHECK(find_git_directories(tmp.path / "plain").git_dir.empty());
 }
 
 TEST_CASE("workspace: check_dirty's lines are those of git status --porcelain") {
