@@ -657,6 +657,8 @@ awaitable<void> loop_runner::judge(const proto::loop_info& loop, const std::stri
         return r;
     });
     const workspace::snapshot& after = result.after;
+    if (!after.refused.empty())
+        refused("git snapshots and --commit in " + spec.workspace + ": " + after.refused);
     const workspace::change_stats& changes = result.changes;
     const bool specs_changed = result.specs_changed;
     attempt.head_after = after.head;

@@ -14,6 +14,8 @@
 #   hostile-agent.sh git-redirect MARKER      replaces the git directory by a copy whose config and
 #                                             hooks create MARKER (renaming it away first), then
 #                                             writes a `commondir` into it naming such a copy
+#   hostile-agent.sh git-link TARGET          .git/logs/HEAD becomes a link to TARGET/reflog, and
+#                                             every missing .git/objects/XX a link to TARGET
 #   hostile-agent.sh rewrite FILE MARKER      FILE (the --verify check or a hook of the workspace)
 #                                             becomes a script that creates MARKER
 #   hostile-agent.sh rewrite-env FILE NAME...
@@ -88,6 +90,16 @@ print(s.recv(65536).decode(errors="replace"), file=sys.stderr)
         else
             echo "git-redirect commondir: denied"
         fi
+        ;;
+    git-link)
+        target=$1
+        git_dir=$(git rev-parse --absolute-git-dir)
+        rm -f "$git_dir/logs/HEAD"
+        ln -s "$target/reflog" "$git_dir/logs/HEAD"
+        for prefix in $(printf '%02x ' $(seq 0 255)); do
+            [ -e "$git_dir/objects/$prefix" ] || ln -s "$target" "$git_dir/objects/$prefix"
+        done
+        echo "git-link: done"
         ;;
     rewrite)
         file=$1 marker=$2

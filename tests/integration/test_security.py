@@ -209,6 +209,22 @@ class SandboxTest(DaemonTestCase):
         git(ws, "status")
         self.assert_not_escaped()
 
+    def test_links_planted_in_the_git_directory_make_ralph_write_nothing_outside(self):
+        d = self.setup_daemon()
+        ws = make_workspace(d.root)
+        reflog = os.path.join(self.outside, "reflog")
+        write_text(reflog, "untouched\n")
+        head = git(ws, "rev-parse", "HEAD").strip()
+        loop, output = self.run_sandboxed(d, ws, "-m", "1", "--commit", "--command",
+                                          hostile("git-link", self.outside))
+        self.assertIn("git-link: done", output)
+        # Neither a loose object nor the reflog of a commit went through the links.
+        self.assertEqual(os.listdir(self.outside), ["reflog"])
+        self.assertEqual(read_text(reflog), "untouched\n")
+        self.assertEqual(git(ws, "rev-parse", "HEAD").strip(), head, "--commit committed nothing")
+        texts = [e["text"] for e in events_of(d, loop["id"], "refused")]
+        self.assertTrue(any("holds a symbolic link" in t for t in texts), texts)
+
     def run_rewriting(self, script, option):
         """A loop whose `option` runs ./`script` of the workspace, which the agent rewrites."""
         d = self.setup_daemon()
