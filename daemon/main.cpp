@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include <CLI/CLI.hpp>
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <cmath>
@@ -62,6 +63,20 @@ constexpr const char* man_more_sections =
     "XDG_STATE_HOME), with the agents' output in output/ next to it.\n"
     ".SH SEE ALSO\n.BR ralphctl (1),\n.BR systemctl (1)\n";
 
+// The check of a flag that is a number of seconds: more than 0 (or, `zero_allowed`, at least 0)
+// and at most `max`. Not CLI::Range: NaN passes it (every comparison with it is false), and its
+// message for a positive number names a range up to 1.8e308.
+std::function<std::string(const std::string&)> seconds_up_to(double max, bool zero_allowed) {
+    return [max, zero_allowed](const std::string& text) -> std::string {
+        char* end = nullptr;
+        const double value = std::strtod(text.c_str(), &end);
+        const bool number = !text.empty() && *end == '\0' && std::isfinite(value);
+        if (number && (zero_allowed ? value >= 0 : value > 0) && value <= max) return "";
+        return fmt::format("expected a number of seconds {} and at most {:g}, got '{}'",
+                           zero_allowed ? "from 0" : "above 0", max, text);
+    };
+}
+
 // ralphd's settings as given: the command-line flags over the config file (CLI11 reads both).
 // Parsed at start and again at each SIGHUP, from the same argv, so the flags keep winning.
 struct command_line {
@@ -99,9 +114,10 @@ void command_line::define(CLI::App& app) {
     app.add_option("--socket", socket_path, "Unix socket to listen on (env RALPH_SOCKET)")
         ->capture_default_str();
     app.add_option("--db", db_path, "SQLite database (default $XDG_STATE_HOME/ralph/ralph.db)");
-    app.add_option("--kill-grace", kill_grace_s, "Seconds between SIGTERM and SIGKILL for agents")
+    app.add_option("--kill-grace", kill_grace_s,
+                   "Seconds between SIGTERM and SIGKILL for agents (at most 3600)")
         ->capture_default_str()
-        ->check(CLI::PositiveNumber & CLI::Range(0.0, 3600.0));
+        ->check(seconds_up_to(3600, false));
     app.add_option("--max-concurrent", max_concurrent,
                    "Loops running at once (stored: replaces what `ralphctl scheduler set` "
                    "chose; default 1)")
@@ -123,23 +139,25 @@ void command_line::define(CLI::App& app) {
         ->type_name("RULE")
         ->check([](const std::string& rule) { return ralph::env_policy::rule_error(rule); });
     app.add_option("--rate-limit-margin", rate_limit_margin_s,
-                   "Seconds added to the reset time an agent states for its usage limit")
+                   "Seconds added to the reset time an agent states for its usage limit (at most "
+                   "86400)")
         ->capture_default_str()
-        ->check(CLI::Range(0.0, 86400.0));
+        ->check(seconds_up_to(86400, true));
     app.add_option("--rate-limit-wait", rate_limit_wait_s,
-                   "Seconds to wait after a usage limit that states no reset (doubles each time, "
-                   "at most an hour)")
+                   "Seconds to wait after a usage limit that states no reset (at most 86400; "
+                   "doubles each time, up to an hour)")
         ->capture_default_str()
-        ->check(CLI::PositiveNumber & CLI::Range(0.0, 86400.0));
+        ->check(seconds_up_to(86400, false));
     app.add_option("--on-done", on_done,
                    "Hook run when any loop ends, with the outcome in its environment (split into "
                    "words, no shell; runs besides each loop's own submit --on-done)")
         ->check(
             [](const std::string& command) { return ralph::text::command_words_error(command); });
     app.add_option("--hook-timeout", hook_timeout_s,
-                   "Seconds an on-done hook may run before its process group is killed")
+                   "Seconds an on-done hook may run before its process group is killed (at most "
+                   "86400)")
         ->capture_default_str()
-        ->check(CLI::PositiveNumber & CLI::Range(0.0, 86400.0));
+        ->check(seconds_up_to(86400, false));
     app.add_option("--cgroups", cgroups,
                    "auto: each attempt's processes in a cgroup of their own where ralphd can "
                    "create one (root, or Delegate=yes), so that all of them end with it; off: "

@@ -2,8 +2,8 @@
 
 #include "common/paths.hpp"
 #include "common/text.hpp"
+#include "daemon/agents/agent.hpp"
 #include "daemon/process/child_reaper.hpp"
-#include "daemon/process/environment.hpp"
 #include "daemon/process/sandbox.hpp"
 
 #include <signal.h>
@@ -52,6 +52,18 @@ std::vector<std::pair<std::string, std::string>> hook_environment(const proto::l
             {"RALPH_COST_USD", loop.usage.cost_usd ? fmt::format("{}", *loop.usage.cost_usd) : ""}};
 }
 
+std::vector<std::string> hook_process_environment(const proto::loop_info& loop,
+                                                  std::string_view hook, const env_policy& policy) {
+    std::vector<std::pair<std::string, std::string>> outcome = hook_environment(loop, hook);
+    if (hook == "notify" || (hook == "daemon" && !loop.spec.sandbox))
+        return environment_with(outcome);
+    std::vector<std::pair<std::string, std::string>> overrides(loop.spec.env.begin(),
+                                                               loop.spec.env.end());
+    overrides.insert(overrides.end(), outcome.begin(), outcome.end());
+    return agent_environment(policy, find_agent(loop.spec.agent).environment_variables(),
+                             overrides);
+}
+
 std::vector<std::string> hook_argv(const std::string& command, const std::filesystem::path& dir) {
     std::vector<std::string> argv = text::split_command_words(command);
     if (argv.empty()) throw std::invalid_argument("empty command");
@@ -73,11 +85,12 @@ std::filesystem::path notify_send_program() {
 }
 
 hook_runner::hook_runner(
-    net::io_context& io, child_reaper& reaper, hook_settings settings,
+    net::io_context& io, child_reaper& reaper, hook_settings settings, const env_policy& agent_env,
     std::function<std::vector<std::filesystem::path>(std::int64_t loop_id)> sandbox_hidden)
     : io_(io),
       reaper_(reaper),
       settings_(std::move(settings)),
+      agent_env_(agent_env),
       sandbox_hidden_(std::move(sandbox_hidden)),
       grace_timer_(io) {}
 
@@ -130,8 +143,9 @@ void hook_runner::start(const proto::loop_info& loop, const std::string& label,
             argv = sandbox::wrap(sandbox::find_bwrap(search_path_with(loop.spec.env)), view, dir,
                                  argv);
         }
-        hook.process = spawn_process(
-            {std::move(argv), environment_with(hook_environment(loop, which)), dir, std::string()});
+        hook.process =
+            spawn_process({std::move(argv), hook_process_environment(loop, which, agent_env_), dir,
+                           std::string()});
     } catch (const std::exception& e) {
         spdlog::warn("{} '{}' not run: {}", label, command, e.what());
         running_.erase(it);

@@ -5,7 +5,7 @@
 //
 // A hook is split into words like the command agent's template and started without a shell
 // (a shell is `sh -c '...'`), in the loop's workspace, stdin /dev/null, in its own process
-// group, with the daemon's environment plus the loop's outcome (hook_environment). The hooks of
+// group, with the loop's outcome in its environment (hook_process_environment). The hooks of
 // a --sandbox loop (its own and the daemon's) run in a sandbox like its agent's, but writing
 // nothing outside a private /tmp: their program or the files they read may be the agent's work. Its
 // first lines of output and its exit status go to the daemon's log. One that runs past the time
@@ -16,6 +16,7 @@
 #pragma once
 
 #include "common/asio.hpp"
+#include "daemon/process/environment.hpp"
 #include "daemon/process/helper_process.hpp"
 #include "proto/types.hpp"
 
@@ -46,6 +47,16 @@ struct hook_settings {
 std::vector<std::pair<std::string, std::string>> hook_environment(const proto::loop_info& loop,
                                                                   std::string_view hook);
 
+// The whole environment of hook `hook` ("loop", "daemon" or "notify") of `loop`. The loop's own
+// hook, and every hook of a --sandbox loop, gets what the loop's agent gets (agent_environment:
+// ralphd's variables that `policy` passes, the loop's --env) plus hook_environment: a sandboxed
+// agent may have rewritten the program or what it reads, and must not learn ralphd's secrets
+// through it. ralphd's own --on-done hook of a loop without --sandbox, the user's program from
+// ralphd's configuration, and the desktop notification get ralphd's whole environment plus
+// hook_environment (notify-send needs the session's bus, which agents are not given).
+std::vector<std::string> hook_process_environment(const proto::loop_info& loop,
+                                                  std::string_view hook, const env_policy& policy);
+
 // The argv of hook `command`: its words, split like a command template. A relative program path
 // with a slash ("./notify.sh") is relative to `dir`, where the hook runs. Throws
 // std::invalid_argument for an unterminated quote or an empty command.
@@ -60,9 +71,12 @@ std::filesystem::path notify_send_program();
 
 class hook_runner {
   public:
-    // `sandbox_hidden`: what the sandbox of a --sandbox loop's hooks hides (runner_context).
+    // `agent_env`: the env policy of the agents (ralphd's, kept up to date at SIGHUP), which the
+    // hooks that get a loop's environment go through; `sandbox_hidden`: what the sandbox of a
+    // --sandbox loop's hooks hides (runner_context).
     hook_runner(
         net::io_context& io, child_reaper& reaper, hook_settings settings,
+        const env_policy& agent_env,
         std::function<std::vector<std::filesystem::path>(std::int64_t loop_id)> sandbox_hidden);
 
     // Starts the hooks of a loop that has just reached an end state (after its commit).
@@ -95,6 +109,7 @@ class hook_runner {
     net::io_context& io_;
     child_reaper& reaper_;
     hook_settings settings_;
+    const env_policy& agent_env_;
     std::function<std::vector<std::filesystem::path>(std::int64_t loop_id)> sandbox_hidden_;
     hook_list running_;
     bool shutting_down_ = false;  // waiting for the running hooks to end

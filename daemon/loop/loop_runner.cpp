@@ -405,22 +405,16 @@ awaitable<std::vector<std::string>> loop_runner::agent_env_and_sandbox(
         agent_environment(ctx_.agent_env, adapter.environment_variables(), overrides);
     if (!loop.spec.sandbox) co_return env;
 
-    // The git directory is writable (commits go there), its config and hooks not.
+    // The git directories are writable (commits go there), their config, hooks and info not.
     const std::filesystem::path workspace_dir = loop.spec.workspace;
-    struct git_paths {
-        std::filesystem::path common_dir;
-        std::vector<std::filesystem::path> protected_paths;
-    };
-    git_paths git = co_await off_thread(ctx_.blocking, [&] {
-        git_paths found;
-        found.common_dir = workspace::git_common_dir(workspace_dir);
-        found.protected_paths = sandbox::protected_git_paths(workspace_dir, found.common_dir);
-        return found;
+    std::vector<std::filesystem::path> protected_git = co_await off_thread(ctx_.blocking, [&] {
+        sandbox_git_ = workspace::find_git_directories(workspace_dir);
+        return sandbox::protected_git_paths(workspace_dir, sandbox_git_);
     });
     bwrap_ = sandbox::find_bwrap(search_path_of(env));
-    sandbox_view_.writable = sandbox::writable_paths(workspace_dir, git.common_dir, tmpdir, env,
+    sandbox_view_.writable = sandbox::writable_paths(workspace_dir, sandbox_git_, tmpdir, env,
                                                      adapter.home_state_paths());
-    sandbox_view_.read_only = git.protected_paths;
+    sandbox_view_.read_only = std::move(protected_git);
     sandbox_view_.read_only.push_back(ctx_.state.prompt_of(loop_id_));
     // A workspace below the top of its worktree: the rest of the worktree (its .git pointer
     // among it) is readable, under the hidden state directory.
@@ -645,6 +639,7 @@ awaitable<std::optional<int>> loop_runner::supervise(const proto::loop_info& loo
     inactivity_timer_.cancel();
     agent_ = nullptr;
     parser_ = nullptr;
+    if (loop.spec.sandbox) remove_git_redirects(loop);
     // Bytes the shim wrote without a journal record (the disk refused the record) are the
     // attempt's too.
     ctx_.output.recover(loop_id_, attempt.id);
@@ -802,6 +797,8 @@ awaitable<void> loop_runner::judge(const proto::loop_info& loop, const std::stri
         return r;
     });
     const workspace::snapshot& after = result.after;
+    if (!after.refused.empty())
+        refused("git snapshots and --commit in " + spec.workspace + ": " + after.refused);
     const workspace::change_stats& changes = result.changes;
     attempt.head_after = after.head;
     // Without the snapshot before (an adopted attempt in a plain directory), what changed is
@@ -870,6 +867,7 @@ awaitable<bool> loop_runner::verify(const proto::loop_info& loop, proto::attempt
     int status = co_await finish_helper(ctx_.io, ctx_.reaper, process, captured);
     timeout.cancel();
     helper_pgid_ = 0;
+    if (loop.spec.sandbox) remove_git_redirects(loop);
     std::string output = captured.out + captured.err;
     if (output.size() > max_verify_output_bytes)
         output.erase(0, output.size() - max_verify_output_bytes);
@@ -944,6 +942,14 @@ std::vector<proto::event_info> loop_runner::event_rows(std::int64_t attempt_id,
 void loop_runner::refused(const std::string& what) {
     spdlog::warn("loop {}: {}; skipped", loop_id_, what);
     refusals_.push_back(what + "; skipped");
+}
+
+void loop_runner::remove_git_redirects(const proto::loop_info& loop) {
+    for (auto& what : sandbox::remove_git_redirects(loop.spec.workspace, sandbox_git_,
+                                                    sandbox_view_.read_only)) {
+        spdlog::warn("loop {}: {}", loop_id_, what);
+        refusals_.push_back(std::move(what));
+    }
 }
 
 void loop_runner::store_refusals(std::int64_t attempt_id) {

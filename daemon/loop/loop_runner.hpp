@@ -180,6 +180,9 @@ class loop_runner {
     // A write ralph refused (a symbolic link in the workspace, common/safe_open): logged now,
     // stored as a "refused" event of the attempt by store_refusals.
     void refused(const std::string& what);
+    // After a sandboxed run (the agent's, --verify's): removes what it left for git to follow out
+    // of the sandbox's protection (sandbox::remove_git_redirects), each a "refused" event too.
+    void remove_git_redirects(const proto::loop_info& loop);
     void store_refusals(std::int64_t attempt_id);
     // Sets how the ended attempt terminated and its failure class, from the exit status, a
     // timeout or stop, and what the agent said.
@@ -222,10 +225,11 @@ class loop_runner {
     // the same.
     std::string bwrap_;
     sandbox::layout sandbox_view_;
-    std::string last_failure_;             // class and message of the last failed attempt
-    std::int64_t identical_failures_ = 0;  // failed attempts in a row with that same failure
-    net::steady_timer wait_timer_;         // delays and backoffs
-    net::steady_timer kill_timer_;         // SIGKILL after the grace, for --verify
+    workspace::git_directories sandbox_git_;  // the workspace's, before the current attempt
+    std::string last_failure_;                // class and message of the last failed attempt
+    std::int64_t identical_failures_ = 0;     // failed attempts in a row with that same failure
+    net::steady_timer wait_timer_;            // delays and backoffs
+    net::steady_timer kill_timer_;            // SIGKILL after the grace, for --verify
     // The last successful attempt's "after" snapshot and when it was taken (see run_attempt).
     std::shared_ptr<workspace_snapshot> fresh_snapshot_;
     std::chrono::steady_clock::time_point fresh_snapshot_at_;

@@ -1,5 +1,6 @@
-// The environment of the processes ralph starts for a loop (its agent and its --verify check):
-// explicit, never ralphd's whole environment (SPEC §9, SECURITY.md). An agent receives
+// The environment of the processes ralph starts for a loop (its agent, its --verify check and its
+// hooks: loop/hooks.hpp): explicit, never ralphd's whole environment (SPEC §9, SECURITY.md). An
+// agent receives
 // - the variables of ralphd's own environment that the policy passes: by default PATH, HOME,
 //   the user, shell, locale, terminal, temporary directory, XDG base directories, proxies and
 //   certificate bundles, git's author/committer identity, and the variables its own adapter
@@ -49,8 +50,9 @@ std::vector<std::string> agent_environment(
     const env_policy& policy, const std::vector<std::string>& agent_variables,
     const std::vector<std::pair<std::string, std::string>>& overrides);
 
-// ralphd's whole environment with `overrides` applied: for the hooks, the user's own programs
-// (hooks.hpp), and the lookups that must agree with them.
+// ralphd's whole environment with `overrides` applied: for ralphd's own --on-done hook of a loop
+// without --sandbox and the desktop notification (hooks.hpp), and the lookups that must agree
+// with them.
 std::vector<std::string> environment_with(
     const std::vector<std::pair<std::string, std::string>>& overrides);
 

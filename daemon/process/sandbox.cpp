@@ -18,10 +18,11 @@ std::string find_bwrap(const std::string& search_path) {
     return bwrap.string();
 }
 
-std::vector<fs::path> writable_paths(const fs::path& workspace, const fs::path& git_dir,
-                                     const fs::path& tmpdir, const std::vector<std::string>& env,
+std::vector<fs::path> writable_paths(const fs::path& workspace,
+                                     const workspace::git_directories& git, const fs::path& tmpdir,
+                                     const std::vector<std::string>& env,
                                      const std::vector<std::string>& home_paths) {
-    std::vector<fs::path> candidates{workspace, git_dir, tmpdir};
+    std::vector<fs::path> candidates{workspace, tmpdir};
     const auto home = std::find_if(env.begin(), env.end(), [](const std::string& entry) {
         return entry.starts_with("HOME=");
     });
@@ -45,20 +46,59 @@ std::vector<fs::path> writable_paths(const fs::path& workspace, const fs::path& 
         }();
         if (!inside) outermost.push_back(path);
     }
+    // A git directory inside the workspace is bound again on itself: a mount point cannot be
+    // renamed or removed, so `mv .git .git-old; mkdir .git` (a configuration and hooks of the
+    // agent's own in the place of the protected ones) fails with EBUSY.
+    for (const auto& dir : {git.common_dir, git.git_dir})
+        if (!dir.empty() && fs::is_directory(dir, ec))
+            outermost.push_back(fs::weakly_canonical(dir, ec));
+    std::sort(outermost.begin(), outermost.end());
+    outermost.erase(std::unique(outermost.begin(), outermost.end()), outermost.end());
     return outermost;
 }
 
-std::vector<fs::path> protected_git_paths(const fs::path& workspace, const fs::path& git_dir) {
+std::vector<fs::path> protected_git_paths(const fs::path& workspace,
+                                          const workspace::git_directories& git) {
     std::vector<fs::path> paths;
     std::error_code ec;
-    if (!git_dir.empty()) {
-        fs::create_directory(git_dir / "hooks", ec);
-        for (const char* name : {"config", "hooks"})
-            if (fs::exists(git_dir / name, ec)) paths.push_back(git_dir / name);
+    if (!git.common_dir.empty()) {
+        // info/attributes could name filter and diff drivers (defined in your global
+        // configuration) for the repository's files.
+        for (const char* name : {"hooks", "info"}) fs::create_directory(git.common_dir / name, ec);
+        for (const char* name : {"config", "hooks", "info"})
+            if (fs::exists(git.common_dir / name, ec)) paths.push_back(git.common_dir / name);
     }
+    // A linked worktree: its git directory names the common directory, and is named by the
+    // pointer file `.git` at the top of the work tree.
+    if (git.git_dir != git.common_dir)
+        for (const char* name : {"commondir", "gitdir"})
+            if (fs::exists(git.git_dir / name, ec)) paths.push_back(git.git_dir / name);
     if (fs::is_regular_file(fs::symlink_status(workspace / ".git", ec)))
         paths.push_back(workspace / ".git");
     return paths;
+}
+
+std::vector<std::string> remove_git_redirects(const fs::path& workspace,
+                                              const workspace::git_directories& git,
+                                              const std::vector<fs::path>& protected_paths) {
+    std::vector<std::string> removed;
+    std::error_code ec;
+    auto remove = [&](const fs::path& path, const std::string& why) {
+        if (fs::exists(fs::symlink_status(path, ec)) && fs::remove(path, ec))
+            removed.push_back("removed " + path.string() + ", which the agent left: " + why);
+    };
+    const fs::path dot_git = workspace / ".git";
+    const fs::file_type top = fs::symlink_status(dot_git, ec).type();
+    const bool was_protected =
+        std::find(protected_paths.begin(), protected_paths.end(), dot_git) != protected_paths.end();
+    if ((top == fs::file_type::symlink || top == fs::file_type::regular) && !was_protected)
+        remove(dot_git, "git would use the repository it names");
+    const std::string why = "git would take the configuration and hooks of the directory it names";
+    if (!git.git_dir.empty() && git.git_dir == git.common_dir)
+        remove(git.git_dir / "commondir", why);
+    if (top == fs::file_type::directory && fs::weakly_canonical(dot_git, ec) != git.git_dir)
+        remove(dot_git / "commondir", why);
+    return removed;
 }
 
 std::vector<std::string> wrap(const std::string& bwrap, const layout& view, const std::string& cwd,

@@ -6,16 +6,22 @@
 //   directory with the database and every loop's output) and the workspaces of the other loops
 //   that have not ended — nothing of ralph is reachable, so the agent cannot submit a loop
 //   without --sandbox or read another loop's secrets;
-// - writable: its workspace, its repository's git directory (to commit), its own config and
+// - writable: its workspace, its repository's git directories (to commit), its own config and
 //   cache paths under $HOME (agent::home_state_paths) and its private TMPDIR; but read-only on
-//   top: the git directory's `config` and `hooks` (nothing the agent writes there runs later,
-//   neither for ralph nor for the user), a `.git` pointer file of a linked worktree, and the
-//   prompt file;
+//   top: the git directory's `config`, `hooks` and `info` (nothing the agent writes there runs
+//   later, neither for ralph nor for the user), a linked worktree's `.git` pointer file and the
+//   `commondir` and `gitdir` files of its own git directory, and the prompt file. Each git
+//   directory is a mount point of its own, which cannot be renamed or removed from inside
+//   (EBUSY): the agent cannot put a git directory of its own making in its place. What no mount
+//   can prevent, as a mount covers only a name that exists, is removed after each run
+//   (remove_git_redirects);
 // - the host's network, unless --sandbox=offline (a network namespace with loopback only).
 // The bwrap process stays in the agent's process group, so a cancel or a timeout ends it and
 // everything inside like any agent; when the agent exits, bwrap (PID 1 of the namespace) exits
 // and the kernel ends whatever the agent left inside, setsid or not.
 #pragma once
+
+#include "daemon/workspace/workspace.hpp"
 
 #include <filesystem>
 #include <string>
@@ -34,20 +40,34 @@ struct layout {
     bool offline = false;                          // no network but its own loopback
 };
 
-// The paths an attempt may write: `workspace`, `git_dir` and `tmpdir` when not empty, and each
-// of `home_paths` (relative to HOME in the agent's environment `env`) that exists; a path inside
-// another one is left out.
+// The paths an attempt may write: `workspace`, `tmpdir` when not empty, and each of `home_paths`
+// (relative to HOME in the agent's environment `env`) that exists, a path inside another one
+// left out; and the git directories of `git` that exist, also inside another path: each is to
+// be a mount point of its own.
 std::vector<std::filesystem::path> writable_paths(const std::filesystem::path& workspace,
-                                                  const std::filesystem::path& git_dir,
+                                                  const workspace::git_directories& git,
                                                   const std::filesystem::path& tmpdir,
                                                   const std::vector<std::string>& env,
                                                   const std::vector<std::string>& home_paths);
 
-// What stays read-only inside a writable git directory `git_dir` and workspace: the git
-// directory's config and hooks (the hooks directory is created when missing, so that the agent
-// cannot add one), and the workspace's `.git` when it is a file (a linked worktree's pointer).
+// What stays read-only inside the writable git directories `git` and workspace: the common
+// directory's config, hooks and info (the two directories are created when missing, so that the
+// agent cannot add one), and in a linked worktree its git directory's `commondir` and `gitdir`
+// and the workspace's `.git` when it is a file (the worktree's pointer).
 std::vector<std::filesystem::path> protected_git_paths(const std::filesystem::path& workspace,
-                                                       const std::filesystem::path& git_dir);
+                                                       const workspace::git_directories& git);
+
+// After a sandboxed run in `workspace`, whose git directories were `git` and protected paths
+// `protected_paths` (protected_git_paths) before it: removes what the agent may have left for git
+// to follow out of the sandbox's protection. A `commondir` file in a git directory that is not a
+// linked worktree's — `git`'s or a `.git` directory the agent made at the top of the workspace —
+// which git never writes there, and through which it would take the configuration and hooks of
+// the directory it names; and a `.git` link or file at the top of the workspace that was not
+// there before the run, through which git (ralph's too) would use another repository. Returns
+// what it removed, for the loop's refused events. Call it once nothing of the run is left.
+std::vector<std::string> remove_git_redirects(
+    const std::filesystem::path& workspace, const workspace::git_directories& git,
+    const std::vector<std::filesystem::path>& protected_paths);
 
 // `argv` wrapped in bwrap: `bwrap [namespaces] [mounts] --chdir cwd -- argv...`. The mounts are
 // applied parent first (sorted by path; at one path: hidden, then writable, then read-only), so

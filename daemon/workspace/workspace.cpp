@@ -182,7 +182,7 @@ int repository_format_version(const fs::path& dot_git) {
     return 0;
 }
 
-// ---- finding the repository
+// ---- the .git entry
 
 // The .git entry (a directory, or a file in a linked worktree or a submodule) of `dir`, or of
 // the nearest directory above it that has one when `search`; empty when there is none, and so
@@ -196,6 +196,44 @@ fs::path git_entry(const fs::path& dir, bool search) {
     }
     return {};
 }
+
+// ---- a git directory that leads out of itself
+//
+// libgit2 follows symbolic links: a loose object written into `objects/ab` that is a link to a
+// directory elsewhere lands there, and a reflog, ref or index that is a link has its target
+// rewritten. Nor does git's layout bind the git directory to the work tree: a `commondir` file
+// makes another directory the repository's objects, refs and configuration. An agent can plant
+// either (also under --sandbox, where the git directory is writable); ralph's snapshots and
+// commits would then write outside the workspace. So a repository is used only when its `.git`
+// is no link, no path in its git directory (and common directory) is one, and its common
+// directory is the git directory itself or, for a linked worktree, the one whose `worktrees/`
+// holds it, as git lays them out.
+
+// The first symbolic link in `dir` or below, relative to `dir`; "" when there is none.
+std::string first_link_below(const fs::path& dir) {
+    std::error_code ec;
+    fs::recursive_directory_iterator it(dir, ec);
+    for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
+        if (it->is_symlink(ec)) return it->path().lexically_relative(dir).string();
+    return "";
+}
+
+// Why the repository whose .git entry is `dot_git` leads out of its git directory, or "".
+std::string layout_problem(const fs::path& dot_git, git_repository* repo) {
+    std::error_code ec;
+    if (fs::is_symlink(dot_git, ec)) return dot_git.string() + " is a symbolic link";
+    const fs::path git_dir = fs::weakly_canonical(git_repository_path(repo), ec);
+    const fs::path common_dir = fs::weakly_canonical(git_repository_commondir(repo), ec);
+    if (git_dir != common_dir && git_dir.parent_path() != common_dir / "worktrees")
+        return "its git directory " + git_dir.string() + " names another common directory, " +
+               common_dir.string() + " (in its file commondir)";
+    // A linked worktree's git directory is in the common directory's worktrees/.
+    if (std::string link = first_link_below(common_dir); !link.empty())
+        return "its git directory " + common_dir.string() + " holds a symbolic link, " + link;
+    return "";
+}
+
+// ---- finding the repository
 
 // The repository that contains `dir`, searched upwards as git does (and, as git, not across a
 // file system boundary), or only at `dir` itself without `search`. GIT_DIR, GIT_WORK_TREE,
@@ -228,6 +266,7 @@ struct repository {
     fs::path top;           // the top of the work tree
     std::string prefix;     // the workspace relative to top ("sub/dir"), "" at the top
     std::string error;      // libgit2 could not tell; "not a repository" is not an error
+    std::string refused;    // why the repository is not used (layout_problem), also in `error`
     // What the paths of the workspace's files start with in the repository: "sub/dir/" or "".
     std::string under() const { return prefix.empty() ? "" : prefix + "/"; }
 };
@@ -238,6 +277,12 @@ repository find_repository(const fs::path& dir) {
     repository found;
     repository_handle repo = open_repository(dir, found.error);
     if (!repo) return found;
+    found.refused = layout_problem(git_entry(dir, true), repo.get());
+    if (!found.refused.empty()) {
+        found.error = "refusing to use the git repository of " + dir.string() + ": " +
+                      found.refused + " (ralph writes through no link)";
+        return found;
+    }
     const char* workdir = git_repository_workdir(repo.get());
     if (workdir == nullptr) return found;
     // Both resolved, as git resolves them: `dir` may be reached through a symbolic link.
@@ -850,6 +895,7 @@ snapshot take_snapshot(const std::filesystem::path& dir, const file_limits& limi
     repository repo = find_repository(dir);
     if (!repo.git) {
         append_error(snap.error, repo.error);
+        snap.refused = repo.refused;
         hash_directory(dir, "", limits, snap);
         return snap;
     }
@@ -1043,11 +1089,13 @@ repository_info inspect_repository(const std::filesystem::path& dir) {
     return info;
 }
 
-std::filesystem::path git_common_dir(const std::filesystem::path& dir) {
+git_directories find_git_directories(const std::filesystem::path& dir) {
     std::string error;
+    // Also of a repository ralph refuses to use: the sandbox protects its directories all the same.
     repository_handle repo = open_repository(dir, error);
     if (!repo) return {};
-    return directory_path(git_repository_commondir(repo.get()));
+    return {directory_path(git_repository_path(repo.get())),
+            directory_path(git_repository_commondir(repo.get()))};
 }
 
 bool has_branch(const std::filesystem::path& dir, const std::string& branch, std::string& error) {
@@ -1076,6 +1124,8 @@ std::string add_worktree(const std::filesystem::path& source, const std::filesys
     std::string error;
     repository_handle repo = open_repository(source, error);
     if (!repo) return error.empty() ? what + ": not in a git repository" : error;
+    if (std::string problem = layout_problem(git_entry(source, true), repo.get()); !problem.empty())
+        return what + ": " + problem + " (ralph writes through no link)";
 
     // The branch outlives a worktree removed by hand: the loop then goes on with its work.
     reference_handle reference;

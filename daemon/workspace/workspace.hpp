@@ -20,7 +20,12 @@
 // deliberately, since an agent (even one under --sandbox) can write them: no hooks, no
 // core.fsmonitor, no filter drivers (`filter.*.clean/smudge`: files are read and checked out as
 // they are, so git-lfs or git-crypt files are seen in their stored form), no gpg signing, no
-// textconv or external diff. The repository is chosen by `dir` alone (GIT_DIR, GIT_WORK_TREE,
+// textconv or external diff. Nor is a repository used whose git directory leads out of itself —
+// its `.git` a symbolic link, a symbolic link anywhere in its git directory (libgit2 would write
+// objects, refs, reflogs or the index through it), or a `commondir` file naming another
+// directory than git's layout has (a linked worktree's main repository): its functions then
+// answer as outside git, with an error saying why, and commit_all fails. The repository is chosen
+// by `dir` alone (GIT_DIR, GIT_WORK_TREE,
 // GIT_INDEX_FILE... of the daemon's environment are not read); the user's and the system's git
 // configuration are read as git reads them (identity, excludes, core.autocrlf...).
 //
@@ -59,6 +64,9 @@ struct snapshot {
     std::map<std::string, std::string> files;
     bool files_truncated = false;  // more than max_files: `files` holds the first ones
     std::string error;             // why a part could not be taken (the snapshot is then partial)
+    // Why the workspace's repository was not used (its git directory leads out of itself, see
+    // above): the snapshot is then of the files, as outside git. Also in `error`.
+    std::string refused;
 };
 snapshot take_snapshot(const std::filesystem::path& dir, const file_limits& limits = {});
 
@@ -122,9 +130,16 @@ struct repository_info {
 // The repository that contains `dir`; is_git is false outside a git work tree.
 repository_info inspect_repository(const std::filesystem::path& dir);
 
-// The git directory of the repository that contains `dir` (as `git rev-parse --git-common-dir`:
-// the main repository's also from a linked worktree), absolute; empty outside git.
-std::filesystem::path git_common_dir(const std::filesystem::path& dir);
+// The git directories of the repository that contains `dir`, absolute: `git_dir` (as `git
+// rev-parse --git-dir`: a linked worktree's own) and `common_dir` (as `--git-common-dir`: the
+// main repository's, with its configuration, hooks, objects and refs), the same directory but in
+// a linked worktree; both empty outside git. Also of a repository whose git directory leads out
+// of itself (which the other functions refuse), as libgit2 finds them.
+struct git_directories {
+    std::filesystem::path git_dir;
+    std::filesystem::path common_dir;
+};
+git_directories find_git_directories(const std::filesystem::path& dir);
 
 // Whether the repository that contains `dir` has the local branch `branch`; failing to tell
 // (not a repository, or libgit2 could not read it) sets `error`.

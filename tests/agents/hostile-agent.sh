@@ -11,8 +11,17 @@
 #   hostile-agent.sh git-config MARKER        core.fsmonitor, a clean filter and commit signing
 #                                             in .git/config, each running a script creating MARKER
 #   hostile-agent.sh git-hook MARKER          .git/hooks/pre-commit (and post-commit) creating MARKER
+#   hostile-agent.sh git-redirect MARKER      replaces the git directory by a copy whose config and
+#                                             hooks create MARKER (renaming it away first), then
+#                                             writes a `commondir` into it naming such a copy
+#   hostile-agent.sh git-link TARGET          .git/logs/HEAD becomes a link to TARGET/reflog, and
+#                                             every missing .git/objects/XX a link to TARGET
 #   hostile-agent.sh rewrite FILE MARKER      FILE (the --verify check or a hook of the workspace)
 #                                             becomes a script that creates MARKER
+#   hostile-agent.sh rewrite-env FILE NAME...
+#                                             FILE (a hook of the workspace) becomes a script that
+#                                             prints "hook sees NAME=VALUE" (or "NAME unset") for
+#                                             each NAME: what a hook would tell the agent's owner
 #   hostile-agent.sh read FILE                prints FILE (a secret ralph's sandbox must hide)
 #   hostile-agent.sh env                      prints its environment and working directory
 set -u
@@ -63,9 +72,47 @@ print(s.recv(65536).decode(errors="replace"), file=sys.stderr)
         git_dir=$(git rev-parse --git-common-dir)
         tried sh -c "cp '$script' '$git_dir/hooks/pre-commit' && cp '$script' '$git_dir/hooks/post-commit'"
         ;;
+    git-redirect)
+        script=$(marker_script "$1")
+        git_dir=$(git rev-parse --absolute-git-dir)
+        common=$(cd "$(git rev-parse --git-common-dir)" && pwd)
+        # A copy of the repository's with a configuration and hooks of the agent's own.
+        rm -rf .hostile-git && cp -a "$common" .hostile-git
+        git --git-dir=.hostile-git config core.fsmonitor "$script"
+        cp "$script" .hostile-git/hooks/pre-commit
+        if mv "$git_dir" "$git_dir.old" 2>/dev/null; then
+            cp -a .hostile-git "$git_dir" && echo "git-redirect rename: done"
+        else
+            echo "git-redirect rename: denied"
+        fi
+        if echo "$PWD/.hostile-git" >"$git_dir/commondir" 2>/dev/null; then
+            echo "git-redirect commondir: done"
+        else
+            echo "git-redirect commondir: denied"
+        fi
+        ;;
+    git-link)
+        target=$1
+        git_dir=$(git rev-parse --absolute-git-dir)
+        rm -f "$git_dir/logs/HEAD"
+        ln -s "$target/reflog" "$git_dir/logs/HEAD"
+        for prefix in $(printf '%02x ' $(seq 0 255)); do
+            [ -e "$git_dir/objects/$prefix" ] || ln -s "$target" "$git_dir/objects/$prefix"
+        done
+        echo "git-link: done"
+        ;;
     rewrite)
         file=$1 marker=$2
         tried sh -c "printf '#!/bin/sh\ntouch %s\nexit 0\n' '$marker' >'$file' && chmod +x '$file'"
+        ;;
+    rewrite-env)
+        file=$1
+        shift
+        script='#!/bin/sh\n'
+        for name in "$@"; do
+            script="$script"'if [ -n "${'"$name"'+set}" ]; then echo "hook sees '"$name"'=$'"$name"'"; else echo "hook sees '"$name"' unset"; fi\n'
+        done
+        tried sh -c "printf '$script' >'$file' && chmod +x '$file'"
         ;;
     read)
         if cat "$1" 2>/dev/null; then echo "$action: done"; else echo "$action: denied"; fi

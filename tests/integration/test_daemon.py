@@ -10,8 +10,8 @@ import stat
 import subprocess
 import sys
 
-from harness import (RALPHD, DaemonTestCase, agent_command, main, parse_time, scaled,
-                     wait_until)
+from harness import (RALPHD, DaemonTestCase, agent_command, main, parse_time, require_root,
+                     scaled, skip_test, wait_until)
 
 # Run by a child process: drops to uid/gid 65534 but keeps CAP_DAC_OVERRIDE, so file permissions
 # (dir 0700, socket 0600) do not stop it and only the daemon's SO_PEERCRED check can refuse it.
@@ -134,9 +134,8 @@ class DaemonProcessTest(DaemonTestCase):
         self.assertEqual(stat.S_IMODE(os.stat(d.socket).st_mode), 0o600)
 
     def test_a_connection_from_another_uid_is_refused(self):
-        if os.geteuid() != 0:
-            self.skipTest("needs root to connect as another uid (as another user, the socket's "
-                          "permissions already refuse us before the peer-uid check)")
+        require_root("to connect as another uid (as another user, the socket's permissions "
+                     "already refuse us before the peer-uid check)")
         d = self.daemon()
         proc = subprocess.run([sys.executable, "-c", PEER_SCRIPT, d.socket],
                               capture_output=True, text=True, timeout=scaled(30),
@@ -144,7 +143,7 @@ class DaemonProcessTest(DaemonTestCase):
         self.assertEqual(proc.returncode, 0, proc.stderr)
         out = json.loads(proc.stdout)
         if not out.get("dropped") or out.get("connect_error", "").startswith("PermissionError"):
-            self.skipTest("cannot connect as uid 65534 with CAP_DAC_OVERRIDE here: %r" % out)
+            skip_test("cannot connect as uid 65534 with CAP_DAC_OVERRIDE here: %r" % out)
         reply = out.get("reply", "")
         self.assertNotIn('"result"', reply, "a foreign uid got an answer: %r" % out)
         if reply:

@@ -22,18 +22,13 @@ import socket
 import subprocess
 import sys
 import tempfile
-import unittest
 
 from harness import (RALPHCTL, RALPHD, DaemonTestCase, RpcError, UnixHTTPConnection,
-                     agent_command, bubblewrap_problem, git, main, make_workspace,
-                     processes_in_group, read_text, scaled, wait_until, write_text)
+                     agent_command, git, main, make_workspace, processes_in_group, read_text,
+                     require_bubblewrap, require_root, scaled, skip_test, wait_until,
+                     write_text)
 
 OTHER_UID = 65534  # nobody: "another local user"
-
-
-def require_root():
-    if os.geteuid() != 0:
-        raise unittest.SkipTest("needs root to act as another user")
 
 
 def write_executable(path, text):
@@ -54,14 +49,13 @@ class SandboxTest(DaemonTestCase):
 
     def setUp(self):
         super().setUp()
-        problem = bubblewrap_problem()
-        if problem:
-            raise unittest.SkipTest(problem)
+        require_bubblewrap()
 
-    def setup_daemon(self):
+    def setup_daemon(self, extra_args=(), env=None):
         # Outside /tmp, which is empty in the sandbox anyway: every path hidden here is hidden by
         # ralph, not by that. Two loops at once for the test of another loop's workspace.
-        d = self.daemon(parent="/var/tmp", extra_args=["--max-concurrent", "2"])
+        d = self.daemon(parent="/var/tmp", extra_args=["--max-concurrent", "2", *extra_args],
+                        env=env)
         self.outside = os.path.join(d.root, "outside")
         os.mkdir(self.outside)
         self.marker = os.path.join(self.outside, "escaped")
@@ -180,6 +174,58 @@ class SandboxTest(DaemonTestCase):
         git(ws, "commit", "-q", "--allow-empty", "-m", "the user commits later")
         self.assert_not_escaped()
 
+    def test_the_git_directory_can_be_neither_replaced_nor_redirected(self):
+        d = self.setup_daemon()
+        ws = make_workspace(d.root)
+        config = read_text(os.path.join(ws, ".git", "config"))
+        loop, output = self.run_sandboxed(d, ws, "-m", "1", "--commit", "--command",
+                                          hostile("git-redirect", self.marker))
+        # .git is a mount point in the sandbox: it cannot be renamed away.
+        self.assertIn("git-redirect rename: denied", output)
+        self.assertFalse(os.path.exists(os.path.join(ws, ".git.old")))
+        self.assertEqual(read_text(os.path.join(ws, ".git", "config")), config)
+        # A commondir cannot be kept from being written; ralph removes it after the run.
+        self.assertIn("git-redirect commondir: done", output)
+        self.assertFalse(os.path.exists(os.path.join(ws, ".git", "commondir")))
+        texts = [e["text"] for e in events_of(d, loop["id"], "refused")]
+        self.assertTrue(any(".git/commondir" in t for t in texts), texts)
+        attempt = d.attempts(loop["id"])[0]
+        self.assertNotEqual(attempt["head_after"], attempt["head_before"],
+                            "--commit committed to the repository's own git directory")
+        # The user's git, later, runs nothing of what the agent left.
+        git(ws, "status")
+        git(ws, "commit", "-q", "--allow-empty", "-m", "the user commits later")
+        self.assert_not_escaped()
+
+    def test_a_worktree_loops_git_directories_can_be_neither_replaced_nor_redirected(self):
+        d = self.setup_daemon()
+        ws = make_workspace(d.root)
+        loop, output = self.run_sandboxed(d, ws, "-m", "1", "--worktree", "--command",
+                                          hostile("git-redirect", self.marker))
+        self.assertIn("git-redirect rename: denied", output)
+        self.assertIn("git-redirect commondir: denied", output)
+        worktree = d.get(loop["id"])["worktree_path"]
+        git(worktree, "status")
+        git(worktree, "commit", "-q", "--allow-empty", "-m", "the user commits later")
+        git(ws, "status")
+        self.assert_not_escaped()
+
+    def test_links_planted_in_the_git_directory_make_ralph_write_nothing_outside(self):
+        d = self.setup_daemon()
+        ws = make_workspace(d.root)
+        reflog = os.path.join(self.outside, "reflog")
+        write_text(reflog, "untouched\n")
+        head = git(ws, "rev-parse", "HEAD").strip()
+        loop, output = self.run_sandboxed(d, ws, "-m", "1", "--commit", "--command",
+                                          hostile("git-link", self.outside))
+        self.assertIn("git-link: done", output)
+        # Neither a loose object nor the reflog of a commit went through the links.
+        self.assertEqual(os.listdir(self.outside), ["reflog"])
+        self.assertEqual(read_text(reflog), "untouched\n")
+        self.assertEqual(git(ws, "rev-parse", "HEAD").strip(), head, "--commit committed nothing")
+        texts = [e["text"] for e in events_of(d, loop["id"], "refused")]
+        self.assertTrue(any("holds a symbolic link" in t for t in texts), texts)
+
     def run_rewriting(self, script, option):
         """A loop whose `option` runs ./`script` of the workspace, which the agent rewrites."""
         d = self.setup_daemon()
@@ -202,6 +248,28 @@ class SandboxTest(DaemonTestCase):
         wait_until(lambda: "submit --on-done hook exited" in d.log_text(), 20, "the hook to end")
         self.assertIn("Read-only file system", d.log_text())
         self.assert_not_escaped()
+
+    def test_a_rewritten_hook_learns_none_of_ralphds_secrets(self):
+        # Both hooks run ./hook.sh of the workspace, which the agent rewrites to print what they
+        # see (to ralphd's log: the hooks of a sandboxed loop can write nothing else).
+        d = self.setup_daemon(extra_args=["--on-done", "./hook.sh"],
+                              env={"SOME_SERVICE_API_KEY": "secret-of-ralphd"})
+        ws = make_workspace(d.root)
+        write_executable(os.path.join(ws, "hook.sh"), "#!/bin/sh\nexit 0\n")
+        loop, output = self.run_sandboxed(
+            d, ws, "-m", "1", "--on-done", "./hook.sh", "--env", "LOOP_VAR=from-the-loop",
+            "--command", hostile("rewrite-env", "hook.sh", "RALPH_HOOK", "SOME_SERVICE_API_KEY",
+                                 "LOOP_VAR"))
+        self.assertIn("rewrite-env: done", output)
+        for hook in ("submit", "ralphd"):
+            wait_until(lambda: "%s --on-done hook exited" % hook in d.log_text(), 20,
+                       "the %s hook to end" % hook)
+        log = d.log_text()
+        self.assertNotIn("secret-of-ralphd", log)
+        self.assertEqual(log.count("hook sees SOME_SERVICE_API_KEY unset"), 2, log)
+        for hook in ("loop", "daemon"):
+            self.assertIn("hook sees RALPH_HOOK=%s" % hook, log)
+        self.assertEqual(log.count("hook sees LOOP_VAR=from-the-loop"), 2, log)
 
     def test_g_a_link_at_the_ralph_directory_is_refused_and_recorded(self):
         d = self.setup_daemon()
@@ -451,8 +519,13 @@ class SocketTrustTest(DaemonTestCase):
         self.assertEqual(proc.returncode, 1, proc)
         self.assertIn("%s belongs to uid %d" % (squatted, OTHER_UID), proc.stderr)
 
-    def test_another_user_cannot_block_ralphds_fallback_directory(self):
-        # As a user of our own, so that /tmp/ralph-$UID is the test's alone.
+    def squatted_fallback(self):
+        """A user of the test's own (so that /tmp/ralph-$UID is the test's alone), without
+        XDG_RUNTIME_DIR, whose /tmp/ralph-$UID another user made first: (uid, its directory,
+        its HOME, its environment, a preexec_fn that becomes it)."""
+        if os.stat("/tmp").st_mode & 0o001 == 0:
+            skip_test("/tmp is closed to other users here (mode %o): the user of the test cannot "
+                      "reach /tmp/ralph-$UID" % (os.stat("/tmp").st_mode & 0o7777))
         uid = 4000 + os.getpid() % 1000
         fallback = "/tmp/ralph-%d" % uid
         home = tempfile.mkdtemp(prefix="ralph-it-home-")
@@ -460,6 +533,7 @@ class SocketTrustTest(DaemonTestCase):
         os.chown(home, uid, uid)
         os.chmod(home, 0o700)
         os.makedirs(fallback, exist_ok=True)
+        os.chmod(fallback, 0o755)
         os.chown(fallback, OTHER_UID, OTHER_UID)  # another user got there first
         env = {"HOME": home, "PATH": os.environ["PATH"], "RALPH_IT_TAG": home}
 
@@ -467,6 +541,22 @@ class SocketTrustTest(DaemonTestCase):
             os.setgroups([])
             os.setgid(uid)
             os.setuid(uid)
+        return uid, fallback, home, env, as_user
+
+    def test_the_client_refuses_another_users_fallback_directory_when_ralphd_recorded_none(self):
+        uid, fallback, home, env, as_user = self.squatted_fallback()
+        server = FakeServer(os.path.join(fallback, "ralphd.sock"), uid=OTHER_UID)
+        proc = subprocess.run(
+            [RALPHCTL, "submit", "--workspace", home, "--env", "API_KEY=hunter2", "--command",
+             "true", "Work."], env=env, cwd=home, preexec_fn=as_user, capture_output=True,
+            text=True, timeout=scaled(20))
+        self.assertEqual(proc.returncode, 3, proc)
+        self.assertIn("refusing to talk to %s/ralphd.sock" % fallback, proc.stderr)
+        self.assertIn("%s belongs to uid %d" % (fallback, OTHER_UID), proc.stderr)
+        self.assertNotIn("received", server.received(), "the secret was never sent")
+
+    def test_another_user_cannot_block_ralphds_fallback_directory(self):
+        uid, fallback, home, env, as_user = self.squatted_fallback()
         daemon = subprocess.Popen([RALPHD], env=env, cwd=home, preexec_fn=as_user,
                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                   stderr=subprocess.STDOUT, text=True)
@@ -501,20 +591,29 @@ class EnvironmentTest(DaemonTestCase):
         cwd = [line[len("cwd: "):] for line in lines if line.startswith("cwd: ")]
         return env, cwd[0] if cwd else None
 
-    def test_the_default_policy_passes_what_agents_need_and_no_other_secret(self):
-        d = self.daemon(env=self.DAEMON_ENV)
-        ws = make_workspace(d.root)
+    def check_default_policy(self, d, *options):
+        """ralphd runs in d.root with DAEMON_ENV; the agent in a workspace elsewhere."""
+        ws = make_workspace(d.work_dir)
+        self.assertNotEqual(os.path.dirname(ws), d.root)
         loop = d.ctl_submit(ws, "Print.", "-m", "1", "--env", "LOOP_VAR=from the loop",
-                            "--command", hostile("env"))
+                            "--command", hostile("env"), *options)
         d.wait_state(loop["id"], ["completed"], timeout=30)
         env, cwd = self.agent_env(d, loop["id"])
         for name in ("PATH", "HOME", "LANG", "https_proxy", "LOOP_VAR", "RALPH_LOOP_ID"):
             self.assertIn(name, env)
+        self.assertEqual(env["LOOP_VAR"], "from the loop")
         for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "AWS_SECRET_ACCESS_KEY",
                      "RALPH_IT_DAEMON_VAR", "OLDPWD"):
             self.assertNotIn(name, env)
         self.assertEqual(env["PWD"], ws, "PWD is where the agent runs, not where ralphd does")
         self.assertEqual(cwd, ws)
+
+    def test_the_default_policy_passes_what_agents_need_and_no_other_secret(self):
+        self.check_default_policy(self.daemon(env=self.DAEMON_ENV))
+
+    def test_the_same_environment_and_pwd_under_sandbox(self):
+        require_bubblewrap()
+        self.check_default_policy(self.daemon(env=self.DAEMON_ENV, parent="/var/tmp"), "--sandbox")
 
     def test_an_agent_gets_its_own_api_variables_and_the_policy_adds_or_withholds(self):
         for rules, present, absent in (
@@ -625,6 +724,36 @@ class BoundsTest(DaemonTestCase):
                 body = d.rpc(method, params)
                 self.assertEqual(body["error"]["code"], -32602, body)
         self.assertEqual(d.call("loop.list")["loops"], [], "nothing was created")
+
+    def test_loop_output_offsets_and_page_sizes_have_bounds(self):
+        d = self.daemon()
+        loop = d.submit(d.workspace(), agent_command("count-to-complete.sh", "1"), max_iterations=1)
+        d.wait_state(loop["id"], ["completed"], timeout=30)
+        for field, value, message in (
+                ("offset", -1, "must be in 0.."), ("offset", 2 ** 63, "out of range"),
+                ("last_lines", -1, "must be in 0.."), ("max_bytes", 0, "1..4194304"),
+                ("max_bytes", 4194305, "1..4194304")):
+            with self.subTest(field=field, value=value):
+                body = d.rpc("loop.output", {"id": loop["id"], field: value})
+                self.assertEqual(body["error"]["code"], -32602, body)
+                self.assertIn("params.%s" % field, body["error"]["message"])
+                self.assertIn(message, body["error"]["message"])
+        page = d.call("loop.output", {"id": loop["id"], "offset": 2 ** 63 - 1, "max_bytes": 4194304})
+        self.assertEqual(page["data"], "", "an offset past the end is an empty page")
+
+    def test_ralphds_own_durations_have_bounds(self):
+        d = self.new_daemon_unstarted()
+        for flag, values in (("--kill-grace", ("0", "-1", "3601", "nan", "inf", "1e308")),
+                             ("--hook-timeout", ("0", "86401", "nan", "1e308")),
+                             ("--rate-limit-wait", ("0", "86401", "nan", "-inf")),
+                             ("--rate-limit-margin", ("-1", "86401", "nan")),
+                             ("--max-concurrent", ("0", "1001", "99999999999999999999"))):
+            for value in values:
+                with self.subTest(flag=flag, value=value):
+                    proc = subprocess.run(d.argv() + [flag, value], env=d.env, capture_output=True,
+                                          text=True, timeout=scaled(20))
+                    self.assertNotEqual(proc.returncode, 0, proc)
+                    self.assertIn(flag, proc.stderr + proc.stdout)
 
     def test_the_client_refuses_a_duration_that_would_overflow(self):
         d = self.daemon()

@@ -9,9 +9,9 @@ import signal
 import socket
 import subprocess
 import time
-import unittest
 
-from harness import RALPHD, Daemon, DaemonTestCase, agent_command, main, scaled, wait_until
+from harness import (RALPHD, Daemon, DaemonTestCase, agent_command, main, scaled, skip_test,
+                     wait_until)
 
 UNITS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "systemd")
 
@@ -19,7 +19,7 @@ UNITS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "sy
 def tool(name):
     path = shutil.which(name)
     if not path:
-        raise unittest.SkipTest(name + " is not installed (Debian package systemd)")
+        skip_test(name + " is not installed (Debian package systemd)")
     return path
 
 

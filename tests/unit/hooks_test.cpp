@@ -193,3 +193,37 @@ TEST_CASE("agent_environment: only what the policy passes, then the overrides") 
     CHECK(has("LOOP_VAR=loop"));
     for (const auto& entry : env) CHECK_FALSE(entry.starts_with("RALPH_ENV_TEST_SECRET="));
 }
+
+TEST_CASE(
+    "hooks: a loop's own hook and every hook of a sandboxed loop get the loop's environment") {
+    ::setenv("RALPH_ENV_TEST_HOOK_SECRET", "daemon", 1);
+    auto loop = ended_loop();
+    loop.spec.env = {{"LOOP_VAR", "loop"}};
+    auto names = [](const std::vector<std::string>& env) {
+        std::map<std::string, std::string> found;
+        for (const auto& entry : env)
+            found[entry.substr(0, entry.find('='))] = entry.substr(entry.find('=') + 1);
+        return found;
+    };
+    const ralph::env_policy policy;
+    auto own = names(ralph::hook_process_environment(loop, "loop", policy));
+    CHECK(own.count("RALPH_ENV_TEST_HOOK_SECRET") == 0);
+    CHECK(own.at("LOOP_VAR") == "loop");
+    CHECK(own.at("RALPH_HOOK") == "loop");
+    CHECK(own.count("PATH") == 1);
+    // ralphd's own hook of a loop without --sandbox, and the notification: ralphd's environment.
+    for (const char* hook : {"daemon", "notify"}) {
+        auto daemons = names(ralph::hook_process_environment(loop, hook, policy));
+        CHECK_MESSAGE(daemons.at("RALPH_ENV_TEST_HOOK_SECRET") == "daemon", hook);
+        CHECK_MESSAGE(daemons.count("LOOP_VAR") == 0, hook);
+        CHECK_MESSAGE(daemons.at("RALPH_HOOK") == hook, hook);
+    }
+    loop.spec.sandbox = true;
+    auto sandboxed = names(ralph::hook_process_environment(loop, "daemon", policy));
+    CHECK(sandboxed.count("RALPH_ENV_TEST_HOOK_SECRET") == 0);
+    CHECK(sandboxed.at("LOOP_VAR") == "loop");
+    // The policy decides as for the agent.
+    own = names(ralph::hook_process_environment(loop, "loop",
+                                                ralph::env_policy({"+RALPH_ENV_TEST_HOOK_*"})));
+    CHECK(own.at("RALPH_ENV_TEST_HOOK_SECRET") == "daemon");
+}

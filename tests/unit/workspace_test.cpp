@@ -629,13 +629,18 @@ TEST_CASE(
     auto repo = make_repo(tmp.path / "repo");
     fs::create_directories(repo / "sub" / "dir");
     const fs::path git_dir = fs::canonical(repo / ".git");
-    CHECK(fs::canonical(git_common_dir(repo)) == git_dir);
-    CHECK(fs::canonical(git_common_dir(repo / "sub" / "dir")) == git_dir);
+    for (const fs::path& dir : {repo, repo / "sub" / "dir"}) {
+        const git_directories found = find_git_directories(dir);
+        CHECK(fs::canonical(found.git_dir) == git_dir);
+        CHECK(fs::canonical(found.common_dir) == git_dir);
+    }
     auto tree = tmp.path / "worktrees" / "loop-1";
     REQUIRE(add_worktree(repo, tree, "ralph/loop-1", head_of(repo)) == "");
-    CHECK(fs::canonical(git_common_dir(tree)) == git_dir);
+    const git_directories linked = find_git_directories(tree);
+    CHECK(fs::canonical(linked.common_dir) == git_dir);
+    CHECK(fs::canonical(linked.git_dir) == git_dir / "worktrees" / "loop-1");
     fs::create_directories(tmp.path / "plain");
-    CHECK(git_common_dir(tmp.path / "plain").empty());
+    CHECK(find_git_directories(tmp.path / "plain").git_dir.empty());
 }
 
 TEST_CASE("workspace: check_dirty's lines are those of git status --porcelain") {
@@ -977,4 +982,64 @@ TEST_CASE("workspace: add_worktree runs no post-checkout hook") {
     CHECK(add_worktree(repo, tree, "ralph/loop-1", head_of(repo)) == "");
     CHECK(read_file(tree / "a.txt") == "one\ntwo\nthree\n");
     CHECK_FALSE(fs::exists(marker));
+}
+
+TEST_CASE("workspace: a git directory that leads out of itself is not used, nor written through") {
+    temp_dir tmp;
+    const fs::path outside = tmp.path / "outside";
+    fs::create_directories(outside);
+    write_file(outside / "reflog", "untouched\n");
+    auto plant = [&](const std::string& name, auto make) {
+        auto repo = make_repo(tmp.path / name);
+        make(repo);
+        write_file(repo / "b.txt", "work\n");
+        snapshot snap = take_snapshot(repo);
+        CHECK_FALSE(snap.is_git);  // a snapshot of the files instead
+        CHECK_MESSAGE(snap.refused != "", name);
+        CHECK(snap.files.count("b.txt") == 1);
+        std::string error;
+        CHECK(commit_all(repo, "work", error) == "");
+        CHECK(error.find("refusing to use the git repository") != std::string::npos);
+        CHECK(check_dirty(repo).error.find("refusing") != std::string::npos);
+        return snap.refused;
+    };
+    // A reflog that is a link: libgit2 would rewrite its target at a commit.
+    CHECK(plant("reflog", [&](const fs::path& repo) {
+              fs::remove(repo / ".git" / "logs" / "HEAD");
+              fs::create_symlink(outside / "reflog", repo / ".git" / "logs" / "HEAD");
+          }).find("logs/HEAD") != std::string::npos);
+    // An object directory that is a link: loose objects would be written there.
+    plant("objects", [&](const fs::path& repo) {
+        for (int i = 0; i < 256; ++i) {
+            char name[3];
+            std::snprintf(name, sizeof name, "%02x", i);
+            if (!fs::exists(repo / ".git" / "objects" / name))
+                fs::create_directory_symlink(outside, repo / ".git" / "objects" / name);
+        }
+    });
+    // A commondir: another directory's objects, refs and configuration.
+    auto other = make_repo(tmp.path / "other");
+    const std::string other_head = head_of(other);
+    CHECK(plant("commondir", [&](const fs::path& repo) {
+              write_file(repo / ".git" / "commondir", (other / ".git").string() + "\n");
+          }).find("commondir") != std::string::npos);
+    CHECK(head_of(other) == other_head);
+    // Nothing was written outside.
+    CHECK(read_file(outside / "reflog") == "untouched\n");
+    CHECK(std::distance(fs::directory_iterator(outside), fs::directory_iterator()) == 1);
+    // .git itself a link.
+    plant("dot-git-link", [&](const fs::path& repo) {
+        fs::rename(repo / ".git", tmp.path / "moved-git");
+        fs::create_directory_symlink(tmp.path / "moved-git", repo / ".git");
+    });
+
+    // A linked worktree is git's own layout: used.
+    auto repo = make_repo(tmp.path / "main");
+    auto tree = tmp.path / "worktrees" / "loop-1";
+    REQUIRE(add_worktree(repo, tree, "ralph/loop-1", head_of(repo)) == "");
+    write_file(tree / "b.txt", "work\n");
+    CHECK(take_snapshot(tree).is_git);
+    std::string error;
+    CHECK(commit_all(tree, "work", error) != "");
+    CHECK(error == "");
 }
