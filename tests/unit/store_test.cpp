@@ -2,6 +2,7 @@
 #include "daemon/store/wal_checkpointer.hpp"
 
 #include "proto/errors.hpp"
+#include "tests/support/files.hpp"
 
 #include <doctest/doctest.h>
 
@@ -17,14 +18,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// A database file in a fresh temporary directory.
 struct temp_db {
-    fs::path dir;
-    temp_db() {
-        char tmpl[] = "/tmp/ralph-store-test-XXXXXX";
-        dir = ::mkdtemp(tmpl);
-    }
-    ~temp_db() { fs::remove_all(dir); }
-    fs::path path() const { return dir / "ralph.db"; }
+    ralph::test::temp_dir dir;
+    fs::path path() const { return dir.path / "ralph.db"; }
 };
 
 ralph::proto::submit_params sample_spec() {

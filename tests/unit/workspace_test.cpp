@@ -1,19 +1,17 @@
 // Workspace snapshots against real temporary git repositories and plain directories.
 #include "daemon/workspace/workspace.hpp"
 
+#include "common/text.hpp"
 #include "proto/errors.hpp"
+#include "tests/support/files.hpp"
+#include "tests/support/git.hpp"
 
 #include <doctest/doctest.h>
-#include <git2.h>
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -21,102 +19,14 @@
 
 namespace fs = std::filesystem;
 using namespace ralph::workspace;
-
-extern char** environ;
+using ralph::test::git;
+using ralph::test::read_file;
+using ralph::test::run_git;
+using ralph::test::set_git_config_search_path;
+using ralph::test::temp_dir;
+using ralph::test::write_file;
 
 namespace {
-
-// Where libgit2 looks for the user's and the system's configuration (its default: $HOME, the
-// XDG directory, /etc). "/dev/null" is not a directory: no configuration is found under it.
-void set_git_config_search_path(const std::string& directory) {
-    for (int level : {GIT_CONFIG_LEVEL_SYSTEM, GIT_CONFIG_LEVEL_XDG, GIT_CONFIG_LEVEL_GLOBAL,
-                      GIT_CONFIG_LEVEL_PROGRAMDATA})
-        REQUIRE(git_libgit2_opts(GIT_OPT_SET_SEARCH_PATH, level, directory.c_str()) == 0);
-}
-
-// The tests never read the user's ~/.gitconfig or /etc/gitconfig (identity, signing, hooks):
-// neither the git of the set-ups nor libgit2 in the code under test.
-void hermetic_git() {
-    ::setenv("GIT_CONFIG_GLOBAL", "/dev/null", 1);
-    ::setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
-    static const bool libgit2_hermetic = [] {
-        git_libgit2_init();  // reference-counted: the code under test's own init adds to it
-        set_git_config_search_path("/dev/null");
-        return true;
-    }();
-    (void)libgit2_hermetic;
-}
-
-struct temp_dir {
-    fs::path path;
-    temp_dir() {
-        hermetic_git();
-        char tmpl[] = "/tmp/ralph-workspace-test-XXXXXX";
-        path = ::mkdtemp(tmpl);
-    }
-    ~temp_dir() { fs::remove_all(path); }
-};
-
-struct command_result {
-    int status = -1;
-    std::string output;
-};
-
-// Runs `git -C dir args...` for a test's set-up and checks, returning its stdout.
-command_result run(const fs::path& dir, const std::vector<std::string>& args) {
-    std::vector<std::string> all = {"git", "-C", dir.string()};
-    all.insert(all.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& arg : all) argv.push_back(arg.data());
-    argv.push_back(nullptr);
-    int out[2];
-    REQUIRE(::pipe(out) == 0);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
-    posix_spawn_file_actions_addclose(&actions, out[0]);
-    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-    pid_t pid = -1;
-    int rc = ::posix_spawnp(&pid, "git", &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    ::close(out[1]);
-    REQUIRE(rc == 0);
-    command_result result;
-    char buffer[4096];
-    ssize_t n;
-    while ((n = ::read(out[0], buffer, sizeof buffer)) > 0)
-        result.output.append(buffer, std::size_t(n));
-    ::close(out[0]);
-    int status = 0;
-    REQUIRE(::waitpid(pid, &status, 0) == pid);
-    result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return result;
-}
-
-std::string git(const fs::path& dir, const std::vector<std::string>& args) {
-    auto result = run(dir, args);
-    INFO("git " << args.at(0) << " in " << dir);
-    REQUIRE(result.status == 0);
-    return result.output;
-}
-
-std::string trimmed(std::string text) {
-    while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-    return text;
-}
-
-void write_file(const fs::path& path, const std::string& content) {
-    fs::create_directories(path.parent_path());
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out << content;
-}
-
-std::string read_file(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream content;
-    content << in.rdbuf();
-    return content.str();
-}
 
 // A repository with user config, optionally with one committed file a.txt.
 fs::path make_repo(const fs::path& dir, bool with_commit = true) {
@@ -132,7 +42,9 @@ fs::path make_repo(const fs::path& dir, bool with_commit = true) {
     return dir;
 }
 
-std::string head_of(const fs::path& dir) { return trimmed(git(dir, {"rev-parse", "HEAD"})); }
+std::string head_of(const fs::path& dir) {
+    return std::string(ralph::text::trim(git(dir, {"rev-parse", "HEAD"})));
+}
 
 // An executable that creates `marker` when run and copies its stdin to its stdout, so that it
 // may stand for a hook, a filter driver, an fsmonitor or gpg.
@@ -162,7 +74,7 @@ std::string git_add_all_tree(const fs::path& dir, const fs::path& scratch) {
     fs::copy_file(dir / ".git" / "index", scratch / "index", fs::copy_options::overwrite_existing);
     ::setenv("GIT_INDEX_FILE", (scratch / "index").c_str(), 1);
     git(dir, {"add", "-A", "--", ".", ":(exclude).ralph"});
-    std::string tree = trimmed(git(dir, {"write-tree"}));
+    std::string tree(ralph::text::trim(git(dir, {"write-tree"})));
     ::unsetenv("GIT_INDEX_FILE");
     return tree;
 }
@@ -669,19 +581,19 @@ TEST_CASE(
     CHECK(add_worktree(repo, tree, "ralph/loop-1", base) == "");
     CHECK(has_branch(repo, "ralph/loop-1", error));
     CHECK(head_of(tree) == base);
-    CHECK(trimmed(git(tree, {"rev-parse", "--abbrev-ref", "HEAD"})) == "ralph/loop-1");
+    CHECK(ralph::text::trim(git(tree, {"rev-parse", "--abbrev-ref", "HEAD"})) == "ralph/loop-1");
     CHECK(read_file(tree / "a.txt") == "one\ntwo\nthree\n");
     CHECK_FALSE(fs::exists(tree / "staged.txt"));
     CHECK(git(tree, {"status", "--porcelain"}).empty());
     CHECK(git(repo, {"status", "--porcelain"}) == status);
-    CHECK(trimmed(git(repo, {"rev-parse", "--abbrev-ref", "HEAD"})) == "main");
+    CHECK(ralph::text::trim(git(repo, {"rev-parse", "--abbrev-ref", "HEAD"})) == "main");
 
     // A commit in the worktree moves its branch only.
     write_file(tree / "b.txt", "new\n");
     git(tree, {"add", "b.txt"});
     git(tree, {"commit", "-q", "-m", "loop work"});
     CHECK(head_of(repo) == base);
-    CHECK(trimmed(git(repo, {"rev-parse", "ralph/loop-1"})) == head_of(tree));
+    CHECK(ralph::text::trim(git(repo, {"rev-parse", "ralph/loop-1"})) == head_of(tree));
 
     // Made already: nothing to do. Removed by hand: made again on the branch, with its work.
     CHECK(add_worktree(repo, tree, "ralph/loop-1", base) == "");
@@ -731,7 +643,7 @@ TEST_CASE("workspace: check_dirty's lines are those of git status --porcelain") 
     git(repo, {"checkout", "-q", "main"});
     write_file(repo / "conflict.txt", "ours\n");
     git(repo, {"commit", "-q", "-am", "ours"});
-    CHECK(run(repo, {"merge", "-q", "other"}).status != 0);
+    CHECK(run_git(repo, {"merge", "-q", "other"}).status != 0);
     // Staged, unstaged, both, deleted, a staged rename, untracked files and a directory.
     write_file(repo / "a.txt", "staged\n");
     git(repo, {"add", "a.txt"});
@@ -861,8 +773,8 @@ TEST_CASE(
     std::string error;
     commit_all(repo, "the submodule's commit and the new repository", error);
     CHECK(error == "");
-    CHECK(trimmed(git(repo, {"rev-parse", "HEAD:libs/library"})) == head_of(submodule));
-    CHECK(trimmed(git(repo, {"rev-parse", "HEAD:vendor/tool"})) ==
+    CHECK(ralph::text::trim(git(repo, {"rev-parse", "HEAD:libs/library"})) == head_of(submodule));
+    CHECK(ralph::text::trim(git(repo, {"rev-parse", "HEAD:vendor/tool"})) ==
           head_of(repo / "vendor" / "tool"));
 }
 
@@ -966,7 +878,7 @@ TEST_CASE("workspace: a core.fsmonitor program is not run by snapshots or the di
     write_marker_program(tmp.path / "fsmonitor", marker);
     git(repo, {"config", "core.fsmonitor", (tmp.path / "fsmonitor").string()});
     write_file(repo / "b.txt", "b\n");
-    run(repo, {"status", "--porcelain"});
+    run_git(repo, {"status", "--porcelain"});
     require_ran(marker);
 
     auto before = take_snapshot(repo);
@@ -1030,7 +942,7 @@ TEST_CASE("workspace: commit.gpgSign does not make commit_all run gpg.program") 
     write_marker_program(tmp.path / "gpg", marker);
     git(repo, {"config", "commit.gpgSign", "true"});
     git(repo, {"config", "gpg.program", (tmp.path / "gpg").string()});
-    CHECK(run(repo, {"commit", "-q", "--allow-empty", "-m", "signed"}).status != 0);
+    CHECK(run_git(repo, {"commit", "-q", "--allow-empty", "-m", "signed"}).status != 0);
     require_ran(marker);
 
     write_file(repo / "b.txt", "b\n");
