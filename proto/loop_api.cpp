@@ -18,6 +18,32 @@ loop_state state_or_queued(const nlohmann::json& j) {
     return loop_state_from_string(read_or<std::string>(j, "state", "queued"));
 }
 
+// A list of names (of states, fields...) as the values `from_string` makes of them; an unknown
+// name is invalid_params naming the field.
+template <typename T>
+std::vector<T> read_names(const nlohmann::json& obj, const char* field,
+                          T (*from_string)(std::string_view)) {
+    std::vector<std::string> names;
+    read_field(obj, field, names);
+    std::vector<T> values;
+    for (const auto& name : names) {
+        try {
+            values.push_back(from_string(name));
+        } catch (const std::invalid_argument& e) {
+            throw rpc_error(error_kind::invalid_params,
+                            std::string("params.") + field + ": " + e.what());
+        }
+    }
+    return values;
+}
+
+template <typename T>
+nlohmann::json names_of(const std::vector<T>& values) {
+    nlohmann::json names = nlohmann::json::array();
+    for (T value : values) names.push_back(to_string(value));
+    return names;
+}
+
 }  // namespace
 
 void from_json(const nlohmann::json& j, loop_id_request& r) {
@@ -38,31 +64,16 @@ void to_json(nlohmann::json& j, const submit_result& r) {
 
 void from_json(const nlohmann::json& j, list_request& r) {
     const auto& obj = params_object(j);
-    std::vector<std::string> names;
-    read_field(obj, "states", names);
-    for (const auto& name : names) {
-        try {
-            r.states.push_back(loop_state_from_string(name));
-        } catch (const std::invalid_argument& e) {
-            throw rpc_error(error_kind::invalid_params, std::string("params.states: ") + e.what());
-        }
-    }
+    r.states = read_names(obj, "states", loop_state_from_string);
     read_field(obj, "limit", r.limit);
     check_range("limit", r.limit, 0, max_int);
-    read_field(obj, "fields", r.fields);
-    for (const auto& field : r.fields)
-        if (!is_summary_field(field))
-            throw rpc_error(error_kind::invalid_params,
-                            "params.fields: unknown field '" + field + "'");
+    r.fields = read_names(obj, "fields", summary_field_from_string);
 }
 void to_json(nlohmann::json& j, const list_request& r) {
     j = nlohmann::json::object();
-    if (!r.states.empty()) {
-        nlohmann::json& states = j["states"] = nlohmann::json::array();
-        for (loop_state state : r.states) states.push_back(to_string(state));
-    }
+    if (!r.states.empty()) j["states"] = names_of(r.states);
     if (r.limit != 0) j["limit"] = r.limit;
-    if (!r.fields.empty()) j["fields"] = r.fields;
+    if (!r.fields.empty()) j["fields"] = names_of(r.fields);
 }
 
 void from_json(const nlohmann::json& j, loop_list& r) {

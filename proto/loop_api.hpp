@@ -39,15 +39,15 @@ void to_json(nlohmann::json& j, const submit_result& r);
 struct list_request {
     std::vector<loop_state> states;
     std::int64_t limit = 0;
-    std::vector<std::string> fields;
+    std::vector<summary_field> fields;
     bool operator==(const list_request&) const = default;
 };
 void from_json(const nlohmann::json& j, list_request& r);
 void to_json(nlohmann::json& j, const list_request& r);
 
 struct loop_list {
-    std::vector<loop_info> loops;     // as summaries: only the summary fields are read or sent
-    std::vector<std::string> fields;  // the daemon sends these (all when empty); not sent
+    std::vector<loop_info> loops;       // as summaries: only the summary fields are read or sent
+    std::vector<summary_field> fields;  // the daemon sends these (all when empty); not sent
     bool operator==(const loop_list&) const = default;
 };
 void from_json(const nlohmann::json& j, loop_list& r);
