@@ -34,6 +34,15 @@ struct submit_result {
 void from_json(const nlohmann::json& j, submit_result& r);
 void to_json(nlohmann::json& j, const submit_result& r);
 
+// The data of loop.submit's refusal of a workspace with uncommitted changes (workspace_dirty,
+// -32008), which ralphctl shows before asking whether to start anyway.
+struct dirty_workspace {
+    std::vector<std::string> changes;  // the first 20, as `git status --porcelain` shows them
+    bool operator==(const dirty_workspace&) const = default;
+};
+void from_json(const nlohmann::json& j, dirty_workspace& d);
+void to_json(nlohmann::json& j, const dirty_workspace& d);
+
 // loop.list: loops in some states (all when empty), the newest `limit` (0 = all), with only
 // `fields` of their summary (all when empty).
 struct list_request {

@@ -2,6 +2,7 @@
 
 #include "common/text.hpp"
 #include "proto/errors.hpp"
+#include "proto/field_names.hpp"
 #include "proto/fields.hpp"
 
 #include <algorithm>
@@ -97,19 +98,20 @@ usage read_usage(const nlohmann::json& j) {
     return u;
 }
 
+// field_name:: for the fields that ralphctl mcp's tool schema names (proto/field_names.hpp).
 void from_json(const nlohmann::json& j, submit_params& p) {
     const auto& obj = params_object(j);
-    read_field(obj, "name", p.name);
-    read_field(obj, "workspace", p.workspace);
-    read_field(obj, "agent", p.agent);
+    read_field(obj, field_name::name, p.name);
+    read_field(obj, field_name::workspace, p.workspace);
+    read_field(obj, field_name::agent, p.agent);
     read_field(obj, "model", p.model);
-    read_field(obj, "command", p.command);
+    read_field(obj, field_name::command, p.command);
     read_field(obj, "args", p.args);
     read_field(obj, "env", p.env);
-    read_field(obj, "prompt", p.prompt);
+    read_field(obj, field_name::prompt, p.prompt);
     read_field(obj, "prompt_file", p.prompt_file);
     read_field(obj, "completion_phrase", p.completion_phrase);
-    read_field(obj, "max_iterations", p.max_iterations);
+    read_field(obj, field_name::max_iterations, p.max_iterations);
     read_field(obj, "min_iterations", p.min_iterations);
     read_field(obj, "timeout_s", p.timeout_s);
     read_field(obj, "delay_s", p.delay_s);
@@ -123,7 +125,7 @@ void from_json(const nlohmann::json& j, submit_params& p) {
     read_field(obj, "backlog_rule", p.backlog_rule);
     read_field(obj, "verify_command", p.verify_command);
     read_field(obj, "commit", p.commit);
-    read_field(obj, "allow_dirty", p.allow_dirty);
+    read_field(obj, field_name::allow_dirty, p.allow_dirty);
     read_field(obj, "stall_iterations", p.stall_iterations);
     read_field(obj, "stall_failures", p.stall_failures);
     read_field(obj, "inactivity_timeout_s", p.inactivity_timeout_s);
@@ -140,23 +142,23 @@ void from_json(const nlohmann::json& j, submit_params& p) {
     read_field(obj, "worktree_path", p.worktree_path);
     read_field(obj, "worktree_branch", p.worktree_branch);
     read_field(obj, "worktree_base", p.worktree_base);
-    read_field(obj, "idempotency_key", p.idempotency_key);
+    read_field(obj, field_name::idempotency_key, p.idempotency_key);
 }
 
 void to_json(nlohmann::json& j, const submit_params& p) {
     // Field by field: an initializer list builds a two-element array per field first.
     j = nlohmann::json::object();
-    j["name"] = p.name;
-    j["workspace"] = p.workspace;
-    j["agent"] = p.agent;
+    j[field_name::name] = p.name;
+    j[field_name::workspace] = p.workspace;
+    j[field_name::agent] = p.agent;
     j["model"] = p.model;
-    j["command"] = p.command;
+    j[field_name::command] = p.command;
     j["args"] = p.args;
     j["env"] = p.env;
-    j["prompt"] = p.prompt;
+    j[field_name::prompt] = p.prompt;
     j["prompt_file"] = p.prompt_file;
     j["completion_phrase"] = p.completion_phrase;
-    j["max_iterations"] = p.max_iterations;
+    j[field_name::max_iterations] = p.max_iterations;
     j["min_iterations"] = p.min_iterations;
     j["timeout_s"] = p.timeout_s;
     j["delay_s"] = p.delay_s;
@@ -170,7 +172,7 @@ void to_json(nlohmann::json& j, const submit_params& p) {
     j["backlog_rule"] = p.backlog_rule;
     j["verify_command"] = p.verify_command;
     j["commit"] = p.commit;
-    j["allow_dirty"] = p.allow_dirty;
+    j[field_name::allow_dirty] = p.allow_dirty;
     j["stall_iterations"] = p.stall_iterations;
     j["stall_failures"] = p.stall_failures;
     j["inactivity_timeout_s"] = p.inactivity_timeout_s;
@@ -187,7 +189,7 @@ void to_json(nlohmann::json& j, const submit_params& p) {
     j["worktree_path"] = p.worktree_path;
     j["worktree_branch"] = p.worktree_branch;
     j["worktree_base"] = p.worktree_base;
-    j["idempotency_key"] = p.idempotency_key;
+    j[field_name::idempotency_key] = p.idempotency_key;
 }
 
 void to_json(nlohmann::json& j, const loop_info& loop) {

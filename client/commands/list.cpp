@@ -151,7 +151,7 @@ int run_list(const client_context& ctx, const list_options& options) {
         request.fields = {field::id,         field::name,           field::state,
                           field::iterations, field::max_iterations, field::agent,
                           field::created_at, field::workspace};
-        if (!nlohmann::json::sax_parse(daemon.call_text(loop_list::name, request), &reader))
+        if (!nlohmann::json::sax_parse(daemon.call_text<loop_list>(request), &reader))
             throw client_error(exit_code::failure, "ralphd sent a reply that is not valid JSON");
         if (reader.error) throw client_error(exit_code::failure, *reader.error);
     }

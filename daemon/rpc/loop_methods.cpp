@@ -163,7 +163,7 @@ submission validated(proto::submit_params spec, method_services& services) {
             throw rpc_error(error_kind::workspace_dirty,
                             fmt::format("workspace {} has {} uncommitted change(s)", spec.workspace,
                                         dirty.total_changes),
-                            nlohmann::json{{"changes", dirty.changes}});
+                            nlohmann::json(proto::dirty_workspace{dirty.changes}));
         // e.g. a repository that libgit2 cannot (or must not) open: said, not refused.
         if (!dirty.error.empty())
             result.warnings.push_back(

@@ -293,6 +293,11 @@ TEST_CASE("proto: every method's request and result read back as they were writt
     check_methods(std::type_identity<method::all_methods>{});
 }
 
+TEST_CASE("proto: the data of an error reads back as it was written") {
+    const proto::dirty_workspace dirty{{" M src/main.cpp", "?? notes.txt"}};
+    CHECK(nlohmann::json(dirty).get<proto::dirty_workspace>() == dirty);
+}
+
 TEST_CASE("proto: the notifications read back as they were written") {
     const proto::output_notification output{7, 100, 5, "aGVsbG8=", "base64"};
     CHECK(nlohmann::json(output).get<proto::output_notification>() == output);
