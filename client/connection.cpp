@@ -128,9 +128,12 @@ nlohmann::json parse_reply(std::string_view text) {
 
 nlohmann::json result_of(nlohmann::json response) {
     if (auto error = response.find("error"); error != response.end()) {
-        const std::string message =
-            error->is_object() ? error->value("message", "unknown error") : "unknown error";
-        throw client_error(exit_code::failure, message);
+        if (!error->is_object()) throw client_error(exit_code::failure, "unknown error");
+        const auto code = error->find("code");
+        throw daemon_error(
+            proto::kind_of_code(code != error->end() && code->is_number_integer() ? code->get<int>()
+                                                                                  : 0),
+            error->value("message", "unknown error"), error->value("data", nlohmann::json()));
     }
     auto result = response.find("result");
     if (result == response.end())
@@ -141,11 +144,7 @@ nlohmann::json result_of(nlohmann::json response) {
 connection::connection(const std::string& socket_path)
     : socket_path_(socket_path), socket_(connect_to(io_, socket_path)) {}
 
-nlohmann::json connection::call(std::string_view method, nlohmann::json params) {
-    return result_of(parse_reply(call_text(method, std::move(params))));
-}
-
-std::string connection::call_text(std::string_view method, nlohmann::json params) {
+std::string connection::exchange(std::string_view method, nlohmann::json params) {
     http::request<http::string_body> request{http::verb::post, target, 11};
     request.set(http::field::host, host);
     request.set(http::field::content_type, "application/json");

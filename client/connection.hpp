@@ -1,12 +1,16 @@
 // Talking to ralphd over its Unix socket (SPEC §2): `connection` sends JSON-RPC requests as
 // HTTP/1.1 POST /rpc on one keep-alive connection; `session` is the WebSocket (GET /rpc
 // upgrade) on which the daemon also sends notifications. Both are blocking: ralphctl does one
-// thing at a time, and Ctrl-C simply ends the process.
+// thing at a time, and Ctrl-C simply ends the process. Every request is a method's request type
+// (proto/methods.hpp): nothing is sent that the daemon's types do not describe.
 // Every failure is a client_error: the socket cannot be reached or the connection breaks →
-// exit_code::unreachable; another protocol version, or a JSON-RPC error → exit_code::failure.
+// exit_code::unreachable; another protocol version → exit_code::failure; a JSON-RPC error → a
+// daemon_error (exit_code::failure) with the error's kind and data.
 #pragma once
 
+#include "client/output.hpp"
 #include "common/asio.hpp"
+#include "proto/errors.hpp"
 #include "proto/methods.hpp"
 
 #include <nlohmann/json.hpp>
@@ -17,6 +21,29 @@
 
 namespace ralph::client {
 
+// A JSON-RPC error that ralphd answered: a client_error with its message, which also keeps the
+// error's kind and data for a command that acts on one (submit on workspace_dirty).
+class daemon_error : public client_error {
+  public:
+    daemon_error(proto::error_kind kind, const std::string& message, nlohmann::json data)
+        : client_error(exit_code::failure, message), kind_(kind), data_(std::move(data)) {}
+    proto::error_kind kind() const { return kind_; }
+    // The error's data as its proto type (e.g. proto::dirty_workspace).
+    template <typename Data>
+    Data data() const {
+        return data_.get<Data>();
+    }
+
+  private:
+    proto::error_kind kind_;
+    nlohmann::json data_;
+};
+
+// Parses the text of a reply; anything but a JSON object is a client_error.
+nlohmann::json parse_reply(std::string_view text);
+// The result of a JSON-RPC response; its error as a daemon_error.
+nlohmann::json result_of(nlohmann::json response);
+
 class connection {
   public:
     explicit connection(const std::string& socket_path);
@@ -24,16 +51,19 @@ class connection {
     // Calls `Method` (proto/methods.hpp) with its request; returns its result.
     template <typename Method>
     typename Method::result call(const typename Method::request& request) {
-        return call(Method::name, nlohmann::json(request)).template get<typename Method::result>();
+        return result_of(parse_reply(call_text<Method>(request)))
+            .template get<typename Method::result>();
     }
-    // Calls `method` and returns its result; a JSON-RPC error becomes a client_error. For what
-    // passes requests through (mcp); the commands use call<Method>.
-    nlohmann::json call(std::string_view method, nlohmann::json params);
-    // Calls `method` and returns the reply unparsed (the whole JSON-RPC response), for a caller
+    // Calls `Method` and returns the reply unparsed (the whole JSON-RPC response), for a caller
     // that reads a large reply without building its JSON tree.
-    std::string call_text(std::string_view method, nlohmann::json params);
+    template <typename Method>
+    std::string call_text(const typename Method::request& request) {
+        return exchange(Method::name, nlohmann::json(request));
+    }
 
   private:
+    std::string exchange(std::string_view method, nlohmann::json params);
+
     std::string socket_path_;
     net::io_context io_;
     local_stream::socket socket_;
@@ -51,7 +81,6 @@ class session {
     std::int64_t send(const typename Method::request& request) {
         return send(Method::name, nlohmann::json(request));
     }
-    std::int64_t send(std::string_view method, nlohmann::json params);
     // The text of the next message from the daemon (a response or a notification), valid until
     // the next call.
     std::string_view receive();
@@ -59,16 +88,13 @@ class session {
     void close();
 
   private:
+    std::int64_t send(std::string_view method, nlohmann::json params);
+
     std::string socket_path_;
     net::io_context io_;
     beast::websocket::stream<local_stream::socket> ws_;
     beast::flat_buffer buffer_;
     std::int64_t next_id_ = 1;
 };
-
-// Parses the text of a reply; anything but a JSON object is a client_error.
-nlohmann::json parse_reply(std::string_view text);
-// The result of a JSON-RPC response, or a client_error carrying its error message.
-nlohmann::json result_of(nlohmann::json response);
 
 }  // namespace ralph::client

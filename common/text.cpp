@@ -138,6 +138,11 @@ std::string_view trim(std::string_view text, std::string_view chars) {
     return trim_end(trim_start(text, chars), chars);
 }
 
+std::string_view first_line(std::string_view text) {
+    const std::string_view rest = trim_start(text);
+    return rest.substr(0, rest.find_first_of("\r\n"));
+}
+
 std::string base64_encode(std::string_view bytes) {
     std::string out;
     base64_append(out, bytes);

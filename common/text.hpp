@@ -30,6 +30,9 @@ inline constexpr std::string_view whitespace = " \t\r\n\f\v";
 std::string_view trim_start(std::string_view text, std::string_view chars = whitespace);
 std::string_view trim_end(std::string_view text, std::string_view chars = whitespace);
 std::string_view trim(std::string_view text, std::string_view chars = whitespace);
+// The first line of `text` that is not blank, from its first non-whitespace character to its end
+// (the \r or \n is not part of it); "" when there is none.
+std::string_view first_line(std::string_view text);
 
 std::string base64_encode(std::string_view bytes);
 // Appends the base64 of `bytes` to `out`, for a caller building a larger message around it.

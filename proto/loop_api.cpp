@@ -2,6 +2,7 @@
 
 #include "common/text.hpp"
 #include "proto/errors.hpp"
+#include "proto/field_names.hpp"
 #include "proto/fields.hpp"
 
 #include <limits>
@@ -18,12 +19,38 @@ loop_state state_or_queued(const nlohmann::json& j) {
     return loop_state_from_string(read_or<std::string>(j, "state", "queued"));
 }
 
+// A list of names (of states, fields...) as the values `from_string` makes of them; an unknown
+// name is invalid_params naming the field.
+template <typename T>
+std::vector<T> read_names(const nlohmann::json& obj, const char* field,
+                          T (*from_string)(std::string_view)) {
+    std::vector<std::string> names;
+    read_field(obj, field, names);
+    std::vector<T> values;
+    for (const auto& name : names) {
+        try {
+            values.push_back(from_string(name));
+        } catch (const std::invalid_argument& e) {
+            throw rpc_error(error_kind::invalid_params,
+                            std::string("params.") + field + ": " + e.what());
+        }
+    }
+    return values;
+}
+
+template <typename T>
+nlohmann::json names_of(const std::vector<T>& values) {
+    nlohmann::json names = nlohmann::json::array();
+    for (T value : values) names.push_back(to_string(value));
+    return names;
+}
+
 }  // namespace
 
 void from_json(const nlohmann::json& j, loop_id_request& r) {
-    read_loop_id(params_object(j), "id", r.id);
+    read_loop_id(params_object(j), field_name::id, r.id);
 }
-void to_json(nlohmann::json& j, const loop_id_request& r) { j = {{"id", r.id}}; }
+void to_json(nlohmann::json& j, const loop_id_request& r) { j = {{field_name::id, r.id}}; }
 
 void from_json(const nlohmann::json& j, submit_result& r) {
     from_json(j, r.loop);
@@ -36,33 +63,23 @@ void to_json(nlohmann::json& j, const submit_result& r) {
     j["warnings"] = r.warnings;
 }
 
+void from_json(const nlohmann::json& j, dirty_workspace& d) {
+    d.changes = read_or<std::vector<std::string>>(j, "changes", {});
+}
+void to_json(nlohmann::json& j, const dirty_workspace& d) { j = {{"changes", d.changes}}; }
+
 void from_json(const nlohmann::json& j, list_request& r) {
     const auto& obj = params_object(j);
-    std::vector<std::string> names;
-    read_field(obj, "states", names);
-    for (const auto& name : names) {
-        try {
-            r.states.push_back(loop_state_from_string(name));
-        } catch (const std::invalid_argument& e) {
-            throw rpc_error(error_kind::invalid_params, std::string("params.states: ") + e.what());
-        }
-    }
-    read_field(obj, "limit", r.limit);
-    check_range("limit", r.limit, 0, max_int);
-    read_field(obj, "fields", r.fields);
-    for (const auto& field : r.fields)
-        if (!is_summary_field(field))
-            throw rpc_error(error_kind::invalid_params,
-                            "params.fields: unknown field '" + field + "'");
+    r.states = read_names(obj, "states", loop_state_from_string);
+    read_field(obj, field_name::limit, r.limit);
+    check_range(field_name::limit, r.limit, 0, max_int);
+    r.fields = read_names(obj, "fields", summary_field_from_string);
 }
 void to_json(nlohmann::json& j, const list_request& r) {
     j = nlohmann::json::object();
-    if (!r.states.empty()) {
-        nlohmann::json& states = j["states"] = nlohmann::json::array();
-        for (loop_state state : r.states) states.push_back(to_string(state));
-    }
-    if (r.limit != 0) j["limit"] = r.limit;
-    if (!r.fields.empty()) j["fields"] = r.fields;
+    if (!r.states.empty()) j["states"] = names_of(r.states);
+    if (r.limit != 0) j[field_name::limit] = r.limit;
+    if (!r.fields.empty()) j["fields"] = names_of(r.fields);
 }
 
 void from_json(const nlohmann::json& j, loop_list& r) {
@@ -132,23 +149,26 @@ void to_json(nlohmann::json& j, const event_list& r) {
 
 void from_json(const nlohmann::json& j, output_request& r) {
     const auto& obj = params_object(j);
-    read_loop_id(obj, "id", r.id);
+    read_loop_id(obj, field_name::id, r.id);
     read_field(obj, "offset", r.offset);
-    read_field(obj, "last_lines", r.last_lines);
+    read_field(obj, field_name::last_lines, r.last_lines);
     read_field(obj, "max_bytes", r.max_bytes);
     read_field(obj, "encoding", r.encoding);
     read_field(obj, "output", r.output);
     if (r.offset) check_range("offset", *r.offset, 0, max_int);
-    if (r.last_lines) check_range("last_lines", *r.last_lines, 0, max_int);
+    if (r.last_lines) check_range(field_name::last_lines, *r.last_lines, 0, max_int);
     check_range("max_bytes", r.max_bytes, 1, max_output_page);
     if (r.encoding != "utf8" && r.encoding != "base64")
         throw rpc_error(error_kind::invalid_params,
                         "params.encoding: must be \"utf8\" or \"base64\"");
 }
 void to_json(nlohmann::json& j, const output_request& r) {
-    j = {{"id", r.id}, {"max_bytes", r.max_bytes}, {"encoding", r.encoding}, {"output", r.output}};
+    j = {{field_name::id, r.id},
+         {"max_bytes", r.max_bytes},
+         {"encoding", r.encoding},
+         {"output", r.output}};
     if (r.offset) j["offset"] = *r.offset;
-    if (r.last_lines) j["last_lines"] = *r.last_lines;
+    if (r.last_lines) j[field_name::last_lines] = *r.last_lines;
 }
 
 void from_json(const nlohmann::json& j, output_page& r) {

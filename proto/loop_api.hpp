@@ -34,20 +34,29 @@ struct submit_result {
 void from_json(const nlohmann::json& j, submit_result& r);
 void to_json(nlohmann::json& j, const submit_result& r);
 
+// The data of loop.submit's refusal of a workspace with uncommitted changes (workspace_dirty,
+// -32008), which ralphctl shows before asking whether to start anyway.
+struct dirty_workspace {
+    std::vector<std::string> changes;  // the first 20, as `git status --porcelain` shows them
+    bool operator==(const dirty_workspace&) const = default;
+};
+void from_json(const nlohmann::json& j, dirty_workspace& d);
+void to_json(nlohmann::json& j, const dirty_workspace& d);
+
 // loop.list: loops in some states (all when empty), the newest `limit` (0 = all), with only
 // `fields` of their summary (all when empty).
 struct list_request {
     std::vector<loop_state> states;
     std::int64_t limit = 0;
-    std::vector<std::string> fields;
+    std::vector<summary_field> fields;
     bool operator==(const list_request&) const = default;
 };
 void from_json(const nlohmann::json& j, list_request& r);
 void to_json(nlohmann::json& j, const list_request& r);
 
 struct loop_list {
-    std::vector<loop_info> loops;     // as summaries: only the summary fields are read or sent
-    std::vector<std::string> fields;  // the daemon sends these (all when empty); not sent
+    std::vector<loop_info> loops;       // as summaries: only the summary fields are read or sent
+    std::vector<summary_field> fields;  // the daemon sends these (all when empty); not sent
     bool operator==(const loop_list&) const = default;
 };
 void from_json(const nlohmann::json& j, loop_list& r);

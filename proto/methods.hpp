@@ -9,6 +9,8 @@
 #include "proto/history.hpp"
 #include "proto/loop_api.hpp"
 
+#include <tuple>
+
 namespace ralph::proto::method {
 
 struct daemon_info {
@@ -124,6 +126,15 @@ struct history_gc {
     using request = gc_request;
     using result = gc_result;
 };
+
+// Every method, once: the round-trip test of the types (tests/unit/proto_test.cpp) and the
+// fuzzer's registry (tests/fuzz/fuzz_jsonrpc.cpp) take them from here, so a method added above
+// and left out here is missing from both, and one listed here is in both.
+using all_methods =
+    std::tuple<daemon_info, daemon_shutdown, loop_submit, loop_list, loop_get, loop_cancel,
+               loop_pause, loop_resume, loop_iterations, loop_steer, loop_events, loop_output,
+               loop_tail, events_subscribe, agents_list, scheduler_get, scheduler_set, budget_get,
+               budget_set, debug_clock, history_report, history_gc>;
 
 }  // namespace ralph::proto::method
 

@@ -2,6 +2,7 @@
 
 #include "common/text.hpp"
 #include "proto/errors.hpp"
+#include "proto/field_names.hpp"
 #include "proto/fields.hpp"
 
 #include <algorithm>
@@ -97,19 +98,20 @@ usage read_usage(const nlohmann::json& j) {
     return u;
 }
 
+// field_name:: for the fields that ralphctl mcp's tool schema names (proto/field_names.hpp).
 void from_json(const nlohmann::json& j, submit_params& p) {
     const auto& obj = params_object(j);
-    read_field(obj, "name", p.name);
-    read_field(obj, "workspace", p.workspace);
-    read_field(obj, "agent", p.agent);
+    read_field(obj, field_name::name, p.name);
+    read_field(obj, field_name::workspace, p.workspace);
+    read_field(obj, field_name::agent, p.agent);
     read_field(obj, "model", p.model);
-    read_field(obj, "command", p.command);
+    read_field(obj, field_name::command, p.command);
     read_field(obj, "args", p.args);
     read_field(obj, "env", p.env);
-    read_field(obj, "prompt", p.prompt);
+    read_field(obj, field_name::prompt, p.prompt);
     read_field(obj, "prompt_file", p.prompt_file);
     read_field(obj, "completion_phrase", p.completion_phrase);
-    read_field(obj, "max_iterations", p.max_iterations);
+    read_field(obj, field_name::max_iterations, p.max_iterations);
     read_field(obj, "min_iterations", p.min_iterations);
     read_field(obj, "timeout_s", p.timeout_s);
     read_field(obj, "delay_s", p.delay_s);
@@ -123,7 +125,7 @@ void from_json(const nlohmann::json& j, submit_params& p) {
     read_field(obj, "backlog_rule", p.backlog_rule);
     read_field(obj, "verify_command", p.verify_command);
     read_field(obj, "commit", p.commit);
-    read_field(obj, "allow_dirty", p.allow_dirty);
+    read_field(obj, field_name::allow_dirty, p.allow_dirty);
     read_field(obj, "stall_iterations", p.stall_iterations);
     read_field(obj, "stall_failures", p.stall_failures);
     read_field(obj, "inactivity_timeout_s", p.inactivity_timeout_s);
@@ -140,23 +142,23 @@ void from_json(const nlohmann::json& j, submit_params& p) {
     read_field(obj, "worktree_path", p.worktree_path);
     read_field(obj, "worktree_branch", p.worktree_branch);
     read_field(obj, "worktree_base", p.worktree_base);
-    read_field(obj, "idempotency_key", p.idempotency_key);
+    read_field(obj, field_name::idempotency_key, p.idempotency_key);
 }
 
 void to_json(nlohmann::json& j, const submit_params& p) {
     // Field by field: an initializer list builds a two-element array per field first.
     j = nlohmann::json::object();
-    j["name"] = p.name;
-    j["workspace"] = p.workspace;
-    j["agent"] = p.agent;
+    j[field_name::name] = p.name;
+    j[field_name::workspace] = p.workspace;
+    j[field_name::agent] = p.agent;
     j["model"] = p.model;
-    j["command"] = p.command;
+    j[field_name::command] = p.command;
     j["args"] = p.args;
     j["env"] = p.env;
-    j["prompt"] = p.prompt;
+    j[field_name::prompt] = p.prompt;
     j["prompt_file"] = p.prompt_file;
     j["completion_phrase"] = p.completion_phrase;
-    j["max_iterations"] = p.max_iterations;
+    j[field_name::max_iterations] = p.max_iterations;
     j["min_iterations"] = p.min_iterations;
     j["timeout_s"] = p.timeout_s;
     j["delay_s"] = p.delay_s;
@@ -170,7 +172,7 @@ void to_json(nlohmann::json& j, const submit_params& p) {
     j["backlog_rule"] = p.backlog_rule;
     j["verify_command"] = p.verify_command;
     j["commit"] = p.commit;
-    j["allow_dirty"] = p.allow_dirty;
+    j[field_name::allow_dirty] = p.allow_dirty;
     j["stall_iterations"] = p.stall_iterations;
     j["stall_failures"] = p.stall_failures;
     j["inactivity_timeout_s"] = p.inactivity_timeout_s;
@@ -187,7 +189,7 @@ void to_json(nlohmann::json& j, const submit_params& p) {
     j["worktree_path"] = p.worktree_path;
     j["worktree_branch"] = p.worktree_branch;
     j["worktree_base"] = p.worktree_base;
-    j["idempotency_key"] = p.idempotency_key;
+    j[field_name::idempotency_key] = p.idempotency_key;
 }
 
 void to_json(nlohmann::json& j, const loop_info& loop) {
@@ -212,55 +214,86 @@ void to_json(nlohmann::json& j, const loop_info& loop) {
 
 namespace {
 
-using summary_getter = nlohmann::json (*)(const loop_info&);
-struct summary_field {
+struct summary_column {
+    summary_field field;
     std::string_view name;
-    summary_getter get;
+    nlohmann::json (*get)(const loop_info&);
 };
 
-// The fields of summary_json, in output order.
-const std::array<summary_field, 23> summary_fields{{
-    {"id", [](const loop_info& l) { return nlohmann::json(l.id); }},
-    {"name", [](const loop_info& l) { return nlohmann::json(l.spec.name); }},
-    {"state", [](const loop_info& l) { return nlohmann::json(to_string(l.state)); }},
-    {"stop_reason", [](const loop_info& l) { return nlohmann::json(l.stop_reason); }},
-    {"workspace", [](const loop_info& l) { return nlohmann::json(l.spec.workspace); }},
-    {"worktree_path", [](const loop_info& l) { return nlohmann::json(l.spec.worktree_path); }},
-    {"worktree_branch", [](const loop_info& l) { return nlohmann::json(l.spec.worktree_branch); }},
-    {"agent", [](const loop_info& l) { return nlohmann::json(l.spec.agent); }},
-    {"priority", [](const loop_info& l) { return nlohmann::json(l.spec.priority); }},
-    {"iterations", [](const loop_info& l) { return nlohmann::json(l.iterations); }},
-    {"max_iterations", [](const loop_info& l) { return nlohmann::json(l.spec.max_iterations); }},
-    {"min_iterations", [](const loop_info& l) { return nlohmann::json(l.spec.min_iterations); }},
-    {"attempts", [](const loop_info& l) { return nlohmann::json(l.attempts); }},
-    {"retries", [](const loop_info& l) { return nlohmann::json(l.retries); }},
-    {"created_at", [](const loop_info& l) { return time_to_json(l.created_at); }},
-    {"started_at", [](const loop_info& l) { return time_to_json(l.started_at); }},
-    {"finished_at", [](const loop_info& l) { return time_to_json(l.finished_at); }},
-    {"updated_at", [](const loop_info& l) { return time_to_json(l.updated_at); }},
-    {"resume_at", [](const loop_info& l) { return time_to_json(l.resume_at); }},
-    {"output_bytes", [](const loop_info& l) { return nlohmann::json(l.output_bytes); }},
-    {"input_tokens", [](const loop_info& l) { return nlohmann::json(l.usage.input_tokens); }},
-    {"output_tokens", [](const loop_info& l) { return nlohmann::json(l.usage.output_tokens); }},
-    {"cost_usd",
+// The summary's fields in the order of summary_field, with their names and values.
+constexpr std::array<summary_column, 23> summary_columns{{
+    {summary_field::id, "id", [](const loop_info& l) { return nlohmann::json(l.id); }},
+    {summary_field::name, "name", [](const loop_info& l) { return nlohmann::json(l.spec.name); }},
+    {summary_field::state, "state",
+     [](const loop_info& l) { return nlohmann::json(to_string(l.state)); }},
+    {summary_field::stop_reason, "stop_reason",
+     [](const loop_info& l) { return nlohmann::json(l.stop_reason); }},
+    {summary_field::workspace, "workspace",
+     [](const loop_info& l) { return nlohmann::json(l.spec.workspace); }},
+    {summary_field::worktree_path, "worktree_path",
+     [](const loop_info& l) { return nlohmann::json(l.spec.worktree_path); }},
+    {summary_field::worktree_branch, "worktree_branch",
+     [](const loop_info& l) { return nlohmann::json(l.spec.worktree_branch); }},
+    {summary_field::agent, "agent",
+     [](const loop_info& l) { return nlohmann::json(l.spec.agent); }},
+    {summary_field::priority, "priority",
+     [](const loop_info& l) { return nlohmann::json(l.spec.priority); }},
+    {summary_field::iterations, "iterations",
+     [](const loop_info& l) { return nlohmann::json(l.iterations); }},
+    {summary_field::max_iterations, "max_iterations",
+     [](const loop_info& l) { return nlohmann::json(l.spec.max_iterations); }},
+    {summary_field::min_iterations, "min_iterations",
+     [](const loop_info& l) { return nlohmann::json(l.spec.min_iterations); }},
+    {summary_field::attempts, "attempts",
+     [](const loop_info& l) { return nlohmann::json(l.attempts); }},
+    {summary_field::retries, "retries",
+     [](const loop_info& l) { return nlohmann::json(l.retries); }},
+    {summary_field::created_at, "created_at",
+     [](const loop_info& l) { return time_to_json(l.created_at); }},
+    {summary_field::started_at, "started_at",
+     [](const loop_info& l) { return time_to_json(l.started_at); }},
+    {summary_field::finished_at, "finished_at",
+     [](const loop_info& l) { return time_to_json(l.finished_at); }},
+    {summary_field::updated_at, "updated_at",
+     [](const loop_info& l) { return time_to_json(l.updated_at); }},
+    {summary_field::resume_at, "resume_at",
+     [](const loop_info& l) { return time_to_json(l.resume_at); }},
+    {summary_field::output_bytes, "output_bytes",
+     [](const loop_info& l) { return nlohmann::json(l.output_bytes); }},
+    {summary_field::input_tokens, "input_tokens",
+     [](const loop_info& l) { return nlohmann::json(l.usage.input_tokens); }},
+    {summary_field::output_tokens, "output_tokens",
+     [](const loop_info& l) { return nlohmann::json(l.usage.output_tokens); }},
+    {summary_field::cost_usd, "cost_usd",
      [](const loop_info& l) {
          return l.usage.cost_usd ? nlohmann::json(*l.usage.cost_usd) : nlohmann::json();
      }},
 }};
 
+constexpr bool in_enum_order() {
+    for (std::size_t i = 0; i < summary_columns.size(); ++i)
+        if (summary_columns[i].field != static_cast<summary_field>(i)) return false;
+    return summary_columns.back().field == summary_field::cost_usd;
+}
+static_assert(in_enum_order(), "summary_columns lists every summary_field once, in order");
+
 }  // namespace
 
-bool is_summary_field(std::string_view name) {
-    for (const auto& field : summary_fields)
-        if (field.name == name) return true;
-    return false;
+std::string_view to_string(summary_field field) {
+    return summary_columns[static_cast<std::size_t>(field)].name;
 }
 
-nlohmann::json summary_json(const loop_info& loop, const std::vector<std::string>& fields) {
+summary_field summary_field_from_string(std::string_view name) {
+    for (const auto& column : summary_columns)
+        if (column.name == name) return column.field;
+    throw std::invalid_argument("unknown field '" + std::string(name) + "'");
+}
+
+nlohmann::json summary_json(const loop_info& loop, const std::vector<summary_field>& fields) {
     nlohmann::json j = nlohmann::json::object();
-    for (const auto& field : summary_fields)
-        if (fields.empty() || std::find(fields.begin(), fields.end(), field.name) != fields.end())
-            j[std::string(field.name)] = field.get(loop);
+    for (const auto& column : summary_columns)
+        if (fields.empty() || std::find(fields.begin(), fields.end(), column.field) != fields.end())
+            j[std::string(column.name)] = column.get(loop);
     return j;
 }
 

@@ -173,11 +173,42 @@ struct loop_info {
 // be secrets: "env_names" lists its names only (SECURITY.md); from_json gives them empty values.
 void to_json(nlohmann::json& j, const loop_info& loop);
 void from_json(const nlohmann::json& j, loop_info& loop);
-// The loop as loop.list gives it: identity, state, limits and counters, not the whole spec
-// (keeps a list of thousands of loops small). `fields` selects some of them (empty = all), so a
-// client asks only for what it shows. from_json reads it back.
-nlohmann::json summary_json(const loop_info& loop, const std::vector<std::string>& fields = {});
-bool is_summary_field(std::string_view name);
+// The fields of a loop's summary, as loop.list gives it: identity, state, limits and counters,
+// not the whole spec (keeps a list of thousands of loops small). In output order; each is sent
+// under its to_string name.
+enum class summary_field {
+    id,
+    name,
+    state,
+    stop_reason,
+    workspace,
+    worktree_path,
+    worktree_branch,
+    agent,
+    priority,
+    iterations,
+    max_iterations,
+    min_iterations,
+    attempts,
+    retries,
+    created_at,
+    started_at,
+    finished_at,
+    updated_at,
+    resume_at,
+    output_bytes,
+    input_tokens,
+    output_tokens,
+    cost_usd
+};
+
+std::string_view to_string(summary_field field);
+// Throws std::invalid_argument for an unknown name.
+summary_field summary_field_from_string(std::string_view name);
+
+// The loop's summary with only `fields` (empty = all), so that a client asks only for what it
+// shows. loop_info's from_json reads it back.
+nlohmann::json summary_json(const loop_info& loop, const std::vector<summary_field>& fields = {});
 
 struct attempt_info {
     std::int64_t id = 0;

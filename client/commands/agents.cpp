@@ -6,6 +6,7 @@
 
 #include "client/connection.hpp"
 #include "client/output.hpp"
+#include "common/text.hpp"
 #include "proto/methods.hpp"
 #include "proto/types.hpp"
 
@@ -58,10 +59,7 @@ std::string program_version(const std::string& program) {
         ::waitpid(pid, nullptr, 0);
     }
     ::close(fds[0]);
-    std::size_t start = output.find_first_not_of(" \t\r\n");
-    if (start == std::string::npos) return {};
-    std::size_t end = output.find_first_of("\r\n", start);
-    return output.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    return std::string(text::first_line(output));
 }
 
 namespace {

@@ -147,9 +147,11 @@ int run_list(const client_context& ctx, const list_options& options) {
     }
     list_reader reader;
     for (proto::list_request request : requests) {
-        request.fields = {"id",    "name",       "state",    "iterations", "max_iterations",
-                          "agent", "created_at", "workspace"};
-        if (!nlohmann::json::sax_parse(daemon.call_text(loop_list::name, request), &reader))
+        using field = proto::summary_field;
+        request.fields = {field::id,         field::name,           field::state,
+                          field::iterations, field::max_iterations, field::agent,
+                          field::created_at, field::workspace};
+        if (!nlohmann::json::sax_parse(daemon.call_text<loop_list>(request), &reader))
             throw client_error(exit_code::failure, "ralphd sent a reply that is not valid JSON");
         if (reader.error) throw client_error(exit_code::failure, *reader.error);
     }

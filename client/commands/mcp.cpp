@@ -1,6 +1,8 @@
 // `ralphctl mcp` (SPEC §7): a Model Context Protocol server on stdin/stdout, so that an agent in
 // an IDE can start and watch loops. Its tools are ralph_submit, ralph_list, ralph_get,
-// ralph_cancel and ralph_output, each one call to ralphd. MCP's stdio transport: one JSON-RPC 2.0
+// ralph_cancel and ralph_output, each one call to ralphd: the tool's arguments are read as the
+// method's request type (proto/), and its input schema names them by proto::field_name, the
+// names those types read. MCP's stdio transport: one JSON-RPC 2.0
 // message per line; stdout carries only those, diagnostics go to stderr. It ends at the end of
 // stdin. A failing tool (ralphd refused, or is not running) is a result with isError, as MCP has
 // it, so that the model reads why.
@@ -8,6 +10,8 @@
 
 #include "client/connection.hpp"
 #include "client/output.hpp"
+#include "proto/errors.hpp"
+#include "proto/field_names.hpp"
 #include "proto/methods.hpp"
 #include "proto/version.hpp"
 
@@ -25,10 +29,16 @@ struct tool {
     const char* name;
     const char* description;
     nlohmann::json input_schema;
-    // The daemon's method and its params for the tool's arguments.
-    const char* method;
-    std::function<nlohmann::json(const nlohmann::json& arguments)> params;
+    // Reads the tool's arguments as the request of its method, calls ralphd, and gives the
+    // answer as text for the model.
+    std::function<std::string(connection& daemon, const nlohmann::json& arguments)> call;
 };
+
+// A property of an input schema. Its name is a proto::field_name: the schema names what the
+// request's from_json reads.
+nlohmann::json property(const char* type, const char* description) {
+    return {{"type", type}, {"description", description}};
+}
 
 nlohmann::json object_schema(nlohmann::json properties, nlohmann::json required) {
     return {{"type", "object"},
@@ -36,54 +46,54 @@ nlohmann::json object_schema(nlohmann::json properties, nlohmann::json required)
             {"required", std::move(required)}};
 }
 
+// The tool's arguments as Method's request — read by its from_json, the daemon's own check, so a
+// bad argument is refused as ralphd would refuse it — and the result as JSON.
+template <typename Method>
+std::string call_method(connection& daemon, const nlohmann::json& arguments) {
+    return nlohmann::json(daemon.call<Method>(arguments.get<typename Method::request>())).dump();
+}
+
 std::vector<tool> make_tools() {
+    namespace field = proto::field_name;
+    namespace method = proto::method;
     // A local, not a global: every run of ralphctl would build it at start.
-    const nlohmann::json id_property = {{"type", "integer"}, {"description", "The loop's id"}};
-    auto pass = [](const nlohmann::json& arguments) { return arguments; };
+    const nlohmann::json id_property = property("integer", "The loop's id");
     return {
         {"ralph_submit",
          "Queue a Ralph loop: ralphd runs an AI coding agent on the prompt in the workspace, again "
          "and again, until it answers <promise>COMPLETE</promise> or max_iterations is reached. "
          "Returns the new loop (its id is for the other tools).",
          object_schema(
-             {{"workspace",
-               {{"type", "string"},
-                {"description", "Absolute path of the directory the agent works in"}}},
-              {"prompt",
-               {{"type", "string"}, {"description", "The task (else PROMPT.md in the workspace)"}}},
-              {"agent",
-               {{"type", "string"},
-                {"description", "claude, codex, opencode, gemini, aider, kiro, command or demo"}}},
-              {"command",
-               {{"type", "string"},
-                {"description", "Argv template for agent command, e.g. 'my-agent {prompt_file}'"}}},
-              {"max_iterations",
-               {{"type", "integer"}, {"description", "0 = unlimited; default 30"}}},
-              {"name", {{"type", "string"}, {"description", "Shown in lists"}}},
-              {"idempotency_key",
-               {{"type", "string"}, {"description", "Submit at most once with this key"}}},
-              {"allow_dirty",
-               {{"type", "boolean"}, {"description", "Start on uncommitted changes"}}}},
-             {"workspace"}),
-         proto::method::loop_submit::name, pass},
+             {{field::workspace,
+               property("string", "Absolute path of the directory the agent works in")},
+              {field::prompt, property("string", "The task (else PROMPT.md in the workspace)")},
+              {field::agent,
+               property("string", "claude, codex, opencode, gemini, aider, kiro, command or demo")},
+              {field::command,
+               property("string",
+                        "Argv template for agent command, e.g. 'my-agent {prompt_file}'")},
+              {field::max_iterations, property("integer", "0 = unlimited; default 30")},
+              {field::name, property("string", "Shown in lists")},
+              {field::idempotency_key, property("string", "Submit at most once with this key")},
+              {field::allow_dirty, property("boolean", "Start on uncommitted changes")}},
+             {field::workspace}),
+         call_method<method::loop_submit>},
         {"ralph_list", "List loops: those not ended and the latest ended ones, newest first.",
-         object_schema({{"limit", {{"type", "integer"}, {"description", "At most this many"}}}},
+         object_schema({{field::limit, property("integer", "At most this many")}},
                        nlohmann::json::array()),
-         proto::method::loop_list::name, pass},
+         call_method<method::loop_list>},
         {"ralph_get", "A loop: its state, iterations, limits, usage and stop reason.",
-         object_schema({{"id", id_property}}, {"id"}), proto::method::loop_get::name, pass},
+         object_schema({{field::id, id_property}}, {field::id}), call_method<method::loop_get>},
         {"ralph_cancel", "Cancel a loop; a running agent is stopped with its whole process group.",
-         object_schema({{"id", id_property}}, {"id"}), proto::method::loop_cancel::name, pass},
+         object_schema({{field::id, id_property}}, {field::id}), call_method<method::loop_cancel>},
         {"ralph_output", "The last lines of a loop's output (what its agent printed).",
-         object_schema(
-             {{"id", id_property},
-              {"last_lines", {{"type", "integer"}, {"description", "How many; default 50"}}}},
-             {"id"}),
-         proto::method::loop_output::name,
-         [](const nlohmann::json& arguments) {
-             nlohmann::json params = arguments;
-             if (!params.contains("last_lines")) params["last_lines"] = 50;
-             return params;
+         object_schema({{field::id, id_property},
+                        {field::last_lines, property("integer", "How many; default 50")}},
+                       {field::id}),
+         [](connection& daemon, const nlohmann::json& arguments) {
+             auto request = arguments.get<proto::output_request>();
+             if (!request.last_lines) request.last_lines = 50;
+             return daemon.call<method::loop_output>(request).data;
          }},
     };
 }
@@ -96,13 +106,12 @@ nlohmann::json text_result(const std::string& text, bool is_error) {
 nlohmann::json call_tool(const client_context& ctx, const tool& called,
                          const nlohmann::json& arguments) {
     try {
-        // A refusal of ralphd comes as a client_error too, with its message.
-        const nlohmann::json result =
-            connection(ctx.socket).call(called.method, called.params(arguments));
-        if (called.method == std::string_view(proto::method::loop_output::name))
-            return text_result(result.get<proto::output_page>().data, false);
-        return text_result(result.dump(), false);
+        connection daemon(ctx.socket);
+        return text_result(called.call(daemon, arguments), false);
+    } catch (const proto::rpc_error& e) {
+        return text_result(e.what(), true);  // the arguments are not the method's params
     } catch (const client_error& e) {
+        // A refusal of ralphd comes as a client_error too, with its message.
         return text_result(
             e.hint().empty() ? e.what() : std::string(e.what()) + " (" + e.hint() + ")", true);
     }

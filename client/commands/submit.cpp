@@ -1,9 +1,10 @@
 // `ralphctl submit [PROMPT] [options]`: creates a loop (loop.submit) and prints its id, or with
 // --json the loop object, whether it was created (not with the --idempotency-key of an earlier
-// loop) and the daemon's warnings (also printed to stderr). Only the options
-// given on the command line are sent, so everything else takes the daemon's defaults. Paths
-// (workspace, prompt file) are made absolute here, since the daemon does not share our working
-// directory.
+// loop) and the daemon's warnings (also printed to stderr). The options fill in the request, a
+// proto::submit_params, whose defaults (proto/types.hpp) are the daemon's too: an option not given
+// keeps its default. Paths (workspace, prompt file) are made absolute here, since the daemon does
+// not share our working directory. A workspace with uncommitted changes is refused; on a terminal
+// the changes are shown and the user may start anyway.
 // --follow tails the new loop right away (the "submitted" line then goes to stderr); --wait
 // blocks until it ends, printing only its state. Both exit like `tail -f` (SPEC §7); with
 // --json they print the loop object and then the NDJSON events of `tail --json`.
@@ -32,8 +33,6 @@ struct submit_options {
     std::string sandbox;  // --sandbox: "true"; --sandbox=offline: "offline"; "" = not given
     bool follow = false;
     bool wait = false;
-    // Options that map to a field of submit_params of the same JSON name; sent only if given.
-    std::vector<std::pair<CLI::Option*, const char*>> fields;
 };
 
 std::string absolute_path(const std::string& path) {
@@ -43,31 +42,41 @@ std::string absolute_path(const std::string& path) {
     return p.string();
 }
 
-bool is_dirty_refusal(const nlohmann::json& reply) {
-    auto error = reply.find("error");
-    return error != reply.end() && error->is_object() &&
-           error->value("code", 0) == proto::rpc_code(proto::error_kind::workspace_dirty);
-}
-
 // The refusal's message, then the changes it lists (`git status --porcelain` lines), indented.
-std::string describe_dirty(const nlohmann::json& error) {
-    std::string text = error.value("message", "the workspace has uncommitted changes");
-    auto data = error.find("data");
-    if (data == error.end() || !data->is_object() || !data->contains("changes")) return text;
+std::string describe_dirty(const daemon_error& refusal) {
+    std::string text = refusal.what();
+    const auto dirty = refusal.data<proto::dirty_workspace>();
+    if (dirty.changes.empty()) return text;
     text += ":";
-    for (const auto& change : data->at("changes"))
-        if (change.is_string()) text += "\n  " + change.get<std::string>();
+    for (const auto& change : dirty.changes) text += "\n  " + change;
     return text;
 }
 
 // The workspace has uncommitted changes: on a terminal, show them and ask; elsewhere, no.
-bool confirm_dirty(const nlohmann::json& error) {
+bool confirm_dirty(const std::string& changes) {
     if (::isatty(STDIN_FILENO) != 1 || ::isatty(STDERR_FILENO) != 1) return false;
-    fmt::print(stderr, "{}\n", describe_dirty(error));
+    fmt::print(stderr, "{}\n", changes);
     fmt::print(stderr, "The agent will work on top of them. Start the loop anyway? [y/N] ");
     std::string answer;
     std::getline(std::cin, answer);
     return answer == "y" || answer == "Y" || answer == "yes";
+}
+
+// loop.submit; when the daemon refuses the workspace's uncommitted changes, the user may start
+// anyway (allow_dirty).
+proto::submit_result submit(connection& daemon, proto::submit_params& spec) {
+    using proto::method::loop_submit;
+    try {
+        return daemon.call<loop_submit>(spec);
+    } catch (const daemon_error& refusal) {
+        if (refusal.kind() != proto::error_kind::workspace_dirty) throw;
+        const std::string changes = describe_dirty(refusal);
+        if (!confirm_dirty(changes))
+            throw client_error(exit_code::failure, changes,
+                               "commit or stash the changes, or submit with --allow-dirty");
+    }
+    spec.allow_dirty = true;
+    return daemon.call<loop_submit>(spec);
 }
 
 int run_submit(const client_context& ctx, submit_options& options) {
@@ -78,29 +87,11 @@ int run_submit(const client_context& ctx, submit_options& options) {
         const auto equals = assignment.find('=');
         spec.env[assignment.substr(0, equals)] = assignment.substr(equals + 1);
     }
+    spec.sandbox = !options.sandbox.empty();
+    spec.sandbox_offline = options.sandbox == "offline";
 
-    const nlohmann::json all = spec;
-    nlohmann::json params{{"workspace", spec.workspace}};
-    for (const auto& [option, name] : options.fields)
-        if (option->count() > 0) params[name] = all.at(name);
-    if (!spec.env.empty()) params["env"] = all.at("env");
-    if (!options.sandbox.empty()) {
-        params["sandbox"] = true;
-        params["sandbox_offline"] = options.sandbox == "offline";
-    }
-
-    // Only the options given are sent: the daemon's defaults apply to the others.
     connection daemon(ctx.socket);
-    using proto::method::loop_submit;
-    nlohmann::json reply = parse_reply(daemon.call_text(loop_submit::name, params));
-    if (is_dirty_refusal(reply)) {
-        if (!confirm_dirty(reply.at("error")))
-            throw client_error(exit_code::failure, describe_dirty(reply.at("error")),
-                               "commit or stash the changes, or submit with --allow-dirty");
-        params["allow_dirty"] = true;
-        reply = parse_reply(daemon.call_text(loop_submit::name, params));
-    }
-    const auto submitted = result_of(std::move(reply)).get<loop_submit::result>();
+    const proto::submit_result submitted = submit(daemon, spec);
     const proto::loop_info& loop = submitted.loop;
     // What the daemon wants the user to know (e.g. changes left behind by --worktree).
     for (const auto& warning : submitted.warnings)
@@ -147,112 +138,84 @@ void register_submit_command(CLI::App& app, client_context& ctx) {
         cmd->add_option_group("Attempts", "Each run of the agent, its retries and stalls");
     auto* budgets = cmd->add_option_group("Budgets", "This loop's own limits");
     auto* git = cmd->add_option_group("Git and hooks");
-    auto field = [&](CLI::Option* option, const char* name) {
-        options->fields.emplace_back(option, name);
-        return option;
-    };
-
-    auto* prompt = field(cmd->add_option("prompt", spec.prompt,
-                                         "Prompt text (else --prompt-file, else PROMPT.md in the "
-                                         "workspace, else the built-in prompt)"),
-                         "prompt");
-    field(cmd->add_option("-f,--prompt-file", spec.prompt_file,
-                          "File holding the prompt, re-read at every iteration")
-              ->check(CLI::ExistingFile)
-              ->excludes(prompt),
-          "prompt_file");
-    field(cmd->add_option("--agent", spec.agent,
-                          "claude, codex, opencode, gemini, aider, kiro, command (any program, see "
-                          "--command) or demo (the bundled demo agent)")
-              ->capture_default_str(),
-          "agent");
-    field(cmd->add_option("--command", spec.command,
-                          "Argv template for --agent command; {prompt} and {prompt_file} are "
-                          "replaced, nothing goes through a shell"),
-          "command");
-    field(cmd->add_option("--model", spec.model, "Model passed to the agent"), "model");
-    field(cmd->add_option("--arg", spec.args,
-                          "Extra argument for the agent (repeatable; write --arg=-x for one "
-                          "starting with -)")
-              ->allow_extra_args(false),
-          "args");
+    auto* prompt = cmd->add_option("prompt", spec.prompt,
+                                   "Prompt text (else --prompt-file, else PROMPT.md in the "
+                                   "workspace, else the built-in prompt)");
+    cmd->add_option("-f,--prompt-file", spec.prompt_file,
+                    "File holding the prompt, re-read at every iteration")
+        ->check(CLI::ExistingFile)
+        ->excludes(prompt);
+    cmd->add_option("--agent", spec.agent,
+                    "claude, codex, opencode, gemini, aider, kiro, command (any program, see "
+                    "--command) or demo (the bundled demo agent)")
+        ->capture_default_str();
+    cmd->add_option("--command", spec.command,
+                    "Argv template for --agent command; {prompt} and {prompt_file} are "
+                    "replaced, nothing goes through a shell");
+    cmd->add_option("--model", spec.model, "Model passed to the agent");
+    cmd->add_option("--arg", spec.args,
+                    "Extra argument for the agent (repeatable; write --arg=-x for one "
+                    "starting with -)")
+        ->allow_extra_args(false);
     cmd->add_option("--env", options->env, "Variable for the agent's environment (repeatable)")
         ->allow_extra_args(false)
         ->check(env_assignment());
-    field(completion->add_option("-m,--max-iterations", spec.max_iterations, "0 = unlimited")
-              ->check(non_negative())
-              ->capture_default_str(),
-          "max_iterations");
-    field(completion
-              ->add_option("-n,--min-iterations", spec.min_iterations,
-                           "Completion signals before this are ignored")
-              ->check(non_negative())
-              ->capture_default_str(),
-          "min_iterations");
-    field(completion
-              ->add_option("-p,--promise", spec.completion_phrase,
-                           "Completion phrase: the agent answers <promise>PHRASE</promise>")
-              ->capture_default_str(),
-          "completion_phrase");
-    field(attempts
-              ->add_option("--timeout", spec.timeout_s,
-                           "Per-attempt timeout, e.g. 90s, 15m, 2h (default in seconds)")
-              ->transform(duration_seconds())
-              ->type_name("DURATION")
-              ->capture_default_str(),
-          "timeout_s");
-    field(attempts->add_option("--delay", spec.delay_s, "Pause between iterations")
-              ->transform(duration_seconds())
-              ->type_name("DURATION")
-              ->capture_default_str(),
-          "delay_s");
-    field(attempts->add_option("--retries", spec.max_retries, "Retries of a failed attempt")
-              ->check(non_negative())
-              ->capture_default_str(),
-          "max_retries");
-    field(attempts
-              ->add_option("--backoff", spec.retry_backoff_s,
-                           "First retry delay, doubled for each further retry")
-              ->transform(duration_seconds())
-              ->type_name("DURATION")
-              ->capture_default_str(),
-          "retry_backoff_s");
-    field(cmd->add_option("--priority", spec.priority, "Higher runs first")->capture_default_str(),
-          "priority");
-    field(completion->add_option(
-              "--specs", spec.specs_file,
-              "Specs/backlog file injected into every prompt (default: SPECS.md, else "
-              "backlog.md, in the workspace)"),
-          "specs_file");
-    field(completion
-              ->add_option("--status-tag", spec.status_tag,
-                           "<TAG>VALUE</TAG> in the final answer also completes (\"\" = off)")
-              ->capture_default_str(),
-          "status_tag");
-    field(completion->add_option("--status-value", spec.status_value, "The VALUE of --status-tag")
-              ->capture_default_str(),
-          "status_value");
-    field(completion->add_option(
-              "--legacy-phrase", spec.legacy_phrase,
-              "Also complete on this plain text anywhere in the final answer (opt-in)"),
-          "legacy_phrase");
-    field(completion->add_flag("--backlog", spec.backlog_rule,
-                               "Complete when every checkbox of the specs/backlog file is checked"),
-          "backlog_rule");
-    field(completion->add_option(
-              "--verify", spec.verify_command,
-              "Command run in the workspace (no shell) when a completion signal comes; "
-              "the signal counts only if it exits 0"),
-          "verify_command");
-    field(git->add_flag("--commit", spec.commit, "Commit each iteration's work (git workspaces)"),
-          "commit");
-    field(git->add_flag("--allow-dirty", spec.allow_dirty,
-                        "Start even though the workspace has uncommitted changes"),
-          "allow_dirty");
-    field(git->add_flag("--worktree", spec.worktree,
-                        "Run in a new git worktree of the workspace's repository (branch "
-                        "ralph/loop-ID from HEAD; uncommitted changes are not carried over)"),
-          "worktree");
+    completion->add_option("-m,--max-iterations", spec.max_iterations, "0 = unlimited")
+        ->check(non_negative())
+        ->capture_default_str();
+    completion
+        ->add_option("-n,--min-iterations", spec.min_iterations,
+                     "Completion signals before this are ignored")
+        ->check(non_negative())
+        ->capture_default_str();
+    completion
+        ->add_option("-p,--promise", spec.completion_phrase,
+                     "Completion phrase: the agent answers <promise>PHRASE</promise>")
+        ->capture_default_str();
+    attempts
+        ->add_option("--timeout", spec.timeout_s,
+                     "Per-attempt timeout, e.g. 90s, 15m, 2h (default in seconds)")
+        ->transform(duration_seconds())
+        ->type_name("DURATION")
+        ->capture_default_str();
+    attempts->add_option("--delay", spec.delay_s, "Pause between iterations")
+        ->transform(duration_seconds())
+        ->type_name("DURATION")
+        ->capture_default_str();
+    attempts->add_option("--retries", spec.max_retries, "Retries of a failed attempt")
+        ->check(non_negative())
+        ->capture_default_str();
+    attempts
+        ->add_option("--backoff", spec.retry_backoff_s,
+                     "First retry delay, doubled for each further retry")
+        ->transform(duration_seconds())
+        ->type_name("DURATION")
+        ->capture_default_str();
+    cmd->add_option("--priority", spec.priority, "Higher runs first")->capture_default_str();
+    completion->add_option("--specs", spec.specs_file,
+                           "Specs/backlog file injected into every prompt (default: SPECS.md, else "
+                           "backlog.md, in the workspace)");
+    completion
+        ->add_option("--status-tag", spec.status_tag,
+                     "<TAG>VALUE</TAG> in the final answer also completes (\"\" = off)")
+        ->capture_default_str();
+    completion->add_option("--status-value", spec.status_value, "The VALUE of --status-tag")
+        ->capture_default_str();
+    completion->add_option(
+        "--legacy-phrase", spec.legacy_phrase,
+        "Also complete on this plain text anywhere in the final answer (opt-in)");
+    completion->add_flag("--backlog", spec.backlog_rule,
+                         "Complete when every checkbox of the specs/backlog file is checked");
+    completion->add_option(
+        "--verify", spec.verify_command,
+        "Command run in the workspace (no shell) when a completion signal comes; "
+        "the signal counts only if it exits 0");
+    git->add_flag("--commit", spec.commit, "Commit each iteration's work (git workspaces)");
+    git->add_flag("--allow-dirty", spec.allow_dirty,
+                  "Start even though the workspace has uncommitted changes");
+    git->add_flag("--worktree", spec.worktree,
+                  "Run in a new git worktree of the workspace's repository (branch "
+                  "ralph/loop-ID from HEAD; uncommitted changes are not carried over)");
     // A flag, so that it never takes the prompt after it as its value; =offline is the one value.
     git->add_flag("--sandbox", options->sandbox,
                   "Run the agent (and --verify) under bubblewrap: it may write only in the "
@@ -260,60 +223,50 @@ void register_submit_command(CLI::App& app, client_context& ctx) {
                   "socket, state and other loops' workspaces are hidden. --sandbox=offline: no "
                   "network either")
         ->check(CLI::IsMember({"true", "offline"}).description("[=offline]"));
-    field(git->add_flag("--allow-foreign-workspace", spec.allow_foreign_workspace,
-                        "Run in a workspace that belongs to another user (refused otherwise)"),
-          "allow_foreign_workspace");
-    field(git->add_option("--on-done", spec.on_done,
-                          "Command run when the loop ends, with its outcome in RALPH_* variables "
-                          "(split into words, no shell)"),
-          "on_done");
-    field(attempts
-              ->add_option("--stall-after", spec.stall_iterations,
-                           "Stop as stalled after N iterations without progress (0 = never)")
-              ->check(non_negative())
-              ->capture_default_str(),
-          "stall_iterations");
-    field(attempts
-              ->add_option("--stall-failures", spec.stall_failures,
-                           "Stop as stalled after N identical failures in a row (0 = never)")
-              ->check(non_negative())
-              ->capture_default_str(),
-          "stall_failures");
-    field(attempts
-              ->add_option("--inactivity-timeout", spec.inactivity_timeout_s,
-                           "An agent silent this long while no tool runs is hung (0 = never)")
-              ->transform(duration_seconds())
-              ->type_name("DURATION")
-              ->capture_default_str(),
-          "inactivity_timeout_s");
-    field(budgets
-              ->add_option("--iterations-per-hour", spec.iterations_per_hour,
-                           "This loop's budget: agent runs in any rolling hour (0 = none)")
-              ->check(non_negative()),
-          "iterations_per_hour");
-    field(budgets
-              ->add_option("--iterations-per-day", spec.iterations_per_day,
-                           "This loop's budget: agent runs in any rolling 24 hours (0 = none)")
-              ->check(non_negative()),
-          "iterations_per_day");
-    field(budgets
-              ->add_option("--max-tokens", spec.max_tokens,
-                           "End the loop as exhausted once its agents used this many tokens")
-              ->check(non_negative()),
-          "max_tokens");
-    field(
-        budgets
-            ->add_option("--max-cost", spec.max_cost_usd,
-                         "End the loop as exhausted once its agents reported this many US dollars")
-            ->check(CLI::NonNegativeNumber),
-        "max_cost_usd");
+    git->add_flag("--allow-foreign-workspace", spec.allow_foreign_workspace,
+                  "Run in a workspace that belongs to another user (refused otherwise)");
+    git->add_option("--on-done", spec.on_done,
+                    "Command run when the loop ends, with its outcome in RALPH_* variables "
+                    "(split into words, no shell)");
+    attempts
+        ->add_option("--stall-after", spec.stall_iterations,
+                     "Stop as stalled after N iterations without progress (0 = never)")
+        ->check(non_negative())
+        ->capture_default_str();
+    attempts
+        ->add_option("--stall-failures", spec.stall_failures,
+                     "Stop as stalled after N identical failures in a row (0 = never)")
+        ->check(non_negative())
+        ->capture_default_str();
+    attempts
+        ->add_option("--inactivity-timeout", spec.inactivity_timeout_s,
+                     "An agent silent this long while no tool runs is hung (0 = never)")
+        ->transform(duration_seconds())
+        ->type_name("DURATION")
+        ->capture_default_str();
+    budgets
+        ->add_option("--iterations-per-hour", spec.iterations_per_hour,
+                     "This loop's budget: agent runs in any rolling hour (0 = none)")
+        ->check(non_negative());
+    budgets
+        ->add_option("--iterations-per-day", spec.iterations_per_day,
+                     "This loop's budget: agent runs in any rolling 24 hours (0 = none)")
+        ->check(non_negative());
+    budgets
+        ->add_option("--max-tokens", spec.max_tokens,
+                     "End the loop as exhausted once its agents used this many tokens")
+        ->check(non_negative());
+
+    budgets
+        ->add_option("--max-cost", spec.max_cost_usd,
+                     "End the loop as exhausted once its agents reported this many US dollars")
+        ->check(CLI::NonNegativeNumber);
     cmd->add_option("--workspace", spec.workspace, "Directory the agent works in (default: .)")
         ->check(CLI::ExistingDirectory);
-    field(cmd->add_option("--name", spec.name, "Name shown in lists"), "name");
-    field(cmd->add_option("--idempotency-key", spec.idempotency_key,
-                          "Submit at most once with this key: a submit with the key of a loop in "
-                          "the history creates nothing and answers that loop"),
-          "idempotency_key");
+    cmd->add_option("--name", spec.name, "Name shown in lists");
+    cmd->add_option("--idempotency-key", spec.idempotency_key,
+                    "Submit at most once with this key: a submit with the key of a loop in "
+                    "the history creates nothing and answers that loop");
     auto* follow = cmd->add_flag("--follow", options->follow,
                                  "Print the loop's output until it ends (like tail -f)");
     cmd->add_flag("--wait", options->wait, "Wait until the loop ends, without printing its output")

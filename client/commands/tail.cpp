@@ -162,7 +162,7 @@ void print_persisted(const client_context& ctx, const std::vector<std::int64_t>&
         for (;;) {
             using proto::method::loop_output;
             const auto page =
-                result_of(parse_output_message(daemon.call_text(loop_output::name, request)))
+                result_of(parse_output_message(daemon.call_text<loop_output>(request)))
                     .get<loop_output::result>();
             if (!end) end = page.end_offset;
             if (page.next_offset > page.offset) {

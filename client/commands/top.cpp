@@ -50,10 +50,13 @@ constexpr std::size_t kept_output_lines = 500;
 // Bytes of new output read per refresh; a loop that writes faster is shown from its end.
 constexpr std::int64_t output_page_bytes = 256 << 10;
 
-const std::vector<std::string> row_fields{
-    "id",         "name",        "state",        "iterations",    "max_iterations",
-    "started_at", "finished_at", "input_tokens", "output_tokens", "cost_usd",
-    "attempts",   "workspace",   "stop_reason",  "resume_at"};
+// The summary fields the rows show.
+using field = proto::summary_field;
+const std::vector<field> row_fields{field::id,          field::name,           field::state,
+                                    field::iterations,  field::max_iterations, field::started_at,
+                                    field::finished_at, field::input_tokens,   field::output_tokens,
+                                    field::cost_usd,    field::attempts,       field::workspace,
+                                    field::stop_reason, field::resume_at};
 
 // The terminal in raw mode on the alternate screen, for as long as the object lives.
 class raw_terminal {

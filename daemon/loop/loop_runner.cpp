@@ -46,11 +46,7 @@ std::string describe_failure(proto::termination how, const std::string& error) {
 }
 
 std::string first_line(const std::string& text) {
-    auto start = text.find_first_not_of(" \t\r\n");
-    if (start == std::string::npos) return {};
-    auto end = text.find_first_of("\r\n", start);
-    std::string line =
-        text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    std::string line(text::first_line(text));
     if (line.size() > max_summary_bytes) {
         line.resize(
             text::utf8_complete_prefix(std::string_view(line).substr(0, max_summary_bytes)));

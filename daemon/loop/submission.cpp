@@ -8,6 +8,7 @@
 #include "daemon/workspace/workspace.hpp"
 #include "proto/errors.hpp"
 #include "proto/fields.hpp"
+#include "proto/loop_api.hpp"
 
 #include <fmt/format.h>
 #include <sys/stat.h>
@@ -195,7 +196,7 @@ submission check_submission(proto::submit_params spec, const submission_context&
             throw rpc_error(error_kind::workspace_dirty,
                             fmt::format("workspace {} has {} uncommitted change(s)", spec.workspace,
                                         dirty.total_changes),
-                            nlohmann::json{{"changes", dirty.changes}});
+                            nlohmann::json(proto::dirty_workspace{dirty.changes}));
         // e.g. a repository that libgit2 cannot (or must not) open: said, not refused.
         if (!dirty.error.empty())
             result.warnings.push_back(

@@ -34,6 +34,8 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <tuple>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -84,7 +86,7 @@ struct echo {
 };
 
 template <typename... Methods>
-void add_echoes(rpc::method_registry& r) {
+void add_echoes(rpc::method_registry& r, std::type_identity<std::tuple<Methods...>>) {
     (r.add<echo<Methods>>([](const typename Methods::request& request, rpc::call_context&) {
         return json(request);
     }),
@@ -95,12 +97,7 @@ void add_echoes(rpc::method_registry& r) {
 const rpc::method_registry& registry() {
     static const rpc::method_registry instance = [] {
         rpc::method_registry r;
-        namespace m = proto::method;
-        add_echoes<m::daemon_info, m::daemon_shutdown, m::loop_submit, m::loop_list, m::loop_get,
-                   m::loop_cancel, m::loop_pause, m::loop_resume, m::loop_iterations, m::loop_steer,
-                   m::loop_events, m::loop_output, m::loop_tail, m::events_subscribe,
-                   m::agents_list, m::scheduler_get, m::scheduler_set, m::budget_get, m::budget_set,
-                   m::debug_clock, m::history_report, m::history_gc>(r);
+        add_echoes(r, std::type_identity<proto::method::all_methods>{});
         // A handler with a bug: the registry must answer -32603 and go on.
         r.add("fuzz.throw",
               [](const json&, rpc::call_context&) -> json { throw std::runtime_error("a bug"); });

@@ -89,6 +89,11 @@ def agent_command(name, *args):
     return " ".join(shlex.quote(str(part)) for part in (agent_path(name),) + args)
 
 
+def scripted(*actions):
+    """The command of scripted-agent.py with these actions (see the agent's docstring)."""
+    return agent_command("scripted-agent.py", *actions)
+
+
 def parse_time(value):
     """ISO 8601 UTC string of the API ("2026-11-22T10:11:12.345Z") → epoch seconds (float)."""
     if value is None:
@@ -232,13 +237,26 @@ def make_workspace(parent, name="ws"):
     return path
 
 
+def commit_all(ws, message="setup"):
+    """Commits everything in the work tree `ws` (git add -A) with the test identity."""
+    git(ws, "add", "-A")
+    git(ws, "commit", "-q", "-m", message)
+
+
 def write_text(path, text):
+    """Writes `text` (UTF-8) to `path`, creating its directory."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)
 
 
 def read_text(path):
     with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def read_bytes(path):
+    with open(path, "rb") as f:
         return f.read()
 
 

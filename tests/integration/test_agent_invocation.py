@@ -5,12 +5,7 @@
 
 import os
 
-from harness import DaemonTestCase, TERMINAL_STATES, agent_command, main
-
-
-def read_bytes(path):
-    with open(path, "rb") as f:
-        return f.read()
+from harness import DaemonTestCase, TERMINAL_STATES, agent_command, main, read_bytes
 
 
 def recorded_args(ws):

@@ -4,9 +4,9 @@ known ones, --print-template prints the prompt wrapper, --force writes through n
 what the agent of a loop in that workspace gets in its prompt."""
 
 import os
-import subprocess
 
-from harness import DaemonTestCase, TERMINAL_STATES, agent_command, main
+from harness import (DaemonTestCase, TERMINAL_STATES, agent_command, commit_all, main, read_text,
+                     write_text)
 
 TEMPLATES = {
     "default": ["PROMPT.md", "SPECS.md", "CONVENTIONS.md", ".ralph/notes.md"],
@@ -15,30 +15,12 @@ TEMPLATES = {
 }
 
 
-def read(path):
-    with open(path, encoding="utf-8") as f:
-        return f.read()
-
-
-def write(path, text):
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
-
-
 def all_files(directory):
     found = []
     for root, _, files in os.walk(directory):
         for name in files:
             found.append(os.path.relpath(os.path.join(root, name), directory))
     return sorted(found)
-
-
-def commit_all(ws):
-    git = ["git", "-C", ws, "-c", "user.name=ralph tests", "-c", "user.email=tests@ralph.invalid",
-           "-c", "commit.gpgsign=false"]
-    subprocess.run(git + ["add", "-A"], check=True, stdin=subprocess.DEVNULL)
-    subprocess.run(git + ["commit", "-q", "-m", "ralphctl init"], check=True,
-                   stdin=subprocess.DEVNULL)
 
 
 class InitTest(DaemonTestCase):
@@ -55,17 +37,18 @@ class InitTest(DaemonTestCase):
                 self.assertEqual(all_files(target), sorted(files))
                 for path in files:
                     self.assertIn(path, proc.stdout)
-                    self.assertTrue(read(os.path.join(target, path)).startswith("# "), path)
+                    self.assertTrue(read_text(os.path.join(target, path)).startswith("# "), path)
                 self.assertIn("ralphctl submit --workspace %s" % target, proc.stdout)
                 self.assertEqual(name == "backlog", "--backlog" in proc.stdout, proc.stdout)
                 self.assertEqual(proc.stderr, "")
 
-        self.assertIn("- [ ]", read(os.path.join(self.d.work_dir, "new", "default", "SPECS.md")))
-        plan_prompt = read(os.path.join(self.d.work_dir, "new", "plan", "PROMPT.md"))
+        self.assertIn("- [ ]",
+                      read_text(os.path.join(self.d.work_dir, "new", "default", "SPECS.md")))
+        plan_prompt = read_text(os.path.join(self.d.work_dir, "new", "plan", "PROMPT.md"))
         for words in ("plan.md", "FIRST unchecked item", "progress.md"):
             self.assertIn(words, plan_prompt)
-        backlog_prompt = read(os.path.join(self.d.work_dir, "new", "backlog", ".ralph",
-                                           "prompt.md"))
+        backlog_prompt = read_text(os.path.join(self.d.work_dir, "new", "backlog", ".ralph",
+                                                "prompt.md"))
         self.assertIn("every box in backlog.md is checked", backlog_prompt)
         self.assertIn("notepad.md", backlog_prompt)
 
@@ -83,7 +66,7 @@ class InitTest(DaemonTestCase):
     def test_a_second_init_refuses_names_every_existing_file_and_writes_nothing(self):
         target = os.path.join(self.d.work_dir, "ws")
         self.d.ctl("init", target)
-        write(os.path.join(target, "SPECS.md"), "my own specs\n")
+        write_text(os.path.join(target, "SPECS.md"), "my own specs\n")
         os.remove(os.path.join(target, "CONVENTIONS.md"))
 
         proc = self.d.ctl("init", target, check=False)
@@ -93,7 +76,7 @@ class InitTest(DaemonTestCase):
             self.assertIn(path, proc.stderr)
         self.assertNotIn("CONVENTIONS.md", proc.stderr)
         self.assertIn("--force", proc.stderr)
-        self.assertEqual(read(os.path.join(target, "SPECS.md")), "my own specs\n")
+        self.assertEqual(read_text(os.path.join(target, "SPECS.md")), "my own specs\n")
         self.assertFalse(os.path.exists(os.path.join(target, "CONVENTIONS.md")),
                          "a refused init writes nothing at all, not even the missing files")
 
@@ -104,21 +87,21 @@ class InitTest(DaemonTestCase):
     def test_force_overwrites_existing_files(self):
         target = os.path.join(self.d.work_dir, "ws")
         self.d.ctl("init", target)
-        original = read(os.path.join(target, "SPECS.md"))
-        write(os.path.join(target, "SPECS.md"), "my own specs\n")
+        original = read_text(os.path.join(target, "SPECS.md"))
+        write_text(os.path.join(target, "SPECS.md"), "my own specs\n")
         self.d.ctl("init", "--force", target)
-        self.assertEqual(read(os.path.join(target, "SPECS.md")), original)
+        self.assertEqual(read_text(os.path.join(target, "SPECS.md")), original)
 
     def test_force_writes_through_no_link_a_cloned_repository_planted(self):
         target = os.path.join(self.d.work_dir, "cloned")
         os.makedirs(os.path.join(target, ".ralph"))
         victim = os.path.join(self.d.work_dir, "bashrc")
-        write(victim, "the user's own file\n")
+        write_text(victim, "the user's own file\n")
         os.symlink(victim, os.path.join(target, "PROMPT.md"))
         proc = self.d.ctl("init", "--force", target, check=False)
         self.assertEqual(proc.returncode, 1, proc)
         self.assertIn("PROMPT.md is a symbolic link", proc.stderr)
-        self.assertEqual(read(victim), "the user's own file\n")
+        self.assertEqual(read_text(victim), "the user's own file\n")
 
     def test_an_unknown_template_is_a_usage_error_naming_the_known_ones(self):
         target = os.path.join(self.d.work_dir, "ws")
@@ -145,18 +128,19 @@ class InitEndToEndTest(DaemonTestCase):
         loop = d.submit(ws, agent_command("print-args.sh"), prompt="", max_iterations=1,
                         **params)
         d.wait_state(loop["id"], TERMINAL_STATES, timeout=30)
-        return read(os.path.join(ws, ".stdin"))
+        return read_text(os.path.join(ws, ".stdin"))
 
     def test_the_agent_gets_prompt_md_specs_conventions_and_notes_written_by_init(self):
         d = self.daemon()
         ws = d.workspace()
         d.ctl("init", ws)
-        commit_all(ws)
+        commit_all(ws, "ralphctl init")
         prompt = self.run_one_iteration(d, ws)
-        self.assertTrue(prompt.startswith(read(os.path.join(ws, "PROMPT.md")).rstrip()), prompt)
+        self.assertTrue(prompt.startswith(read_text(os.path.join(ws, "PROMPT.md")).rstrip()),
+                        prompt)
         for path in ("SPECS.md", "CONVENTIONS.md", ".ralph/notes.md"):
             self.assertIn('<file path="%s">\n%s\n</file>'
-                          % (path, read(os.path.join(ws, path)).rstrip()), prompt)
+                          % (path, read_text(os.path.join(ws, path)).rstrip()), prompt)
         self.assertIn("This is iteration 1 of at most 1.", prompt)
         self.assertIn("<promise>COMPLETE</promise>", prompt)
 
@@ -164,10 +148,10 @@ class InitEndToEndTest(DaemonTestCase):
         d = self.daemon()
         ws = d.workspace()
         d.ctl("init", "--template", "backlog", ws)
-        commit_all(ws)
+        commit_all(ws, "ralphctl init")
         prompt = self.run_one_iteration(d, ws, backlog_rule=True)
         self.assertTrue(
-            prompt.startswith(read(os.path.join(ws, ".ralph", "prompt.md")).rstrip()), prompt)
+            prompt.startswith(read_text(os.path.join(ws, ".ralph", "prompt.md")).rstrip()), prompt)
         self.assertIn('<file path="backlog.md">', prompt)
         self.assertIn("every checkbox in backlog.md is checked", prompt)
 

@@ -4,12 +4,8 @@ the demo agent, and the FIFO queue with max_concurrent."""
 import os
 import time
 
-from harness import (DaemonTestCase, agent_command, count_to_complete_output, main, scaled)
-
-
-def read_file(path):
-    with open(path) as f:
-        return f.read()
+from harness import (DaemonTestCase, agent_command, count_to_complete_output, main, read_text,
+                     scaled)
 
 
 class LoopLifecycleTest(DaemonTestCase):
@@ -39,7 +35,7 @@ class LoopLifecycleTest(DaemonTestCase):
         self.assertEqual([a["termination"] for a in attempts], ["exited"] * 3)
         self.assertEqual([a["exit_code"] for a in attempts], [0, 0, 0])
         self.assertEqual([a["completion_signal"] for a in attempts], [False, False, True])
-        self.assertEqual(read_file(os.path.join(ws, ".count-to-complete")).strip(), "3",
+        self.assertEqual(read_text(os.path.join(ws, ".count-to-complete")).strip(), "3",
                          "the agent must have run exactly three times")
         self.assertEqual(d.output(loop["id"]), count_to_complete_output(3, 3))
 
@@ -54,7 +50,7 @@ class LoopLifecycleTest(DaemonTestCase):
         final = d.wait_state(loop["id"], "exhausted", timeout=30)
         self.assertEqual(final["iterations"], 2)
         self.assertIsNotNone(final["finished_at"])
-        self.assertEqual(read_file(os.path.join(ws, ".never-complete")).strip(), "2")
+        self.assertEqual(read_text(os.path.join(ws, ".never-complete")).strip(), "2")
         self.assertEqual(len(d.attempts(loop["id"])), 2)
         self.assertEqual(d.output(loop["id"]), b"never-complete: run 1\nnever-complete: run 2\n")
 
@@ -67,7 +63,7 @@ class LoopLifecycleTest(DaemonTestCase):
         self.assertEqual(loop["min_iterations"], 3)
         final = d.wait_state(loop["id"], "completed", timeout=30)
         self.assertEqual(final["iterations"], 3)
-        self.assertEqual(read_file(os.path.join(ws, ".count-to-complete")).strip(), "3")
+        self.assertEqual(read_text(os.path.join(ws, ".count-to-complete")).strip(), "3")
 
     def test_max_iterations_zero_means_unlimited(self):
         d = self.daemon()
@@ -90,7 +86,7 @@ class LoopLifecycleTest(DaemonTestCase):
         self.assertEqual(shown["loop"]["state"], "completed")
         self.assertEqual(shown["loop"]["agent"], "demo")
         self.assertEqual(shown["loop"]["iterations"], 3)
-        progress = read_file(os.path.join(ws, "demo-progress.md"))
+        progress = read_text(os.path.join(ws, "demo-progress.md"))
         self.assertEqual(len(progress.splitlines()), 3, progress)
         self.assertIn(b"<promise>complete</promise>", d.output(loop["id"]).lower())
 
@@ -103,7 +99,7 @@ class LoopLifecycleTest(DaemonTestCase):
         self.assertEqual(proc.returncode, 0, "submit --wait of the demo: %r" % (proc,))
         loop = d.get(d.find_loop("demo2")["id"])
         self.assertEqual((loop["state"], loop["iterations"]), ("completed", 2))
-        self.assertEqual(len(read_file(os.path.join(ws, "demo-progress.md")).splitlines()), 2)
+        self.assertEqual(len(read_text(os.path.join(ws, "demo-progress.md")).splitlines()), 2)
 
     def test_a_loop_beyond_max_concurrent_stays_queued_until_the_running_one_ends(self):
         d = self.daemon()

@@ -8,50 +8,20 @@ claude-slow-tool.py installed as `claude`."""
 
 import json
 import os
-import subprocess
 import tempfile
 import time
 
-from harness import (DaemonTestCase, TERMINAL_STATES, agent_command, agent_path, main, scaled)
-
-GIT = ["git", "-c", "user.name=ralph tests", "-c", "user.email=tests@ralph.invalid",
-       "-c", "commit.gpgsign=false"]
-
-
-def read(path):
-    with open(path, encoding="utf-8") as f:
-        return f.read()
-
-
-def write(path, text):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
-
-
-def git(ws, *args):
-    return subprocess.run(GIT + ["-C", ws] + list(args), check=True, capture_output=True,
-                          text=True, stdin=subprocess.DEVNULL).stdout
-
-
-def commit_all(ws, message="setup"):
-    git(ws, "add", "-A")
-    git(ws, "commit", "-q", "-m", message)
-
-
-def scripted(*actions):
-    """The command of scripted-agent.py with these actions (see the agent's docstring)."""
-    return agent_command("scripted-agent.py", *actions)
-
+from harness import (DaemonTestCase, TERMINAL_STATES, agent_command, agent_path, commit_all, git,
+                     main, read_text, scaled, scripted, write_text)
 
 def prompt_of(ws, iteration):
     """The prompt the scripted agent got in `iteration`."""
-    return read(os.path.join(ws, ".ralph", "agent", "prompt-%d.md" % iteration))
+    return read_text(os.path.join(ws, ".ralph", "agent", "prompt-%d.md" % iteration))
 
 
 def agent_copy(ws, name, iteration):
     """.ralph/NAME.md as the scripted agent found it when `iteration` started."""
-    return read(os.path.join(ws, ".ralph", "agent", "%s-%d.md" % (name, iteration)))
+    return read_text(os.path.join(ws, ".ralph", "agent", "%s-%d.md" % (name, iteration)))
 
 
 def front_matter(text):
@@ -154,13 +124,13 @@ class CompletionRulesTest(MemoryTestCase):
     def test_the_backlog_rule_completes_exactly_when_the_last_box_is_checked(self):
         d = self.memory_daemon()
         ws = d.workspace()
-        write(os.path.join(ws, "SPECS.md"),
-              "# Specs\n\n- [ ] one\n- [x] already done\n- [ ] two\n  - [ ] nested three\n\n"
-              "```\n- [ ] inside a code block: not a task\n```\n")
+        write_text(os.path.join(ws, "SPECS.md"),
+                   "# Specs\n\n- [ ] one\n- [x] already done\n- [ ] two\n  - [ ] nested three\n\n"
+                   "```\n- [ ] inside a code block: not a task\n```\n")
         commit_all(ws)
         # Another file named with --specs.
         other = d.workspace("specs")
-        write(os.path.join(other, "docs", "tasks.md"), "- [ ] first\n- [ ] second\n")
+        write_text(os.path.join(other, "docs", "tasks.md"), "- [ ] first\n- [ ] second\n")
         commit_all(other)
         loop = self.submit(d, ws, ["tick=SPECS.md"], "--backlog", "-m", "10")
         other_loop = self.submit(d, other, ["tick=docs/tasks.md"], "--backlog",
@@ -170,7 +140,7 @@ class CompletionRulesTest(MemoryTestCase):
         self.assertEqual((final["state"], final["iterations"]), ("completed", 3), final)
         self.assertIn("every checkbox of SPECS.md is checked", final["stop_reason"])
         self.assertEqual([a["completion_signal"] for a in attempts], [False, False, True])
-        self.assertEqual(read(os.path.join(ws, "SPECS.md")).count("- [ ]"), 1,
+        self.assertEqual(read_text(os.path.join(ws, "SPECS.md")).count("- [ ]"), 1,
                          "only the box in the code block is left")
         self.assertIn("every checkbox in SPECS.md is checked", prompt_of(ws, 1))
 
@@ -212,7 +182,8 @@ class CompletionRulesTest(MemoryTestCase):
         # directory ralphd was started in.
         d = self.memory_daemon()
         ws = d.workspace()
-        write(os.path.join(ws, "check.sh"), "#!/bin/sh\necho verify ran in $(pwd)\n[ -e ok ]\n")
+        write_text(os.path.join(ws, "check.sh"),
+                   "#!/bin/sh\necho verify ran in $(pwd)\n[ -e ok ]\n")
         os.chmod(os.path.join(ws, "check.sh"), 0o755)
         final, attempts = self.run_loop(
             d, ws, ["1:promise", "2:write=ok:verified", "2:promise"], "--verify", "./check.sh",
@@ -228,13 +199,13 @@ class NotesAndFeedbackTest(MemoryTestCase):
         d = self.memory_daemon()
         ws = d.workspace()
         own = "# My notes\n\nkeep this line\n"
-        write(os.path.join(ws, ".ralph", "notes.md"), own)
+        write_text(os.path.join(ws, ".ralph", "notes.md"), own)
         final, _ = self.run_loop(d, ws, ["note=note from iteration {i}",
                                          "2:note=second note of iteration 2",
                                          "append=work.txt:{i}"], "-m", "3")
         self.assertEqual((final["state"], final["iterations"]), ("exhausted", 3), final)
 
-        notes = read(os.path.join(ws, ".ralph", "notes.md"))
+        notes = read_text(os.path.join(ws, ".ralph", "notes.md"))
         self.assertTrue(notes.startswith(own), notes)
         positions = [notes.index(text) for text in (
             "## Iteration 1 — ", "note from iteration 1", "## Iteration 2 — ",
@@ -298,7 +269,7 @@ class NotesAndFeedbackTest(MemoryTestCase):
     def test_a_prompt_md_the_agent_edits_is_the_prompt_of_the_next_iteration(self):
         d = self.memory_daemon()
         ws = d.workspace()
-        write(os.path.join(ws, "PROMPT.md"), "Original instructions: build the parser.\n")
+        write_text(os.path.join(ws, "PROMPT.md"), "Original instructions: build the parser.\n")
         commit_all(ws)
         out = d.ctl_json("submit", "--workspace", ws, "--delay", "0s", "--retries", "0",
                          "-m", "2", "--command",
@@ -401,7 +372,7 @@ class GitTest(MemoryTestCase):
     def test_outside_git_progress_is_seen_by_file_hashes(self):
         d = self.memory_daemon()
         ws = tempfile.mkdtemp(prefix="plain-", dir=d.work_dir)
-        write(os.path.join(ws, "existing.txt"), "unchanged\n")
+        write_text(os.path.join(ws, "existing.txt"), "unchanged\n")
         final, attempts = self.run_loop(d, ws, ["1:write=a.txt:hello\\n", "2:say=nothing"],
                                         "-m", "2")
         self.assertEqual((final["state"], final["iterations"]), ("exhausted", 2), final)
@@ -420,10 +391,10 @@ class DirtyWorkspaceTest(MemoryTestCase):
     def test_uncommitted_changes_refuse_a_submit_unless_allow_dirty(self):
         d = self.memory_daemon()
         ws = d.workspace()
-        write(os.path.join(ws, "tracked.txt"), "v1\n")
+        write_text(os.path.join(ws, "tracked.txt"), "v1\n")
         commit_all(ws)
-        write(os.path.join(ws, "tracked.txt"), "v2\n")
-        write(os.path.join(ws, "scratch.txt"), "not committed\n")
+        write_text(os.path.join(ws, "tracked.txt"), "v2\n")
+        write_text(os.path.join(ws, "scratch.txt"), "not committed\n")
 
         proc = self.submit_plain(d, ws)
         self.assertEqual(proc.returncode, 1, proc)
@@ -440,12 +411,12 @@ class DirtyWorkspaceTest(MemoryTestCase):
     def test_a_repository_that_libgit2_must_not_open_is_submitted_with_a_warning(self):
         d = self.memory_daemon()
         ws = d.workspace()
-        write(os.path.join(ws, "tracked.txt"), "v1\n")
+        write_text(os.path.join(ws, "tracked.txt"), "v1\n")
         commit_all(ws)
         # Format version 1: libgit2 1.5 would leak memory at each opening (workspace.cpp).
         git(ws, "config", "core.repositoryformatversion", "1")
         git(ws, "config", "extensions.worktreeConfig", "true")
-        write(os.path.join(ws, "scratch.txt"), "not committed\n")
+        write_text(os.path.join(ws, "scratch.txt"), "not committed\n")
         proc = self.submit_plain(d, ws)
         self.assertEqual(proc.returncode, 0, proc)
         self.assertIn("was not checked for uncommitted changes", proc.stderr)
@@ -454,8 +425,8 @@ class DirtyWorkspaceTest(MemoryTestCase):
     def test_ralph_leftovers_alone_do_not_make_a_workspace_dirty(self):
         d = self.memory_daemon()
         ws = d.workspace()
-        write(os.path.join(ws, ".ralph", "notes.md"), "# Notes\n")
-        write(os.path.join(ws, ".ralph", "loop.md"), "---\niteration: 3\n---\n")
+        write_text(os.path.join(ws, ".ralph", "notes.md"), "# Notes\n")
+        write_text(os.path.join(ws, ".ralph", "loop.md"), "---\niteration: 3\n---\n")
         proc = self.submit_plain(d, ws)
         self.assertEqual(proc.returncode, 0, proc)
         self.assertEqual(len(d.call("loop.list", {})["loops"]), 1)
@@ -506,7 +477,7 @@ class InitTemplatesTest(MemoryTestCase):
             ws = d.workspace(name)
             d.ctl("init", "--template", name, ws)
             commit_all(ws, "ralphctl init")
-            tasks = read(os.path.join(ws, boxes)).count("- [ ]")
+            tasks = read_text(os.path.join(ws, boxes)).count("- [ ]")
             self.assertGreater(tasks, 1)
             # No prompt and no --allow-dirty: the prompt comes from the template's files.
             out = d.ctl_json("submit", "--workspace", ws, "--name", name, "--delay", "0s",
@@ -519,14 +490,14 @@ class InitTemplatesTest(MemoryTestCase):
                 self.assertEqual((final["state"], final["iterations"]), ("completed", tasks),
                                  final)
                 self.assertIn(cases[name][3], final["stop_reason"])
-                self.assertNotIn("- [ ]", read(os.path.join(ws, cases[name][2])))
+                self.assertNotIn("- [ ]", read_text(os.path.join(ws, cases[name][2])))
                 source = ".ralph/prompt.md" if name == "backlog" else "PROMPT.md"
                 self.assertTrue(prompt_of(ws, 1).startswith(
-                    read(os.path.join(ws, source)).rstrip()), prompt_of(ws, 1))
+                    read_text(os.path.join(ws, source)).rstrip()), prompt_of(ws, 1))
                 injected = {"default": "SPECS.md", "backlog": "backlog.md"}.get(name)
                 if injected:
                     self.assertIn('<file path="%s">' % injected, prompt_of(ws, 1))
-        progress = read(os.path.join(started["plan"][0], "progress.md"))
+        progress = read_text(os.path.join(started["plan"][0], "progress.md"))
         self.assertEqual(progress.count("## item"), started["plan"][2], progress)
 
 

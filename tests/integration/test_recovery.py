@@ -9,12 +9,7 @@ import shutil
 import time
 
 from harness import (RALPHD, DaemonTestCase, agent_command, is_alive, main, parse_time,
-                     slow_counter_output, wait_group_gone, wait_until)
-
-
-def read_bytes(path):
-    with open(path, "rb") as f:
-        return f.read()
+                     read_bytes, slow_counter_output, wait_group_gone, wait_until)
 
 
 def read_pid(workspace, name):

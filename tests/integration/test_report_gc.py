@@ -9,23 +9,13 @@ timestamps in the SQLite file while the daemon is stopped."""
 import datetime
 import os
 import sqlite3
-import subprocess
 import time
 
-from harness import (DaemonTestCase, RpcError, TERMINAL_STATES, agent_command, main, parse_time,
-                     scaled)
+from harness import (DaemonTestCase, RpcError, TERMINAL_STATES, agent_command, git, main,
+                     parse_time, scaled, scripted)
 
 DAY_MS = 24 * 3600 * 1000
 TOKENS_LINE = "Tokens: 1,000 sent, 200 received. Cost: $0.05 message, $0.10 session."
-
-
-def git(ws, *args):
-    return subprocess.run(["git", "-C", ws] + list(args), check=True, capture_output=True,
-                          text=True, stdin=subprocess.DEVNULL).stdout.strip()
-
-
-def scripted(*actions):
-    return agent_command("scripted-agent.py", *actions)
 
 
 def now_ms():
@@ -86,7 +76,7 @@ class HistoryTestCase(DaemonTestCase):
         agent fails twice (one retry), one cancelled while its agent runs. Returns
         ({name: (loop, attempts)}, the committer's workspace, its HEAD before the loop)."""
         ws = d.workspace("committer")
-        first_head = git(ws, "rev-parse", "HEAD")
+        first_head = git(ws, "rev-parse", "HEAD").strip()
         committer = d.ctl_submit(ws, "Do the work.", "--command",
                                  scripted("append=work.txt:line {i}", "commit",
                                           "say=" + TOKENS_LINE, "3:promise"),
@@ -115,8 +105,8 @@ class ReportTest(HistoryTestCase):
         d = self.history_daemon()
         started = now_ms()
         loops, ws, first_head = self.run_three_loops(d)
-        last_head = git(ws, "rev-parse", "HEAD")
-        self.assertEqual(git(ws, "rev-list", "--count", first_head + ".." + last_head), "3")
+        last_head = git(ws, "rev-parse", "HEAD").strip()
+        self.assertEqual(git(ws, "rev-list", "--count", first_head + ".." + last_head).strip(), "3")
 
         report = d.ctl_json("report")
         window = parse_time(report["until"]) - parse_time(report["since"])

@@ -1,5 +1,5 @@
 // What the unit tests share (tests/support/): temporary directories and whole-file reads and
-// writes.
+// writes. (The git of the workspace tests' set-ups: git.hpp.)
 #pragma once
 
 #include <stdlib.h>
@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -28,15 +29,19 @@ struct temp_dir {
     }
 };
 
+// The whole file; throws (failing the test with the path) when it cannot be opened.
 inline std::string read_file(const std::filesystem::path& file) {
     std::ifstream in(file, std::ios::binary);
+    if (!in) throw std::runtime_error("cannot open " + file.string());
     std::ostringstream out;
     out << in.rdbuf();
     return out.str();
 }
 
+// Replaces the file's content, creating its directory first.
 inline void write_file(const std::filesystem::path& file, std::string_view content) {
-    std::ofstream(file, std::ios::binary) << content;
+    std::filesystem::create_directories(file.parent_path());
+    std::ofstream(file, std::ios::binary | std::ios::trunc) << content;
 }
 
 }  // namespace ralph::test

@@ -3,19 +3,19 @@
 #include "common/agent_stream.hpp"
 
 #include "common/text.hpp"
+#include "tests/support/files.hpp"
 
 #include <doctest/doctest.h>
 
 #include <cstdint>
-#include <fstream>
 #include <limits>
 #include <random>
-#include <sstream>
 
 namespace as = ralph::agent_stream;
 using as::event_kind;
 using as::failure_hint;
 using as::format;
+using ralph::test::read_file;
 
 namespace {
 
@@ -23,14 +23,6 @@ const std::string tag = "<promise>COMPLETE</promise>";
 const std::string recorded_prompt =
     "You are running inside a ralph loop. Work through the task list in this repository. When "
     "every task is done, reply with <promise>COMPLETE</promise>.";
-
-std::string read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    REQUIRE_MESSAGE(in, "cannot open " << path);
-    std::ostringstream bytes;
-    bytes << in.rdbuf();
-    return bytes.str();
-}
 
 // A recorded run: tests/fixtures/agents/<agent>/<scenario>.<ext>
 std::string recorded(const std::string& agent, const std::string& scenario,

@@ -4,13 +4,11 @@
 #include "daemon/loop/prompt.hpp"
 #include "common/templates.hpp"
 #include "proto/errors.hpp"
+#include "tests/support/files.hpp"
 
 #include <doctest/doctest.h>
 
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <stdexcept>
 #include <string>
 
 namespace fs = std::filesystem;
@@ -24,36 +22,22 @@ namespace {
 // A temporary workspace, removed with everything in it at the end of the test.
 class workspace {
   public:
-    workspace() {
-        std::string pattern = (fs::temp_directory_path() / "ralph-prompt-test-XXXXXX").string();
-        if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-        path_ = pattern;
-    }
-    ~workspace() {
-        std::error_code ec;
-        fs::remove_all(path_, ec);
-    }
-    workspace(const workspace&) = delete;
-    workspace& operator=(const workspace&) = delete;
-
-    const fs::path& path() const { return path_; }
+    const fs::path& path() const { return dir_.path; }
 
     void write(const std::string& name, const std::string& content) const {
-        fs::create_directories((path_ / name).parent_path());
-        std::ofstream out(path_ / name, std::ios::binary | std::ios::trunc);
-        out << content;
+        ralph::test::write_file(dir_.path / name, content);
     }
 
     ralph::proto::loop_info loop() const {
         ralph::proto::loop_info loop;
         loop.id = 1;
-        loop.spec.workspace = path_.string();
+        loop.spec.workspace = dir_.path.string();
         loop.spec.max_iterations = 10;
         return loop;
     }
 
   private:
-    fs::path path_;
+    ralph::test::temp_dir dir_;
 };
 
 bool contains(const std::string& text, const std::string& needle) {

@@ -5,9 +5,14 @@
 
 #include "daemon/rpc/registry.hpp"
 #include "daemon/server/websocket_session.hpp"
+#include "proto/errors.hpp"
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
+
+#include <stdexcept>
+#include <tuple>
+#include <type_traits>
 
 namespace proto = ralph::proto;
 namespace method = ralph::proto::method;
@@ -142,7 +147,9 @@ proto::submit_result sample() {
 }
 template <>
 proto::list_request sample() {
-    return {{proto::loop_state::queued, proto::loop_state::running}, 50, {"id", "state"}};
+    return {{proto::loop_state::queued, proto::loop_state::running},
+            50,
+            {proto::summary_field::id, proto::summary_field::state}};
 }
 template <>
 proto::loop_list sample() {
@@ -279,7 +286,7 @@ void check_round_trip() {
 }
 
 template <typename... Methods>
-void check_methods() {
+void check_methods(std::type_identity<std::tuple<Methods...>>) {
     (check_round_trip<typename Methods::request>(), ...);
     (check_round_trip<typename Methods::result>(), ...);
 }
@@ -287,13 +294,12 @@ void check_methods() {
 }  // namespace
 
 TEST_CASE("proto: every method's request and result read back as they were written") {
-    check_methods<method::daemon_info, method::daemon_shutdown, method::loop_submit,
-                  method::loop_list, method::loop_get, method::loop_cancel, method::loop_pause,
-                  method::loop_resume, method::loop_iterations, method::loop_steer,
-                  method::loop_events, method::loop_output, method::loop_tail,
-                  method::events_subscribe, method::agents_list, method::scheduler_get,
-                  method::scheduler_set, method::budget_get, method::budget_set,
-                  method::debug_clock, method::history_report, method::history_gc>();
+    check_methods(std::type_identity<method::all_methods>{});
+}
+
+TEST_CASE("proto: the data of an error reads back as it was written") {
+    const proto::dirty_workspace dirty{{" M src/main.cpp", "?? notes.txt"}};
+    CHECK(nlohmann::json(dirty).get<proto::dirty_workspace>() == dirty);
 }
 
 TEST_CASE("proto: the notifications read back as they were written") {
@@ -312,6 +318,20 @@ TEST_CASE("proto: the hand-written loop.output notification is the serialized on
               ralph::rpc::serialize(
                   ralph::rpc::make_notification(proto::notification::loop_output, typed)));
     }
+}
+
+TEST_CASE("proto: a loop's summary holds the fields asked for, each under its name") {
+    const proto::loop_info loop = sample<proto::loop_info>();
+    CHECK(proto::summary_json(loop, {proto::summary_field::state, proto::summary_field::id}) ==
+          nlohmann::json{{"id", 7}, {"state", "waiting"}});
+    const nlohmann::json all = proto::summary_json(loop);
+    CHECK(all.size() == std::size_t(proto::summary_field::cost_usd) + 1);
+    for (const auto& [name, value] : all.items())
+        CHECK(proto::to_string(proto::summary_field_from_string(name)) == name);
+    CHECK_THROWS_AS(proto::summary_field_from_string("env"), std::invalid_argument);
+    const nlohmann::json bad = {{"fields", {"id", "env"}}};
+    CHECK_THROWS_WITH_AS(bad.get<proto::list_request>(), "params.fields: unknown field 'env'",
+                         proto::rpc_error);
 }
 
 TEST_CASE("proto: a loop's env values never leave the daemon, only their names") {

@@ -4,6 +4,7 @@
 #include "daemon/store/wal_checkpointer.hpp"
 
 #include "proto/errors.hpp"
+#include "tests/support/files.hpp"
 
 #include <doctest/doctest.h>
 
@@ -20,14 +21,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// A database file in a fresh temporary directory.
 struct temp_db {
-    fs::path dir;
-    temp_db() {
-        char tmpl[] = "/tmp/ralph-store-test-XXXXXX";
-        dir = ::mkdtemp(tmpl);
-    }
-    ~temp_db() { fs::remove_all(dir); }
-    fs::path path() const { return dir / "ralph.db"; }
+    ralph::test::temp_dir dir;
+    fs::path path() const { return dir.path / "ralph.db"; }
 };
 
 ralph::proto::submit_params sample_spec() {
@@ -570,7 +567,7 @@ TEST_CASE("gc: the cutoff keeps the longest budget window, worktrees and finishi
     temp_db tmp;
     ralph::store db(tmp.path());
     ralph::net::io_context io;
-    ralph::output_log output(io, db, tmp.dir / "output", [](std::int64_t, std::int64_t) {});
+    ralph::output_log output(io, db, tmp.dir.path / "output", [](std::int64_t, std::int64_t) {});
     constexpr std::int64_t hour = 3600 * 1000, day = 24 * hour, now = 10 * day;
     auto ended_at = [&db](const std::string& name, std::int64_t at,
                           const std::string& worktree = "") {
@@ -590,11 +587,11 @@ TEST_CASE("gc: the cutoff keeps the longest budget window, worktrees and finishi
     output.index(old, attempt, ralph::output_stream::stdout_stream, 0, 5);
     const auto yesterday = ended_at("yesterday", now - 20 * hour);
     const auto finishing = ended_at("finishing", 1 * day);
-    fs::create_directories(tmp.dir / "worktrees" / "loop-4");
+    fs::create_directories(tmp.dir.path / "worktrees" / "loop-4");
     const auto with_worktree =
-        ended_at("with worktree", 1 * day, (tmp.dir / "worktrees" / "loop-4").string());
+        ended_at("with worktree", 1 * day, (tmp.dir.path / "worktrees" / "loop-4").string());
     const auto worktree_gone =
-        ended_at("worktree gone", 1 * day, (tmp.dir / "worktrees" / "loop-5").string());
+        ended_at("worktree gone", 1 * day, (tmp.dir.path / "worktrees" / "loop-5").string());
     REQUIRE(with_worktree == 4);
 
     std::vector<std::int64_t> forgotten;

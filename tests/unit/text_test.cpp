@@ -50,6 +50,15 @@ TEST_CASE("quote: a word comes back whole from the split, plain words stay as th
     CHECK(split_command_words(line) == hard);
 }
 
+TEST_CASE("lines: the first line is the first that is not blank, without its leading blanks") {
+    using ralph::text::first_line;
+    CHECK(first_line("claude 2.1.3 (Claude Code)\nmore") == "claude 2.1.3 (Claude Code)");
+    CHECK(first_line("\n  \r\n\t  codex-cli 0.46.0 \r\nsecond") == "codex-cli 0.46.0 ");
+    CHECK(first_line("only line") == "only line");
+    CHECK(first_line(" \t\r\n\n") == "");
+    CHECK(first_line("") == "");
+}
+
 TEST_CASE("base64: round-trips every byte value and every padding length") {
     std::string all;
     for (int i = 0; i < 256; ++i) all.push_back(char(i));

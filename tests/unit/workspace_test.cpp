@@ -1,17 +1,17 @@
 // Workspace snapshots against real temporary git repositories and plain directories.
 #include "daemon/workspace/workspace.hpp"
 
+#include "common/text.hpp"
 #include "proto/errors.hpp"
+#include "tests/support/files.hpp"
 #include "tests/support/git.hpp"
 
 #include <doctest/doctest.h>
-#include <git2.h>
 
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -20,42 +20,18 @@
 namespace fs = std::filesystem;
 using namespace ralph::workspace;
 using ralph::test::git;
-using ralph::test::hermetic_git;
 using ralph::test::make_repo;
+using ralph::test::read_file;
 using ralph::test::run_git;
 using ralph::test::set_git_config_search_path;
+using ralph::test::temp_dir;
+using ralph::test::write_file;
 
 namespace {
 
-struct temp_dir {
-    fs::path path;
-    temp_dir() {
-        hermetic_git();
-        char tmpl[] = "/tmp/ralph-workspace-test-XXXXXX";
-        path = ::mkdtemp(tmpl);
-    }
-    ~temp_dir() { fs::remove_all(path); }
-};
-
-std::string trimmed(std::string text) {
-    while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-    return text;
+std::string head_of(const fs::path& dir) {
+    return std::string(ralph::text::trim(git(dir, {"rev-parse", "HEAD"})));
 }
-
-void write_file(const fs::path& path, const std::string& content) {
-    fs::create_directories(path.parent_path());
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out << content;
-}
-
-std::string read_file(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream content;
-    content << in.rdbuf();
-    return content.str();
-}
-
-std::string head_of(const fs::path& dir) { return trimmed(git(dir, {"rev-parse", "HEAD"})); }
 
 // An executable that creates `marker` when run and copies its stdin to its stdout, so that it
 // may stand for a hook, a filter driver, an fsmonitor or gpg.
@@ -85,7 +61,7 @@ std::string git_add_all_tree(const fs::path& dir, const fs::path& scratch) {
     fs::copy_file(dir / ".git" / "index", scratch / "index", fs::copy_options::overwrite_existing);
     ::setenv("GIT_INDEX_FILE", (scratch / "index").c_str(), 1);
     git(dir, {"add", "-A", "--", ".", ":(exclude).ralph"});
-    std::string tree = trimmed(git(dir, {"write-tree"}));
+    std::string tree(ralph::text::trim(git(dir, {"write-tree"})));
     ::unsetenv("GIT_INDEX_FILE");
     return tree;
 }
@@ -592,19 +568,19 @@ TEST_CASE(
     CHECK(add_worktree(repo, tree, "ralph/loop-1", base) == "");
     CHECK(has_branch(repo, "ralph/loop-1", error));
     CHECK(head_of(tree) == base);
-    CHECK(trimmed(git(tree, {"rev-parse", "--abbrev-ref", "HEAD"})) == "ralph/loop-1");
+    CHECK(ralph::text::trim(git(tree, {"rev-parse", "--abbrev-ref", "HEAD"})) == "ralph/loop-1");
     CHECK(read_file(tree / "a.txt") == "one\ntwo\nthree\n");
     CHECK_FALSE(fs::exists(tree / "staged.txt"));
     CHECK(git(tree, {"status", "--porcelain"}).empty());
     CHECK(git(repo, {"status", "--porcelain"}) == status);
-    CHECK(trimmed(git(repo, {"rev-parse", "--abbrev-ref", "HEAD"})) == "main");
+    CHECK(ralph::text::trim(git(repo, {"rev-parse", "--abbrev-ref", "HEAD"})) == "main");
 
     // A commit in the worktree moves its branch only.
     write_file(tree / "b.txt", "new\n");
     git(tree, {"add", "b.txt"});
     git(tree, {"commit", "-q", "-m", "loop work"});
     CHECK(head_of(repo) == base);
-    CHECK(trimmed(git(repo, {"rev-parse", "ralph/loop-1"})) == head_of(tree));
+    CHECK(ralph::text::trim(git(repo, {"rev-parse", "ralph/loop-1"})) == head_of(tree));
 
     // Made already: nothing to do. Removed by hand: made again on the branch, with its work.
     CHECK(add_worktree(repo, tree, "ralph/loop-1", base) == "");
@@ -789,8 +765,8 @@ TEST_CASE(
     std::string error;
     commit_all(repo, "the submodule's commit and the new repository", error);
     CHECK(error == "");
-    CHECK(trimmed(git(repo, {"rev-parse", "HEAD:libs/library"})) == head_of(submodule));
-    CHECK(trimmed(git(repo, {"rev-parse", "HEAD:vendor/tool"})) ==
+    CHECK(ralph::text::trim(git(repo, {"rev-parse", "HEAD:libs/library"})) == head_of(submodule));
+    CHECK(ralph::text::trim(git(repo, {"rev-parse", "HEAD:vendor/tool"})) ==
           head_of(repo / "vendor" / "tool"));
 }
 
