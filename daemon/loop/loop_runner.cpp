@@ -6,6 +6,7 @@
 #include "daemon/admission/admission.hpp"
 #include "daemon/agents/agent.hpp"
 #include "daemon/clock.hpp"
+#include "daemon/loop/classify.hpp"
 #include "daemon/loop/completion.hpp"
 #include "daemon/loop/loop_memory.hpp"
 #include "daemon/loop/prompt.hpp"
@@ -666,17 +667,14 @@ awaitable<loop_runner::attempt_outcome> loop_runner::record(const proto::loop_in
                      said.tool_calls};
     attempt.summary = first_line(said.final_answer);
     attempt_outcome outcome;
-    if (status) {
-        if (WIFEXITED(*status)) attempt.exit_code = WEXITSTATUS(*status);
-        if (WIFSIGNALED(*status)) attempt.signal = WTERMSIG(*status);
-        classify(attempt, *status, said);
-    } else {
-        attempt.how = proto::termination::interrupted;
-        attempt.failure = proto::failure_class::crash;
-        attempt.error =
-            "the agent's supervisor (ralph-shim) ended without its exit status (killed, or the "
-            "machine restarted)";
-    }
+    attempt_end end = attempt_end::by_itself;
+    if (stop_ == stop_kind::cancel)
+        end = attempt_end::cancelled;
+    else if (stop_ == stop_kind::shutdown || stop_ == stop_kind::pause)
+        end = attempt_end::stopped;
+    else if (timed_out_ || hung_)
+        end = attempt_end::timed_out;
+    classify_attempt(attempt, end, status, said);
     if (attempt.how == proto::termination::timeout)
         attempt.error = hung_ ? fmt::format(
                                     "no output for {}s while no tool was running "
@@ -870,51 +868,6 @@ awaitable<bool> loop_runner::verify(const proto::loop_info& loop, proto::attempt
     attempt.verify_output = text::to_valid_utf8(output);
     attempt.verify_exit = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     co_return *attempt.verify_exit == 0;
-}
-
-void loop_runner::classify(proto::attempt_info& attempt, int status,
-                           const agent_stream::summary& said) const {
-    using proto::failure_class;
-    using proto::termination;
-    // What the agent said about an error, when it said anything.
-    failure_class stated = failure_class::none;
-    switch (said.failure) {
-        case agent_stream::failure_hint::none:
-            break;
-        case agent_stream::failure_hint::rate_limit:
-            stated = failure_class::rate_limit;
-            break;
-        case agent_stream::failure_hint::transient:
-            stated = failure_class::transient;
-            break;
-        case agent_stream::failure_hint::auth:
-            stated = failure_class::auth;
-            break;
-    }
-    if (stop_ == stop_kind::cancel) {
-        attempt.how = termination::cancelled;
-    } else if (stop_ == stop_kind::shutdown || stop_ == stop_kind::pause) {
-        attempt.how = termination::interrupted;
-    } else if (timed_out_ || hung_) {
-        attempt.how = termination::timeout;
-        attempt.failure = failure_class::timeout;
-    } else if (WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
-               (stated == failure_class::none || said.has_final_answer)) {
-        attempt.how = termination::exited;
-    } else if (WIFEXITED(status)) {
-        // A non-zero exit, or a zero exit after an error and no answer (claude reports API
-        // errors as a "success" result with is_error set).
-        attempt.how = termination::failed;
-        attempt.failure = stated != failure_class::none ? stated : failure_class::crash;
-        attempt.error = !said.error.empty()
-                            ? said.error
-                            : fmt::format("agent exited with status {}", WEXITSTATUS(status));
-    } else {
-        attempt.how = termination::crashed;
-        attempt.failure = stated != failure_class::none ? stated : failure_class::crash;
-        attempt.error = fmt::format("agent killed by signal {}{}", WTERMSIG(status),
-                                    said.error.empty() ? "" : " after: " + said.error);
-    }
 }
 
 std::vector<proto::event_info> loop_runner::event_rows(std::int64_t attempt_id,

@@ -184,10 +184,6 @@ class loop_runner {
     // of the sandbox's protection (sandbox::remove_git_redirects), each a "refused" event too.
     void remove_git_redirects(const proto::loop_info& loop);
     void store_refusals(std::int64_t attempt_id);
-    // Sets how the ended attempt terminated and its failure class, from the exit status, a
-    // timeout or stop, and what the agent said.
-    void classify(proto::attempt_info& attempt, int status,
-                  const agent_stream::summary& said) const;
     // Unless the admission lets the loop run an agent now, records why and returns true: the
     // loop leaves its runner as `waiting` until a time (window, usage-limit hold, budget; the
     // scheduler brings it back), `queued` (the scheduler is paused) or `exhausted` (its own

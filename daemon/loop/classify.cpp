@@ -1,0 +1,62 @@
+#include "daemon/loop/classify.hpp"
+
+#include <sys/wait.h>
+
+#include <fmt/format.h>
+
+namespace ralph {
+
+void classify_attempt(proto::attempt_info& attempt, attempt_end end,
+                      const std::optional<int>& wait_status, const agent_stream::summary& said) {
+    using proto::failure_class;
+    using proto::termination;
+    if (wait_status && WIFEXITED(*wait_status)) attempt.exit_code = WEXITSTATUS(*wait_status);
+    if (wait_status && WIFSIGNALED(*wait_status)) attempt.signal = WTERMSIG(*wait_status);
+    // What the agent said about an error, when it said anything.
+    failure_class stated = failure_class::none;
+    switch (said.failure) {
+        case agent_stream::failure_hint::none:
+            break;
+        case agent_stream::failure_hint::rate_limit:
+            stated = failure_class::rate_limit;
+            break;
+        case agent_stream::failure_hint::transient:
+            stated = failure_class::transient;
+            break;
+        case agent_stream::failure_hint::auth:
+            stated = failure_class::auth;
+            break;
+    }
+    if (end == attempt_end::cancelled) {
+        attempt.how = termination::cancelled;
+    } else if (end == attempt_end::stopped) {
+        attempt.how = termination::interrupted;
+    } else if (end == attempt_end::timed_out) {
+        attempt.how = termination::timeout;
+        attempt.failure = failure_class::timeout;
+    } else if (!wait_status) {
+        attempt.how = termination::interrupted;
+        attempt.failure = failure_class::crash;
+        attempt.error =
+            "the agent's supervisor (ralph-shim) ended without its exit status (killed, or the "
+            "machine restarted)";
+    } else if (WIFEXITED(*wait_status) && WEXITSTATUS(*wait_status) == 0 &&
+               (stated == failure_class::none || said.has_final_answer)) {
+        attempt.how = termination::exited;
+    } else if (WIFEXITED(*wait_status)) {
+        // A non-zero exit, or a zero exit after an error and no answer (claude reports API
+        // errors as a "success" result with is_error set).
+        attempt.how = termination::failed;
+        attempt.failure = stated != failure_class::none ? stated : failure_class::crash;
+        attempt.error = !said.error.empty() ? said.error
+                                            : fmt::format("agent exited with status {}",
+                                                          WEXITSTATUS(*wait_status));
+    } else {
+        attempt.how = termination::crashed;
+        attempt.failure = stated != failure_class::none ? stated : failure_class::crash;
+        attempt.error = fmt::format("agent killed by signal {}{}", WTERMSIG(*wait_status),
+                                    said.error.empty() ? "" : " after: " + said.error);
+    }
+}
+
+}  // namespace ralph
