@@ -229,4 +229,10 @@ std::string describe_loop_counts(const std::map<std::string, std::int64_t>& coun
     return text.empty() ? "none" : text;
 }
 
+std::string describe_storage(const proto::storage_status& storage) {
+    if (storage.state == "ok") return "ok";
+    return fmt::format("{} since {}: {} ({} write(s) refused)", storage.state,
+                       format_local_time(storage.since), storage.cause, storage.failed_writes);
+}
+
 }  // namespace ralph::client

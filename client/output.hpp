@@ -116,6 +116,9 @@ std::string format_seconds(double seconds);
 // "running 1, queued 2, completed 30" (daemon.info's loops_by_state) in the order of the state
 // machine; "none" when empty.
 std::string describe_loop_counts(const std::map<std::string, std::int64_t>& counts);
+// daemon.info's storage: "ok", or "degraded since …: cause (N writes refused)" — the fix is
+// storage.fix.
+std::string describe_storage(const proto::storage_status& storage);
 // Sizes: "512 B", "1.5 KiB", "20.0 MiB", "3.2 GiB".
 std::string format_bytes(std::int64_t bytes);
 // The loop.list params of the default view of `list` and `top`: every loop that has not ended,

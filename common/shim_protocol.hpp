@@ -28,6 +28,9 @@ inline constexpr const char* program_name = "ralph-shim";
 inline constexpr const char* started_file = "shim.json";
 inline constexpr const char* journal_file = "journal";
 inline constexpr const char* exit_file = "exit.json";
+// exit.json's space, taken when the attempt starts and renamed to exit.json at its end; a shim that
+// could not rename it (a read-only directory) leaves exit.json's text in it.
+inline constexpr const char* exit_room_file = "exit.json.room";
 
 struct spec {
     std::string program;            // absolute path of the agent's executable

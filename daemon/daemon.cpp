@@ -26,8 +26,15 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
       db_(options_.db_path),
       checkpointer_(db_, options_.db_path),
       gate_(db_),
+      health_(
+          io, db_,
+          {state_dir(options_.db_path).output_dir(), state_dir(options_.db_path).attempts_dir()},
+          [this] {
+              output_.flush();
+              take_up_loops();
+          }),
       output_(
-          io, db_, state_dir(options_.db_path).output_dir(),
+          io, db_, health_, state_dir(options_.db_path).output_dir(),
           [this](std::int64_t loop_id, std::int64_t end) { hub_.output_committed(loop_id, end); }),
       reaper_(io),
       hooks_(io, reaper_, options_.hooks, options_.agent_env,
@@ -38,6 +45,7 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
                   clock_,
                   gate_,
                   output_,
+                  health_,
                   reaper_,
                   state_dir(options_.db_path),
                   options_.shim_program,
@@ -63,6 +71,7 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
                 gate_,
                 clock_,
                 output_,
+                health_,
                 runner_ctx_.binaries,
                 state_dir(options_.db_path),
                 proto::daemon_info{proto::daemon_version,
@@ -72,6 +81,7 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
                                    options_.db_path.string(),
                                    clock_.now_ms(),
                                    1,
+                                   {},
                                    {}},
                 [this](bool leave_running) {
                     // Stopping closes every session: give the reply to daemon.shutdown a moment
@@ -95,6 +105,7 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
             spdlog::info("no cgroup per attempt ({}): each agent's shim ends its descendants",
                          why_not);
     }
+    registry_.set_storage_errors([this](const std::exception& e) { return storage_failed(e); });
     rpc::register_daemon_methods(registry_, services_);
     rpc::register_loop_methods(registry_, services_);
     rpc::register_agent_methods(registry_, services_);
@@ -148,10 +159,21 @@ void ralphd::reload(const daemon_options& options) {
     }
 }
 
+bool ralphd::storage_failed(const std::exception& e) {
+    if (!storage_health::is_storage_error(e)) return false;
+    health_.failed(e);
+    return true;
+}
+
 void ralphd::store_max_concurrent(std::int64_t max_concurrent) {
     proto::scheduler_settings settings = gate_.scheduler_settings();
     settings.max_concurrent = max_concurrent;
-    gate_.set_scheduler_settings(settings);
+    try {
+        gate_.set_scheduler_settings(settings);
+    } catch (const std::exception& e) {
+        // It applies until ralphd stops all the same (admission keeps it in memory first).
+        if (!storage_failed(e)) throw;
+    }
 }
 
 std::vector<ralphd::adoption> ralphd::recover() {
@@ -164,9 +186,17 @@ std::vector<ralphd::adoption> ralphd::recover() {
     for (const auto& attempt : db_.unfinished_attempts()) {
         const std::filesystem::path dir = runner_ctx_.state.attempt_dir(attempt.id);
         attempt_dirs.insert(dir);
+        if (scheduler_.is_running(attempt.loop_id)) continue;
         const auto started = attempt_process::find(dir);
         if (started && running_loops.contains(attempt.loop_id)) {
             adopted.push_back({attempt.loop_id, attempt.id, *started});
+            continue;
+        }
+        std::error_code ignored;
+        if (!started && attempt.pgid == 0) {
+            // Its agent never started: nothing ran, and the iteration is not spent.
+            db_.discard_attempt(attempt.id);
+            std::filesystem::remove_all(dir, ignored);
             continue;
         }
         // No shim to follow: the agent is ended if it still runs, the attempt interrupted.
@@ -179,7 +209,6 @@ std::vector<ralphd::adoption> ralphd::recover() {
         db_.interrupt_attempt(attempt.id, output_.committed_end(attempt.loop_id), now);
         // The interrupted iteration counts as spent: the loop continues with the next one.
         db_.set_iterations(attempt.loop_id, attempt.iteration, now);
-        std::error_code ignored;
         std::filesystem::remove_all(dir, ignored);
     }
     // What is left of attempts that were recorded (the daemon died before it removed them).
@@ -191,7 +220,7 @@ std::vector<ralphd::adoption> ralphd::recover() {
     for (const auto& a : adopted) adopted_loops.insert(a.loop_id);
     for (const auto& loop :
          db_.list_loops({proto::loop_state::running, proto::loop_state::waiting}, 0)) {
-        if (adopted_loops.contains(loop.id)) continue;
+        if (adopted_loops.contains(loop.id) || scheduler_.is_running(loop.id)) continue;
         db_.set_state(loop.id, proto::loop_event::requeue,
                       "ralphd stopped unexpectedly; continues with its next iteration", 0, now);
         spdlog::info("loop {}: re-queued after an unexpected stop of ralphd", loop.id);
@@ -199,15 +228,26 @@ std::vector<ralphd::adoption> ralphd::recover() {
     return adopted;
 }
 
+void ralphd::take_up_loops() {
+    try {
+        for (const auto& a : recover()) scheduler_.adopt(a.loop_id, a.attempt_id, a.started);
+    } catch (const std::exception& e) {
+        // Nothing of it can be recorded now: the agents go on, and this runs again once ralphd
+        // can write (storage_health).
+        if (!storage_failed(e)) throw;
+        return;
+    }
+    scheduler_.schedule();
+}
+
 void ralphd::start() {
-    const std::vector<adoption> adopted = recover();
     server_context context{registry_, hub_, output_, options_.limits};
     server_ = options_.listen_fd >= 0
                   ? std::make_unique<server>(io_, context, options_.listen_fd)
                   : std::make_unique<server>(io_, context, options_.socket_path);
     server_->start();
-    for (const auto& a : adopted) scheduler_.adopt(a.loop_id, a.attempt_id, a.started);
-    scheduler_.schedule();
+    health_.check();
+    take_up_loops();
     spdlog::info("ralphd {} ready on {} (database {})", proto::daemon_version,
                  options_.socket_path.string(), options_.db_path.string());
     ::sd_notify(0, "READY=1");

@@ -15,6 +15,7 @@
 #include "daemon/server/server.hpp"
 #include "daemon/server/subscriber_hub.hpp"
 #include "daemon/store/output_log.hpp"
+#include "daemon/store/storage_health.hpp"
 #include "daemon/store/store.hpp"
 #include "daemon/store/wal_checkpointer.hpp"
 
@@ -57,6 +58,9 @@ class ralphd {
     // programs, rate-limit waits, hooks, max_concurrent when given); the rest is ignored.
     // Running loops use the new values from their next step on (a kill, a wait, a spawn).
     void reload(const daemon_options& options);
+    // An exception that left a handler of the io_context: true (ralphd goes on, degraded) when the
+    // storage refused a write, false for anything else (a bug).
+    bool storage_failed(const std::exception& e);
 
   private:
     // An attempt of an earlier ralphd to follow to its end.
@@ -65,10 +69,14 @@ class ralphd {
         std::int64_t attempt_id = 0;
         shim::started started;
     };
-    // The attempts of an earlier ralphd: those with a shim are adopted (returned), the others
-    // (the daemon died while starting them, or they predate shims) are recorded as interrupted,
-    // their loops re-queued with the loops that were waiting.
+    // The attempts of an earlier ralphd (or of runners that left when the storage refused a
+    // write): those with a shim are adopted (returned), the others (the daemon died while
+    // starting them, or they predate shims) are recorded as interrupted, their loops re-queued
+    // with the loops that were waiting. Loops that have a runner are not touched.
     std::vector<adoption> recover();
+    // recover(), then the adopted attempts handed to the scheduler and scheduling: at start, and
+    // when the storage can be written again after a fault.
+    void take_up_loops();
     // --max-concurrent replaces the stored scheduler setting (at start and at SIGHUP).
     void store_max_concurrent(std::int64_t max_concurrent);
     // Tells systemd's watchdog (WatchdogSec= of ralphd.service) that the io thread is alive, now
@@ -88,6 +96,7 @@ class ralphd {
     wal_checkpointer checkpointer_;
     admission gate_;
     subscriber_hub hub_;
+    storage_health health_;
     output_log output_;
     child_reaper reaper_;
     hook_runner hooks_;

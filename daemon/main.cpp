@@ -316,7 +316,15 @@ int main(int argc, char** argv) {
         };
         wait_for_reload();
         daemon.start();
-        io.run();
+        // A write the storage refused in some handler does not end ralphd: it goes on, degraded.
+        for (bool stopped = false; !stopped;) {
+            try {
+                io.run();
+                stopped = true;
+            } catch (const std::exception& e) {
+                if (!daemon.storage_failed(e)) throw;
+            }
+        }
         ::close(lock_fd);
         return 0;
     } catch (const std::exception& e) {

@@ -12,7 +12,7 @@ struct error_entry {
 };
 
 // The one table: kind, JSON-RPC code, generic message.
-constexpr std::array<error_entry, 13> error_table{{
+constexpr std::array<error_entry, 14> error_table{{
     {error_kind::parse_error, -32700, "Parse error"},
     {error_kind::invalid_request, -32600, "Invalid Request"},
     {error_kind::method_not_found, -32601, "Method not found"},
@@ -26,6 +26,7 @@ constexpr std::array<error_entry, 13> error_table{{
     {error_kind::limit_exceeded, -32006, "Limit exceeded"},
     {error_kind::invalid_prompt, -32007, "Invalid prompt"},
     {error_kind::workspace_dirty, -32008, "Workspace has uncommitted changes"},
+    {error_kind::storage_unavailable, -32009, "Storage unavailable"},
 }};
 
 const error_entry& entry_of(error_kind kind) {

@@ -12,19 +12,20 @@
 namespace ralph::proto {
 
 enum class error_kind {
-    parse_error = 1,    // -32700 not valid JSON
-    invalid_request,    // -32600 not a JSON-RPC request object
-    method_not_found,   // -32601
-    invalid_params,     // -32602 a parameter is missing or of the wrong type
-    internal_error,     // -32603 a bug; details go to the log, not to the client
-    loop_not_found,     // -32001
-    invalid_state,      // -32002 the loop's state does not allow the action
-    invalid_workspace,  // -32003 workspace missing, not a directory, not absolute
-    agent_unavailable,  // -32004 unknown agent, or its binary is not found
-    shutting_down,      // -32005 the daemon is stopping and takes no new work
-    limit_exceeded,     // -32006 a bound of the server was hit (tails per session)
-    invalid_prompt,     // -32007 prompt file unreadable
-    workspace_dirty,    // -32008 uncommitted changes and allow_dirty not set (data: changes)
+    parse_error = 1,      // -32700 not valid JSON
+    invalid_request,      // -32600 not a JSON-RPC request object
+    method_not_found,     // -32601
+    invalid_params,       // -32602 a parameter is missing or of the wrong type
+    internal_error,       // -32603 a bug; details go to the log, not to the client
+    loop_not_found,       // -32001
+    invalid_state,        // -32002 the loop's state does not allow the action
+    invalid_workspace,    // -32003 workspace missing, not a directory, not absolute
+    agent_unavailable,    // -32004 unknown agent, or its binary is not found
+    shutting_down,        // -32005 the daemon is stopping and takes no new work
+    limit_exceeded,       // -32006 a bound of the server was hit (tails per session)
+    invalid_prompt,       // -32007 prompt file unreadable
+    workspace_dirty,      // -32008 uncommitted changes and allow_dirty not set (data: changes)
+    storage_unavailable,  // -32009 ralphd cannot write its state (disk full, read-only)
 };
 
 const std::error_category& error_category();

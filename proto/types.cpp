@@ -424,6 +424,22 @@ void from_json(const nlohmann::json& j, agent_info& a) {
     a.rate_limit_detection = read_or<bool>(j, "rate_limit_detection", false);
 }
 
+void to_json(nlohmann::json& j, const storage_status& s) {
+    j = nlohmann::json{{"state", s.state},
+                       {"cause", s.cause},
+                       {"fix", s.fix},
+                       {"since", time_to_json(s.since)},
+                       {"failed_writes", s.failed_writes}};
+}
+
+void from_json(const nlohmann::json& j, storage_status& s) {
+    s.state = read_or<std::string>(j, "state", "ok");
+    s.cause = read_or<std::string>(j, "cause", "");
+    s.fix = read_or<std::string>(j, "fix", "");
+    s.since = time_from_json(j, "since");
+    s.failed_writes = read_or<std::int64_t>(j, "failed_writes", 0);
+}
+
 void to_json(nlohmann::json& j, const daemon_info& info) {
     j = nlohmann::json{{"version", info.version},
                        {"protocol_version", info.protocol_version},
@@ -432,7 +448,8 @@ void to_json(nlohmann::json& j, const daemon_info& info) {
                        {"database", info.database},
                        {"started_at", time_to_json(info.started_at)},
                        {"max_concurrent", info.max_concurrent},
-                       {"loops_by_state", info.loops_by_state}};
+                       {"loops_by_state", info.loops_by_state},
+                       {"storage", info.storage}};
 }
 
 void from_json(const nlohmann::json& j, daemon_info& info) {
@@ -444,6 +461,7 @@ void from_json(const nlohmann::json& j, daemon_info& info) {
     info.started_at = time_from_json(j, "started_at");
     info.max_concurrent = read_or<std::int64_t>(j, "max_concurrent", 1);
     info.loops_by_state = read_or<std::map<std::string, std::int64_t>>(j, "loops_by_state", {});
+    info.storage = read_or<storage_status>(j, "storage", {});
 }
 
 void to_json(nlohmann::json& j, const scheduler_settings& s) {

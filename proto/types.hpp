@@ -278,6 +278,20 @@ struct agent_info {
 void to_json(nlohmann::json& j, const agent_info& a);
 void from_json(const nlohmann::json& j, agent_info& a);
 
+// Whether ralphd can write its state. "degraded": a write failed (disk full, read-only); running
+// agents go on, no attempt starts, reads and gc go on; ralphd tries again every few seconds and
+// is "ok" again by itself once writing works.
+struct storage_status {
+    std::string state = "ok";        // "ok" or "degraded"
+    std::string cause;               // what failed, when degraded
+    std::string fix;                 // what to do about it
+    std::int64_t since = 0;          // epoch ms, 0 when ok
+    std::int64_t failed_writes = 0;  // writes refused since then
+    bool operator==(const storage_status&) const = default;
+};
+void to_json(nlohmann::json& j, const storage_status& s);
+void from_json(const nlohmann::json& j, storage_status& s);
+
 struct daemon_info {
     std::string version;
     int protocol_version = 0;
@@ -287,6 +301,7 @@ struct daemon_info {
     std::int64_t started_at = 0;
     std::int64_t max_concurrent = 1;
     std::map<std::string, std::int64_t> loops_by_state;
+    storage_status storage;
     bool operator==(const daemon_info&) const = default;
 };
 

@@ -1,8 +1,8 @@
-// `ralphctl daemon status` (daemon.info: version, protocol, pid, paths, uptime, loops by state;
-// --json {"daemon": {...}}) and `ralphctl daemon stop [--leave-running]` (daemon.shutdown: the
-// daemon stops its agents, or leaves them to the next ralphd, and exits; this command does not
-// wait for that).
-// Both exit 3 with a hint when the daemon is not running.
+// `ralphctl daemon status` (daemon.info: version, protocol, pid, paths, uptime, loops by state,
+// whether ralphd can write its state and what to do when it cannot; --json {"daemon": {...}}) and
+// `ralphctl daemon stop [--leave-running]` (daemon.shutdown: the daemon stops its agents, or leaves
+// them to the next ralphd, and exits; this command does not wait for that). Both exit 3 with a hint
+// when the daemon is not running.
 #include "client/commands/commands.hpp"
 
 #include "client/connection.hpp"
@@ -35,6 +35,10 @@ int run_status(const client_context& ctx) {
                                       : text::format_duration(text::now_ms() - info.started_at));
     append_field(out, "concurrency", fmt::format("{}", info.max_concurrent));
     append_field(out, "loops", describe_loop_counts(info.loops_by_state));
+    const bool degraded = info.storage.state != "ok";
+    append_field(out, "storage", describe_storage(info.storage),
+                 degraded ? colour::red : colour::none, stdout_wants_colour());
+    if (degraded) append_field(out, "fix", info.storage.fix);
     write_stdout(out);
     return exit_code::ok;
 }

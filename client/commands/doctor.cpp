@@ -92,9 +92,14 @@ void check_socket(const client_context& ctx, bool daemon_up, std::vector<check_r
 }
 
 // The database (where ralphd says it is, else where it would be) can be written, and its file
-// system has room: the agents' output is kept next to it.
+// system has room: the agents' output is kept next to it. A ralphd that cannot write its state
+// says so itself (daemon.info's storage), with the cause and the fix.
 void check_database(const std::optional<proto::daemon_info>& info,
                     std::vector<check_result>& results) {
+    if (info && info->storage.state != "ok") {
+        results.push_back({"database", "fail", describe_storage(info->storage), info->storage.fix});
+        return;
+    }
     const fs::path database = info ? fs::path(info->database) : paths::default_database();
     fs::path dir = database.parent_path();
     std::error_code ec;

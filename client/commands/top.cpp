@@ -303,6 +303,9 @@ class dashboard {
         std::vector<std::string> lines;
         lines.push_back(header());
         lines.push_back(describe_loop_counts(info_.loops_by_state));
+        if (info_.storage.state != "ok")
+            lines.push_back(
+                fmt::format("storage {} — {}", describe_storage(info_.storage), info_.storage.fix));
         lines.emplace_back();
         const auto rows = table_lines();
         // The table gets at most half the screen; the selected row stays visible.

@@ -48,9 +48,9 @@ void classify_attempt(proto::attempt_info& attempt, attempt_end end,
         // errors as a "success" result with is_error set).
         attempt.how = termination::failed;
         attempt.failure = stated != failure_class::none ? stated : failure_class::crash;
-        attempt.error = !said.error.empty() ? said.error
-                                            : fmt::format("agent exited with status {}",
-                                                          WEXITSTATUS(*wait_status));
+        attempt.error = !said.error.empty()
+                            ? said.error
+                            : fmt::format("agent exited with status {}", WEXITSTATUS(*wait_status));
     } else {
         attempt.how = termination::crashed;
         attempt.failure = stated != failure_class::none ? stated : failure_class::crash;

@@ -16,6 +16,7 @@
 #include "daemon/process/helper_process.hpp"
 #include "daemon/process/process.hpp"
 #include "daemon/store/output_log.hpp"
+#include "daemon/store/storage_health.hpp"
 #include "daemon/store/store.hpp"
 #include "daemon/workspace/workspace.hpp"
 #include "proto/errors.hpp"
@@ -173,6 +174,14 @@ awaitable<void> loop_runner::run() {
     try {
         co_await run_iterations();
     } catch (const std::exception& e) {
+        if (storage_health::is_storage_error(e)) {
+            // Nothing of the loop can be recorded now: it stays as it is, its agent goes on
+            // under its shim, and ralphd takes the loop up again once it can write.
+            ctx_.health.failed(e);
+            spdlog::warn("loop {}: left as it is until ralph's state can be written again",
+                         loop_id_);
+            co_return;
+        }
         spdlog::error("loop {}: {}", loop_id_, e.what());
         try {
             set_state(proto::loop_event::fail, std::string("internal error: ") + e.what());
@@ -216,7 +225,11 @@ awaitable<void> loop_runner::run_iterations() {
                 outcome = co_await resume_attempt(loop);
                 adopted_.reset();
             } else {
-                if (stop_ == stop_kind::detach || leave_unless_admitted(loop)) co_return;
+                // A degraded ralphd starts no attempt: the loop is taken up again once it can
+                // write (storage_health).
+                if (stop_ == stop_kind::detach || ctx_.health.degraded() ||
+                    leave_unless_admitted(loop))
+                    co_return;
                 outcome = co_await run_attempt(
                     loop, iteration, ctx_.db.attempts_in_iteration(loop_id_, iteration) + 1);
                 // ralphd is leaving the agents running and came before this one started.
@@ -511,6 +524,8 @@ awaitable<loop_runner::attempt_outcome> loop_runner::run_attempt(const proto::lo
             co_await agent_env_and_sandbox(loop, iteration, attempt_number, tmpdir);
         plan = prepare_attempt(loop, attempt, env, tmpdir);
     } catch (const std::exception& e) {
+        // ralph's own storage refused a write: not the agent's failure (run() leaves the loop).
+        if (storage_health::is_storage_error(e)) throw;
         co_return record_start_failure(attempt, e);
     }
     if (stop_ == stop_kind::detach) {
@@ -535,6 +550,9 @@ awaitable<loop_runner::attempt_outcome> loop_runner::run_attempt(const proto::lo
     } catch (const std::exception& e) {
         std::error_code ignored;
         std::filesystem::remove_all(dir, ignored);
+        // The attempt row, without a shim, is recorded as interrupted when ralphd takes the loop
+        // up again (ralphd::recover).
+        if (storage_health::is_storage_error(e)) throw;
         co_return record_start_failure(attempt, e);
     }
     // The shim and the agent run from here on, whatever happens to ralphd: the attempt row knows

@@ -43,6 +43,7 @@ class store;
 class admission;
 class wall_clock;
 class output_log;
+class storage_health;
 class child_reaper;
 class attempt_process;
 enum class output_stream;
@@ -64,6 +65,7 @@ struct runner_context {
     const wall_clock& clock;  // every recorded time and budget decision
     admission& gate;          // may the loop run an agent now (SPEC §5)
     output_log& output;
+    storage_health& health;  // a write the storage refuses: ralphd degraded, the runner leaves
     child_reaper& reaper;
     state_dir state;                     // prompt files, private TMPDIRs, attempts
     std::filesystem::path shim_program;  // ralph-shim, which runs each agent

@@ -172,15 +172,16 @@ void attempt_process::read_journal() {
     journal_offset_ += std::int64_t(whole * sizeof(shim::journal_record));
 }
 
-void attempt_process::read_exit() {
-    auto text = read_small_file(dir_ / shim::exit_file);
-    if (!text) return;
+bool attempt_process::read_exit(const std::filesystem::path& file) {
+    auto text = read_small_file(file);
+    if (!text) return false;
     const nlohmann::json message = nlohmann::json::parse(*text, nullptr, false);
     try {
         exit_ = message.get<shim::exit_info>();
     } catch (const nlohmann::json::exception&) {
         exit_.reset();
     }
+    return exit_.has_value();
 }
 
 awaitable<std::vector<attempt_process::chunk>> attempt_process::next() {
@@ -212,11 +213,14 @@ awaitable<std::vector<attempt_process::chunk>> attempt_process::next() {
         // Nothing new. The shim writes every record before exit.json, and exits after it: one
         // more read of the journal after either finds all there is.
         if (::access((dir_ / shim::exit_file).c_str(), F_OK) == 0) {
-            read_exit();
+            read_exit(dir_ / shim::exit_file);
             over_ = true;
             continue;
         }
         if (!shim_alive()) {
+            // exit.json may have come just before the shim's end; one the shim could not rename
+            // into place (a read-only directory) is still in its room.
+            if (!read_exit(dir_ / shim::exit_file)) read_exit(dir_ / shim::exit_room_file);
             over_ = true;
             continue;
         }

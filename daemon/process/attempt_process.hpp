@@ -71,7 +71,8 @@ class attempt_process {
     // Reads the records of the journal that came since the last call into records_.
     void read_journal();
     bool shim_alive() const;
-    void read_exit();
+    // Reads exit info from `file`: true when it holds one.
+    bool read_exit(const std::filesystem::path& file);
 
     std::filesystem::path dir_;
     std::filesystem::path output_path_;

@@ -3,6 +3,7 @@
 #include "daemon/admission/admission.hpp"
 #include "daemon/rpc/methods.hpp"
 #include "daemon/rpc/registry.hpp"
+#include "daemon/store/storage_health.hpp"
 #include "daemon/store/store.hpp"
 #include "proto/methods.hpp"
 
@@ -13,6 +14,7 @@ void register_daemon_methods(method_registry& registry, method_services& service
         proto::daemon_info info = services.identity;
         info.max_concurrent = services.gate.scheduler_settings().max_concurrent;
         info.loops_by_state = services.db.count_by_state();
+        info.storage = services.health.status();
         return info;
     });
     registry.add<proto::method::daemon_shutdown>(

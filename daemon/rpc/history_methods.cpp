@@ -38,7 +38,7 @@ void register_history_methods(method_registry& registry, method_services& servic
             const std::int64_t now = services.clock.now_ms();
             return collect_garbage(
                 params, now, services.gate.budget_use(now),
-                gc_context{services.db, services.output,
+                gc_context{services.db, services.output, services.health,
                            [&services](std::int64_t id) { return services.loops.is_running(id); },
                            services.forget_loop});
         });

@@ -8,6 +8,7 @@
 #include "daemon/rpc/registry.hpp"
 #include "daemon/scheduler/scheduler.hpp"
 #include "daemon/store/output_log.hpp"
+#include "daemon/store/storage_health.hpp"
 #include "daemon/store/store.hpp"
 #include "proto/methods.hpp"
 
@@ -22,6 +23,15 @@ using proto::rpc_error;
 std::int64_t start_offset(const proto::output_request& request, const output_log& output) {
     if (request.last_lines) return output.offset_of_last_lines(request.id, *request.last_lines);
     return request.offset.value_or(0);
+}
+
+// A queued loop of a ralphd that cannot write its state waits for that (no attempt starts), and
+// says so; nothing of it is stored.
+proto::loop_info with_storage_reason(proto::loop_info loop, const storage_health& health) {
+    if (health.degraded() && loop.state == proto::loop_state::queued)
+        loop.stop_reason = "waits until ralph can write its state again: " + health.status().cause +
+                           " (ralphctl daemon status)";
+    return loop;
 }
 
 }  // namespace
@@ -49,12 +59,15 @@ void register_loop_methods(method_registry& registry, method_services& services)
     });
 
     registry.add<loop_list>([&services](const proto::list_request& request, call_context&) {
-        return proto::loop_list{services.db.list_loops(request.states, request.limit),
-                                request.fields};
+        std::vector<proto::loop_info> loops;
+        for (auto& loop : services.db.list_loops(request.states, request.limit))
+            loops.push_back(with_storage_reason(std::move(loop), services.health));
+        return proto::loop_list{std::move(loops), request.fields};
     });
 
     registry.add<loop_get>([&services](const proto::loop_id_request& request, call_context&) {
-        proto::loop_info loop = services.db.get_loop(request.id);
+        proto::loop_info loop =
+            with_storage_reason(services.db.get_loop(request.id), services.health);
         proto::agent_info agent =
             describe_agent(find_agent(loop.spec.agent), loop.spec, services.binaries,
                            search_path_with(loop.spec.env));

@@ -14,6 +14,7 @@ class scheduler;
 class admission;
 class wall_clock;
 class output_log;
+class storage_health;
 }  // namespace ralph
 
 namespace ralph::rpc {
@@ -27,6 +28,7 @@ struct method_services {
     admission& gate;
     wall_clock& clock;
     output_log& output;
+    storage_health& health;  // daemon.info's storage; gc on a full disk
     const agent_binaries& binaries;
     state_dir state;              // where --worktree loops get their worktrees
     proto::daemon_info identity;  // the static part of daemon.info

@@ -214,6 +214,19 @@ std::optional<json> method_registry::handle(const json& request, call_context& c
             json{{"jsonrpc", "2.0"}, {"result", handler_it->second(params, ctx)}, {"id", id}};
     } catch (const proto::rpc_error& e) {
         response = error_from(std::move(id), e);
+    } catch (const std::exception& e) {
+        if (is_storage_error_ && is_storage_error_(e)) {
+            response = error_from(std::move(id),
+                                  proto::rpc_error(proto::error_kind::storage_unavailable,
+                                                   std::string("ralph cannot write its state: ") +
+                                                       e.what() + " (see ralphctl daemon status)"));
+        } else {
+            // A bug: the details go to the log, never to the client.
+            spdlog::error("method {} failed: {}", method, e.what());
+            response =
+                error_response(std::move(id), proto::rpc_code(proto::error_kind::internal_error),
+                               standard_message(proto::error_kind::internal_error));
+        }
     } catch (...) {
         // A bug: the details go to the log, never to the client.
         spdlog::error("method {} failed: {}", method, describe_current_exception());

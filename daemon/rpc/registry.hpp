@@ -62,10 +62,17 @@ class method_registry {
     std::optional<std::string> handle_text(std::string_view body, call_context& ctx) const;
 
     void set_limits(dispatch_limits limits) { limits_ = limits; }
+    // `is_storage_error` tells (and takes note of) a handler's exception by which the storage
+    // refused a write: its call is answered -32009 (storage_unavailable) with what failed,
+    // instead of -32603.
+    void set_storage_errors(std::function<bool(const std::exception&)> is_storage_error) {
+        is_storage_error_ = std::move(is_storage_error);
+    }
 
   private:
     std::map<std::string, handler, std::less<>> handlers_;
     dispatch_limits limits_;
+    std::function<bool(const std::exception&)> is_storage_error_;
 };
 
 // Builds {"jsonrpc":"2.0","method":name,"params":params} (a notification from the daemon).

@@ -2,6 +2,7 @@
 
 #include "daemon/admission/admission.hpp"
 #include "daemon/clock.hpp"
+#include "daemon/store/storage_health.hpp"
 #include "daemon/store/store.hpp"
 #include "proto/errors.hpp"
 
@@ -68,7 +69,17 @@ proto::loop_info scheduler::resume(std::int64_t loop_id) {
 }
 
 void scheduler::schedule() {
-    if (shutting_down_) return;
+    // A degraded ralphd starts nothing (storage_health); it schedules again once it can write.
+    if (shutting_down_ || ctx_.health.degraded()) return;
+    try {
+        schedule_now();
+    } catch (const std::exception& e) {
+        if (!storage_health::is_storage_error(e)) throw;
+        ctx_.health.failed(e);
+    }
+}
+
+void scheduler::schedule_now() {
     const std::int64_t now = ctx_.clock.now_ms();
     std::int64_t next_wake = 0;
     auto wake_by = [&next_wake](std::int64_t when) {

@@ -56,6 +56,8 @@ class scheduler {
         std::unique_ptr<loop_runner> runner;
         std::string workspace;
     };
+    // schedule()'s work, which writes (parking, starting) and may meet a storage error.
+    void schedule_now();
     void start(std::int64_t loop_id, const std::string& workspace);
     void launch(std::unique_ptr<loop_runner> runner, const std::string& workspace);
     void finished(std::int64_t loop_id);

@@ -9,9 +9,11 @@
 // process of the attempt when the agent exits or when it gets SIGTERM (SIGTERM, SIGKILL after the
 // grace: cgroup.kill, or each of its own descendants); and it writes exit.json and exits.
 //
-// One thread, poll(2) over the two pipes and a signalfd. Output that the file system refuses (disk
-// full, read-only) is counted and dropped, never a reason to stop reading: an agent whose pipe
-// fills up would stop working.
+// One thread, poll(2) over the two pipes and a signalfd. The pipes are always read: an agent whose
+// pipe fills up would stop working. Output that a full or read-only file system refuses is held in
+// memory (up to held_limit) and written, in order, as soon as it can be — the shim waits for that
+// after the agent's end too, unless it is told to end the attempt; output beyond the limit, or
+// that a failing file system refuses, is counted as lost (exit_info.lost_bytes).
 #include "common/process_info.hpp"
 #include "common/shim_protocol.hpp"
 #include "common/unique_fd.hpp"
@@ -32,6 +34,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -53,6 +56,10 @@ constexpr std::size_t exit_file_room = 4096;
 constexpr auto drain_limit = std::chrono::seconds(2);
 // How often the end of the attempt's processes is checked while they are being ended.
 constexpr int end_check_ms = 20;
+// Output the file system refused (disk full, read-only) is held and written again every retry_ms,
+// up to held_limit bytes; beyond that it is lost, and counted.
+constexpr std::size_t held_limit = std::size_t(64) << 20;
+constexpr int retry_ms = 250;
 
 std::int64_t now_ms() {
     return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -197,7 +204,14 @@ class supervisor {
     }
     [[noreturn]] void exec_agent(int in, int out, int err, int report);
     void read_output(output_pipe& pipe);
+    // Writes the output in order: what was held back first, then `bytes`, holding back what the
+    // file system refuses.
     void append(shim::stream stream, const char* bytes, std::size_t size);
+    // Writes what it can of the held output; true when nothing is held any more.
+    bool write_held();
+    // Writes `size` bytes to the output file and journals what was written; returns that count.
+    std::size_t write_output(shim::stream stream, const char* bytes, std::size_t size);
+    void lose(std::size_t size, int error);
     void handle_signals();
     void reap();
     void end_attempt(int signal);
@@ -211,6 +225,9 @@ class supervisor {
     unique_fd signals_;
     std::int64_t offset_ = 0;  // where the next output byte goes
     std::vector<output_pipe> pipes_;
+    // Output not written yet (the file system refused it), in order, with its stream.
+    std::deque<std::pair<shim::stream, std::string>> held_;
+    std::size_t held_bytes_ = 0;
     std::unique_ptr<char[]> buffer_ = std::make_unique_for_overwrite<char[]>(read_buffer_bytes);
 
     pid_t agent_ = 0;
@@ -234,7 +251,7 @@ void supervisor::start() {
     if (journal_.get() < 0)
         refuse("cannot create the attempt's journal in " + dir_.string() + ": " +
                error_text(errno));
-    exit_room_.reset(::open((dir_ / (std::string(shim::exit_file) + ".room")).c_str(),
+    exit_room_.reset(::open((dir_ / shim::exit_room_file).c_str(),
                             O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
     if (exit_room_.get() < 0 || ::posix_fallocate(exit_room_.get(), 0, exit_file_room) != 0)
         refuse("cannot create the attempt's exit file in " + dir_.string() + ": " +
@@ -320,14 +337,41 @@ void supervisor::exec_agent(int in, int out, int err, int report) {
 }
 
 void supervisor::append(shim::stream stream, const char* bytes, std::size_t size) {
-    std::size_t written = 0;
-    if (!write_all(output_.get(), bytes, size, written)) {
-        if (exit_.lost_bytes == 0)
-            exit_.lost_reason =
-                "cannot write the output file " + spec_.output_file + ": " + error_text(errno);
-        exit_.lost_bytes += std::int64_t(size - written);
+    const std::size_t taken = write_held() ? write_output(stream, bytes, size) : 0;
+    if (taken == size) return;
+    const std::size_t rest = size - taken;
+    if (held_bytes_ + rest > held_limit) {
+        lose(rest, ENOSPC);
+        return;
     }
-    if (written == 0) return;
+    held_.emplace_back(stream, std::string(bytes + taken, rest));
+    held_bytes_ += rest;
+}
+
+bool supervisor::write_held() {
+    while (!held_.empty()) {
+        auto& [stream, bytes] = held_.front();
+        const std::size_t taken = write_output(stream, bytes.data(), bytes.size());
+        held_bytes_ -= taken;
+        if (taken < bytes.size()) {
+            bytes.erase(0, taken);
+            return false;
+        }
+        held_.pop_front();
+    }
+    return true;
+}
+
+std::size_t supervisor::write_output(shim::stream stream, const char* bytes, std::size_t size) {
+    std::size_t written = 0;
+    std::size_t taken = size;
+    if (!write_all(output_.get(), bytes, size, written)) {
+        if (errno == ENOSPC || errno == EDQUOT || errno == EROFS)
+            taken = written;  // the rest is held: room (or writing) may come back
+        else
+            lose(size - written, errno);  // a failing file system
+    }
+    if (written == 0) return taken;
     shim::journal_record record;
     record.offset = std::uint64_t(offset_);
     record.length = std::uint32_t(written);
@@ -338,6 +382,14 @@ void supervisor::append(shim::stream stream, const char* bytes, std::size_t size
     // when the attempt ends.
     std::size_t ignored = 0;
     write_all(journal_.get(), reinterpret_cast<const char*>(&record), sizeof record, ignored);
+    return taken;
+}
+
+void supervisor::lose(std::size_t size, int error) {
+    if (exit_.lost_bytes == 0)
+        exit_.lost_reason =
+            "cannot write the output file " + spec_.output_file + ": " + error_text(error);
+    exit_.lost_bytes += std::int64_t(size);
 }
 
 void supervisor::read_output(output_pipe& pipe) {
@@ -398,8 +450,10 @@ int supervisor::run() {
         if (killed_ && any_member) processes_.signal_all(SIGKILL);  // ones forked meanwhile
         const bool pipes_open = std::any_of(pipes_.begin(), pipes_.end(),
                                             [](const output_pipe& p) { return p.fd.get() >= 0; });
+        // Held output waits for room, unless the attempt is being ended (cancel, daemon stop).
+        const bool held = !write_held() && !ending_;
         if (agent_status_ && !any_member) {
-            if (!pipes_open) break;
+            if (!pipes_open && !held) break;
             // What is left in the pipes comes at once; a pipe still open after that is held by a
             // process outside the attempt.
             if (!draining_) {
@@ -407,13 +461,16 @@ int supervisor::run() {
                 stop_draining_at_ = now + drain_limit;
             }
         }
-        if (agent_status_ && (draining_ || killed_) && now >= stop_draining_at_) break;
+        if (agent_status_ && (draining_ || killed_) && now >= stop_draining_at_ && !held) break;
 
         std::vector<pollfd> fds{{signals_.get(), POLLIN, 0}};
         for (const auto& pipe : pipes_)
             if (pipe.fd.get() >= 0) fds.push_back({pipe.fd.get(), POLLIN, 0});
         int timeout = -1;
-        if (ending_ || agent_status_) timeout = end_check_ms;
+        if (ending_ || (agent_status_ && (any_member || pipes_open)))
+            timeout = end_check_ms;
+        else if (held)
+            timeout = retry_ms;
         if (::poll(fds.data(), fds.size(), timeout) < 0 && errno != EINTR) break;
         if (fds[0].revents) handle_signals();
         for (auto& pipe : pipes_)
@@ -424,12 +481,13 @@ int supervisor::run() {
     reap();
     processes_.remove_cgroup();
 
+    if (!write_held()) lose(held_bytes_, ENOSPC);
     exit_.wait_status = agent_status_.value_or(0);
     exit_.ended_at_ms = agent_ended_at_;
     exit_.output_end = offset_;
     // Into the space taken at the start, then renamed: a full disk still learns how it ended.
     const std::string text = nlohmann::json(exit_).dump();
-    const fs::path room = dir_ / (std::string(shim::exit_file) + ".room");
+    const fs::path room = dir_ / shim::exit_room_file;
     if (text.size() < exit_file_room &&
         ::pwrite(exit_room_.get(), text.data(), text.size(), 0) == ssize_t(text.size()) &&
         ::ftruncate(exit_room_.get(), off_t(text.size())) == 0 && exit_room_.close() == 0 &&

@@ -2,7 +2,11 @@
 
 #include "common/text.hpp"
 #include "daemon/store/output_log.hpp"
+#include "daemon/store/storage_health.hpp"
 #include "daemon/store/store.hpp"
+#include "proto/errors.hpp"
+
+#include <fmt/format.h>
 
 #include <spdlog/spdlog.h>
 
@@ -44,9 +48,22 @@ proto::gc_result collect_garbage(const proto::gc_request& request, std::int64_t 
         else
             ids.push_back(loop.id);
     }
-    // Output index rows waiting for their batch must not outlive their loop's rows.
-    ctx.output.flush();
-    store::removal removal = ctx.db.remove_loops(ids, request.dry_run);
+    store::removal removal;
+    try {
+        // Output index rows waiting for their batch must not outlive their loop's rows.
+        ctx.output.write_pending();
+        removal = ctx.db.remove_loops(ids, request.dry_run);
+    } catch (const std::exception& e) {
+        if (request.dry_run || !storage_health::is_storage_error(e)) throw;
+        ctx.health.failed(e);
+        std::int64_t freed = 0;
+        for (std::int64_t id : ids) freed += ctx.output.remove(id);
+        throw proto::rpc_error(
+            proto::error_kind::storage_unavailable,
+            fmt::format("the database cannot be changed ({}): the output files of {} loop(s) were "
+                        "removed ({} bytes freed); their records go at the next gc",
+                        e.what(), ids.size(), freed));
+    }
     result.loop_ids = std::move(removal.loop_ids);
     result.attempts = removal.attempts;
     result.events = removal.events;

@@ -16,11 +16,13 @@ namespace ralph {
 
 class store;
 class output_log;
+class storage_health;
 
 // What gc works on; owned by the daemon.
 struct gc_context {
     store& db;
     output_log& output;
+    storage_health& health;
     // The loop's runner still exists (scheduler::is_running): it may yet write its last rows.
     std::function<bool(std::int64_t loop_id)> is_running;
     // Removes what the daemon keeps of a loop outside the database once its rows are gone (its
@@ -30,7 +32,10 @@ struct gc_context {
 
 // Removes (with request.dry_run, only counts) the history of the loops that ended more than
 // request.older_than_s before now_ms, or before the start of the longest window of `budgets`
-// (the global budgets that are set: admission::budget_use) when that is earlier.
+// (the global budgets that are set: admission::budget_use) when that is earlier. When the
+// storage refuses the removal (a full disk), the loops' output files — most of the space they
+// take — are removed all the same, and rpc_error(storage_unavailable) says so: their rows go at
+// the next gc.
 proto::gc_result collect_garbage(const proto::gc_request& request, std::int64_t now_ms,
                                  const std::vector<proto::budget_use>& budgets,
                                  const gc_context& ctx);

@@ -3,6 +3,7 @@
 #include "daemon/state_dir.hpp"
 
 #include "common/text.hpp"
+#include "daemon/store/storage_health.hpp"
 #include "daemon/store/store.hpp"
 
 #include <fcntl.h>
@@ -43,10 +44,11 @@ std::string_view to_string(output_stream stream) {
     return "stdout";
 }
 
-output_log::output_log(net::io_context& io, store& db, std::filesystem::path directory,
-                       committed_callback on_committed)
+output_log::output_log(net::io_context& io, store& db, storage_health& health,
+                       std::filesystem::path directory, committed_callback on_committed)
     : io_(io),
       db_(db),
+      health_(health),
       directory_(std::move(directory)),
       on_committed_(std::move(on_committed)),
       flush_timer_(io) {
@@ -104,6 +106,15 @@ void output_log::schedule_flush() {
 }
 
 void output_log::flush() {
+    try {
+        write_pending();
+    } catch (const std::exception& e) {
+        if (!storage_health::is_storage_error(e)) throw;
+        health_.failed(e);
+    }
+}
+
+void output_log::write_pending() {
     if (pending_.empty()) return;
     std::vector<store::output_chunk_row> rows;
     rows.reserve(pending_.size());
@@ -136,6 +147,7 @@ std::string output_log::read(std::int64_t loop_id, std::int64_t offset,
     if (offset >= end || max_bytes <= 0) return {};
     std::int64_t count = std::min(max_bytes, end - offset);
     fd_guard file{::open(file_of(loop_id).c_str(), O_RDONLY | O_CLOEXEC)};
+    if (file.fd < 0 && errno == ENOENT) return {};
     if (file.fd < 0)
         throw std::system_error(errno, std::generic_category(),
                                 "cannot read output file " + file_of(loop_id).string());
@@ -172,7 +184,7 @@ std::int64_t output_log::offset_of_last_lines(std::int64_t loop_id, std::int64_t
 }
 
 void output_log::recover(std::int64_t loop_id, std::int64_t attempt_id) {
-    flush();
+    write_pending();
     std::int64_t end = committed_end(loop_id);
     struct stat st {};
     if (::stat(file_of(loop_id).c_str(), &st) != 0 || st.st_size <= end) return;

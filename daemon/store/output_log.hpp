@@ -21,6 +21,7 @@
 namespace ralph {
 
 class store;
+class storage_health;
 
 enum class output_stream { stdout_stream, stderr_stream, recovered };
 std::string_view to_string(output_stream stream);
@@ -29,8 +30,8 @@ class output_log {
   public:
     using committed_callback = std::function<void(std::int64_t loop_id, std::int64_t end)>;
 
-    output_log(net::io_context& io, store& db, std::filesystem::path directory,
-               committed_callback on_committed);
+    output_log(net::io_context& io, store& db, storage_health& health,
+               std::filesystem::path directory, committed_callback on_committed);
     ~output_log();
     output_log(const output_log&) = delete;
     output_log& operator=(const output_log&) = delete;
@@ -39,12 +40,16 @@ class output_log {
     // file (the next ones after the loop's last indexed bytes).
     void index(std::int64_t loop_id, std::int64_t attempt_id, output_stream stream,
                std::int64_t offset, std::int64_t length);
-    // Writes pending index rows and committed ends in one transaction, then notifies.
+    // Writes pending index rows and committed ends in one transaction, then notifies. A storage
+    // error is reported to the storage_health; the rows wait for the next flush.
     void flush();
+    // flush() for those that must not go on without it (gc, recover): a storage error is thrown.
+    void write_pending();
 
     // End of the persisted, indexed output of the loop (0 when it has none).
     std::int64_t committed_end(std::int64_t loop_id) const;
-    // Reads up to max_bytes from `offset`, never past the committed end.
+    // Reads up to max_bytes from `offset`, never past the committed end; nothing when the file is
+    // gone (gc removed it while the disk was full).
     std::string read(std::int64_t loop_id, std::int64_t offset, std::int64_t max_bytes) const;
     // Offset of the start of the last `lines` lines of the committed output.
     std::int64_t offset_of_last_lines(std::int64_t loop_id, std::int64_t lines) const;
@@ -75,6 +80,7 @@ class output_log {
 
     net::io_context& io_;
     store& db_;
+    storage_health& health_;
     std::filesystem::path directory_;
     committed_callback on_committed_;
     net::steady_timer flush_timer_;

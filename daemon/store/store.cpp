@@ -154,15 +154,22 @@ store::query store::prepared(std::string_view sql) {
     return query(it->second);
 }
 
-store::store(const std::filesystem::path& db_path)
+store::store(const std::filesystem::path& db_path) try
     : db_(db_path.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE) {
+    // Another process may hold the database a moment (sqlite3, a backup): wait for it.
+    db_.setBusyTimeout(5000);
     db_.exec("PRAGMA journal_mode = WAL");
+    // The WAL and its index stay when ralphd closes the database: creating them takes room, and a
+    // ralphd started on a full disk must still open it (it runs degraded: storage_health).
+    int persist_wal = 1;
+    sqlite3_file_control(db_.getHandle(), "main", SQLITE_FCNTL_PERSIST_WAL, &persist_wal);
     // WAL + NORMAL: a commit survives a crash of ralphd; only a power loss may lose the last
     // transactions, never corrupt the database.
     db_.exec("PRAGMA synchronous = NORMAL");
     db_.exec("PRAGMA foreign_keys = ON");
-    db_.setBusyTimeout(5000);
     migrate();
+} catch (const SQLite::Exception& e) {
+    throw std::runtime_error("cannot open the database " + db_path.string() + ": " + e.what());
 }
 
 void store::on_wal_commit(std::function<bool(int pages_in_wal)> observer) {
@@ -659,6 +666,8 @@ void store::set_setting(const std::string& key, const nlohmann::json& value) {
     q.exec();
 }
 
+void store::probe_write(std::int64_t now_ms) { set_setting("storage_probe", now_ms); }
+
 std::vector<unfinished_attempt> store::unfinished_attempts() {
     query q = prepared(
         "SELECT id, loop_id, iteration, pid, process_start_time FROM attempts "
@@ -679,6 +688,12 @@ void store::interrupt_attempt(std::int64_t attempt_id, std::int64_t output_end,
     q.bind(1, now_ms);
     q.bind(2, output_end);
     q.bind(3, attempt_id);
+    q.exec();
+}
+
+void store::discard_attempt(std::int64_t attempt_id) {
+    query q = prepared("DELETE FROM attempts WHERE id = ?");
+    q.bind(1, attempt_id);
     q.exec();
 }
 

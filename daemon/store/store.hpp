@@ -102,6 +102,9 @@ class store {
     std::vector<unfinished_attempt> unfinished_attempts();
     // Recovery: the attempt was running when the daemon died.
     void interrupt_attempt(std::int64_t attempt_id, std::int64_t output_end, std::int64_t now_ms);
+    // Recovery: the attempt's agent never started (ralphd stopped, or could not write, while
+    // starting it); its row goes, with its events.
+    void discard_attempt(std::int64_t attempt_id);
 
     // ---- steering hints (ralphctl steer)
     struct steering_hint {
@@ -128,6 +131,9 @@ class store {
 
     // Every hold that lasts past now_ms, soonest end first.
     std::vector<std::pair<std::string, agent_hold>> agent_holds(std::int64_t now_ms);
+
+    // A small write that changes nothing of meaning (storage_health's probe).
+    void probe_write(std::int64_t now_ms);
 
     // ---- budgets (computed from the attempts, so a restart resets nothing)
     struct attempt_charge {

@@ -79,7 +79,8 @@ bool alive(pid_t pid) {
 
 }  // namespace
 
-TEST_CASE("attempt: the shim writes the agent's output after the given offset and its exit status") {
+TEST_CASE(
+    "attempt: the shim writes the agent's output after the given offset and its exit status") {
     ralph::test::temp_dir tmp;
     const fs::path dir = attempt_dir(tmp);
     ralph::test::write_file(tmp.path / "output.log", "earlier attempts|junk past the end");
@@ -120,8 +121,9 @@ TEST_CASE("attempt: an agent that cannot be started is refused with the reason, 
 TEST_CASE("attempt: another follower adopts a running attempt from its journal, none is lost") {
     ralph::test::temp_dir tmp;
     const fs::path dir = attempt_dir(tmp);
-    const shim::spec spec = shell(tmp, "i=0; while [ $i -lt 40 ]; do echo line $i; i=$((i+1)); "
-                                       "sleep 0.01; done");
+    const shim::spec spec = shell(tmp,
+                                  "i=0; while [ $i -lt 40 ]; do echo line $i; i=$((i+1)); "
+                                  "sleep 0.01; done");
     const shim::started started = attempt_process::start(RALPH_SHIM, dir, spec);
     {
         // A first ralphd follows for a while, then goes away.
@@ -145,8 +147,9 @@ TEST_CASE("attempt: terminate ends the agent and what it started, also outside i
     ralph::test::temp_dir tmp;
     const fs::path dir = attempt_dir(tmp);
     const shim::spec spec =
-        shell(tmp, "setsid sh -c 'trap \"\" TERM; echo $$ > escaped.pid; exec sleep 100' & "
-                   "while [ ! -s escaped.pid ]; do sleep 0.01; done; exec sleep 100");
+        shell(tmp,
+              "setsid sh -c 'trap \"\" TERM; echo $$ > escaped.pid; exec sleep 100' & "
+              "while [ ! -s escaped.pid ]; do sleep 0.01; done; exec sleep 100");
     const shim::started started = attempt_process::start(RALPH_SHIM, dir, spec);
     while (!fs::exists(tmp.path / "escaped.pid") ||
            ralph::test::read_file(tmp.path / "escaped.pid").empty())

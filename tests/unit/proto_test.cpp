@@ -134,7 +134,15 @@ proto::event_info sample() {
 
 template <>
 proto::daemon_info sample() {
-    return {"0.1.0", 1, 99, "/run/ralphd.sock", "/state/ralph.db", t0, 2, {{"queued", 1}}};
+    return {"0.1.0",
+            1,
+            99,
+            "/run/ralphd.sock",
+            "/state/ralph.db",
+            t0,
+            2,
+            {{"queued", 1}},
+            {"degraded", "disk full", "free space", t0, 3}};
 }
 
 template <>

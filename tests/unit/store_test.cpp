@@ -1,6 +1,7 @@
 #include "daemon/store/store.hpp"
 #include "daemon/store/gc.hpp"
 #include "daemon/store/output_log.hpp"
+#include "daemon/store/storage_health.hpp"
 #include "daemon/store/wal_checkpointer.hpp"
 
 #include "proto/errors.hpp"
@@ -567,7 +568,9 @@ TEST_CASE("gc: the cutoff keeps the longest budget window, worktrees and finishi
     temp_db tmp;
     ralph::store db(tmp.path());
     ralph::net::io_context io;
-    ralph::output_log output(io, db, tmp.dir.path / "output", [](std::int64_t, std::int64_t) {});
+    ralph::storage_health health(io, db, {}, [] {});
+    ralph::output_log output(io, db, health, tmp.dir.path / "output",
+                             [](std::int64_t, std::int64_t) {});
     constexpr std::int64_t hour = 3600 * 1000, day = 24 * hour, now = 10 * day;
     auto ended_at = [&db](const std::string& name, std::int64_t at,
                           const std::string& worktree = "") {
@@ -595,7 +598,7 @@ TEST_CASE("gc: the cutoff keeps the longest budget window, worktrees and finishi
     REQUIRE(with_worktree == 4);
 
     std::vector<std::int64_t> forgotten;
-    ralph::gc_context ctx{db, output, [&](std::int64_t id) { return id == finishing; },
+    ralph::gc_context ctx{db, output, health, [&](std::int64_t id) { return id == finishing; },
                           [&](std::int64_t id) {
                               // The files go only after the rows.
                               CHECK_FALSE(db.find_loop(id).has_value());

@@ -1,0 +1,201 @@
+"""Storage faults are a state, not a crash: on a full disk or a read-only state directory ralphd is
+degraded (running agents go on, no attempt starts, reads and gc work, `daemon status` and
+`doctor` say why and what to do, the log says it once) and is itself again, by itself, once it can
+write. ralph's state lives on a small tmpfs of its own here, which the tests fill, free and
+remount read-only."""
+
+import errno
+import os
+import sqlite3
+import subprocess
+import tempfile
+import time
+
+from harness import (DaemonTestCase, RpcError, agent_command, main, make_workspace, read_bytes,
+                     require_root, wait_until)
+
+FULL_MESSAGE = "cannot write ralph's state"
+
+
+class StorageFaultTest(DaemonTestCase):
+
+    def setUp(self):
+        require_root("to mount a small tmpfs for ralph's state")
+        self.mount = None
+        self.read_only_dirs = []
+        # Registered first, so it runs after the daemon's own cleanups have stopped it.
+        self.addCleanup(self.unmount)
+        # The workspaces (and the agents' own copies of their output) are elsewhere, and so are
+        # ralphd's socket and log.
+        self.workspaces = tempfile.mkdtemp(prefix="ralph-storage-ws-")
+        self.addCleanup(subprocess.run, ["rm", "-rf", self.workspaces])
+
+    def daemon_on_tmpfs(self):
+        """A ralphd whose state directory (database, output, attempts) is a 24 MiB tmpfs."""
+        d = self.new_daemon_unstarted()
+        self.mount = os.path.dirname(d.db)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24m,mode=0700", "tmpfs", self.mount],
+                       check=True)
+        self.filler = os.path.join(self.mount, "filler")
+        return d.start()
+
+    def unmount(self):
+        self.restore_writes()
+        if self.mount:
+            subprocess.run(["umount", "-l", self.mount], check=True)
+
+    def fill(self):
+        """Fills the tmpfs to its last byte."""
+        fd = os.open(self.filler, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            size = 1 << 20
+            while size >= 1:
+                try:
+                    os.write(fd, b"\0" * size)
+                except OSError as e:
+                    self.assertEqual(e.errno, errno.ENOSPC)
+                    size //= 2
+        finally:
+            os.close(fd)
+
+    def free(self):
+        os.unlink(self.filler)
+
+    def read_only(self, directory):
+        """Makes `directory` read-only for what opens a file in it from now on: a read-only bind
+        mount of it on itself (as root, a mode would not stop ralphd)."""
+        subprocess.run(["mount", "--bind", directory, directory], check=True)
+        subprocess.run(["mount", "-o", "remount,bind,ro", directory], check=True)
+        self.read_only_dirs.append(directory)
+
+    def restore_writes(self):
+        while self.read_only_dirs:
+            subprocess.run(["umount", self.read_only_dirs.pop()], check=True)
+
+    def storage(self, d):
+        return d.call("daemon.info")["storage"]
+
+    def wait_storage(self, d, state, timeout=15):
+        return wait_until(lambda: self.storage(d)["state"] == state and self.storage(d), timeout,
+                          "ralphd's storage to be %s" % state)
+
+    def assert_refused_as_storage(self, d, workspace):
+        with self.assertRaises(RpcError) as refused:
+            d.submit(workspace, agent_command("count-to-complete.sh", "1"))
+        self.assertEqual(refused.exception.code, -32009)
+        self.assertIn("cannot write its state", refused.exception.message)
+
+    def assert_intact(self, d):
+        with sqlite3.connect(d.db) as db:
+            self.assertEqual(db.execute("PRAGMA integrity_check").fetchall(), [("ok",)])
+
+    def test_a_full_disk_degrades_ralphd_and_freeing_space_loses_nothing(self):
+        d = self.daemon_on_tmpfs()
+        flooding = make_workspace(self.workspaces, "flood")
+        waiting = make_workspace(self.workspaces, "queued")
+        loop = d.submit(flooding, agent_command("flood-copy.py", "6", "0.4"), max_iterations=1)
+        d.running_attempt(loop["id"])
+        queued = d.submit(waiting, agent_command("count-to-complete.sh", "1"), max_iterations=1)
+        self.assertEqual(d.get(queued["id"])["state"], "queued", "one loop runs at a time")
+        self.fill()
+
+        # A write fails (the submit's): ralphd is degraded, and says why and what to do.
+        self.assert_refused_as_storage(d, make_workspace(self.workspaces, "refused"))
+        storage = self.wait_storage(d, "degraded")
+        self.assertIn("full", storage["cause"])
+        self.assertIn("free space", storage["fix"])
+        status = d.ctl("daemon", "status").stdout
+        self.assertIn("storage", status)
+        self.assertIn("degraded", status)
+        self.assertIn("ralphctl gc", status)
+        doctor = d.ctl_json("doctor", check=False)
+        database = [c for c in doctor["checks"] if c["check"] == "database"][0]
+        self.assertEqual(database["status"], "fail")
+        self.assertIn("free space", database["fix"])
+        # Reads go on; the queued loop says what it waits for.
+        self.assertIn("waits until ralph can write its state",
+                      d.get(queued["id"])["stop_reason"])
+        self.assertEqual(len(d.call("loop.list", {})["loops"]), 2)
+        # The agent goes on: its own copy grows while the disk is full.
+        own = os.path.join(flooding, ".own-output")
+        size = os.path.getsize(own)
+        wait_until(lambda: os.path.getsize(own) > size, 10, "the agent to go on writing")
+        time.sleep(1)
+        self.assertEqual(d.get(queued["id"])["state"], "queued", "no attempt starts")
+
+        self.free()
+        self.wait_storage(d, "ok")
+        d.wait_state(loop["id"], "completed", timeout=60)
+        d.wait_state(queued["id"], "completed", timeout=30)
+        attempts = d.attempts(loop["id"])
+        self.assertEqual(len(attempts), 1)
+        self.assertEqual((attempts[0]["termination"], attempts[0]["exit_code"]), ("exited", 0))
+        self.assertEqual(d.output(loop["id"]), read_bytes(own),
+                         "every byte the agent wrote while the disk was full is stored")
+        # Said once: later refusals are counted, not logged.
+        self.assertEqual(d.log_text().count(FULL_MESSAGE), 1, d.log_text())
+        self.assertIn("can be written again", d.log_text())
+        d.stop()
+        self.assert_intact(d)
+
+    def test_ralphd_starts_degraded_on_a_full_disk_and_gc_frees_it(self):
+        d = self.daemon_on_tmpfs()
+        old = make_workspace(self.workspaces, "old")
+        # 8 MiB of output to free later.
+        done = d.submit(old, agent_command("flood-copy.py", "8", "0"), max_iterations=1)
+        d.wait_state(done["id"], "completed", timeout=60)
+        d.stop()
+        self.fill()
+
+        d.start()
+        storage = self.wait_storage(d, "degraded", timeout=5)
+        self.assertIn("free space", storage["fix"])
+        self.assertEqual(d.get(done["id"])["state"], "completed")
+        # gc cannot change the database, but removes the output files all the same...
+        time.sleep(1.1)
+        gc = d.ctl("gc", "--older-than", "1s", check=False)
+        self.assertEqual(gc.returncode, 1, gc.stdout + gc.stderr)
+        self.assertIn("output files of 1 loop(s) were removed", gc.stderr)
+        # ... which frees the disk: ralphd is itself again, and the next gc removes the rows.
+        self.wait_storage(d, "ok")
+        removed = d.ctl_json("gc", "--older-than", "1s")
+        self.assertEqual(removed["loop_ids"], [done["id"]])
+        ws = make_workspace(self.workspaces, "after")
+        after = d.submit(ws, agent_command("count-to-complete.sh", "1"), max_iterations=1)
+        d.wait_state(after["id"], "completed", timeout=30)
+        d.stop()
+        self.assert_intact(d)
+
+    def test_read_only_output_and_attempt_directories_degrade_ralphd_until_writable(self):
+        d = self.daemon_on_tmpfs()
+        slow = make_workspace(self.workspaces, "slow")
+        loop = d.submit(slow, agent_command("slow-counter.sh", "2", "2", "4096"),
+                        max_iterations=2)
+        d.running_attempt(loop["id"])
+        # Read-only from now on for whatever opens a file there (the running agent's shim has its
+        # output file open already, and writes on).
+        state = os.path.dirname(d.db)
+        for name in ("output", "attempts"):
+            self.read_only(os.path.join(state, name))
+        storage = self.wait_storage(d, "degraded", timeout=20)
+        self.assertIn("Read-only file system", storage["cause"])
+        self.assertIn("writable", storage["fix"])
+        started = [a for a in d.attempts(loop["id"]) if a.get("pid")]
+        self.assertEqual(len(started), 1, "no agent of the second iteration starts")
+        # No flood of errors while it lasts (probes every 2 s).
+        lines = len(d.log_text().splitlines())
+        time.sleep(3)
+        self.assertLessEqual(len(d.log_text().splitlines()), lines + 1, d.log_text())
+        self.restore_writes()
+        self.wait_storage(d, "ok")
+        final = d.wait_state(loop["id"], "completed", timeout=30)
+        self.assertEqual(final["iterations"], 2)
+        output = d.output(loop["id"])
+        self.assertIn(b"iteration 1 of 2 finished", output)
+        self.assertIn(b"iteration 2 of 2 finished", output)
+        d.stop()
+        self.assert_intact(d)
+
+
+if __name__ == "__main__":
+    main()
