@@ -112,6 +112,9 @@ class StorageFaultTest(DaemonTestCase):
         database = [c for c in doctor["checks"] if c["check"] == "database"][0]
         self.assertEqual(database["status"], "fail")
         self.assertIn("free space", database["fix"])
+        top = d.ctl("top", "--once").stdout
+        self.assertIn("storage degraded", top)
+        self.assertIn("free space", top)
         # Reads go on; the queued loop says what it waits for.
         self.assertIn("waits until ralph can write its state",
                       d.get(queued["id"])["stop_reason"])
