@@ -16,7 +16,8 @@ ralphctl="$build/client/ralphctl"
 tmp=$(mktemp -d /tmp/ralph-bench-XXXXXX)
 daemon_pid=
 cleanup() {
-    [[ -n $daemon_pid ]] && kill "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null
+    # SIGINT: ralphd ends its agents (SIGTERM would leave them running under their shims).
+    [[ -n $daemon_pid ]] && kill -INT "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null
     rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -143,18 +144,28 @@ bench_iterations() {
     echo "iterations x$n of /bin/true: bash loop ${bash_ms} ms, ralphd ${ralph_ms} ms, ratio $(python3 -c "print(f'{$ralph_ms/$bash_ms:.2f}')") (goal <= 1.5)"
 }
 
+# A new git repository $1 (under $tmp) of $2 committed files of 40 lines each, in 20 directories.
+make_git_repo() {
+    local repo=$1 files=$2
+    [[ $repo == "$tmp"/* && ! -e $repo ]] || { echo "bench: make_git_repo '$repo'?" >&2; exit 1; }
+    python3 - "$repo" "$files" <<'EOF'
+import os, sys
+repo, files = sys.argv[1], int(sys.argv[2])
+for i in range(1, files + 1):
+    os.makedirs(f"{repo}/dir{i % 20}", exist_ok=True)
+    with open(f"{repo}/dir{i % 20}/file{i}.c", "w") as f:
+        f.writelines(f"file {i} line {line}: some source text to diff\n" for line in range(1, 41))
+EOF
+    git -C "$repo" init -q
+    git -C "$repo" add -A
+    git -C "$repo" -c user.name=bench -c user.email=bench@localhost commit -q -m files
+}
+
 # The same loop in a git workspace of 300 committed files: each iteration snapshots the work
 # tree and compares it with the previous snapshot.
 bench_git_iterations() {
     local n=300 repo="$tmp/git-ws"
-    for i in $(seq 300); do
-        mkdir -p "$repo/dir$((i % 20))"
-        for line in $(seq 40); do echo "file $i line $line: some source text to diff"; done \
-            >"$repo/dir$((i % 20))/file$i.c"
-    done
-    git -C "$repo" init -q
-    git -C "$repo" add -A
-    git -C "$repo" -c user.name=bench -c user.email=bench@localhost commit -q -m files
+    make_git_repo "$repo" 300
 
     start_daemon
     local ralph_ms; ralph_ms=$(time_loop_of_true "$repo" $n)
