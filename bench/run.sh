@@ -3,7 +3,7 @@
 # first, or point RALPH_BUILD at another meson build directory. Each benchmark starts its own
 # ralphd in a temporary XDG tree and compares against a baseline measured in the same run on the
 # same machine. Prints one result line per goal.
-#   bench/run.sh [flood|submit|iterations|git_iterations|idle|list|snapshots]...
+#   bench/run.sh [flood|submit|iterations|git_iterations|idle|list|latency|snapshots]...
 #   (default: all but snapshots, which needs `ninja -C build bench/snapshot_bench` first)
 set -euo pipefail
 
@@ -181,6 +181,19 @@ bench_snapshots() {
     "$program" 300 200
 }
 
+# API calls straight over the socket while 50 agents run and while they are being started
+# (bench/api_latency.py says how): daemon.info, loop.list, loop.submit of a plain directory and of
+# a git repository of 1,000 files (its first loop's workspace), each submitted loop queued (its
+# workspace is busy) and cancelled.
+bench_latency() {
+    local dir="$tmp/latency"
+    make_git_repo "$dir/git" 1000
+    start_daemon --max-concurrent 50
+    python3 "$root/bench/api_latency.py" "$RALPH_SOCKET" "$dir" --loops 50 --samples 200 \
+        --git-repo "$dir/git"
+    stop_daemon
+}
+
 bench_idle() {
     start_daemon
     sleep 1
@@ -226,5 +239,5 @@ bench_list() {
 }
 
 benches=("$@")
-[[ ${#benches[@]} -gt 0 ]] || benches=(flood submit iterations git_iterations idle list)
+[[ ${#benches[@]} -gt 0 ]] || benches=(flood submit iterations git_iterations idle list latency)
 for b in "${benches[@]}"; do "bench_$b"; done
