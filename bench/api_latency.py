@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The latency of ralphd's API while many agents run (bench/run.sh latency). Standard library only.
 
-    api_latency.py SOCKET ROOT [--loops 50] [--samples 200] [--rounds 10] [--git-repo DIR]
+    api_latency.py SOCKET ROOT [--loops 50] [--samples 200] [--rounds 25] [--git-repo DIR]
 
 Submits --loops loops whose agent is a `sleep` that outlives the benchmark: the first in the git
 repository --git-repo when given (it must be clean, under ROOT), the others in directories
@@ -323,7 +323,7 @@ def main():
     parser.add_argument("root")
     parser.add_argument("--loops", type=int, default=50)
     parser.add_argument("--samples", type=int, default=200)
-    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=25)
     parser.add_argument("--git-repo", default="")
     args = parser.parse_args()
     bench = Bench(args)
