@@ -3,7 +3,7 @@
 # first, or point RALPH_BUILD at another meson build directory. Each benchmark starts its own
 # ralphd in a temporary XDG tree and compares against a baseline measured in the same run on the
 # same machine. Prints one result line per goal.
-#   bench/run.sh [flood|submit|iterations|git_iterations|idle|list|snapshots]...
+#   bench/run.sh [flood|submit|iterations|git_iterations|idle|list|latency|tails|snapshots]...
 #   (default: all but snapshots, which needs `ninja -C build bench/snapshot_bench` first)
 set -euo pipefail
 
@@ -16,7 +16,8 @@ ralphctl="$build/client/ralphctl"
 tmp=$(mktemp -d /tmp/ralph-bench-XXXXXX)
 daemon_pid=
 cleanup() {
-    [[ -n $daemon_pid ]] && kill "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null
+    # SIGINT: ralphd ends its agents (SIGTERM would leave them running under their shims).
+    [[ -n $daemon_pid ]] && kill -INT "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null
     rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -143,18 +144,28 @@ bench_iterations() {
     echo "iterations x$n of /bin/true: bash loop ${bash_ms} ms, ralphd ${ralph_ms} ms, ratio $(python3 -c "print(f'{$ralph_ms/$bash_ms:.2f}')") (goal <= 1.5)"
 }
 
+# A new git repository $1 (under $tmp) of $2 committed files of 40 lines each, in 20 directories.
+make_git_repo() {
+    local repo=$1 files=$2
+    [[ $repo == "$tmp"/* && ! -e $repo ]] || { echo "bench: make_git_repo '$repo'?" >&2; exit 1; }
+    python3 - "$repo" "$files" <<'EOF'
+import os, sys
+repo, files = sys.argv[1], int(sys.argv[2])
+for i in range(1, files + 1):
+    os.makedirs(f"{repo}/dir{i % 20}", exist_ok=True)
+    with open(f"{repo}/dir{i % 20}/file{i}.c", "w") as f:
+        f.writelines(f"file {i} line {line}: some source text to diff\n" for line in range(1, 41))
+EOF
+    git -C "$repo" init -q
+    git -C "$repo" add -A
+    git -C "$repo" -c user.name=bench -c user.email=bench@localhost commit -q -m files
+}
+
 # The same loop in a git workspace of 300 committed files: each iteration snapshots the work
 # tree and compares it with the previous snapshot.
 bench_git_iterations() {
     local n=300 repo="$tmp/git-ws"
-    for i in $(seq 300); do
-        mkdir -p "$repo/dir$((i % 20))"
-        for line in $(seq 40); do echo "file $i line $line: some source text to diff"; done \
-            >"$repo/dir$((i % 20))/file$i.c"
-    done
-    git -C "$repo" init -q
-    git -C "$repo" add -A
-    git -C "$repo" -c user.name=bench -c user.email=bench@localhost commit -q -m files
+    make_git_repo "$repo" 300
 
     start_daemon
     local ralph_ms; ralph_ms=$(time_loop_of_true "$repo" $n)
@@ -168,6 +179,76 @@ bench_snapshots() {
     local program="$build/bench/snapshot_bench"
     [[ -x $program ]] || { echo "bench: build it first: ninja -C $build bench/snapshot_bench" >&2; exit 2; }
     "$program" 300 200
+}
+
+# Sockets ralphd holds open (its listener and its clients' connections).
+socket_count() { find "/proc/$daemon_pid/fd" -lname 'socket:*' 2>/dev/null | wc -l; }
+
+# An agent flooding 100 MiB, with no watcher and with 20 live `tail -f` clients attached before it
+# starts (the scheduler paused until they are): the attempt's time as ralphd recorded it, best of
+# 3 rounds each. One of the tails is checked to have received every byte; the other 19 are ended
+# once the attempt is recorded.
+bench_tails() {
+    local bytes=$((100 << 20)) runs=3 tails=20
+    local agent="bash -c 'yes \"ralph flood line: the quick brown fox jumps over the lazy dog 0123456789\" | head -c $bytes'"
+    local quiet_best=999999 tails_best=999999
+    start_daemon
+    for _ in $(seq $runs); do
+        sync
+        local id; id=$("$ralphctl" submit --workspace "$workspace" --command "$agent" -m 1 --delay 0 \
+            --wait "flood" 2>/dev/null | awk 'NR == 1 { print $3 }') || true
+        local quiet; quiet=$(attempt_ms "$id")
+        ((quiet < quiet_best)) && quiet_best=$quiet
+
+        sync
+        "$ralphctl" scheduler pause >/dev/null
+        id=$("$ralphctl" submit --workspace "$workspace" --command "$agent" -m 1 --delay 0 "flood" |
+            awk 'NR == 1 { print $3 }')
+        local sockets; sockets=$(socket_count) pids=()
+        # (Their exit status is the loop's outcome, "exhausted": 1.)
+        { "$ralphctl" tail -f "$id" 2>>"$tmp/tails.err" || true; } | cksum >"$tmp/tail.cksum" &
+        pids+=($!)
+        for _ in $(seq $((tails - 1))); do
+            "$ralphctl" tail -f "$id" >/dev/null 2>>"$tmp/tails.err" &
+            pids+=($!)
+        done
+        for _ in $(seq 200); do (($(socket_count) >= sockets + tails)) && break; sleep 0.02; done
+        (($(socket_count) >= sockets + tails)) || { echo "bench: the tails did not connect" >&2; exit 1; }
+        sleep 0.2 # their loop.tail requests, sent right after connecting
+        "$ralphctl" scheduler resume >/dev/null
+        # Once the attempt is recorded the others have served their purpose: their catching up
+        # (each tail is paced while the loop runs) would take most of the benchmark's time.
+        until "$ralphctl" show "$id" | grep -q '^state  *exhausted'; do sleep 0.05; done
+        kill "${pids[@]:1}" 2>/dev/null || true
+        for pid in "${pids[@]}"; do wait "$pid" || true; done
+        local ralph; ralph=$(attempt_ms "$id")
+        ((ralph < tails_best)) && tails_best=$ralph
+        local stored; stored=$("$ralphctl" --json show "$id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["loop"]["output_bytes"])')
+        [[ $stored == "$bytes" ]] || { echo "bench: tails stored $stored bytes, expected $bytes" >&2; exit 1; }
+        # The loop's output file as ralph stored it: byte count and CRC must match the tail's.
+        local want; want=$(cksum <"$XDG_STATE_HOME/ralph/output/$id.log")
+        [[ $(cat "$tmp/tail.cksum") == "$want" ]] || {
+            echo "bench: a live tail received '$(cat "$tmp/tail.cksum")' (CRC, bytes), the stored output is '$want'" >&2
+            exit 1
+        }
+    done
+    stop_daemon
+    python3 -c "
+q, t, mib = $quiet_best, $tails_best, $bytes / 2**20
+print(f'tails, agent flooding {mib:.0f} MiB: no watcher {q} ms ({mib / q * 1000:.0f} MiB/s), $tails live tails -f {t} ms ({mib / t * 1000:.0f} MiB/s), throughput ratio {q / t:.2f} (goal >= 0.8)')"
+}
+
+# API calls straight over the socket while 50 agents run and while they are being started
+# (bench/api_latency.py says how): daemon.info, loop.list, loop.submit of a plain directory and of
+# a git repository of 1,000 files (its first loop's workspace), each submitted loop queued (its
+# workspace is busy) and cancelled.
+bench_latency() {
+    local dir="$tmp/latency"
+    make_git_repo "$dir/git" 1000
+    start_daemon --max-concurrent 50
+    python3 "$root/bench/api_latency.py" "$RALPH_SOCKET" "$dir" --loops 50 --samples 200 \
+        --git-repo "$dir/git"
+    stop_daemon
 }
 
 bench_idle() {
@@ -215,5 +296,5 @@ bench_list() {
 }
 
 benches=("$@")
-[[ ${#benches[@]} -gt 0 ]] || benches=(flood submit iterations git_iterations idle list)
+[[ ${#benches[@]} -gt 0 ]] || benches=(flood submit iterations git_iterations idle list latency tails)
 for b in "${benches[@]}"; do "bench_$b"; done
