@@ -28,8 +28,8 @@ namespace {
 // How much output one next() hands out at most (plus one record): bounds the daemon's memory
 // whatever an agent floods.
 constexpr std::size_t chunk_budget_bytes = 4 << 20;
-// Journal records read at once.
-constexpr std::size_t journal_batch = 4096;
+// Journal records read at once (each says up to a shim's read of 1 MiB).
+constexpr std::size_t journal_batch = 1024;
 
 std::system_error system_error(const std::string& what) {
     return std::system_error(errno, std::generic_category(), what);
@@ -162,12 +162,13 @@ bool attempt_process::shim_alive() const {
 }
 
 void attempt_process::read_journal() {
-    records_.resize(journal_batch);
+    // Sized once: a resize on every read would clear the whole batch each time.
+    if (records_.size() < journal_batch) records_.resize(journal_batch);
     const ssize_t n = ::pread(journal_.get(), records_.data(),
                               records_.size() * sizeof(shim::journal_record), journal_offset_);
     const std::size_t whole = n > 0 ? std::size_t(n) / sizeof(shim::journal_record) : 0;
     // A record being written is read again next time.
-    records_.resize(whole);
+    record_count_ = whole;
     next_record_ = 0;
     journal_offset_ += std::int64_t(whole * sizeof(shim::journal_record));
 }
@@ -189,8 +190,8 @@ awaitable<std::vector<attempt_process::chunk>> attempt_process::next() {
     std::vector<std::size_t> starts;  // of each chunk's bytes in buffer_
     buffer_.clear();
     while (true) {
-        if (next_record_ == records_.size()) read_journal();
-        while (next_record_ < records_.size() && buffer_.size() < chunk_budget_bytes) {
+        if (next_record_ == record_count_) read_journal();
+        while (next_record_ < record_count_ && buffer_.size() < chunk_budget_bytes) {
             const shim::journal_record& record = records_[next_record_++];
             const std::size_t start = buffer_.size();
             buffer_.resize(start + record.length);

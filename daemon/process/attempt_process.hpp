@@ -80,8 +80,9 @@ class attempt_process {
     unique_fd output_;
     unique_fd journal_;
     std::int64_t journal_offset_ = 0;            // of the next record to read
-    std::vector<shim::journal_record> records_;  // read, not yet handed out
-    std::size_t next_record_ = 0;
+    std::vector<shim::journal_record> records_;  // the last read: record_count_ of them
+    std::size_t record_count_ = 0;
+    std::size_t next_record_ = 0;  // the first not yet handed out
     std::int64_t read_end_ = 0;  // end of the last chunk handed out
     std::string buffer_;
     unique_fd inotify_;
