@@ -83,7 +83,7 @@ class attempt_process {
     std::vector<shim::journal_record> records_;  // the last read: record_count_ of them
     std::size_t record_count_ = 0;
     std::size_t next_record_ = 0;  // the first not yet handed out
-    std::int64_t read_end_ = 0;  // end of the last chunk handed out
+    std::int64_t read_end_ = 0;    // end of the last chunk handed out
     std::string buffer_;
     unique_fd inotify_;
     unique_fd pidfd_;

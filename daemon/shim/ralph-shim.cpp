@@ -36,7 +36,6 @@
 #include <cstring>
 #include <deque>
 #include <filesystem>
-#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -156,27 +155,35 @@ class attempt_processes {
         return pids;
     }
 
-    // Every process whose chain of parents leads to the shim.
+    // Every process whose chain of parents leads to the shim: the children of each of its threads
+    // (/proc/PID/task/TID/children), and theirs. Orphans come to the shim, a subreaper, so none is
+    // missed; the walk costs a few reads per descendant, not a read of every process's stat.
     static std::vector<pid_t> descendants() {
-        std::map<pid_t, pid_t> parent_of;
-        if (DIR* proc = ::opendir("/proc")) {
-            while (dirent* entry = ::readdir(proc)) {
-                char* end = nullptr;
-                const long pid = std::strtol(entry->d_name, &end, 10);
-                process_stat stat;
-                if (*end == '\0' && pid > 0 && read_process_stat(pid_t(pid), stat))
-                    parent_of[pid_t(pid)] = stat.ppid;
+        std::vector<pid_t> found;
+        std::vector<pid_t> parents{::getpid()};
+        std::set<pid_t> seen;
+        while (!parents.empty()) {
+            const pid_t parent = parents.back();
+            parents.pop_back();
+            const std::string tasks = "/proc/" + std::to_string(parent) + "/task";
+            DIR* dir = ::opendir(tasks.c_str());
+            if (!dir) continue;
+            while (dirent* task = ::readdir(dir)) {
+                if (task->d_name[0] == '.') continue;
+                FILE* children =
+                    std::fopen((tasks + "/" + task->d_name + "/children").c_str(), "re");
+                if (!children) continue;
+                long pid = 0;
+                while (std::fscanf(children, "%ld", &pid) == 1)
+                    if (seen.insert(pid_t(pid)).second) {
+                        found.push_back(pid_t(pid));
+                        parents.push_back(pid_t(pid));
+                    }
+                std::fclose(children);
             }
-            ::closedir(proc);
+            ::closedir(dir);
         }
-        std::set<pid_t> found{::getpid()};
-        for (bool grew = true; grew;) {
-            grew = false;
-            for (const auto& [pid, parent] : parent_of)
-                if (found.contains(parent) && found.insert(pid).second) grew = true;
-        }
-        found.erase(::getpid());
-        return {found.begin(), found.end()};
+        return found;
     }
 
     std::string cgroup_;
