@@ -267,7 +267,8 @@ class RateLimitTest(AgentTestCase):
 
     def test_a_usage_limit_parks_every_loop_on_that_agent_until_the_stated_reset(self):
         d = self.agent_daemon("--max-concurrent", "3", "--rate-limit-margin", "0.5")
-        resets_at = int(time.time()) + 3
+        # Time for the second loop to be parked before the reset, on a slow (sanitized) build too.
+        resets_at = int(time.time() + scaled(3))
         limited, _ = self.submit_agent(d, "claude", ["rate-limit", "ralph-iter2"],
                                        "--env", "FAKE_RESETS_AT=%d" % resets_at, name="limited")
         d.wait_state(limited["id"], "waiting", timeout=20)
