@@ -93,11 +93,15 @@ class StorageFaultTest(DaemonTestCase):
         d = self.daemon_on_tmpfs()
         flooding = make_workspace(self.workspaces, "flood")
         waiting = make_workspace(self.workspaces, "queued")
-        loop = d.submit(flooding, agent_command("flood-copy.py", "6", "0.4"), max_iterations=1)
+        loop = d.submit(flooding, agent_command("flood-copy.py", "8", "0.5"), max_iterations=1)
         d.running_attempt(loop["id"])
         queued = d.submit(waiting, agent_command("count-to-complete.sh", "1"), max_iterations=1)
         self.assertEqual(d.get(queued["id"])["state"], "queued", "one loop runs at a time")
+        own = os.path.join(flooding, ".own-output")
+        wait_until(lambda: os.path.exists(own) and os.path.getsize(own) > 0, 10,
+                   "the agent to start writing")
         self.fill()
+        written_before_full = os.path.getsize(own)
 
         # A write fails (the submit's): ralphd is degraded, and says why and what to do.
         self.assert_refused_as_storage(d, make_workspace(self.workspaces, "refused"))
@@ -120,9 +124,8 @@ class StorageFaultTest(DaemonTestCase):
                       d.get(queued["id"])["stop_reason"])
         self.assertEqual(len(d.call("loop.list", {})["loops"]), 2)
         # The agent goes on: its own copy grows while the disk is full.
-        own = os.path.join(flooding, ".own-output")
-        size = os.path.getsize(own)
-        wait_until(lambda: os.path.getsize(own) > size, 10, "the agent to go on writing")
+        wait_until(lambda: os.path.getsize(own) > written_before_full, 10,
+                   "the agent to go on writing")
         time.sleep(1)
         self.assertEqual(d.get(queued["id"])["state"], "queued", "no attempt starts")
 
