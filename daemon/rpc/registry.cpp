@@ -168,7 +168,9 @@ json number_overflow_error(std::string_view body) {
     std::string text(body);
     number_overflow_locator rest = first;
     while (rest.overflowed()) {
-        text.replace(rest.token_start, rest.token_size, "0");
+        // "0 ", not "0": what follows the number must not join the 0 into a number of its own
+        // ("1.5e999.5e999" is no JSON, "0.5e999" would be).
+        text.replace(rest.token_start, rest.token_size, "0 ");
         rest = number_overflow_locator();
         json::sax_parse(text, &rest);
     }
