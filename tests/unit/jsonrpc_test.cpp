@@ -364,12 +364,15 @@ TEST_CASE("jsonrpc: a number too large for a double is Invalid params, not an ex
     const method_registry registry = spec_registry();
     const std::string huge_id =
         R"({"jsonrpc":"2.0","method":"get_data","id":)" + std::string(400, '9') + "}";
-    for (const auto& [body, field] :
+    for (const auto& sample :
          {std::pair{
               std::string(R"({"jsonrpc":"2.0","method":"subtract","params":[1e400,1],"id":1})"),
               std::string("params[0]:")},
           std::pair{std::string("2222E2222"), std::string("a number:")},
           std::pair{huge_id, std::string("id:")}}) {
+        // Not a structured binding: Clang cannot capture one in CAPTURE's lambda.
+        const std::string& body = sample.first;
+        const std::string& field = sample.second;
         CAPTURE(body);
         const json reply = call(registry, body);
         CHECK(reply.at("id").is_null());
