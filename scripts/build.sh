@@ -5,7 +5,7 @@
 #   scripts/build.sh --release      → build-release/ (buildtype release, what packagers build; no
 #                                     tests)
 #   scripts/build.sh --clang        → build-clang/ (Clang instead of GCC, with the unit tests)
-#   scripts/build.sh --demo         → only ralphd, ralph-shim, ralphctl and ralph-demo-agent (the README's
+#   scripts/build.sh --demo         → only ralphd (and its ralph-shim), ralphctl and ralph-demo-agent (the README's
 #                                     first command; the tests build the rest later)
 set -euo pipefail
 
@@ -32,7 +32,7 @@ for arg in "$@"; do
             compiler=(CC=clang CXX=clang++)
             ;;
         --demo)
-            targets=(daemon/ralphd daemon/ralph-shim client/ralphctl demo/ralph-demo-agent)
+            targets=(daemon/ralphd client/ralphctl demo/ralph-demo-agent)
             ;;
         -h | --help)
             echo "usage: scripts/build.sh [--sanitizers | --release | --clang] [--demo]"
