@@ -119,7 +119,7 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
 
 std::int64_t ralphd::forget_loop(std::int64_t loop_id) {
     hub_.loop_removed(loop_id);
-    // The rows are gone already: a file that cannot be removed is only logged.
+    // The rows are gone (or go at the next gc): a file that cannot be removed is only logged.
     std::int64_t bytes = 0;
     try {
         bytes = output_.remove(loop_id);
@@ -159,11 +159,7 @@ void ralphd::reload(const daemon_options& options) {
     }
 }
 
-bool ralphd::storage_failed(const std::exception& e) {
-    if (!storage_health::is_storage_error(e)) return false;
-    health_.failed(e);
-    return true;
-}
+bool ralphd::storage_failed(const std::exception& e) { return health_.failed(e); }
 
 void ralphd::store_max_concurrent(std::int64_t max_concurrent) {
     proto::scheduler_settings settings = gate_.scheduler_settings();

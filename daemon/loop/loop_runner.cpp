@@ -174,10 +174,9 @@ awaitable<void> loop_runner::run() {
     try {
         co_await run_iterations();
     } catch (const std::exception& e) {
-        if (storage_health::is_storage_error(e)) {
+        if (ctx_.health.failed(e)) {
             // Nothing of the loop can be recorded now: it stays as it is, its agent goes on
             // under its shim, and ralphd takes the loop up again once it can write.
-            ctx_.health.failed(e);
             spdlog::warn("loop {}: left as it is until ralph's state can be written again",
                          loop_id_);
             co_return;

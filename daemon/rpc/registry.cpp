@@ -42,16 +42,6 @@ json error_from(json id, const proto::rpc_error& e) {
     }
 }
 
-std::string describe_current_exception() {
-    try {
-        throw;
-    } catch (const std::exception& e) {
-        return e.what();
-    } catch (...) {
-        return "a non-standard exception";
-    }
-}
-
 // Why `request` is not a valid request object, or an empty string when it is one.
 std::string request_problem(const json& request) {
     if (!request.is_object())
@@ -216,27 +206,29 @@ std::optional<json> method_registry::handle(const json& request, call_context& c
             json{{"jsonrpc", "2.0"}, {"result", handler_it->second(params, ctx)}, {"id", id}};
     } catch (const proto::rpc_error& e) {
         response = error_from(std::move(id), e);
-    } catch (const std::exception& e) {
-        if (is_storage_error_ && is_storage_error_(e)) {
-            response = error_from(std::move(id),
-                                  proto::rpc_error(proto::error_kind::storage_unavailable,
-                                                   std::string("ralph cannot write its state: ") +
-                                                       e.what() + " (see ralphctl daemon status)"));
-        } else {
-            // A bug: the details go to the log, never to the client.
-            spdlog::error("method {} failed: {}", method, e.what());
-            response =
-                error_response(std::move(id), proto::rpc_code(proto::error_kind::internal_error),
-                               standard_message(proto::error_kind::internal_error));
-        }
     } catch (...) {
-        // A bug: the details go to the log, never to the client.
-        spdlog::error("method {} failed: {}", method, describe_current_exception());
-        response = error_response(std::move(id), proto::rpc_code(proto::error_kind::internal_error),
-                                  standard_message(proto::error_kind::internal_error));
+        response = failure_response(std::move(id), method);
     }
     if (notification) return std::nullopt;
     return response;
+}
+
+json method_registry::failure_response(json id, std::string_view method) const {
+    try {
+        throw;
+    } catch (const std::exception& e) {
+        if (is_storage_error_ && is_storage_error_(e))
+            return error_from(std::move(id),
+                              proto::rpc_error(proto::error_kind::storage_unavailable,
+                                               std::string("ralph cannot write its state: ") +
+                                                   e.what() + " (see ralphctl daemon status)"));
+        spdlog::error("method {} failed: {}", method, e.what());
+    } catch (...) {
+        spdlog::error("method {} failed: a non-standard exception", method);
+    }
+    // A bug: the details go to the log, never to the client.
+    return error_response(std::move(id), proto::rpc_code(proto::error_kind::internal_error),
+                          standard_message(proto::error_kind::internal_error));
 }
 
 std::optional<std::string> method_registry::handle_text(std::string_view body,

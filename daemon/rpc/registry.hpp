@@ -70,6 +70,10 @@ class method_registry {
     }
 
   private:
+    // The reply to the exception being handled (not an rpc_error) of a call of `method`: -32009
+    // when the storage refused a write, else -32603.
+    nlohmann::json failure_response(nlohmann::json id, std::string_view method) const;
+
     std::map<std::string, handler, std::less<>> handlers_;
     dispatch_limits limits_;
     std::function<bool(const std::exception&)> is_storage_error_;

@@ -74,8 +74,7 @@ void scheduler::schedule() {
     try {
         schedule_now();
     } catch (const std::exception& e) {
-        if (!storage_health::is_storage_error(e)) throw;
-        ctx_.health.failed(e);
+        if (!ctx_.health.failed(e)) throw;
     }
 }
 

@@ -54,10 +54,10 @@ proto::gc_result collect_garbage(const proto::gc_request& request, std::int64_t 
         ctx.output.write_pending();
         removal = ctx.db.remove_loops(ids, request.dry_run);
     } catch (const std::exception& e) {
-        if (request.dry_run || !storage_health::is_storage_error(e)) throw;
-        ctx.health.failed(e);
+        if (request.dry_run || !ctx.health.failed(e)) throw;
+        // What the loops hold outside the database, their tails ended: most of the space.
         std::int64_t freed = 0;
-        for (std::int64_t id : ids) freed += ctx.output.remove(id);
+        for (std::int64_t id : ids) freed += ctx.forget_loop(id);
         throw proto::rpc_error(
             proto::error_kind::storage_unavailable,
             fmt::format("the database cannot be changed ({}): the output files of {} loop(s) were "

@@ -25,8 +25,9 @@ struct gc_context {
     storage_health& health;
     // The loop's runner still exists (scheduler::is_running): it may yet write its last rows.
     std::function<bool(std::int64_t loop_id)> is_running;
-    // Removes what the daemon keeps of a loop outside the database once its rows are gone (its
-    // output file, last prompt and scratch directory; its tails end). Returns the bytes of output.
+    // Removes what the daemon keeps of a loop outside the database once its rows are gone, or
+    // when the database cannot change (a full disk: the rows go at the next gc) — its output file,
+    // last prompt and scratch directory; its tails end. Returns the bytes of output.
     std::function<std::int64_t(std::int64_t loop_id)> forget_loop;
 };
 

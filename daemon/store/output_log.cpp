@@ -5,6 +5,7 @@
 #include "common/text.hpp"
 #include "daemon/store/storage_health.hpp"
 #include "daemon/store/store.hpp"
+#include "proto/errors.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -109,8 +110,7 @@ void output_log::flush() {
     try {
         write_pending();
     } catch (const std::exception& e) {
-        if (!storage_health::is_storage_error(e)) throw;
-        health_.failed(e);
+        if (!health_.failed(e)) throw;
     }
 }
 
@@ -147,7 +147,10 @@ std::string output_log::read(std::int64_t loop_id, std::int64_t offset,
     if (offset >= end || max_bytes <= 0) return {};
     std::int64_t count = std::min(max_bytes, end - offset);
     fd_guard file{::open(file_of(loop_id).c_str(), O_RDONLY | O_CLOEXEC)};
-    if (file.fd < 0 && errno == ENOENT) return {};
+    if (file.fd < 0 && errno == ENOENT)
+        throw proto::rpc_error(proto::error_kind::loop_not_found,
+                               "the output of loop " + std::to_string(loop_id) +
+                                   " was removed by gc; its record goes at the next gc");
     if (file.fd < 0)
         throw std::system_error(errno, std::generic_category(),
                                 "cannot read output file " + file_of(loop_id).string());

@@ -48,8 +48,8 @@ class output_log {
 
     // End of the persisted, indexed output of the loop (0 when it has none).
     std::int64_t committed_end(std::int64_t loop_id) const;
-    // Reads up to max_bytes from `offset`, never past the committed end; nothing when the file is
-    // gone (gc removed it while the disk was full).
+    // Reads up to max_bytes from `offset`, never past the committed end. A file that is gone (gc
+    // removed it while the disk was full and the rows stayed) is rpc_error(loop_not_found).
     std::string read(std::int64_t loop_id, std::int64_t offset, std::int64_t max_bytes) const;
     // Offset of the start of the last `lines` lines of the committed output.
     std::int64_t offset_of_last_lines(std::int64_t loop_id, std::int64_t lines) const;

@@ -67,10 +67,11 @@ bool storage_health::is_storage_error(const std::exception& e) {
     return false;
 }
 
-void storage_health::failed(const std::exception& e) {
+bool storage_health::failed(const std::exception& e) {
+    if (!is_storage_error(e)) return false;
     if (degraded()) {
         ++status_.failed_writes;
-        return;
+        return true;
     }
     status_.state = "degraded";
     status_.cause = e.what();
@@ -84,14 +85,14 @@ void storage_health::failed(const std::exception& e) {
         "works again ({}); ralphd tries every {} s",
         status_.cause, status_.fix, probe_interval.count());
     schedule_probe();
+    return true;
 }
 
 void storage_health::check() {
     try {
         probe();
     } catch (const std::exception& e) {
-        if (!is_storage_error(e)) throw;
-        failed(e);
+        if (!failed(e)) throw;
     }
 }
 

@@ -32,9 +32,9 @@ class storage_health {
     // cannot-open and I/O errors; ENOSPC, EDQUOT, EROFS, EACCES, EPERM, EIO).
     static bool is_storage_error(const std::exception& e);
 
-    // A write failed with `e` (a storage error): enters the degraded state, or counts one more
-    // refusal in it.
-    void failed(const std::exception& e);
+    // A write failed with `e`: when it is a storage error, enters the degraded state (or counts
+    // one more refusal in it) and returns true; anything else is not its business (false).
+    bool failed(const std::exception& e);
     bool degraded() const { return status_.state != "ok"; }
     const proto::storage_status& status() const { return status_; }
 
