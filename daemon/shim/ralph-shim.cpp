@@ -159,9 +159,8 @@ class attempt_processes {
     // (/proc/PID/task/TID/children), and theirs. Orphans come to the shim, a subreaper, so none is
     // missed; the walk costs a few reads per descendant, not a read of every process's stat.
     static std::vector<pid_t> descendants() {
-        std::vector<pid_t> found;
+        std::set<pid_t> found;
         std::vector<pid_t> parents{::getpid()};
-        std::set<pid_t> seen;
         while (!parents.empty()) {
             const pid_t parent = parents.back();
             parents.pop_back();
@@ -175,15 +174,12 @@ class attempt_processes {
                 if (!children) continue;
                 long pid = 0;
                 while (std::fscanf(children, "%ld", &pid) == 1)
-                    if (seen.insert(pid_t(pid)).second) {
-                        found.push_back(pid_t(pid));
-                        parents.push_back(pid_t(pid));
-                    }
+                    if (found.insert(pid_t(pid)).second) parents.push_back(pid_t(pid));
                 std::fclose(children);
             }
             ::closedir(dir);
         }
-        return found;
+        return {found.begin(), found.end()};
     }
 
     std::string cgroup_;
@@ -346,13 +342,15 @@ void supervisor::exec_agent(int in, int out, int err, int report) {
 void supervisor::append(shim::stream stream, const char* bytes, std::size_t size) {
     const std::size_t taken = write_held() ? write_output(stream, bytes, size) : 0;
     if (taken == size) return;
+    // Held up to the limit, the rest lost: the output keeps one gap where bytes were lost, not
+    // a sprinkling of pieces that happened to fit.
     const std::size_t rest = size - taken;
-    if (held_bytes_ + rest > held_limit) {
-        lose(rest, ENOSPC);
-        return;
+    const std::size_t kept = std::min(rest, held_limit - held_bytes_);
+    if (kept > 0) {
+        held_.emplace_back(stream, std::string(bytes + taken, kept));
+        held_bytes_ += kept;
     }
-    held_.emplace_back(stream, std::string(bytes + taken, rest));
-    held_bytes_ += rest;
+    if (kept < rest) lose(rest - kept, ENOSPC);
 }
 
 bool supervisor::write_held() {

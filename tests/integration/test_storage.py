@@ -11,8 +11,9 @@ import subprocess
 import tempfile
 import time
 
-from harness import (DaemonTestCase, RpcError, agent_command, main, make_workspace, read_bytes,
-                     require_root, wait_until)
+from harness import (DaemonTestCase, RpcError, agent_command, all_pids, main, make_workspace,
+                     pattern_bytes, proc_cmdline, process_name, read_bytes, require_root,
+                     wait_until, write_text)
 
 FULL_MESSAGE = "cannot write ralph's state"
 
@@ -30,12 +31,12 @@ class StorageFaultTest(DaemonTestCase):
         self.workspaces = tempfile.mkdtemp(prefix="ralph-storage-ws-")
         self.addCleanup(subprocess.run, ["rm", "-rf", self.workspaces])
 
-    def daemon_on_tmpfs(self):
-        """A ralphd whose state directory (database, output, attempts) is a 24 MiB tmpfs."""
+    def daemon_on_tmpfs(self, size="24m"):
+        """A ralphd whose state directory (database, output, attempts) is a tmpfs of `size`."""
         d = self.new_daemon_unstarted()
         self.mount = os.path.dirname(d.db)
-        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24m,mode=0700", "tmpfs", self.mount],
-                       check=True)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=%s,mode=0700" % size, "tmpfs",
+                        self.mount], check=True)
         self.filler = os.path.join(self.mount, "filler")
         return d.start()
 
@@ -141,6 +142,45 @@ class StorageFaultTest(DaemonTestCase):
         # Said once: later refusals are counted, not logged.
         self.assertEqual(d.log_text().count(FULL_MESSAGE), 1, d.log_text())
         self.assertIn("can be written again", d.log_text())
+        d.stop()
+        self.assert_intact(d)
+
+    def test_a_flood_on_a_full_disk_holds_64_mib_and_counts_what_it_loses(self):
+        # 80 MiB while the disk is full: the shim holds the first 64 MiB (its memory stays
+        # bounded), loses the rest and says so; what is stored is exactly the start of the flood.
+        total = 80 << 20
+        d = self.daemon_on_tmpfs(size="160m")
+        ws = make_workspace(self.workspaces, "hostile")
+        agent = os.path.join(ws, "flood-when-told.sh")
+        write_text(agent, "#!/bin/sh\nwhile [ ! -e .go ]; do sleep 0.05; done\n"
+                          "%s %d\ntouch .flooded\n" % (agent_command("flood.sh"), total))
+        os.chmod(agent, 0o755)
+        loop = d.submit(ws, agent, max_iterations=1)
+        d.running_attempt(loop["id"])
+        self.fill()
+        write_text(os.path.join(ws, ".go"), "")
+        wait_until(lambda: os.path.exists(os.path.join(ws, ".flooded")), 60,
+                   "the agent to flood")
+        shims = [pid for pid in all_pids() if process_name(pid) == "ralph-shim"
+                 and d.root in proc_cmdline(pid)]
+        self.assertEqual(len(shims), 1)
+        with open("/proc/%d/status" % shims[0]) as f:
+            rss_kib = int([line for line in f if line.startswith("VmRSS:")][0].split()[1])
+        self.assertLess(rss_kib, 100 << 10, "the shim holds at most 64 MiB of refused output")
+        self.assertEqual(d.get(loop["id"])["state"], "running", "the shim waits for room")
+
+        self.free()
+        d.wait_state(loop["id"], "exhausted", timeout=60)  # one iteration, no completion signal
+        self.assertEqual(d.attempts(loop["id"])[0]["exit_code"], 0)
+        stored = d.output(loop["id"])
+        self.assertGreaterEqual(len(stored), 64 << 20)
+        self.assertLess(len(stored), total)
+        self.assertEqual(stored, pattern_bytes(len(stored)), "no byte lost before the limit")
+        lost = [e["text"] for e in d.call("loop.events", {"id": loop["id"]})["events"]
+                if e["kind"] == "refused" and "were lost" in e["text"]]
+        self.assertEqual(len(lost), 1, lost)
+        self.assertTrue(lost[0].startswith("%d bytes of the agent's output were lost"
+                                           % (total - len(stored))), lost[0])
         d.stop()
         self.assert_intact(d)
 
