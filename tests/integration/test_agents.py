@@ -252,9 +252,9 @@ class FailureTaxonomyTest(AgentTestCase):
         # Found at submit, gone when the loop runs: the loop fails, it is not retried.
         blocker, _ = self.submit_agent(d, "claude", ["hang"], name="blocker")
         loop, _ = self.submit_agent(d, "claude", ["ralph-iter2"], workspace=ws, retries="3")
-        # The blocker's agent has to be running (its attempt is recorded once it is) before its
-        # program goes away.
-        wait_until(lambda: d.attempts(blocker["id"]), timeout=20, what="the blocker's agent to start")
+        # The blocker's agent has to be running (its attempt has a pid once it is: the row comes
+        # before the start) before its program goes away.
+        d.running_attempt(blocker["id"])
         os.remove(os.path.join(bin_dir, "claude"))
         d.call("loop.cancel", {"id": blocker["id"]})
         final = d.wait_state(loop["id"], ("completed", "failed", "exhausted"), timeout=30)
