@@ -8,7 +8,7 @@ import json
 import os
 import time
 
-from harness import DaemonTestCase, fake_agent_bin, main, parse_time, scaled, wait_until
+from harness import DaemonTestCase, fake_agent_bin, main, parse_time, scaled
 
 
 def iteration_script(*names):
