@@ -166,7 +166,9 @@ class StorageFaultTest(DaemonTestCase):
         self.assertEqual(len(shims), 1)
         with open("/proc/%d/status" % shims[0]) as f:
             rss_kib = int([line for line in f if line.startswith("VmRSS:")][0].split()[1])
-        self.assertLess(rss_kib, 100 << 10, "the shim holds at most 64 MiB of refused output")
+        # 64 MiB held, and room for the program and the sanitizers' own memory: never a second
+        # copy of what it holds. (That it holds no more than 64 MiB, the stored output shows.)
+        self.assertLess(rss_kib, 112 << 10, "the shim holds one copy of at most 64 MiB")
         self.assertEqual(d.get(loop["id"])["state"], "running", "the shim waits for room")
 
         self.free()
