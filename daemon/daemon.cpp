@@ -72,6 +72,7 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
                 clock_,
                 output_,
                 health_,
+                api_blocking_,
                 runner_ctx_.binaries,
                 state_dir(options_.db_path),
                 proto::daemon_info{proto::daemon_version,

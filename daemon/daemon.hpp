@@ -90,7 +90,8 @@ class ralphd {
 
     net::io_context& io_;
     daemon_options options_;
-    net::thread_pool blocking_{1};  // git snapshots and other blocking work of the runners
+    net::thread_pool blocking_{1};      // git snapshots and other blocking work of the runners
+    net::thread_pool api_blocking_{1};  // the API's blocking work (method_services::blocking)
     wall_clock clock_;
     store db_;
     wal_checkpointer checkpointer_;

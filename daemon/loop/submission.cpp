@@ -4,7 +4,6 @@
 #include "common/text.hpp"
 #include "daemon/process/process.hpp"
 #include "daemon/process/sandbox.hpp"
-#include "daemon/store/store.hpp"
 #include "daemon/workspace/workspace.hpp"
 #include "proto/errors.hpp"
 #include "proto/fields.hpp"
@@ -99,9 +98,8 @@ void plan_worktree(proto::submit_params& spec, const submission_context& ctx,
     if (!repo.error.empty()) refuse(repo.error);
     if (!repo.is_git) refuse("it is not in a git repository (--worktree needs one)");
     if (repo.head.empty()) refuse("its repository has no commit yet to start a worktree from");
-    const std::int64_t id = ctx.db.next_loop_id();
-    const fs::path path = ctx.state.worktree_of(id);
-    const std::string branch = "ralph/loop-" + std::to_string(id);
+    const fs::path path = ctx.state.worktree_of(ctx.loop_id);
+    const std::string branch = "ralph/loop-" + std::to_string(ctx.loop_id);
     std::error_code ec;
     if (fs::exists(path, ec))
         refuse(path.string() + " exists already (left by an earlier ralph database?): remove it");
@@ -183,7 +181,6 @@ submission check_submission(proto::submit_params spec, const submission_context&
     spec.worktree_path.clear();
     spec.worktree_branch.clear();
     spec.worktree_base.clear();
-    // libgit2 on the calling thread (the io thread): a few quick reads per submit.
     if (spec.worktree) plan_worktree(spec, ctx, result.warnings);
     for (const auto& [field, command] : helpers)
         if (!command->empty())

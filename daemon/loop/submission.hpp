@@ -10,16 +10,16 @@
 #include "daemon/state_dir.hpp"
 #include "proto/types.hpp"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 namespace ralph {
 
-class store;
-
-// What the checks need of the daemon.
+// What the checks need of the daemon; nothing of it changes while they run, so they can run on
+// any thread.
 struct submission_context {
-    store& db;                       // the id the loop will get names its worktree and branch
+    std::int64_t loop_id = 0;        // the id the loop will get: names its worktree and branch
     const agent_binaries& binaries;  // ralphd --agent-binary
     const state_dir& state;          // where --worktree loops get their worktrees
 };
@@ -32,8 +32,8 @@ struct submission {
 
 // Checks `spec` and completes it: the workspace canonical, the name defaulted to its directory's,
 // the programs of verify_command and on_done absolute, the worktree_* fields set by the daemon
-// alone. Reads the file system and the workspace's repository (libgit2: quick reads, on the
-// calling thread); changes nothing. Throws proto::rpc_error.
+// alone. Reads the file system and the workspace's repository (libgit2: milliseconds, seconds
+// on a large repository, hence off the io thread); changes nothing. Throws proto::rpc_error.
 submission check_submission(proto::submit_params spec, const submission_context& ctx);
 
 }  // namespace ralph

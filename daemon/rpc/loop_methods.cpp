@@ -3,6 +3,7 @@
 #include "daemon/agents/agent.hpp"
 #include "daemon/clock.hpp"
 #include "daemon/loop/submission.hpp"
+#include "daemon/off_thread.hpp"
 #include "daemon/process/process.hpp"
 #include "daemon/rpc/methods.hpp"
 #include "daemon/rpc/registry.hpp"
@@ -34,28 +35,49 @@ proto::loop_info with_storage_reason(proto::loop_info loop, const storage_health
     return loop;
 }
 
+// The loop an earlier submit with the idempotency key of `spec` made, as the answer to this one;
+// nullopt when there is none (or no key).
+std::optional<proto::submit_result> submitted_before(const proto::submit_params& spec, store& db) {
+    if (spec.idempotency_key.empty()) return std::nullopt;
+    const std::optional<std::int64_t> id = db.loop_with_idempotency_key(spec.idempotency_key);
+    if (!id) return std::nullopt;
+    return proto::submit_result{
+        db.get_loop(*id),
+        false,
+        {fmt::format("loop {} was submitted with idempotency key '{}' already: nothing new was "
+                     "created",
+                     *id, spec.idempotency_key)}};
+}
+
+// loop.submit. A submit retried with its key gets the loop it made, unchecked (its workspace may
+// have changed since), and nothing new. The checks (check_submission) run on the pool, and other
+// submits may come meanwhile: one with the same key, answered as a retry, or one that took the id
+// a --worktree loop's worktree was to be named after, which has the checks run again with the
+// next id. What follows the checks runs on the io thread without a pause up to the insert.
+awaitable<proto::submit_result> submit(const proto::submit_params& spec,
+                                       method_services& services) {
+    for (;;) {
+        if (auto earlier = submitted_before(spec, services.db)) co_return std::move(*earlier);
+        const std::int64_t loop_id = services.db.next_loop_id();
+        // Copies: SIGHUP may change the daemon's binaries meanwhile.
+        const agent_binaries binaries = services.binaries;
+        const state_dir state = services.state;
+        submission checked = co_await off_thread(services.blocking, [&] {
+            return check_submission(spec, submission_context{loop_id, binaries, state});
+        });
+        if (submitted_before(spec, services.db)) continue;
+        if (spec.worktree && services.db.next_loop_id() != loop_id) continue;
+        co_return proto::submit_result{services.loops.submit(checked.spec), true,
+                                       std::move(checked.warnings)};
+    }
+}
+
 }  // namespace
 
 void register_loop_methods(method_registry& registry, method_services& services) {
     using namespace proto::method;
     registry.add<loop_submit>([&services](const proto::submit_params& spec, call_context&) {
-        // A submit retried with its key gets the loop it made, unchecked (its workspace may have
-        // changed since), and nothing new. Check and insert run without a pause on the io
-        // thread, so no other submit comes between them.
-        if (!spec.idempotency_key.empty()) {
-            if (auto id = services.db.loop_with_idempotency_key(spec.idempotency_key)) {
-                return proto::submit_result{
-                    services.db.get_loop(*id),
-                    false,
-                    {fmt::format("loop {} was submitted with idempotency key '{}' already: "
-                                 "nothing new was created",
-                                 *id, spec.idempotency_key)}};
-            }
-        }
-        submission checked = check_submission(
-            spec, submission_context{services.db, services.binaries, services.state});
-        return proto::submit_result{services.loops.submit(checked.spec), true,
-                                    std::move(checked.warnings)};
+        return submit(spec, services);
     });
 
     registry.add<loop_list>([&services](const proto::list_request& request, call_context&) {

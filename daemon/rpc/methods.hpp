@@ -1,6 +1,7 @@
 // Registration of the API's methods, one function per method family (one file each).
 #pragma once
 
+#include "common/asio.hpp"
 #include "daemon/agents/agent.hpp"
 #include "daemon/state_dir.hpp"
 #include "proto/types.hpp"
@@ -29,9 +30,12 @@ struct method_services {
     wall_clock& clock;
     output_log& output;
     storage_health& health;  // daemon.info's storage; gc on a full disk
-    const agent_binaries& binaries;
-    state_dir state;              // where --worktree loops get their worktrees
-    proto::daemon_info identity;  // the static part of daemon.info
+    // The API's blocking work (a submit's git checks), apart from the runners' so that it does
+    // not wait behind fifty agent starts.
+    net::thread_pool& blocking;
+    const agent_binaries& binaries;  // changed by SIGHUP (ralphd::reload), on the io thread
+    state_dir state;                 // where --worktree loops get their worktrees
+    proto::daemon_info identity;     // the static part of daemon.info
     // Stops ralphd after the reply is on its way, leaving the agents running or not.
     std::function<void(bool leave_running)> request_shutdown;
     // Removes what the daemon keeps of a loop outside the database — its output file, last

@@ -175,14 +175,15 @@ json number_overflow_error(std::string_view body) {
 
 }  // namespace
 
-void method_registry::add(std::string name, handler fn) {
+void method_registry::add_handler(std::string name, handler fn) {
     if (handlers_.contains(name)) throw std::logic_error("method registered twice: " + name);
     handlers_.emplace(std::move(name), std::move(fn));
 }
 
-std::optional<json> method_registry::handle(const json& request, call_context& ctx) const {
+awaitable<std::optional<json>> method_registry::handle(const json& request,
+                                                       call_context& ctx) const {
     if (std::string problem = request_problem(request); !problem.empty())
-        return standard_error(nullptr, proto::error_kind::invalid_request, std::move(problem));
+        co_return standard_error(nullptr, proto::error_kind::invalid_request, std::move(problem));
 
     const std::string& method = request.at("method").get_ref<const std::string&>();
     auto id_it = request.find("id");
@@ -191,9 +192,9 @@ std::optional<json> method_registry::handle(const json& request, call_context& c
 
     auto handler_it = handlers_.find(method);
     if (handler_it == handlers_.end()) {
-        if (notification) return std::nullopt;
-        return standard_error(std::move(id), proto::error_kind::method_not_found,
-                              "no method named '" + method + "'");
+        if (notification) co_return std::nullopt;
+        co_return standard_error(std::move(id), proto::error_kind::method_not_found,
+                                 "no method named '" + method + "'");
     }
 
     static const json no_params;  // null: the handler sees absent params as null
@@ -202,15 +203,15 @@ std::optional<json> method_registry::handle(const json& request, call_context& c
 
     json response;
     try {
-        response =
-            json{{"jsonrpc", "2.0"}, {"result", handler_it->second(params, ctx)}, {"id", id}};
+        json result = co_await handler_it->second(params, ctx);
+        response = json{{"jsonrpc", "2.0"}, {"result", std::move(result)}, {"id", id}};
     } catch (const proto::rpc_error& e) {
         response = error_from(std::move(id), e);
     } catch (...) {
         response = failure_response(std::move(id), method);
     }
-    if (notification) return std::nullopt;
-    return response;
+    if (notification) co_return std::nullopt;
+    co_return response;
 }
 
 json method_registry::failure_response(json id, std::string_view method) const {
@@ -231,39 +232,41 @@ json method_registry::failure_response(json id, std::string_view method) const {
                           standard_message(proto::error_kind::internal_error));
 }
 
-std::optional<std::string> method_registry::handle_text(std::string_view body,
-                                                        call_context& ctx) const {
+awaitable<std::optional<std::string>> method_registry::handle_text(std::string_view body,
+                                                                   call_context& ctx) const {
     json request;
     try {
         request = json::parse(body);
     } catch (const json::parse_error& e) {
-        return serialize(
+        co_return serialize(
             standard_error(nullptr, proto::error_kind::parse_error, parser_message(e)));
     } catch (const json::out_of_range&) {
-        return serialize(number_overflow_error(body));
+        co_return serialize(number_overflow_error(body));
     }
 
     if (!request.is_array()) {
-        auto response = handle(request, ctx);
-        if (!response) return std::nullopt;
-        return serialize(*response);
+        std::optional<json> response = co_await handle(request, ctx);
+        if (!response) co_return std::nullopt;
+        co_return serialize(*response);
     }
 
     if (request.empty())
-        return serialize(standard_error(nullptr, proto::error_kind::invalid_request,
-                                        "a batch must hold at least one request"));
+        co_return serialize(standard_error(nullptr, proto::error_kind::invalid_request,
+                                           "a batch must hold at least one request"));
     if (request.size() > limits_.max_batch)
-        return serialize(
+        co_return serialize(
             standard_error(nullptr, proto::error_kind::invalid_request,
                            "a batch may hold at most " + std::to_string(limits_.max_batch) +
                                " requests, this one has " + std::to_string(request.size())));
 
     json responses = json::array();
-    for (const auto& element : request)
-        if (auto response = handle(element, ctx)) responses.push_back(std::move(*response));
+    for (const auto& element : request) {
+        std::optional<json> response = co_await handle(element, ctx);
+        if (response) responses.push_back(std::move(*response));
+    }
     // A batch of notifications gets no reply at all, not an empty array.
-    if (responses.empty()) return std::nullopt;
-    return serialize(responses);
+    if (responses.empty()) co_return std::nullopt;
+    co_return serialize(responses);
 }
 
 json standard_error_response(proto::error_kind kind, std::string detail) {

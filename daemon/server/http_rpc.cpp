@@ -56,20 +56,21 @@ std::string_view path_of(beast::string_view target) {
     return path.substr(0, path.find('?'));
 }
 
-http_response answer_request(const http_request& req, const rpc::method_registry& registry) {
+awaitable<http_response> answer_request(const http_request& req,
+                                        const rpc::method_registry& registry) {
     if (path_of(req.target()) != rpc_path)
-        return error_reply(
+        co_return error_reply(
             http::status::not_found, req.version(),
             "no such path: " + std::string(to_std(req.target())) + "; the API is POST /rpc");
     if (req.method() != http::verb::post) {
         http_response res = error_reply(http::status::method_not_allowed, req.version(),
                                         "/rpc takes POST, or GET with a WebSocket upgrade");
         res.set(http::field::allow, "POST, GET");
-        return res;
+        co_return res;
     }
 
     rpc::call_context ctx;  // no session: a plain POST cannot carry notifications
-    std::optional<std::string> reply = registry.handle_text(req.body(), ctx);
+    std::optional<std::string> reply = co_await registry.handle_text(req.body(), ctx);
 
     http_response res{reply ? http::status::ok : http::status::no_content, req.version()};
     set_server_headers(res);
@@ -78,7 +79,7 @@ http_response answer_request(const http_request& req, const rpc::method_registry
         res.body() = std::move(*reply);
     }
     res.prepare_payload();
-    return res;
+    co_return res;
 }
 
 std::optional<http_response> answer_read_error(const beast::error_code& ec,

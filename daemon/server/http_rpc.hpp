@@ -35,7 +35,9 @@ std::string_view path_of(beast::string_view target);
 // The answer to a request read whole: POST /rpc is handled by `registry` (200 with the reply,
 // 204 for notifications only); any other path is 404, any other method 405. The caller sets
 // keep-alive from the request. (A GET /rpc WebSocket upgrade is the caller's to take first.)
-http_response answer_request(const http_request& req, const rpc::method_registry& registry);
+// `req` must outlive the call.
+awaitable<http_response> answer_request(const http_request& req,
+                                        const rpc::method_registry& registry);
 
 // The answer to a request the parser refused with `ec`: 413 (body too large), 431 (header too
 // large) or 400 (malformed), each closing the connection. nullopt when there is nothing to

@@ -63,7 +63,7 @@ awaitable<void> http_session::serve() {
                 co_return;
             }
 
-            http_response res = answer_request(*req, state_->context.registry);
+            http_response res = co_await answer_request(*req, state_->context.registry);
             res.keep_alive(req->keep_alive());
             spdlog::debug("connection {}: {} {} -> {}", id(), to_std(req->method_string()),
                           to_std(req->target()), res.result_int());

@@ -119,7 +119,10 @@ awaitable<void> websocket_session::read_loop(
             if (ec) break;
             // While the session is being closed, messages are read (to get the peer's close
             // frame) but no longer answered.
-            if (serving_) dispatch(beast::buffers_to_string(buffer.data()));
+            if (serving_) {
+                const std::string message = beast::buffers_to_string(buffer.data());
+                co_await dispatch(message);
+            }
             buffer.consume(buffer.size());
         }
         spdlog::debug("connection {}: WebSocket session ended: {}", id(), ec.message());
@@ -169,19 +172,24 @@ awaitable<void> websocket_session::close_with(websocket::close_code code) {
     close();
 }
 
-void websocket_session::dispatch(const std::string& message) {
+awaitable<void> websocket_session::dispatch(const std::string& message) {
     touch();
     spdlog::debug("connection {}: WebSocket message of {} bytes", id(), message.size());
     rpc::call_context ctx{this};
     // Handling a request may queue notifications (e.g. a state change it caused); its reply
-    // goes before them, hence the insertion at the position the queue had before.
-    const std::size_t reply_position = outbox_.size();
-    std::optional<std::string> reply = state_->context.registry.handle_text(message, ctx);
-    if (!reply || !serving_) return;
+    // goes before them, hence the insertion at the position the queue had before, less what the
+    // writer took from its front while the call waited.
+    const std::size_t queued_before = outbox_.size();
+    const std::uint64_t sent_before = outbox_sent_;
+    std::optional<std::string> reply = co_await state_->context.registry.handle_text(message, ctx);
+    if (!reply || !serving_) co_return;
     if (outbox_.size() >= state_->context.limits.max_session_queue) {
         drop_slow_client();
-        return;
+        co_return;
     }
+    const std::uint64_t sent_since = outbox_sent_ - sent_before;
+    const std::size_t reply_position =
+        sent_since >= queued_before ? 0 : queued_before - static_cast<std::size_t>(sent_since);
     outbox_.insert(outbox_.begin() + static_cast<std::ptrdiff_t>(reply_position),
                    std::move(*reply));
     wake_writer();
@@ -202,6 +210,7 @@ std::optional<std::string> websocket_session::next_message() {
     if (!outbox_.empty()) {
         std::string message = std::move(outbox_.front());
         outbox_.pop_front();
+        ++outbox_sent_;
         return message;
     }
     // Take turns, starting after the loop served last, so one busy loop cannot starve the others.

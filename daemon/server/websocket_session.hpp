@@ -68,7 +68,8 @@ class websocket_session : public connection,
     awaitable<void> write_loop();
     awaitable<void> close_with(beast::websocket::close_code code);
 
-    void dispatch(const std::string& message);
+    // Answers one message; `message` must outlive the call.
+    awaitable<void> dispatch(const std::string& message);
     // Queues a message for the writer; a full queue drops the session.
     void enqueue(std::string message);
     // The next message to send: the oldest queued one, else a tail notification; nullopt when
@@ -85,6 +86,7 @@ class websocket_session : public connection,
     beast::websocket::stream<local_stream::socket> ws_;
     net::steady_timer wake_;  // the idle writer waits on it; cancelled when there is work
     std::deque<std::string> outbox_;
+    std::uint64_t outbox_sent_ = 0;         // messages taken from the front of outbox_ so far
     std::map<std::int64_t, cursor> tails_;  // by loop id
     std::int64_t last_served_ = 0;          // loop id last sent, to take turns between tails
     // When next_message found nothing to send only because of pacing: the earliest time a

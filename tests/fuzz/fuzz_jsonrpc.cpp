@@ -22,6 +22,7 @@
 #include "proto/errors.hpp"
 #include "proto/methods.hpp"
 #include "proto/types.hpp"
+#include "tests/support/run_awaitable.hpp"
 
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
@@ -296,7 +297,7 @@ std::size_t serve(piece_stream& stream) {
         const http_request req = parser.release();
         // The daemon hands a WebSocket upgrade over to a websocket_session.
         if (beast::websocket::is_upgrade(req) && path_of(req.target()) == rpc_path) return answered;
-        const http_response res = answer_request(req, registry());
+        const http_response res = test::run_awaitable(answer_request(req, registry()));
         check_answer(req, res);
         if (path_of(req.target()) == rpc_path && req.method() == http::verb::post) {
             check_reply(req.body(), res.result() == http::status::ok

@@ -1,11 +1,15 @@
 """No client can starve the others: with 200 idle connections and 200 open WebSocket sessions
 (more than the daemon's bounds of 256 connections and 128 sessions), ralphctl keeps getting an
-answer at once; the connection idle the longest gives way to each new one."""
+answer at once; the connection idle the longest gives way to each new one. And no call holds up
+the others while it waits for blocking work: a submit whose git checks cannot go on (its
+repository's config is a FIFO that nobody writes yet) leaves every other call answered."""
 
+import os
 import socket
+import threading
 import time
 
-from harness import DaemonTestCase, WebSocket, main, scaled
+from harness import DaemonTestCase, WebSocket, main, read_text, scaled, write_text
 
 
 def call(ws, method):
@@ -15,6 +19,47 @@ def call(ws, method):
         return ws.recv_json()
     except (ConnectionError, OSError):
         return None
+
+
+class BlockingWorkTest(DaemonTestCase):
+
+    def test_a_submit_waiting_on_its_git_checks_holds_up_no_other_call(self):
+        d = self.daemon()
+        ws = d.workspace()
+        config = os.path.join(ws, ".git", "config")
+        text = read_text(config)
+        os.remove(config)
+        os.mkfifo(config)  # libgit2 opens it, and waits for a writer
+        answer = {}
+
+        def submit():
+            answer["reply"] = d.rpc("loop.submit", {"workspace": ws, "agent": "command",
+                                                   "command": "/bin/true", "max_iterations": 1},
+                                    timeout=scaled(60))
+
+        submitter = threading.Thread(target=submit)
+        submitter.start()
+        try:
+            time.sleep(0.3)
+            for _ in range(5):
+                started = time.monotonic()
+                self.assertIn("version", d.call("daemon.info", timeout=scaled(5)))
+                self.assertEqual(d.call("loop.list")["loops"], [])
+                d.ctl("list", timeout=10)
+                self.assertLess(time.monotonic() - started, scaled(2))
+            self.assertTrue(submitter.is_alive(), "the submit is still waiting for the FIFO")
+        finally:
+            # The daemon waits in open(): let it in, with the real config put in place first,
+            # so that it reads an empty config and every later open the real one.
+            fifo = os.open(config, os.O_WRONLY | os.O_NONBLOCK)
+            write_text(config + ".new", text)
+            os.rename(config + ".new", config)
+            os.close(fifo)
+            submitter.join(scaled(60))
+        self.assertFalse(submitter.is_alive())
+        loop = answer["reply"]["result"]
+        self.assertEqual(loop["workspace"], os.path.realpath(ws))
+        self.assertTrue(loop["created"])
 
 
 class ConnectionFairnessTest(DaemonTestCase):

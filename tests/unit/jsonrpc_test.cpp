@@ -5,6 +5,7 @@
 #include "daemon/server/subscriber_hub.hpp"
 #include "proto/errors.hpp"
 #include "proto/fields.hpp"
+#include "tests/support/run_awaitable.hpp"
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
@@ -21,6 +22,12 @@ using ralph::rpc::call_context;
 using ralph::rpc::method_registry;
 
 namespace {
+
+// The registry's reply to `body`, its dispatch run to its end.
+std::optional<std::string> handle_text(const method_registry& registry, std::string_view body,
+                                       call_context& ctx) {
+    return ralph::test::run_awaitable(registry.handle_text(body, ctx));
+}
 
 std::int64_t subtract(const json& params) {
     if (params.is_array())
@@ -80,7 +87,7 @@ std::vector<json> sorted(const json& responses) {
 
 json call(const method_registry& registry, const std::string& body) {
     call_context ctx;
-    auto reply = registry.handle_text(body, ctx);
+    auto reply = handle_text(registry, body, ctx);
     REQUIRE(reply.has_value());
     return json::parse(*reply);
 }
@@ -127,7 +134,7 @@ TEST_CASE("jsonrpc: every example of the JSON-RPC 2.0 specification gets the spe
     for (const auto& vector : vectors) {
         CAPTURE(vector.at("name").get<std::string>());
         call_context ctx;
-        const auto reply = registry.handle_text(vector.at("request").get<std::string>(), ctx);
+        const auto reply = handle_text(registry, vector.at("request").get<std::string>(), ctx);
         const json& expected = vector.at("response");
 
         if (expected.is_null()) {
@@ -261,7 +268,7 @@ TEST_CASE(
 
     call_context ctx;
     const auto reply =
-        registry.handle_text(R"({"jsonrpc":"2.0","method":"explode","id":"x"})", ctx);
+        handle_text(registry, R"({"jsonrpc":"2.0","method":"explode","id":"x"})", ctx);
     REQUIRE(reply.has_value());
     CHECK(reply->find("secret") == std::string::npos);
     const json response = json::parse(*reply);
@@ -269,6 +276,34 @@ TEST_CASE(
     CHECK(response.at("error").at("code") == -32603);
     CHECK(response.at("error").at("message") == "Internal error");
     CHECK_FALSE(response.at("error").contains("data"));
+}
+
+// A handler's coroutine that waits (as loop.submit waits for its checks on the pool) before it
+// answers `value`, or fails for a negative one.
+ralph::awaitable<json> after_a_pause(std::int64_t value) {
+    ralph::net::steady_timer pause(co_await ralph::net::this_coro::executor,
+                                   std::chrono::milliseconds(1));
+    co_await pause.async_wait(ralph::use_awaitable);
+    if (value < 0)
+        throw ralph::proto::rpc_error(ralph::proto::error_kind::invalid_params, "negative");
+    co_return json(value);
+}
+
+TEST_CASE("jsonrpc: a handler that waits answers as the others do, in its place in a batch") {
+    method_registry registry = spec_registry();
+    registry.add("later", [](const json& params, call_context&) {
+        return after_a_pause(params.at(0).get<std::int64_t>());
+    });
+    const json replies = call(registry, R"([
+        {"jsonrpc":"2.0","method":"later","params":[7],"id":1},
+        {"jsonrpc":"2.0","method":"later","params":[-1],"id":2},
+        {"jsonrpc":"2.0","method":"sum","params":[2,3],"id":3},
+        {"jsonrpc":"2.0","method":"later","params":[8]}])");
+    REQUIRE(replies.size() == 3);
+    CHECK(replies[0] == json{{"jsonrpc", "2.0"}, {"result", 7}, {"id", 1}});
+    CHECK(replies[1].at("error").at("code") == -32602);
+    CHECK(replies[1].at("error").at("message") == "negative");
+    CHECK(replies[2].at("result") == 5);
 }
 
 TEST_CASE("jsonrpc: a notification never gets a reply, not even for an error") {
@@ -279,9 +314,9 @@ TEST_CASE("jsonrpc: a notification never gets a reply, not even for an error") {
         throw ralph::proto::rpc_error(ralph::proto::error_kind::loop_not_found, "no loop 4");
     });
     call_context ctx;
-    CHECK_FALSE(registry.handle_text(R"({"jsonrpc":"2.0","method":"explode"})", ctx).has_value());
-    CHECK_FALSE(registry.handle_text(R"({"jsonrpc":"2.0","method":"refuse"})", ctx).has_value());
-    CHECK_FALSE(registry.handle_text(R"({"jsonrpc":"2.0","method":"missing","params":[1]})", ctx)
+    CHECK_FALSE(handle_text(registry, R"({"jsonrpc":"2.0","method":"explode"})", ctx).has_value());
+    CHECK_FALSE(handle_text(registry, R"({"jsonrpc":"2.0","method":"refuse"})", ctx).has_value());
+    CHECK_FALSE(handle_text(registry, R"({"jsonrpc":"2.0","method":"missing","params":[1]})", ctx)
                     .has_value());
 }
 
@@ -417,7 +452,7 @@ TEST_CASE("jsonrpc: the handler sees the call context of its connection") {
                  [](const json&, call_context& ctx) { return json(ctx.session != nullptr); });
     recording_sink sink;
     call_context ws_ctx{&sink};
-    const auto reply = registry.handle_text(R"({"jsonrpc":"2.0","method":"who","id":1})", ws_ctx);
+    const auto reply = handle_text(registry, R"({"jsonrpc":"2.0","method":"who","id":1})", ws_ctx);
     REQUIRE(reply.has_value());
     CHECK(json::parse(*reply).at("result") == true);
     CHECK(call(registry, R"({"jsonrpc":"2.0","method":"who","id":1})").at("result") == false);

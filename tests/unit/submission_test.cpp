@@ -35,7 +35,7 @@ struct daemon_state {
     ralph::store db{dir.path / "ralph.db"};
     ralph::agent_binaries binaries;
     ralph::state_dir state{dir.path / "ralph.db"};
-    ralph::submission_context context() { return {db, binaries, state}; }
+    ralph::submission_context context() { return {db.next_loop_id(), binaries, state}; }
 };
 
 // A spec that passes in `workspace`: the command agent running /bin/true.
