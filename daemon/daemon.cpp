@@ -118,22 +118,12 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
                      text::format_iso8601(clock_.now_ms()));
 }
 
-std::int64_t ralphd::forget_loop(std::int64_t loop_id) {
+loop_files ralphd::forget_loop(std::int64_t loop_id) {
     hub_.loop_removed(loop_id);
-    // The rows are gone (or go at the next gc): a file that cannot be removed is only logged.
-    std::int64_t bytes = 0;
-    try {
-        bytes = output_.remove(loop_id);
-    } catch (const std::system_error& e) {
-        spdlog::warn("loop {}: {}", loop_id, e.what());
-    }
-    // The runner's files (loop_runner::run_attempt).
-    std::error_code ec;
-    std::filesystem::remove(runner_ctx_.state.prompt_of(loop_id), ec);
-    if (ec) spdlog::warn("loop {}: cannot remove its prompt file: {}", loop_id, ec.message());
-    std::filesystem::remove_all(runner_ctx_.state.scratch_of(loop_id), ec);
-    if (ec) spdlog::warn("loop {}: cannot remove its scratch directory: {}", loop_id, ec.message());
-    return bytes;
+    output_.forget(loop_id);
+    // With the runner's files (loop_runner::run_attempt).
+    return loop_files{output_.file_of(loop_id), runner_ctx_.state.prompt_of(loop_id),
+                      runner_ctx_.state.scratch_of(loop_id)};
 }
 
 std::vector<std::filesystem::path> ralphd::sandbox_hidden(std::int64_t loop_id) {

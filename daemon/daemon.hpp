@@ -14,6 +14,7 @@
 #include "daemon/scheduler/scheduler.hpp"
 #include "daemon/server/server.hpp"
 #include "daemon/server/subscriber_hub.hpp"
+#include "daemon/store/gc.hpp"
 #include "daemon/store/output_log.hpp"
 #include "daemon/store/storage_health.hpp"
 #include "daemon/store/store.hpp"
@@ -86,7 +87,7 @@ class ralphd {
     // workspaces of the loops but `loop_id` that have not ended.
     std::vector<std::filesystem::path> sandbox_hidden(std::int64_t loop_id);
     // method_services::forget_loop.
-    std::int64_t forget_loop(std::int64_t loop_id);
+    loop_files forget_loop(std::int64_t loop_id);
 
     net::io_context& io_;
     daemon_options options_;

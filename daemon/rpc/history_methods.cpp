@@ -18,6 +18,20 @@ using proto::rpc_error;
 
 constexpr std::int64_t day_ms = 24 * 3600 * 1000;
 
+// history.gc: the policy's inputs held here while collect_garbage runs.
+awaitable<proto::gc_result> collect_garbage(const proto::gc_request& params,
+                                            method_services& services) {
+    const std::int64_t now = services.clock.now_ms();
+    const std::vector<proto::budget_use> budgets = services.gate.budget_use(now);
+    const gc_context ctx{services.db,
+                         services.output,
+                         services.health,
+                         services.blocking,
+                         [&services](std::int64_t id) { return services.loops.is_running(id); },
+                         services.forget_loop};
+    co_return co_await ralph::collect_garbage(params, now, budgets, ctx);
+}
+
 }  // namespace
 
 void register_history_methods(method_registry& registry, method_services& services) {
@@ -35,12 +49,7 @@ void register_history_methods(method_registry& registry, method_services& servic
 
     registry.add<proto::method::history_gc>(
         [&services](const proto::gc_request& params, call_context&) {
-            const std::int64_t now = services.clock.now_ms();
-            return collect_garbage(
-                params, now, services.gate.budget_use(now),
-                gc_context{services.db, services.output, services.health,
-                           [&services](std::int64_t id) { return services.loops.is_running(id); },
-                           services.forget_loop});
+            return collect_garbage(params, services);
         });
 }
 

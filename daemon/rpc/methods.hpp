@@ -4,6 +4,7 @@
 #include "common/asio.hpp"
 #include "daemon/agents/agent.hpp"
 #include "daemon/state_dir.hpp"
+#include "daemon/store/gc.hpp"
 #include "proto/types.hpp"
 
 #include <filesystem>
@@ -30,18 +31,16 @@ struct method_services {
     wall_clock& clock;
     output_log& output;
     storage_health& health;  // daemon.info's storage; gc on a full disk
-    // The API's blocking work (a submit's git checks), apart from the runners' so that it does
-    // not wait behind fifty agent starts.
+    // The API's blocking work (a submit's checks, gc's file deletes), apart from the runners' so
+    // that it does not wait behind fifty agent starts.
     net::thread_pool& blocking;
     const agent_binaries& binaries;  // changed by SIGHUP (ralphd::reload), on the io thread
     state_dir state;                 // where --worktree loops get their worktrees
     proto::daemon_info identity;     // the static part of daemon.info
     // Stops ralphd after the reply is on its way, leaving the agents running or not.
     std::function<void(bool leave_running)> request_shutdown;
-    // Removes what the daemon keeps of a loop outside the database — its output file, last
-    // prompt and scratch directory — and ends its tails; for history.gc, once the loop's rows
-    // are gone. Returns the bytes of output removed.
-    std::function<std::int64_t(std::int64_t loop_id)> forget_loop;
+    // gc_context::forget_loop: for history.gc, once the loop's rows are gone.
+    std::function<loop_files(std::int64_t loop_id)> forget_loop;
 };
 
 void register_daemon_methods(method_registry& registry, method_services& services);

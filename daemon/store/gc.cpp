@@ -1,6 +1,7 @@
 #include "daemon/store/gc.hpp"
 
 #include "common/text.hpp"
+#include "daemon/off_thread.hpp"
 #include "daemon/store/output_log.hpp"
 #include "daemon/store/storage_health.hpp"
 #include "daemon/store/store.hpp"
@@ -10,11 +11,16 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 
 namespace ralph {
 namespace {
+
+// A loop of a long night holds thousands of rows (events, output chunks): a transaction of ten
+// keeps the io thread's other calls waiting for milliseconds, not seconds.
+constexpr std::size_t loops_per_transaction = 10;
 
 // A --worktree loop's worktree holds its results, on its branch: the loop's history says what
 // they are, so it stays as long as the worktree does.
@@ -25,9 +31,29 @@ bool worktree_exists(const store::ended_loop& loop) {
 
 }  // namespace
 
-proto::gc_result collect_garbage(const proto::gc_request& request, std::int64_t now_ms,
-                                 const std::vector<proto::budget_use>& budgets,
-                                 const gc_context& ctx) {
+std::int64_t delete_loop_files(const std::vector<loop_files>& loops) {
+    std::int64_t bytes = 0;
+    for (const loop_files& loop : loops) {
+        std::error_code ec;
+        const std::uintmax_t size = std::filesystem::file_size(loop.output, ec);
+        if (std::filesystem::remove(loop.output, ec))
+            bytes += static_cast<std::int64_t>(size == static_cast<std::uintmax_t>(-1) ? 0 : size);
+        if (ec)
+            spdlog::warn("cannot delete output file {}: {}", loop.output.string(), ec.message());
+        std::filesystem::remove(loop.prompt, ec);
+        if (ec)
+            spdlog::warn("cannot delete prompt file {}: {}", loop.prompt.string(), ec.message());
+        std::filesystem::remove_all(loop.scratch, ec);
+        if (ec)
+            spdlog::warn("cannot delete scratch directory {}: {}", loop.scratch.string(),
+                         ec.message());
+    }
+    return bytes;
+}
+
+awaitable<proto::gc_result> collect_garbage(const proto::gc_request& request, std::int64_t now_ms,
+                                            const std::vector<proto::budget_use>& budgets,
+                                            const gc_context& ctx) {
     const auto started = std::chrono::steady_clock::now();
     proto::gc_result result;
     result.dry_run = request.dry_run;
@@ -40,6 +66,7 @@ proto::gc_result collect_garbage(const proto::gc_request& request, std::int64_t 
         result.before = now_ms - budget.window_ms;
         result.kept_for_budgets = true;
     }
+
     std::vector<std::int64_t> ids;
     for (const store::ended_loop& loop : ctx.db.loops_ended_before(result.before)) {
         if (ctx.is_running(loop.id)) continue;
@@ -48,30 +75,56 @@ proto::gc_result collect_garbage(const proto::gc_request& request, std::int64_t 
         else
             ids.push_back(loop.id);
     }
-    store::removal removal;
+
+    const auto executor = co_await net::this_coro::executor;
+    std::string refused;  // why the storage refused a removal
     try {
         // Output index rows waiting for their batch must not outlive their loop's rows.
         ctx.output.write_pending();
-        removal = ctx.db.remove_loops(ids, request.dry_run);
     } catch (const std::exception& e) {
         if (request.dry_run || !ctx.health.failed(e)) throw;
-        // What the loops hold outside the database, their tails ended: most of the space.
-        std::int64_t freed = 0;
-        for (std::int64_t id : ids) freed += ctx.forget_loop(id);
+        refused = e.what();
+    }
+    for (std::size_t first = 0; refused.empty() && first < ids.size();
+         first += loops_per_transaction) {
+        const std::vector<std::int64_t> some(
+            ids.begin() + static_cast<std::ptrdiff_t>(first),
+            ids.begin() +
+                static_cast<std::ptrdiff_t>(std::min(ids.size(), first + loops_per_transaction)));
+        try {
+            store::removal removal = ctx.db.remove_loops(some, request.dry_run);
+            result.loop_ids.insert(result.loop_ids.end(), removal.loop_ids.begin(),
+                                   removal.loop_ids.end());
+            result.attempts += removal.attempts;
+            result.events += removal.events;
+        } catch (const std::exception& e) {
+            if (request.dry_run || !ctx.health.failed(e)) throw;
+            refused = e.what();
+        }
+        // The other calls go on between two transactions.
+        co_await net::post(executor, use_awaitable);
+    }
+
+    if (request.dry_run) {
+        for (std::int64_t id : result.loop_ids) result.output_bytes += ctx.output.file_size(id);
+        co_return result;
+    }
+    // The files go after the commit: a crash in between leaves files without rows (harmless),
+    // never rows without their output. When the database refused the removal: the files of
+    // every loop, whose rows go at the next gc; most of the space is theirs.
+    const std::vector<std::int64_t>& forgotten = refused.empty() ? result.loop_ids : ids;
+    std::vector<loop_files> files;
+    for (std::int64_t id : forgotten) files.push_back(ctx.forget_loop(id));
+    const std::int64_t deleted =
+        co_await off_thread(ctx.blocking, [&files] { return delete_loop_files(files); });
+    if (!refused.empty())
         throw proto::rpc_error(
             proto::error_kind::storage_unavailable,
             fmt::format("the database cannot be changed ({}): the output files of {} loop(s) were "
-                        "removed ({} bytes freed); their records go at the next gc",
-                        e.what(), ids.size(), freed));
-    }
-    result.loop_ids = std::move(removal.loop_ids);
-    result.attempts = removal.attempts;
-    result.events = removal.events;
-    // The files go after the commit: a crash in between leaves files without rows (harmless),
-    // never rows without their output.
-    for (std::int64_t id : result.loop_ids)
-        result.output_bytes += request.dry_run ? ctx.output.file_size(id) : ctx.forget_loop(id);
-    if (!request.dry_run && !result.loop_ids.empty()) {
+                        "removed ({} bytes freed); the records not yet removed go at the next gc",
+                        refused, forgotten.size(), deleted));
+    result.output_bytes = deleted;
+    if (!result.loop_ids.empty()) {
         ctx.db.truncate_wal();
         spdlog::info(
             "history.gc: removed {} loop(s) that ended before {}: {} attempt(s), {} event(s), {} "
@@ -82,7 +135,7 @@ proto::gc_result collect_garbage(const proto::gc_request& request, std::int64_t 
                                                                   started)
                 .count());
     }
-    return result;
+    co_return result;
 }
 
 }  // namespace ralph

@@ -1,14 +1,18 @@
 // history.gc's retention policy (ARCHITECTURE.md, "History: report and gc"): which loops go —
 // those in an end state that finished before the cutoff, never within the longest window of the
 // global budgets, never one whose worktree still exists or whose runner is still finishing — and
-// the order of their removal: the output index flushed, the rows deleted in one transaction, and
-// only then the files, so that a crash in between leaves files without rows, never the reverse.
+// the order of their removal: the output index flushed, the rows deleted, and only then the files,
+// so that a crash in between leaves files without rows, never the reverse. The rows go in
+// transactions of 10 loops with the io thread free for other calls between them, the files on
+// the API's pool thread.
 #pragma once
 
+#include "common/asio.hpp"
 #include "proto/history.hpp"
 #include "proto/types.hpp"
 
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <vector>
 
@@ -18,27 +22,39 @@ class store;
 class output_log;
 class storage_health;
 
+// What a loop leaves outside the database: its output file, and its runner's last prompt and
+// scratch directory.
+struct loop_files {
+    std::filesystem::path output;
+    std::filesystem::path prompt;
+    std::filesystem::path scratch;
+};
+
+// Deletes the files of loops whose history is gone; returns the bytes of output deleted. A file
+// that cannot be deleted is logged. Runs on any thread.
+std::int64_t delete_loop_files(const std::vector<loop_files>& loops);
+
 // What gc works on; owned by the daemon.
 struct gc_context {
     store& db;
     output_log& output;
     storage_health& health;
+    net::thread_pool& blocking;  // where the files are deleted
     // The loop's runner still exists (scheduler::is_running): it may yet write its last rows.
     std::function<bool(std::int64_t loop_id)> is_running;
-    // Removes what the daemon keeps of a loop outside the database once its rows are gone, or
-    // when the database cannot change (a full disk: the rows go at the next gc) — its output file,
-    // last prompt and scratch directory; its tails end. Returns the bytes of output.
-    std::function<std::int64_t(std::int64_t loop_id)> forget_loop;
+    // Forgets a loop once its rows are gone, or when the database cannot change (a full disk: the
+    // rows go at the next gc): its tails end, readers see no output. Returns its files.
+    std::function<loop_files(std::int64_t loop_id)> forget_loop;
 };
 
 // Removes (with request.dry_run, only counts) the history of the loops that ended more than
 // request.older_than_s before now_ms, or before the start of the longest window of `budgets`
 // (the global budgets that are set: admission::budget_use) when that is earlier. When the
 // storage refuses the removal (a full disk), the loops' output files — most of the space they
-// take — are removed all the same, and rpc_error(storage_unavailable) says so: their rows go at
-// the next gc.
-proto::gc_result collect_garbage(const proto::gc_request& request, std::int64_t now_ms,
-                                 const std::vector<proto::budget_use>& budgets,
-                                 const gc_context& ctx);
+// take — are deleted all the same, and rpc_error(storage_unavailable) says so: the rows not yet
+// removed go at the next gc. The arguments must outlive the call.
+awaitable<proto::gc_result> collect_garbage(const proto::gc_request& request, std::int64_t now_ms,
+                                            const std::vector<proto::budget_use>& budgets,
+                                            const gc_context& ctx);
 
 }  // namespace ralph

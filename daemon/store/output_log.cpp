@@ -67,15 +67,6 @@ std::int64_t output_log::file_size(std::int64_t loop_id) const {
     return ::stat(file_of(loop_id).c_str(), &st) == 0 ? std::int64_t(st.st_size) : 0;
 }
 
-std::int64_t output_log::remove(std::int64_t loop_id) {
-    committed_.erase(loop_id);
-    const std::int64_t size = file_size(loop_id);
-    if (::unlink(file_of(loop_id).c_str()) != 0 && errno != ENOENT)
-        throw std::system_error(errno, std::generic_category(),
-                                "cannot delete output file " + file_of(loop_id).string());
-    return size;
-}
-
 void output_log::index(std::int64_t loop_id, std::int64_t attempt_id, output_stream stream,
                        std::int64_t offset, std::int64_t length) {
     if (length <= 0) return;

@@ -62,10 +62,10 @@ class output_log {
     std::filesystem::path file_of(std::int64_t loop_id) const;
     // Size of the loop's output file on disk (0 when it has none).
     std::int64_t file_size(std::int64_t loop_id) const;
-    // The loop's history was removed (history.gc): deletes its file and forgets its
-    // committed end, so that readers see no output. Returns the bytes deleted. The loop must
-    // not be running, and the index must have been flushed before its rows were deleted.
-    std::int64_t remove(std::int64_t loop_id);
+    // The loop's history was removed (history.gc): forgets its committed end, so that readers
+    // see no output; gc then deletes its file. The loop must not be running, and the index must
+    // have been flushed before its rows were deleted.
+    void forget(std::int64_t loop_id) { committed_.erase(loop_id); }
 
   private:
     struct pending_chunk {

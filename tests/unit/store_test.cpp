@@ -6,6 +6,7 @@
 
 #include "proto/errors.hpp"
 #include "tests/support/files.hpp"
+#include "tests/support/run_awaitable.hpp"
 
 #include <doctest/doctest.h>
 
@@ -26,6 +27,16 @@ namespace {
 struct temp_db {
     ralph::test::temp_dir dir;
     fs::path path() const { return dir.path / "ralph.db"; }
+};
+
+// What gc works on: a database with its output log.
+struct gc_fixture {
+    temp_db tmp;
+    ralph::store db{tmp.path()};
+    ralph::net::io_context io;
+    ralph::storage_health health{io, db, {}, [] {}};
+    ralph::output_log output{io, db, health, tmp.dir.path / "output",
+                             [](std::int64_t, std::int64_t) {}};
 };
 
 ralph::proto::submit_params sample_spec() {
@@ -565,12 +576,11 @@ TEST_CASE("gc: removing ended loops deletes every row they left; a dry run only 
 }
 
 TEST_CASE("gc: the cutoff keeps the longest budget window, worktrees and finishing runners") {
-    temp_db tmp;
-    ralph::store db(tmp.path());
-    ralph::net::io_context io;
-    ralph::storage_health health(io, db, {}, [] {});
-    ralph::output_log output(io, db, health, tmp.dir.path / "output",
-                             [](std::int64_t, std::int64_t) {});
+    gc_fixture gc;
+    temp_db& tmp = gc.tmp;
+    ralph::store& db = gc.db;
+    ralph::storage_health& health = gc.health;
+    ralph::output_log& output = gc.output;
     constexpr std::int64_t hour = 3600 * 1000, day = 24 * hour, now = 10 * day;
     auto ended_at = [&db](const std::string& name, std::int64_t at,
                           const std::string& worktree = "") {
@@ -598,19 +608,26 @@ TEST_CASE("gc: the cutoff keeps the longest budget window, worktrees and finishi
     REQUIRE(with_worktree == 4);
 
     std::vector<std::int64_t> forgotten;
-    ralph::gc_context ctx{db, output, health, [&](std::int64_t id) { return id == finishing; },
+    ralph::net::thread_pool pool(1);
+    ralph::gc_context ctx{db,
+                          output,
+                          health,
+                          pool,
+                          [&](std::int64_t id) { return id == finishing; },
                           [&](std::int64_t id) {
                               // The files go only after the rows.
                               CHECK_FALSE(db.find_loop(id).has_value());
                               forgotten.push_back(id);
-                              return output.remove(id);
+                              output.forget(id);
+                              return ralph::loop_files{output.file_of(id), "", ""};
                           }};
     // Asked: what ended more than an hour ago. The global budget of iterations per day still
     // counts yesterday's loop: the cutoff moves back a day; the hourly one changes nothing.
     ralph::proto::gc_request request{3600, true};
     const std::vector<ralph::proto::budget_use> budgets{{"iterations_per_hour", 0, 1, 10, hour, 0},
                                                         {"iterations_per_day", 0, 1, 10, day, 0}};
-    const auto counted = ralph::collect_garbage(request, now, budgets, ctx);
+    const auto counted =
+        ralph::test::run_awaitable(ralph::collect_garbage(request, now, budgets, ctx));
     CHECK(counted.dry_run);
     CHECK(counted.before == now - day);
     CHECK(counted.kept_for_budgets);
@@ -622,7 +639,7 @@ TEST_CASE("gc: the cutoff keeps the longest budget window, worktrees and finishi
     CHECK(db.find_loop(old).has_value());
 
     request.dry_run = false;
-    const auto removed = ralph::collect_garbage(request, now, {}, ctx);
+    const auto removed = ralph::test::run_awaitable(ralph::collect_garbage(request, now, {}, ctx));
     CHECK(removed.before == now - hour);
     CHECK_FALSE(removed.kept_for_budgets);
     CHECK(removed.loop_ids == std::vector<std::int64_t>{old, worktree_gone, yesterday});
@@ -633,6 +650,64 @@ TEST_CASE("gc: the cutoff keeps the longest budget window, worktrees and finishi
     CHECK_FALSE(fs::exists(output.file_of(old)));
     CHECK(db.find_loop(finishing).has_value());
     CHECK(db.find_loop(with_worktree).has_value());
+}
+
+TEST_CASE("gc: a large removal goes in transactions of 10 loops, other work running between") {
+    gc_fixture gc;
+    temp_db& tmp = gc.tmp;
+    ralph::store& db = gc.db;
+    ralph::net::io_context& io = gc.io;
+    ralph::storage_health& health = gc.health;
+    ralph::output_log& output = gc.output;
+    std::vector<std::int64_t> ended;
+    for (int i = 0; i < 25; ++i) {
+        ended.push_back(add_loop(db, "loop-" + std::to_string(i), 1));
+        move_to(db, ended.back(), loop_state::completed, "done", 0, 50);
+        std::ofstream(output.file_of(ended.back()), std::ios::binary) << "12345678";
+        ralph::test::write_file(tmp.dir.path / ("prompt-" + std::to_string(ended.back())),
+                                "prompt");
+        fs::create_directories(tmp.dir.path / ("scratch-" + std::to_string(ended.back())) / "d");
+    }
+    ralph::net::thread_pool pool(1);
+    const ralph::gc_context ctx{db,
+                                output,
+                                health,
+                                pool,
+                                [](std::int64_t) { return false; },
+                                [&](std::int64_t id) {
+                                    output.forget(id);
+                                    return ralph::loop_files{
+                                        output.file_of(id),
+                                        tmp.dir.path / ("prompt-" + std::to_string(id)),
+                                        tmp.dir.path / ("scratch-" + std::to_string(id))};
+                                }};
+    const ralph::proto::gc_request request{1, false};
+    const std::vector<ralph::proto::budget_use> budgets;
+    // Another task of the io thread, counting its turns until gc is done.
+    bool done = false;
+    int turns = 0;
+    std::function<void()> take_a_turn = [&] {
+        ++turns;
+        if (!done) ralph::net::post(io, take_a_turn);
+    };
+    ralph::proto::gc_result result;
+    ralph::net::co_spawn(io, ralph::collect_garbage(request, 10'000, budgets, ctx),
+                         [&](std::exception_ptr error, ralph::proto::gc_result r) {
+                             CHECK_FALSE(error);
+                             result = std::move(r);
+                             done = true;
+                         });
+    ralph::net::post(io, take_a_turn);
+    io.run();
+    CHECK(result.loop_ids == ended);
+    CHECK(result.output_bytes == 25 * 8);
+    CHECK(turns >= 3);  // between the three transactions, and while the files were deleted
+    CHECK(fs::is_empty(tmp.dir.path / "output"));
+    for (std::int64_t id : {ended.front(), ended.back()}) {
+        CHECK_FALSE(fs::exists(tmp.dir.path / ("prompt-" + std::to_string(id))));
+        CHECK_FALSE(fs::exists(tmp.dir.path / ("scratch-" + std::to_string(id))));
+    }
+    CHECK(db.loops_ended_before(100).empty());
 }
 
 TEST_CASE("store: a steering hint goes to the next iteration, or after the one running") {
