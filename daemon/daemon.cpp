@@ -37,7 +37,7 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
           io, db_, health_, state_dir(options_.db_path).output_dir(),
           [this](std::int64_t loop_id, std::int64_t end) { hub_.output_committed(loop_id, end); }),
       reaper_(io),
-      hooks_(io, reaper_, options_.hooks, options_.agent_env,
+      hooks_(io, blocking_, reaper_, options_.hooks, options_.agent_env,
              [this](std::int64_t loop_id) { return sandbox_hidden(loop_id); }),
       runner_ctx_{io,
                   blocking_,

@@ -3,6 +3,7 @@
 #include "common/paths.hpp"
 #include "common/text.hpp"
 #include "daemon/agents/agent.hpp"
+#include "daemon/off_thread.hpp"
 #include "daemon/process/child_reaper.hpp"
 #include "daemon/process/sandbox.hpp"
 
@@ -85,9 +86,11 @@ std::filesystem::path notify_send_program() {
 }
 
 hook_runner::hook_runner(
-    net::io_context& io, child_reaper& reaper, hook_settings settings, const env_policy& agent_env,
+    net::io_context& io, net::thread_pool& blocking, child_reaper& reaper, hook_settings settings,
+    const env_policy& agent_env,
     std::function<std::vector<std::filesystem::path>(std::int64_t loop_id)> sandbox_hidden)
     : io_(io),
+      blocking_(blocking),
       reaper_(reaper),
       settings_(std::move(settings)),
       agent_env_(agent_env),
@@ -143,19 +146,34 @@ void hook_runner::start(const proto::loop_info& loop, const std::string& label,
             argv = sandbox::wrap(sandbox::find_bwrap(search_path_with(loop.spec.env)), view, dir,
                                  argv);
         }
-        hook.process =
-            spawn_process({std::move(argv), hook_process_environment(loop, which, agent_env_), dir,
-                           std::string()});
     } catch (const std::exception& e) {
         spdlog::warn("{} '{}' not run: {}", label, command, e.what());
         running_.erase(it);
         return;
     }
-    reaper_.watch(hook.process.pid);
+    hook.command = command;
+    hook.request = spawn_request{std::move(argv), hook_process_environment(loop, which, agent_env_),
+                                 dir, std::string()};
+    net::co_spawn(io_, supervise(hook), [this, it](std::exception_ptr error) {
+        if (error) spdlog::error("{}: lost track of it", it->label);
+        // Let the finished coroutine unwind before its hook is erased.
+        net::post(io_, [this, it] { finished(it); });
+    });
+}
+
+awaitable<void> hook_runner::supervise(running_hook& hook) {
+    try {
+        hook.process = co_await off_thread(blocking_, [&] { return reaper_.spawn(hook.request); });
+    } catch (const std::exception& e) {
+        spdlog::warn("{} '{}' not run: {}", hook.label, hook.command, e.what());
+        co_return;
+    }
     hook.started = std::chrono::steady_clock::now();
     hook.output.keep = helper_output::part::head;
     hook.output.limit = kept_output_bytes;
-    spdlog::info("{} started: {} (pid {})", label, command, hook.process.pid);
+    spdlog::info("{} started: {} (pid {})", hook.label, hook.command, hook.process.pid);
+    // The shutdown's grace ended while it was being started.
+    if (grace_over_) signal_group(hook.process.pid, SIGKILL);
     hook.limit.expires_after(settings_.time_limit);
     // Runs before finished() erases the hook: the timer's handler, once queued, precedes the
     // completion of supervise() on the one io thread.
@@ -166,14 +184,6 @@ void hook_runner::start(const proto::loop_info& loop, const std::string& label,
                      settings_.time_limit.count() / 1000.0);
         signal_group(hook.process.pid, SIGKILL);
     });
-    net::co_spawn(io_, supervise(hook), [this, it](std::exception_ptr error) {
-        if (error) spdlog::error("{}: lost track of it", it->label);
-        // Let the finished coroutine unwind before its hook is erased.
-        net::post(io_, [this, it] { finished(it); });
-    });
-}
-
-awaitable<void> hook_runner::supervise(running_hook& hook) {
     int status = co_await finish_helper(io_, reaper_, hook.process, hook.output);
     hook.limit.cancel();
     auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -231,7 +241,9 @@ void hook_runner::shutdown(std::function<void()> done) {
     grace_timer_.expires_after(settings_.shutdown_grace);
     grace_timer_.async_wait([this](boost::system::error_code ec) {
         if (ec) return;
+        grace_over_ = true;
         for (auto& hook : running_) {
+            if (hook.process.pid <= 0) continue;  // being started: killed once it is
             spdlog::warn("{} still runs at shutdown: killing its process group", hook.label);
             signal_group(hook.process.pid, SIGKILL);
         }

@@ -74,9 +74,10 @@ class hook_runner {
     // `agent_env`: the env policy of the agents (ralphd's, kept up to date at SIGHUP), which the
     // hooks that get a loop's environment go through; `sandbox_hidden`: what the sandbox of a
     // --sandbox loop's hooks hides (runner_context).
+    // `blocking`: where the hooks' processes are started.
     hook_runner(
-        net::io_context& io, child_reaper& reaper, hook_settings settings,
-        const env_policy& agent_env,
+        net::io_context& io, net::thread_pool& blocking, child_reaper& reaper,
+        hook_settings settings, const env_policy& agent_env,
         std::function<std::vector<std::filesystem::path>(std::int64_t loop_id)> sandbox_hidden);
 
     // Starts the hooks of a loop that has just reached an end state (after its commit).
@@ -90,8 +91,10 @@ class hook_runner {
   private:
     struct running_hook {
         running_hook(net::io_context& io, std::string label) : label(std::move(label)), limit(io) {}
-        std::string label;  // for the log: "loop 7: submit --on-done hook"
-        spawned_process process;
+        std::string label;    // for the log: "loop 7: submit --on-done hook"
+        std::string command;  // for the log: its words
+        spawn_request request;
+        spawned_process process;  // pid -1 until started
         helper_output output;
         std::chrono::steady_clock::time_point started;
         net::steady_timer limit;  // the time limit
@@ -107,6 +110,7 @@ class hook_runner {
     void log_output(const running_hook& hook) const;
 
     net::io_context& io_;
+    net::thread_pool& blocking_;
     child_reaper& reaper_;
     hook_settings settings_;
     const env_policy& agent_env_;
@@ -114,6 +118,7 @@ class hook_runner {
     hook_list running_;
     bool shutting_down_ = false;  // waiting for the running hooks to end
     bool stopped_ = false;        // shut down: no hook starts any more
+    bool grace_over_ = false;     // shutting down, the grace ended: what is left is killed
     std::function<void()> on_all_ended_;
     net::steady_timer grace_timer_;
 };

@@ -853,21 +853,24 @@ awaitable<bool> loop_runner::verify(const proto::loop_info& loop, proto::attempt
         agent_environment(ctx_.agent_env, find_agent(loop.spec.agent).environment_variables(),
                           std::vector<std::pair<std::string, std::string>>(loop.spec.env.begin(),
                                                                            loop.spec.env.end()));
+    spawn_request request{{}, std::move(env), loop.spec.workspace, std::string()};
     spawned_process process;
     try {
-        std::vector<std::string> argv = text::split_command_words(loop.spec.verify_command);
-        if (argv.empty()) throw std::invalid_argument("empty command");
+        request.argv = text::split_command_words(loop.spec.verify_command);
+        if (request.argv.empty()) throw std::invalid_argument("empty command");
         // In the attempt's sandbox: the agent may have rewritten the check's program.
         if (loop.spec.sandbox)
-            argv = sandbox::wrap(bwrap_, sandbox_view_, loop.spec.workspace, argv);
-        process = spawn_process({argv, env, loop.spec.workspace, std::string()});
+            request.argv = sandbox::wrap(bwrap_, sandbox_view_, loop.spec.workspace, request.argv);
+        process = co_await off_thread(ctx_.blocking, [&] { return ctx_.reaper.spawn(request); });
     } catch (const std::exception& e) {
         attempt.verify_exit = 127;
         attempt.verify_output = std::string("cannot run --verify: ") + e.what();
         co_return false;
     }
-    ctx_.reaper.watch(process.pid);
     helper_pgid_ = process.pid;  // a cancel or stop ends the check too
+    // One that came while the check was being started.
+    if (stop_ == stop_kind::cancel || stop_ == stop_kind::shutdown || stop_ == stop_kind::pause)
+        terminate_agent();
     net::steady_timer timeout(ctx_.io);
     timeout.expires_after(std::chrono::milliseconds(std::int64_t(loop.spec.timeout_s * 1000)));
     timeout.async_wait([this](boost::system::error_code ec) {
