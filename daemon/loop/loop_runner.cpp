@@ -434,10 +434,27 @@ awaitable<std::vector<std::string>> loop_runner::agent_env_and_sandbox(
     co_return env;
 }
 
+loop_runner::attempt_inputs loop_runner::read_attempt_inputs(const proto::loop_info& loop,
+                                                             std::int64_t iteration,
+                                                             const std::vector<std::string>& env) {
+    attempt_inputs inputs;
+    // Only the previous iteration's: an older iteration's feedback (next steps long done) must
+    // not come back when the last iteration gave none.
+    if (nlohmann::json last = ctx_.db.feedback_of(loop_id_, iteration - 1); last.is_object())
+        inputs.previous_feedback = feedback_from_json(last);
+    inputs.steering = ctx_.db.steering_for(loop_id_, iteration);
+    inputs.loop_started_at = loop.started_at != 0 ? loop.started_at : ctx_.clock.now_ms();
+    inputs.program =
+        find_program(find_agent(loop.spec.agent), loop.spec, ctx_.binaries, search_path_of(env));
+    inputs.kill_grace = ctx_.kill_grace;
+    return inputs;
+}
+
 loop_runner::attempt_plan loop_runner::prepare_attempt(const proto::loop_info& loop,
                                                        const proto::attempt_info& attempt,
-                                                       std::vector<std::string>& env,
-                                                       std::filesystem::path& tmpdir) {
+                                                       const std::vector<std::string>& env,
+                                                       const std::filesystem::path& tmpdir,
+                                                       const attempt_inputs& inputs) {
     const agent& adapter = find_agent(loop.spec.agent);
     attempt_plan plan;
     if (!tmpdir.empty()) {
@@ -446,15 +463,13 @@ loop_runner::attempt_plan loop_runner::prepare_attempt(const proto::loop_info& l
         plan.tmpdir = tmpdir;
     }
     prompt_extras extras;
-    extras.previous_feedback = write_state_file(loop, attempt.iteration);
-    extras.steering = ctx_.db.steering_for(loop_id_, attempt.iteration);
+    extras.previous_feedback = write_state_file(loop, attempt.iteration, inputs);
+    extras.steering = inputs.steering;
     plan.prompt = build_prompt(loop, attempt.iteration, extras);
     const std::string prompt_file = ctx_.state.prompt_of(loop_id_).string();
     // In place: the agent is not running.
     overwrite_file(ctx_.state.prompt_dir(), state_dir::prompt_file_name(loop_id_), plan.prompt);
-    const std::string program =
-        find_program(adapter, loop.spec, ctx_.binaries, search_path_of(env));
-    invocation inv = adapter.invoke({loop.spec, program, plan.prompt, prompt_file});
+    invocation inv = adapter.invoke({loop.spec, inputs.program, plan.prompt, prompt_file});
     if (loop.spec.sandbox)
         inv.argv = sandbox::wrap(bwrap_, sandbox_view_, loop.spec.workspace, inv.argv);
     if (inv.argv.empty()) throw std::system_error(EINVAL, std::generic_category(), "empty command");
@@ -466,7 +481,7 @@ loop_runner::attempt_plan loop_runner::prepare_attempt(const proto::loop_info& l
     agent.stdin_path = inv.prompt_on_stdin ? prompt_file : std::string();
     agent.output_file = ctx_.output.file_of(loop_id_).string();
     agent.output_start = attempt.output_start;
-    agent.kill_grace_ms = ctx_.kill_grace.count();
+    agent.kill_grace_ms = inputs.kill_grace.count();
     return plan;
 }
 
@@ -521,7 +536,9 @@ awaitable<loop_runner::attempt_outcome> loop_runner::run_attempt(const proto::lo
         std::filesystem::path tmpdir;
         std::vector<std::string> env =
             co_await agent_env_and_sandbox(loop, iteration, attempt_number, tmpdir);
-        plan = prepare_attempt(loop, attempt, env, tmpdir);
+        const attempt_inputs inputs = read_attempt_inputs(loop, iteration, env);
+        plan = co_await off_thread(
+            ctx_.blocking, [&] { return prepare_attempt(loop, attempt, env, tmpdir, inputs); });
     } catch (const std::exception& e) {
         // ralph's own storage refused a write: not the agent's failure (run() leaves the loop).
         if (storage_health::is_storage_error(e)) throw;
@@ -722,12 +739,9 @@ awaitable<loop_runner::attempt_outcome> loop_runner::record(const proto::loop_in
     co_return outcome;
 }
 
-std::string loop_runner::write_state_file(const proto::loop_info& loop, std::int64_t iteration) {
-    // Only the previous iteration's: an older iteration's feedback (next steps long done) must
-    // not come back when the last iteration gave none.
-    std::optional<feedback> previous;
-    if (nlohmann::json last = ctx_.db.feedback_of(loop_id_, iteration - 1); last.is_object())
-        previous = feedback_from_json(last);
+std::string loop_runner::write_state_file(const proto::loop_info& loop, std::int64_t iteration,
+                                          const attempt_inputs& inputs) {
+    const std::optional<feedback>& previous = inputs.previous_feedback;
     loop_state_file state;
     state.loop_id = loop_id_;
     state.name = loop.spec.name;
@@ -735,8 +749,7 @@ std::string loop_runner::write_state_file(const proto::loop_info& loop, std::int
     state.max_iterations = loop.spec.max_iterations;
     state.min_iterations = loop.spec.min_iterations;
     state.completion_signal = "<promise>" + loop.spec.completion_phrase + "</promise>";
-    state.started_at =
-        text::format_iso8601(loop.started_at != 0 ? loop.started_at : ctx_.clock.now_ms());
+    state.started_at = text::format_iso8601(inputs.loop_started_at);
     state.previous_feedback = previous;
     try {
         // In place: the agent is not running yet.

@@ -22,6 +22,7 @@
 #include "common/asio.hpp"
 #include "common/shim_protocol.hpp"
 #include "daemon/agents/agent.hpp"
+#include "daemon/loop/loop_memory.hpp"
 #include "daemon/process/environment.hpp"
 #include "daemon/process/sandbox.hpp"
 #include "daemon/state_dir.hpp"
@@ -122,6 +123,15 @@ class loop_runner {
         shim::spec agent;
         std::filesystem::path tmpdir;  // the attempt's private TMPDIR, removed at its end
     };
+    // What preparing an attempt needs of the database and of the settings SIGHUP changes: read
+    // on the io thread, as the preparation runs on the pool.
+    struct attempt_inputs {
+        std::optional<feedback> previous_feedback;  // the previous iteration's
+        std::vector<std::string> steering;
+        std::int64_t loop_started_at = 0;
+        std::string program;  // the agent's program, as find_program finds it
+        std::chrono::milliseconds kill_grace{0};
+    };
     struct adopted_attempt {
         std::int64_t attempt_id = 0;
         shim::started started;
@@ -142,9 +152,13 @@ class loop_runner {
                                                               std::int64_t iteration,
                                                               std::int64_t attempt_number,
                                                               std::filesystem::path& tmpdir);
-    // Writes the state file and the prompt, builds the agent's invocation.
+    attempt_inputs read_attempt_inputs(const proto::loop_info& loop, std::int64_t iteration,
+                                       const std::vector<std::string>& env);
+    // Writes the state file and the prompt, builds the agent's invocation: file system work, on
+    // the pool thread.
     attempt_plan prepare_attempt(const proto::loop_info& loop, const proto::attempt_info& attempt,
-                                 std::vector<std::string>& env, std::filesystem::path& tmpdir);
+                                 const std::vector<std::string>& env,
+                                 const std::filesystem::path& tmpdir, const attempt_inputs& inputs);
     // An attempt whose agent could not be started, recorded as spawn_failed.
     attempt_outcome record_start_failure(proto::attempt_info& attempt, const std::exception& e);
     // Follows the agent until its attempt is over: its output indexed and parsed, the time
@@ -173,7 +187,8 @@ class loop_runner {
     // Runs --verify in the workspace; true when it exits 0. Its status and output go to attempt.
     awaitable<bool> verify(const proto::loop_info& loop, proto::attempt_info& attempt);
     // Writes .ralph/loop.md for the iteration and returns the previous feedback for its prompt.
-    std::string write_state_file(const proto::loop_info& loop, std::int64_t iteration);
+    std::string write_state_file(const proto::loop_info& loop, std::int64_t iteration,
+                                 const attempt_inputs& inputs);
     // The events as rows of the attempt (and clears them).
     std::vector<proto::event_info> event_rows(std::int64_t attempt_id,
                                               std::vector<agent_stream::event>& events);

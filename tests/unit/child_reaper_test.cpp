@@ -1,9 +1,9 @@
 // The child reaper with processes started on pool threads while the io thread reaps on SIGCHLD:
 // every exit status reaches its waiter, also that of a child that ended before its start
 // returned to the pool thread.
+#include "daemon/process/child_reaper.hpp"
 #include "common/asio.hpp"
 #include "daemon/off_thread.hpp"
-#include "daemon/process/child_reaper.hpp"
 
 #include <doctest/doctest.h>
 
