@@ -204,4 +204,8 @@ submission check_submission(proto::submit_params spec, const submission_context&
     return result;
 }
 
+bool check_reads_repository(const proto::submit_params& spec) {
+    return spec.worktree || (!spec.allow_dirty && workspace::has_git_entry(spec.workspace));
+}
+
 }  // namespace ralph

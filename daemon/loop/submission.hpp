@@ -35,5 +35,8 @@ struct submission {
 // alone. Reads the file system and the workspace's repository (libgit2: milliseconds, seconds
 // on a large repository, hence off the io thread); changes nothing. Throws proto::rpc_error.
 submission check_submission(proto::submit_params spec, const submission_context& ctx);
+// Whether check_submission(spec) reads a repository (a --worktree loop, the dirty check of a
+// workspace in git), which is worth a trip off the io thread; otherwise it costs a few stat calls.
+bool check_reads_repository(const proto::submit_params& spec);
 
 }  // namespace ralph

@@ -944,6 +944,8 @@ bool file_changed(const snapshot& before, const snapshot& after, const std::file
     return error.empty() && before_id != after_id;
 }
 
+bool has_git_entry(const std::filesystem::path& dir) { return !git_entry(dir, true).empty(); }
+
 dirty_state check_dirty(const std::filesystem::path& dir) {
     dirty_state state;
     repository repo = find_repository(dir);

@@ -104,6 +104,9 @@ struct dirty_state {
 // For `submit`: the uncommitted changes in the workspace, .ralph/ left out. Not a git work
 // tree: is_git false.
 dirty_state check_dirty(const std::filesystem::path& dir);
+// Whether `dir` or a directory above it has a .git entry (a few stat calls): only then does
+// check_dirty open a repository, which takes milliseconds.
+bool has_git_entry(const std::filesystem::path& dir);
 
 // Stages everything in the workspace (`git add -A -- .`, written to the repository's index as
 // git add writes it) and commits it with `message` (`git commit -- .`: what the user staged
