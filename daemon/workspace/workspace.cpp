@@ -8,6 +8,7 @@
 
 #include "common/unique_fd.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <git2.h>
 #include <sys/stat.h>
@@ -18,6 +19,7 @@
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <iterator>
 #include <memory>
 #include <optional>
@@ -209,12 +211,63 @@ fs::path git_entry(const fs::path& dir, bool search) {
 // directory is the git directory itself or, for a linked worktree, the one whose `worktrees/`
 // holds it, as git lays them out.
 
-// The first symbolic link in `dir` or below, relative to `dir`; "" when there is none.
-std::string first_link_below(const fs::path& dir) {
-    std::error_code ec;
-    fs::recursive_directory_iterator it(dir, ec);
-    for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
-        if (it->is_symlink(ec)) return it->path().lexically_relative(dir).string();
+// Deeper than git's layout goes (refs/heads/a/b/c...): a directory this deep is refused rather
+// than walked with an open descriptor per level.
+constexpr std::size_t max_git_depth = 64;
+
+// Why `dir` (a git directory) may lead elsewhere: the first symbolic link in it or below, or a
+// directory in it that cannot be read whole (one an agent made unreadable could hide a link);
+// "" when neither. One descriptor per level, names from readdir's d_type: a git directory with
+// loose objects holds thousands of entries, and submit walks it.
+std::string link_problem_below(const fs::path& dir) {
+    struct level {
+        std::unique_ptr<DIR, int (*)(DIR*)> entries;
+        std::string prefix;  // the level's path relative to `dir`, "" or ending in '/'
+    };
+    std::vector<level> stack;
+    auto open_level = [&stack](int fd, std::string prefix) {
+        DIR* entries = fd >= 0 ? ::fdopendir(fd) : nullptr;
+        if (entries == nullptr && fd >= 0) ::close(fd);
+        if (entries == nullptr) return false;
+        stack.push_back({{entries, ::closedir}, std::move(prefix)});
+        return true;
+    };
+    auto unreadable = [](const std::string& path) {
+        return "cannot be read whole (" + (path.empty() ? std::string(".") : path) + ": " +
+               std::strerror(errno) + ")";
+    };
+    if (!open_level(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC), ""))
+        return unreadable("");
+    while (!stack.empty()) {
+        level& top = stack.back();
+        errno = 0;
+        const dirent* entry = ::readdir(top.entries.get());
+        if (entry == nullptr) {
+            if (errno != 0) return unreadable(top.prefix);
+            stack.pop_back();
+            continue;
+        }
+        const std::string_view name = entry->d_name;
+        if (name == "." || name == "..") continue;
+        unsigned char type = entry->d_type;
+        const int fd = ::dirfd(top.entries.get());
+        if (type == DT_UNKNOWN) {
+            struct stat info {};
+            if (::fstatat(fd, entry->d_name, &info, AT_SYMLINK_NOFOLLOW) != 0)
+                return unreadable(top.prefix + std::string(name));
+            type = S_ISLNK(info.st_mode) ? DT_LNK : S_ISDIR(info.st_mode) ? DT_DIR : DT_REG;
+        }
+        const std::string path = top.prefix + std::string(name);
+        if (type == DT_LNK) return "holds a symbolic link, " + path;
+        if (type != DT_DIR) continue;
+        if (stack.size() >= max_git_depth)
+            return "nests directories deeper than " + std::to_string(max_git_depth) + " levels (" +
+                   path + ")";
+        if (!open_level(
+                ::openat(fd, entry->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC),
+                path + "/"))
+            return unreadable(path);
+    }
     return "";
 }
 
@@ -228,8 +281,8 @@ std::string layout_problem(const fs::path& dot_git, git_repository* repo) {
         return "its git directory " + git_dir.string() + " names another common directory, " +
                common_dir.string() + " (in its file commondir)";
     // A linked worktree's git directory is in the common directory's worktrees/.
-    if (std::string link = first_link_below(common_dir); !link.empty())
-        return "its git directory " + common_dir.string() + " holds a symbolic link, " + link;
+    if (std::string problem = link_problem_below(common_dir); !problem.empty())
+        return "its git directory " + common_dir.string() + " " + problem;
     return "";
 }
 

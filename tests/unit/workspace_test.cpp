@@ -1003,6 +1003,13 @@ TEST_CASE("workspace: a git directory that leads out of itself is not used, nor 
     // Nothing was written outside.
     CHECK(read_file(outside / "reflog") == "untouched\n");
     CHECK(std::distance(fs::directory_iterator(outside), fs::directory_iterator()) == 1);
+    // A link below more directories than git nests: refused without walking down to it.
+    CHECK(plant("deep", [&](const fs::path& repo) {
+              fs::path deep = repo / ".git" / "refs";
+              for (int i = 0; i < 70; ++i) deep /= "d";
+              fs::create_directories(deep);
+              fs::create_symlink(outside / "reflog", deep / "link");
+          }).find("deeper than 64 levels") != std::string::npos);
     // .git itself a link.
     plant("dot-git-link", [&](const fs::path& repo) {
         fs::rename(repo / ".git", tmp.path / "moved-git");
