@@ -790,28 +790,30 @@ awaitable<void> loop_runner::judge(const proto::loop_info& loop, const std::stri
                                    attempt_outcome& outcome) {
     const auto& spec = loop.spec;
     const std::filesystem::path workspace_dir = spec.workspace;
-    try {
-        append_notes(workspace_dir, notes_file_name, attempt.iteration, extract_notes(final_answer),
-                     ctx_.clock.now_ms());
-    } catch (const safe_open::link_refused& e) {
-        refused(e.what());
-    } catch (const std::exception& e) {
-        spdlog::warn("loop {}: {}", loop_id_, e.what());
-    }
+    const std::vector<std::string> notes = extract_notes(final_answer);
+    const std::int64_t now = ctx_.clock.now_ms();
     if (auto said = extract_feedback(final_answer)) attempt.feedback = to_json(*said);
 
-    // One trip to the pool for the snapshot and both comparisons: each trip waits for a thread
-    // to wake up twice.
+    // One trip to the pool for the notes, the snapshot and both comparisons: each trip waits for
+    // a thread to wake up twice.
     std::string specs_relative;
     if (auto specs = specs_path(spec); !specs.empty())
         specs_relative = specs.lexically_relative(workspace_dir).string();
     struct workspace_after {
+        std::string notes_refused;  // a link where the notes go
         workspace::snapshot after;
         workspace::change_stats changes;
         bool specs_changed = false;
     };
     workspace_after result = co_await off_thread(ctx_.blocking, [&] {
         workspace_after r;
+        try {
+            append_notes(workspace_dir, notes_file_name, attempt.iteration, notes, now);
+        } catch (const safe_open::link_refused& e) {
+            r.notes_refused = e.what();
+        } catch (const std::exception& e) {
+            spdlog::warn("loop {}: {}", loop_id_, e.what());
+        }
         r.after = workspace::take_snapshot(workspace_dir);
         if (!before) return r;
         r.changes = workspace::compare(workspace_dir, *before, r.after);
@@ -820,6 +822,7 @@ awaitable<void> loop_runner::judge(const proto::loop_info& loop, const std::stri
                 workspace::file_changed(*before, r.after, workspace_dir, specs_relative);
         return r;
     });
+    if (!result.notes_refused.empty()) refused(result.notes_refused);
     const workspace::snapshot& after = result.after;
     if (!after.refused.empty())
         refused("git snapshots and --commit in " + spec.workspace + ": " + after.refused);
