@@ -556,11 +556,11 @@ awaitable<loop_runner::attempt_outcome> loop_runner::run_attempt(const proto::lo
         plan.agent.cgroup = ctx_.cgroup_prefix + std::to_string(attempt.id);
     shim::started started;
     try {
-        std::filesystem::create_directory(dir);
-        save_snapshot_before(dir, before);
-        // Starting a process takes milliseconds (clone, exec, the shim's answer): off the io
-        // thread, which serves every client meanwhile.
+        // Starting a process takes milliseconds (clone, exec, the shim's answer), and so can
+        // creating files: off the io thread, which serves every client meanwhile.
         started = co_await off_thread(ctx_.blocking, [&] {
+            std::filesystem::create_directory(dir);
+            save_snapshot_before(dir, before);
             return attempt_process::start(ctx_.shim_program, dir, plan.agent);
         });
     } catch (const std::exception& e) {
