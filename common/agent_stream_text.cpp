@@ -126,7 +126,17 @@ class text_parser final : public line_parser {
 
   private:
     void on_lines(std::string_view lines, std::vector<event>& out) override {
-        append_to_window(lines);
+        // Of a block longer than the window (an agent that floods) only its end is kept: its
+        // last window_bytes, and before them as much of an echo of the prompt as may end there.
+        // What the window lost (an earlier echo too) it would have lost at its next trim.
+        if (const std::size_t keep = window_bytes + prompt_.size(); lines.size() > keep) {
+            window_.clear();
+            answer_start_ = 0;
+            scan_from_ = 0;
+            append_to_window(lines.substr(lines.size() - keep));
+        } else {
+            append_to_window(lines);
+        }
         find_prompt();
         if (window_.size() > window_bytes + window_slack) trim_window();
         add_usage(lines, out);

@@ -656,6 +656,25 @@ TEST_CASE("text: an echo trimmed out of the 256 KiB window still hides its tag")
     CHECK_FALSE(contains(r.summary.final_answer, tag));
 }
 
+TEST_CASE("text: a flood read in one block has the answer it has read in small pieces") {
+    const std::string prompt = "Reply with " + tag + " when done.";
+    std::string log;
+    for (int i = 0; i < 40000; ++i) log += "line " + std::to_string(i) + " of a long build log\n";
+    const std::string echo = prompt + "\n";
+    // An echo before the flood, one at its very end, one across the start of the last 256 KiB
+    // (where a block's kept end would begin without room for an echo), and none.
+    const std::size_t near_keep = log.size() - (256 << 10) + echo.size() / 2;
+    for (const std::string& output :
+         {echo + log + tag + "\n", log + echo + "after\n",
+          log.substr(0, near_keep) + echo + log.substr(near_keep), log + tag + "\n"}) {
+        const auto whole =
+            run(format::text, output, std::numeric_limits<std::size_t>::max(), {}, prompt);
+        const auto pieces = run(format::text, output, 4096, {}, prompt);
+        CHECK(whole.summary.final_answer == pieces.summary.final_answer);
+        CHECK(whole.summary.final_answer.size() <= (256 << 10) + 1);
+    }
+}
+
 TEST_CASE("text: a rate limit on stderr or at the end of stdout is the failure hint") {
     const auto on_stderr =
         run(format::text, "thinking\n", std::numeric_limits<std::size_t>::max(),
