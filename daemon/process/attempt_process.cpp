@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -185,28 +186,37 @@ bool attempt_process::read_exit(const std::filesystem::path& file) {
     return exit_.has_value();
 }
 
+void attempt_process::reserve_buffer(std::size_t size, std::size_t used) {
+    if (size <= buffer_capacity_) return;
+    const std::size_t capacity = std::max(size, 2 * buffer_capacity_);
+    auto bigger = std::make_unique_for_overwrite<char[]>(capacity);
+    if (used > 0) std::memcpy(bigger.get(), buffer_.get(), used);
+    buffer_ = std::move(bigger);
+    buffer_capacity_ = capacity;
+}
+
 awaitable<std::vector<attempt_process::chunk>> attempt_process::next() {
     std::vector<chunk> chunks;
     std::vector<std::size_t> starts;  // of each chunk's bytes in buffer_
-    buffer_.clear();
+    std::size_t used = 0;             // bytes of buffer_ read
     while (true) {
         if (next_record_ == record_count_) read_journal();
-        while (next_record_ < record_count_ && buffer_.size() < chunk_budget_bytes) {
+        while (next_record_ < record_count_ && used < chunk_budget_bytes) {
             const shim::journal_record& record = records_[next_record_++];
-            const std::size_t start = buffer_.size();
-            buffer_.resize(start + record.length);
+            const std::size_t start = used;
+            reserve_buffer(start + record.length, used);
             ssize_t got =
-                ::pread(output_.get(), buffer_.data() + start, record.length, off_t(record.offset));
+                ::pread(output_.get(), buffer_.get() + start, record.length, off_t(record.offset));
             if (got < 0) got = 0;
-            buffer_.resize(start + std::size_t(got));
+            used = start + std::size_t(got);
             starts.push_back(start);
             chunks.push_back({shim::stream(record.stream), std::int64_t(record.offset), {}});
             read_end_ = std::int64_t(record.offset + record.length);
         }
         if (!chunks.empty()) {
             for (std::size_t i = 0; i < chunks.size(); ++i) {
-                const std::size_t end = i + 1 < chunks.size() ? starts[i + 1] : buffer_.size();
-                chunks[i].bytes = std::string_view(buffer_).substr(starts[i], end - starts[i]);
+                const std::size_t end = i + 1 < chunks.size() ? starts[i + 1] : used;
+                chunks[i].bytes = std::string_view(buffer_.get() + starts[i], end - starts[i]);
             }
             co_return chunks;
         }
