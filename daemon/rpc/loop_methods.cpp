@@ -67,13 +67,14 @@ awaitable<proto::submit_result> submit(const proto::submit_params& spec,
         // Off the io thread only when it takes long: a trip to the pool costs two thread wake-ups
         // (0.4 ms on a small VM), more than checking a plain directory.
         submission checked;
-        if (check_reads_repository(spec))
+        if (!check_reads_repository(spec)) {
+            checked = check_submission(spec, context);  // nothing came in between
+        } else {
             checked = co_await off_thread(services.blocking,
                                           [&] { return check_submission(spec, context); });
-        else
-            checked = check_submission(spec, context);
-        if (submitted_before(spec, services.db)) continue;
-        if (spec.worktree && services.db.next_loop_id() != loop_id) continue;
+            if (submitted_before(spec, services.db)) continue;
+            if (spec.worktree && services.db.next_loop_id() != loop_id) continue;
+        }
         co_return proto::submit_result{services.loops.submit(checked.spec), true,
                                        std::move(checked.warnings)};
     }
