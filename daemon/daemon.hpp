@@ -19,6 +19,7 @@
 #include "daemon/store/storage_health.hpp"
 #include "daemon/store/store.hpp"
 #include "daemon/store/wal_checkpointer.hpp"
+#include "daemon/workspace/fifo_open_breaker.hpp"
 
 #include <chrono>
 #include <filesystem>
@@ -91,6 +92,7 @@ class ralphd {
 
     net::io_context& io_;
     daemon_options options_;
+    fifo_open_breaker fifo_breaker_;    // before the pools: their threads must be joinable
     net::thread_pool blocking_{1};      // git snapshots and other blocking work of the runners
     net::thread_pool api_blocking_{1};  // the API's blocking work (method_services::blocking)
     wall_clock clock_;

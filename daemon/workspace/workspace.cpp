@@ -966,6 +966,8 @@ change_stats compare(const std::filesystem::path& dir, const snapshot& before,
         stats.tree_changed = true;
         stats.head_moved = before.head != after.head;
         stats.error = "the workspace became or stopped being a git repository: no diff statistics";
+        append_error(stats.error, before.error);
+        append_error(stats.error, after.error);
         return stats;
     }
     if (before.is_git)

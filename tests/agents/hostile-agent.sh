@@ -16,6 +16,8 @@
 #                                             writes a `commondir` into it naming such a copy
 #   hostile-agent.sh git-link TARGET          .git/logs/HEAD becomes a link to TARGET/reflog, and
 #                                             every missing .git/objects/XX a link to TARGET
+#   hostile-agent.sh git-fifo                 .git/config and a .gitignore become FIFOs, which
+#                                             libgit2 would wait on for a writer forever
 #   hostile-agent.sh rewrite FILE MARKER      FILE (the --verify check or a hook of the workspace)
 #                                             becomes a script that creates MARKER
 #   hostile-agent.sh rewrite-env FILE NAME...
@@ -100,6 +102,10 @@ print(s.recv(65536).decode(errors="replace"), file=sys.stderr)
             [ -e "$git_dir/objects/$prefix" ] || ln -s "$target" "$git_dir/objects/$prefix"
         done
         echo "git-link: done"
+        ;;
+    git-fifo)
+        git_dir=$(git rev-parse --absolute-git-dir)
+        tried sh -c "rm -f '$git_dir/config' .gitignore && mkfifo '$git_dir/config' .gitignore"
         ;;
     rewrite)
         file=$1 marker=$2

@@ -9,7 +9,7 @@ must fail to get through.
 - No write through a link: a root ralphd and a workspace owned by another user (refused unless
   --allow-foreign-workspace) with links at .ralph, .ralph/notes.md and .ralph/loop.md.
 - ralph's own git work (libgit2) runs nothing of the repository (fsmonitor, filters, signing,
-  hooks), with or without --sandbox.
+  hooks), with or without --sandbox, and a FIFO planted where it reads a file stalls no loop.
 - The client trusts only a safe socket; ralphd cannot be blocked by another user's directory.
 - Agents get an explicit environment, PWD included; --env values are never shown.
 - Every number has a bound; oversized ones are -32602 errors on a connection that stays open.
@@ -22,6 +22,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 
 from harness import (RALPHCTL, RALPHD, DaemonTestCase, RpcError, UnixHTTPConnection,
                      agent_command, git, main, make_workspace, processes_in_group, read_text,
@@ -408,6 +409,30 @@ class RepositoryConfigTest(DaemonTestCase):
                                 hostile("read", "/dev/null"), name="worktree")
         d.wait_state(worktree["id"], ["completed"], timeout=30)
         self.assertFalse(os.path.exists(marker), "ralph ran a program the repository names")
+
+    def test_a_fifo_planted_where_git_reads_a_file_holds_up_no_loop(self):
+        # libgit2 opens .git/config without O_NONBLOCK: the snapshot after the attempt would wait
+        # for a writer forever, and every loop's work on the pool thread behind it.
+        d = self.daemon()
+        ws = make_workspace(d.root)
+        plain = os.path.join(d.root, "plain")
+        os.mkdir(plain)
+        hostile_loop = d.ctl_submit(ws, "Work.", "-m", "1", "--command", hostile("git-fifo"),
+                                    name="fifo")
+        wait_until(lambda: "git-fifo: done" in d.output(hostile_loop["id"]).decode(), 30,
+                   "the agent to plant its FIFOs")
+        other = d.ctl_submit(plain, "Work.", "-m", "1", "--command", hostile("read", "/dev/null"),
+                             name="other")
+        started = time.monotonic()
+        d.wait_state(hostile_loop["id"], ["completed"], timeout=60)
+        d.wait_state(other["id"], ["completed"], timeout=60)
+        self.assertLess(time.monotonic() - started, scaled(30))
+        # The open ends in EINTR: ralphd's own signal after a few seconds, or any signal the
+        # thread happens to take first (a SIGCHLD).
+        self.assertIn("iteration 1: what changed is known only in part", d.log_text())
+        self.assertIn(".git/config': Interrupted system call", d.log_text())
+        attempt = d.attempts(hostile_loop["id"])[0]
+        self.assertEqual(attempt["exit_code"], 0)
 
 
 class FakeServer:

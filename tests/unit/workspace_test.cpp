@@ -2,14 +2,17 @@
 #include "daemon/workspace/workspace.hpp"
 
 #include "common/text.hpp"
+#include "daemon/workspace/fifo_open_breaker.hpp"
 #include "proto/errors.hpp"
 #include "tests/support/files.hpp"
 #include "tests/support/git.hpp"
 
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <sstream>
@@ -1025,4 +1028,31 @@ TEST_CASE("workspace: a git directory that leads out of itself is not used, nor 
     std::string error;
     CHECK(commit_all(tree, "work", error) != "");
     CHECK(error == "");
+}
+
+TEST_CASE("workspace: a FIFO planted where libgit2 reads a file does not hold it forever") {
+    const ralph::fifo_open_breaker breaker(std::chrono::milliseconds(200));
+    temp_dir tmp;
+    auto repo = make_repo(tmp.path / "repo");
+    const auto plant = [](const fs::path& path) {
+        fs::remove(path);
+        REQUIRE(::mkfifo(path.c_str(), 0644) == 0);
+    };
+    const auto quickly = [started = std::chrono::steady_clock::now()] {
+        return std::chrono::steady_clock::now() - started < std::chrono::seconds(5);
+    };
+    // A .gitignore, which the status of the dirty check reads: libgit2 goes on without it.
+    fs::create_directory(repo / "sub");
+    write_file(repo / "sub" / "a.txt", "a\n");
+    plant(repo / "sub" / ".gitignore");
+    const dirty_state dirty = check_dirty(repo);
+    CHECK(quickly());
+    CHECK(dirty.dirty);
+    // The repository's configuration, which everything reads.
+    plant(repo / ".git" / "config");
+    const snapshot snap = take_snapshot(repo);
+    CHECK(quickly());
+    CHECK(snap.tree == "");
+    CHECK(snap.error.find(".git/config") != std::string::npos);
+    CHECK(snap.error.find("nterrupted") != std::string::npos);
 }

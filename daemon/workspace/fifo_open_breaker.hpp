@@ -1,0 +1,41 @@
+// A workspace is the agent's: it can put a FIFO where ralphd reads a file (a .gitignore, the
+// repository's .git/config, ...). libgit2 opens such files without O_NONBLOCK, so open(2) would
+// wait for a writer that never comes, and with it the pool thread that every loop's snapshots,
+// starts and checks need; `daemon stop` would wait too. No ralphd thread ever needs to wait for
+// a FIFO's other end, so one that has waited `patience` is interrupted: a signal without
+// SA_RESTART makes its open fail with EINTR, and the work reports the file it could not read.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <stop_token>
+#include <sys/types.h>
+#include <thread>
+
+namespace ralph {
+
+class fifo_open_breaker {
+  public:
+    // Installs the signal's handler and starts looking, at most every second, at what the
+    // process's threads wait for (/proc/self/task/*/wchan). Threads created later inherit the
+    // signal mask of their creator: the signal must not be blocked in the ones to protect.
+    explicit fifo_open_breaker(std::chrono::milliseconds patience = std::chrono::seconds(5));
+    fifo_open_breaker(const fifo_open_breaker&) = delete;
+    fifo_open_breaker& operator=(const fifo_open_breaker&) = delete;
+    // Stops looking. Destroy it after the threads it protects are joined.
+    ~fifo_open_breaker();
+
+  private:
+    void watch(std::stop_token stop);
+    // One look at every thread: interrupts those seen waiting at least `patience_`.
+    void look(std::map<pid_t, std::chrono::steady_clock::time_point>& waiting_since);
+
+    const std::chrono::milliseconds patience_;
+    std::mutex mutex_;
+    std::condition_variable_any wake_;  // only woken by the stop request
+    std::jthread thread_;  // last: started once the rest is ready
+};
+
+}  // namespace ralph
