@@ -2,6 +2,7 @@
 #include "client/connection.hpp"
 
 #include "client/output.hpp"
+#include "common/asio.hpp"
 #include "common/paths.hpp"
 #include "proto/version.hpp"
 
@@ -141,8 +142,17 @@ nlohmann::json result_of(nlohmann::json response) {
     return std::move(*result);
 }
 
+struct connection::stream {
+    net::io_context io;
+    local_stream::socket socket;
+    beast::flat_buffer buffer;
+    explicit stream(const std::string& socket_path) : socket(connect_to(io, socket_path)) {}
+};
+
 connection::connection(const std::string& socket_path)
-    : socket_path_(socket_path), socket_(connect_to(io_, socket_path)) {}
+    : socket_path_(socket_path), stream_(std::make_unique<stream>(socket_path)) {}
+
+connection::~connection() = default;
 
 std::string connection::exchange(std::string_view method, nlohmann::json params) {
     http::request<http::string_body> request{http::verb::post, target, 11};
@@ -153,13 +163,13 @@ std::string connection::exchange(std::string_view method, nlohmann::json params)
     request.prepare_payload();
 
     boost::system::error_code ec;
-    http::write(socket_, request, ec);
+    http::write(stream_->socket, request, ec);
     if (ec) throw lost_connection(socket_path_, ec);
 
     http::response_parser<http::string_body> parser;
     // The list of every loop can be megabytes; the daemon is ours, so no limit.
     parser.body_limit(std::numeric_limits<std::uint64_t>::max());
-    http::read(socket_, buffer_, parser, ec);
+    http::read(stream_->socket, stream_->buffer, parser, ec);
     if (ec) throw lost_connection(socket_path_, ec);
 
     auto& response = parser.get();
@@ -171,11 +181,18 @@ std::string connection::exchange(std::string_view method, nlohmann::json params)
     return std::move(response.body());
 }
 
+struct session::stream {
+    net::io_context io;
+    websocket::stream<local_stream::socket> ws;
+    beast::flat_buffer buffer;
+    explicit stream(const std::string& socket_path) : ws(connect_to(io, socket_path)) {}
+};
+
 session::session(const std::string& socket_path)
-    : socket_path_(socket_path), ws_(connect_to(io_, socket_path)) {
+    : socket_path_(socket_path), stream_(std::make_unique<stream>(socket_path)) {
     websocket::response_type response;
     boost::system::error_code ec;
-    ws_.handshake(response, host, target, ec);
+    stream_->ws.handshake(response, host, target, ec);
     // An error of the WebSocket category means the daemon answered, but not with an upgrade
     // (Beast 1.74 then leaves `response` empty).
     if (ec && ec.category() == make_error_code(websocket::error::upgrade_declined).category())
@@ -183,30 +200,32 @@ session::session(const std::string& socket_path)
                            fmt::format("ralphd refused the WebSocket session: {}", ec.message()));
     if (ec) throw lost_connection(socket_path_, ec);
     check_protocol(response, socket_path_);
-    ws_.text(true);
+    stream_->ws.text(true);
 }
+
+session::~session() = default;
 
 std::int64_t session::send(std::string_view method, nlohmann::json params) {
     const std::int64_t id = next_id_++;
     const std::string text = make_request(id, method, std::move(params));
     boost::system::error_code ec;
-    ws_.write(net::buffer(text), ec);
+    stream_->ws.write(net::buffer(text), ec);
     if (ec) throw lost_connection(socket_path_, ec);
     return id;
 }
 
 std::string_view session::receive() {
-    buffer_.clear();
+    stream_->buffer.clear();
     boost::system::error_code ec;
-    ws_.read(buffer_, ec);
+    stream_->ws.read(stream_->buffer, ec);
     if (ec) throw lost_connection(socket_path_, ec);
-    const auto data = buffer_.cdata();
+    const auto data = stream_->buffer.cdata();
     return std::string_view(static_cast<const char*>(data.data()), data.size());
 }
 
 void session::close() {
     boost::system::error_code ec;
-    ws_.close(websocket::close_code::normal, ec);
+    stream_->ws.close(websocket::close_code::normal, ec);
 }
 
 }  // namespace ralph::client

@@ -9,13 +9,13 @@
 #pragma once
 
 #include "client/output.hpp"
-#include "common/asio.hpp"
 #include "proto/errors.hpp"
 #include "proto/methods.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -44,9 +44,12 @@ nlohmann::json parse_reply(std::string_view text);
 // The result of a JSON-RPC response; its error as a daemon_error.
 nlohmann::json result_of(nlohmann::json response);
 
+// Asio and Beast stay in connection.cpp (`stream`): every command includes this header, and
+// they would cost each of them seconds of compiling.
 class connection {
   public:
     explicit connection(const std::string& socket_path);
+    ~connection();
 
     // Calls `Method` (proto/methods.hpp) with its request; returns its result.
     template <typename Method>
@@ -64,16 +67,16 @@ class connection {
   private:
     std::string exchange(std::string_view method, nlohmann::json params);
 
+    struct stream;
     std::string socket_path_;
-    net::io_context io_;
-    local_stream::socket socket_;
-    beast::flat_buffer buffer_;
+    std::unique_ptr<stream> stream_;
     std::int64_t next_id_ = 1;
 };
 
 class session {
   public:
     explicit session(const std::string& socket_path);
+    ~session();
 
     // Sends a request of `Method` (proto/methods.hpp) and returns its id, to match the response
     // among the notifications.
@@ -90,10 +93,9 @@ class session {
   private:
     std::int64_t send(std::string_view method, nlohmann::json params);
 
+    struct stream;
     std::string socket_path_;
-    net::io_context io_;
-    beast::websocket::stream<local_stream::socket> ws_;
-    beast::flat_buffer buffer_;
+    std::unique_ptr<stream> stream_;
     std::int64_t next_id_ = 1;
 };
 

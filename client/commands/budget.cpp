@@ -55,7 +55,7 @@ int print_budget(const client_context& ctx, const proto::budget_state& state) {
     return exit_code::ok;
 }
 
-struct set_options {
+struct budget_set_options {
     proto::budget_limits limits;
     CLI::Option* iterations_per_hour = nullptr;
     CLI::Option* iterations_per_day = nullptr;
@@ -86,7 +86,7 @@ void register_budget_command(CLI::App& app, client_context& ctx) {
         ctx.exit_code =
             print_budget(ctx, connection(ctx.socket).call<proto::method::budget_get>({*loop_id}));
     });
-    auto options = std::make_shared<set_options>();
+    auto options = std::make_shared<budget_set_options>();
     auto* set =
         cmd->add_subcommand("set", "Set global budgets (0 = no limit; kept across restarts)");
     auto& limits = options->limits;

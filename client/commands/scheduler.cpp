@@ -48,7 +48,7 @@ int run_scheduler_set(const client_context& ctx, const proto::scheduler_changes&
     return print_scheduler(ctx, connection(ctx.socket).call<proto::method::scheduler_set>(changes));
 }
 
-struct set_options {
+struct scheduler_set_options {
     std::int64_t max_concurrent = 0;
     std::string window;
     CLI::Option* max_concurrent_option = nullptr;
@@ -66,7 +66,7 @@ void register_scheduler_command(CLI::App& app, client_context& ctx) {
             ctx.exit_code =
                 print_scheduler(ctx, connection(ctx.socket).call<proto::method::scheduler_get>({}));
     });
-    auto options = std::make_shared<set_options>();
+    auto options = std::make_shared<scheduler_set_options>();
     auto* set =
         cmd->add_subcommand("set", "Change the scheduler's settings (kept across restarts)");
     options->max_concurrent_option =
