@@ -316,6 +316,39 @@ void from_json(const nlohmann::json& j, loop_info& loop) {
     loop.usage = read_usage(j);
 }
 
+bool agent_feedback::empty() const {
+    return !score && summary.empty() && improvements.empty() && next_steps.empty() &&
+           ideas.empty() && blockers.empty();
+}
+
+void to_json(nlohmann::json& j, const agent_feedback& feedback) {
+    j = nlohmann::json{
+        {"score", feedback.score ? nlohmann::json(*feedback.score) : nlohmann::json()},
+        {"summary", feedback.summary},
+        {"improvements", feedback.improvements},
+        {"next_steps", feedback.next_steps},
+        {"ideas", feedback.ideas},
+        {"blockers", feedback.blockers},
+    };
+}
+
+void from_json(const nlohmann::json& j, agent_feedback& feedback) {
+    feedback = {};
+    if (!j.is_object()) return;
+    if (auto it = j.find("score"); it != j.end() && it->is_number_integer()) {
+        const auto score = it->get<std::int64_t>();
+        if (score >= 0 && score <= 10) feedback.score = int(score);
+    }
+    const auto read = [&j](const char* key, std::string& out) {
+        if (auto it = j.find(key); it != j.end() && it->is_string()) out = it->get<std::string>();
+    };
+    read("summary", feedback.summary);
+    read("improvements", feedback.improvements);
+    read("next_steps", feedback.next_steps);
+    read("ideas", feedback.ideas);
+    read("blockers", feedback.blockers);
+}
+
 void to_json(nlohmann::json& j, const attempt_info& a) {
     j = nlohmann::json{
         {"id", a.id},
@@ -339,7 +372,7 @@ void to_json(nlohmann::json& j, const attempt_info& a) {
         {"insertions", a.insertions},
         {"deletions", a.deletions},
         {"progress", a.progress ? nlohmann::json(*a.progress) : nlohmann::json()},
-        {"feedback", a.feedback},
+        {"feedback", a.feedback ? nlohmann::json(*a.feedback) : nlohmann::json()},
         {"verify_exit", a.verify_exit ? nlohmann::json(*a.verify_exit) : nlohmann::json()},
         {"verify_output", a.verify_output},
         {"output_start", a.output_start},
@@ -372,7 +405,8 @@ void from_json(const nlohmann::json& j, attempt_info& a) {
     a.deletions = read_or<std::int64_t>(j, "deletions", 0);
     if (j.contains("progress") && j["progress"].is_boolean())
         a.progress = j["progress"].get<bool>();
-    a.feedback = j.value("feedback", nlohmann::json());
+    if (j.contains("feedback") && j["feedback"].is_object())
+        a.feedback = j["feedback"].get<agent_feedback>();
     if (j.contains("verify_exit") && j["verify_exit"].is_number())
         a.verify_exit = j["verify_exit"].get<int>();
     a.verify_output = read_or<std::string>(j, "verify_output", "");

@@ -210,6 +210,26 @@ summary_field summary_field_from_string(std::string_view name);
 // shows. loop_info's from_json reads it back.
 nlohmann::json summary_json(const loop_info& loop, const std::vector<summary_field>& fields = {});
 
+// The structured feedback an agent gives about its own iteration (its <ralph-feedback> block,
+// read by daemon/loop/loop_memory), stored with the attempt and put in the next prompt.
+struct agent_feedback {
+    std::optional<int> score;  // 0..10
+    std::string summary;
+    std::string improvements;
+    std::string next_steps;
+    std::string ideas;
+    std::string blockers;
+
+    bool empty() const;
+    bool operator==(const agent_feedback&) const = default;
+};
+
+// {"score": 7 | null, "summary": "…", "improvements": "…", "next_steps": "…", "ideas": "…",
+// "blockers": "…"}. from_json never throws: a missing or mistyped member, or a score outside
+// 0..10, is left empty.
+void to_json(nlohmann::json& j, const agent_feedback& feedback);
+void from_json(const nlohmann::json& j, agent_feedback& feedback);
+
 struct attempt_info {
     std::int64_t id = 0;
     std::int64_t loop_id = 0;
@@ -233,11 +253,11 @@ struct attempt_info {
     std::int64_t files_changed = 0;
     std::int64_t insertions = 0;
     std::int64_t deletions = 0;
-    std::optional<bool> progress;    // HEAD moved, tree or plan/specs changed; unknown if unset
-    nlohmann::json feedback;         // the agent's <ralph-feedback>, null when none
-    std::optional<int> verify_exit;  // --verify's exit status, when it ran
-    std::string verify_output;       // its output (the end of it)
-    std::int64_t output_start = 0;   // [start, end) byte range in the loop's output
+    std::optional<bool> progress;  // HEAD moved, tree or plan/specs changed; unknown if unset
+    std::optional<proto::agent_feedback> feedback;  // the agent's <ralph-feedback>
+    std::optional<int> verify_exit;                 // --verify's exit status, when it ran
+    std::string verify_output;                      // its output (the end of it)
+    std::int64_t output_start = 0;                  // [start, end) byte range in the loop's output
     std::int64_t output_end = 0;
     bool operator==(const attempt_info&) const = default;
 };

@@ -193,14 +193,12 @@ void append_attempts(fmt::memory_buffer& out, const std::vector<proto::attempt_i
         if (!said.empty())
             fmt::format_to(std::back_inserter(out), "  {}.{}: {}\n", attempt.iteration,
                            attempt.attempt, said);
-        if (attempt.feedback.is_object()) {
-            const auto& feedback = attempt.feedback;
-            std::string score = feedback.contains("score") && feedback["score"].is_number()
-                                    ? fmt::format("{}/10 ", feedback["score"].get<int>())
-                                    : std::string();
+        if (const auto& feedback = attempt.feedback) {
+            const std::string score =
+                feedback->score ? fmt::format("{}/10 ", *feedback->score) : std::string();
             fmt::format_to(std::back_inserter(out), "       feedback {}{}\n", score,
-                           feedback.value("summary", std::string()));
-            if (std::string next = feedback.value("next_steps", std::string()); !next.empty())
+                           feedback->summary);
+            if (const std::string& next = feedback->next_steps; !next.empty())
                 fmt::format_to(std::back_inserter(out), "       next steps: {}\n",
                                next.substr(0, next.find('\n')));
         }

@@ -111,7 +111,7 @@ std::string bounded_text(std::string_view bytes, std::size_t limit) {
 enum class field { score, summary, improvements, next_steps, ideas, blockers };
 constexpr std::size_t field_count = 6;
 
-std::string* field_text(feedback& fb, field f, std::string& score_text) {
+std::string* field_text(proto::agent_feedback& fb, field f, std::string& score_text) {
     switch (f) {
         case field::score:
             return &score_text;
@@ -130,7 +130,7 @@ std::string* field_text(feedback& fb, field f, std::string& score_text) {
 }
 
 // Sub-tag syntax: the last block of each known sub-tag. Returns false if the body has none.
-bool read_sub_tags(std::string_view body, feedback& fb) {
+bool read_sub_tags(std::string_view body, proto::agent_feedback& fb) {
     struct sub_tag {
         field which;
         std::array<std::string_view, 2> names;
@@ -211,7 +211,7 @@ std::optional<std::pair<field, std::string_view>> parse_key_line(std::string_vie
 }
 
 // `key: value` syntax; a line that starts no known key continues the current value.
-void read_key_lines(std::string_view body, feedback& fb) {
+void read_key_lines(std::string_view body, proto::agent_feedback& fb) {
     std::array<std::string, field_count> values;
     std::optional<field> current;
     std::size_t pos = 0;
@@ -278,11 +278,6 @@ std::vector<std::string> extract_notes(std::string_view answer) {
 
 // ---- feedback ----
 
-bool feedback::empty() const {
-    return !score && summary.empty() && improvements.empty() && next_steps.empty() &&
-           ideas.empty() && blockers.empty();
-}
-
 std::optional<int> parse_score(std::string_view text) {
     std::string_view s = text::trim(text);
     while (!s.empty() && s[0] == '*') s.remove_prefix(1);  // "**7**/10"
@@ -316,47 +311,17 @@ std::optional<int> parse_score(std::string_view text) {
     return whole;
 }
 
-std::optional<feedback> extract_feedback(std::string_view answer) {
+std::optional<proto::agent_feedback> extract_feedback(std::string_view answer) {
     static constexpr std::array<std::string_view, 2> names{"ralph-feedback", "ralph_feedback"};
     const auto blocks = find_blocks(answer, names);
     if (blocks.empty()) return std::nullopt;
-    feedback fb;
+    proto::agent_feedback fb;
     if (!read_sub_tags(blocks.back(), fb)) read_key_lines(blocks.back(), fb);
     if (fb.empty()) return std::nullopt;
     return fb;
 }
 
-nlohmann::json to_json(const feedback& fb) {
-    return nlohmann::json{
-        {"score", fb.score ? nlohmann::json(*fb.score) : nlohmann::json(nullptr)},
-        {"summary", fb.summary},
-        {"improvements", fb.improvements},
-        {"next_steps", fb.next_steps},
-        {"ideas", fb.ideas},
-        {"blockers", fb.blockers},
-    };
-}
-
-feedback feedback_from_json(const nlohmann::json& json) {
-    feedback fb;
-    if (!json.is_object()) return fb;
-    if (auto it = json.find("score"); it != json.end() && it->is_number_integer()) {
-        const auto score = it->get<std::int64_t>();
-        if (score >= 0 && score <= 10) fb.score = int(score);
-    }
-    const auto read = [&](const char* key, std::string& out) {
-        if (auto it = json.find(key); it != json.end() && it->is_string())
-            out = it->get<std::string>();
-    };
-    read("summary", fb.summary);
-    read("improvements", fb.improvements);
-    read("next_steps", fb.next_steps);
-    read("ideas", fb.ideas);
-    read("blockers", fb.blockers);
-    return fb;
-}
-
-std::string describe_for_prompt(const feedback& fb) {
+std::string describe_for_prompt(const proto::agent_feedback& fb) {
     std::string out;
     if (fb.score) out += "Score: " + std::to_string(*fb.score) + "/10\n";
     const std::pair<std::string_view, const std::string&> fields[] = {

@@ -15,6 +15,8 @@
 //   disk; they throw std::runtime_error with a message naming the file and the action.
 #pragma once
 
+#include "proto/types.hpp"
+
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -35,18 +37,6 @@ inline constexpr std::size_t max_feedback_field_bytes = 16 * 1024;
 // are skipped, each note is cut to max_note_bytes.
 std::vector<std::string> extract_notes(std::string_view answer);
 
-// The structured feedback an agent gives about its own iteration.
-struct feedback {
-    std::optional<int> score;  // 0..10
-    std::string summary;
-    std::string improvements;
-    std::string next_steps;
-    std::string ideas;
-    std::string blockers;
-
-    bool empty() const;
-};
-
 // The feedback in the LAST <ralph-feedback>…</ralph-feedback> block (or <ralph_feedback>);
 // nullopt when there is none or it holds no field. The body is read in one of two syntaxes:
 // - sub-tags: <score>7</score>, <summary>, <improvements>, <next_steps> (or <next-steps>),
@@ -57,23 +47,17 @@ struct feedback {
 //   continues the value (indented and `- ` list lines being the usual case); a repeated key
 //   replaces the earlier value.
 // Fields are trimmed and cut to max_feedback_field_bytes.
-std::optional<feedback> extract_feedback(std::string_view answer);
+std::optional<proto::agent_feedback> extract_feedback(std::string_view answer);
 
 // A score: "7", "7/10", "7 / 10", "8.5" (the fraction is dropped, never rounded up: 8.5 → 8,
 // 9.99 → 9), optionally followed by other text after a space or punctuation ("7/10 - good").
 // Values outside 0..10, other denominators ("7/100"), negative or non-numeric text → nullopt.
 std::optional<int> parse_score(std::string_view text);
 
-// Storage form: {"score": 7 | null, "summary": "…", "improvements": "…", "next_steps": "…",
-// "ideas": "…", "blockers": "…"}. feedback_from_json never throws: a missing or mistyped
-// member, or a score outside 0..10, is left empty.
-nlohmann::json to_json(const feedback& fb);
-feedback feedback_from_json(const nlohmann::json& json);
-
 // A short markdown block for the next iteration's prompt, one line per non-empty field
 // ("Score: 7/10\nSummary: …\nNext steps: …\n"); a multi-line value starts on the line after its
 // label. An empty feedback renders as "".
-std::string describe_for_prompt(const feedback& fb);
+std::string describe_for_prompt(const proto::agent_feedback& fb);
 
 // The trimmed content of the LAST <TAG>…</TAG> block, `tag` being the bare name
 // ("ralph_status"), cut to max_note_bytes; nullopt when there is none or `tag` is empty.
@@ -116,7 +100,7 @@ struct loop_state_file {
     std::int64_t min_iterations = 0;
     std::string completion_signal;
     std::string started_at;  // ISO 8601
-    std::optional<feedback> previous_feedback;
+    std::optional<proto::agent_feedback> previous_feedback;
     std::string name;
 };
 

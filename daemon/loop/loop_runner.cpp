@@ -440,8 +440,7 @@ loop_runner::attempt_inputs loop_runner::read_attempt_inputs(const proto::loop_i
     attempt_inputs inputs;
     // Only the previous iteration's: an older iteration's feedback (next steps long done) must
     // not come back when the last iteration gave none.
-    if (nlohmann::json last = ctx_.db.feedback_of(loop_id_, iteration - 1); last.is_object())
-        inputs.previous_feedback = feedback_from_json(last);
+    inputs.previous_feedback = ctx_.db.feedback_of(loop_id_, iteration - 1);
     inputs.steering = ctx_.db.steering_for(loop_id_, iteration);
     inputs.loop_started_at = loop.started_at != 0 ? loop.started_at : ctx_.clock.now_ms();
     inputs.program =
@@ -741,7 +740,7 @@ awaitable<loop_runner::attempt_outcome> loop_runner::record(const proto::loop_in
 
 std::string loop_runner::write_state_file(const proto::loop_info& loop, std::int64_t iteration,
                                           const attempt_inputs& inputs) {
-    const std::optional<feedback>& previous = inputs.previous_feedback;
+    const std::optional<proto::agent_feedback>& previous = inputs.previous_feedback;
     loop_state_file state;
     state.loop_id = loop_id_;
     state.name = loop.spec.name;
@@ -792,7 +791,7 @@ awaitable<void> loop_runner::judge(const proto::loop_info& loop, const std::stri
     const std::filesystem::path workspace_dir = spec.workspace;
     const std::vector<std::string> notes = extract_notes(final_answer);
     const std::int64_t now = ctx_.clock.now_ms();
-    if (auto said = extract_feedback(final_answer)) attempt.feedback = to_json(*said);
+    attempt.feedback = extract_feedback(final_answer);
 
     // One trip to the pool for the notes, the snapshot and both comparisons: each trip waits for
     // a thread to wake up twice.

@@ -126,7 +126,7 @@ class loop_runner {
     // What preparing an attempt needs of the database and of the settings SIGHUP changes: read
     // on the io thread, as the preparation runs on the pool.
     struct attempt_inputs {
-        std::optional<feedback> previous_feedback;  // the previous iteration's
+        std::optional<proto::agent_feedback> previous_feedback;  // the previous iteration's
         std::vector<std::string> steering;
         std::int64_t loop_started_at = 0;
         std::string program;  // the agent's program, as find_program finds it

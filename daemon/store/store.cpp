@@ -42,6 +42,14 @@ constexpr const char* after_earlier_iterations =
     "id > coalesce((SELECT id FROM attempts WHERE loop_id = ?1 AND iteration < ?2 "
     "ORDER BY id DESC LIMIT 1), 0)";
 
+// The feedback column: JSON, '' when the attempt gave none.
+std::optional<proto::agent_feedback> feedback_from_text(const std::string& text) {
+    if (text.empty()) return std::nullopt;
+    const auto json = nlohmann::json::parse(text, nullptr, false);
+    if (!json.is_object()) return std::nullopt;
+    return json.get<proto::agent_feedback>();
+}
+
 // Reads the usage columns starting at `first`.
 proto::usage usage_from_row(SQLite::Statement& q, int first) {
     proto::usage u;
@@ -108,8 +116,7 @@ proto::attempt_info attempt_from_row(SQLite::Statement& q) {
     a.insertions = q.getColumn(25).getInt64();
     a.deletions = q.getColumn(26).getInt64();
     if (!q.getColumn(27).isNull()) a.progress = q.getColumn(27).getInt() != 0;
-    if (std::string feedback = q.getColumn(28).getString(); !feedback.empty())
-        a.feedback = nlohmann::json::parse(feedback, nullptr, false);
+    a.feedback = feedback_from_text(q.getColumn(28).getString());
     if (!q.getColumn(29).isNull()) a.verify_exit = q.getColumn(29).getInt();
     a.verify_output = q.getColumn(30).getString();
     return a;
@@ -423,7 +430,7 @@ void store::finish_attempt(const proto::attempt_info& a,
         q.bind(20, *a.progress ? 1 : 0);
     else
         q.bind(20);
-    q.bind(21, a.feedback.is_null() ? std::string() : a.feedback.dump());
+    q.bind(21, a.feedback ? nlohmann::json(*a.feedback).dump() : std::string());
     if (a.verify_exit)
         q.bind(22, *a.verify_exit);
     else
@@ -492,14 +499,15 @@ std::int64_t store::attempts_in_iteration(std::int64_t loop_id, std::int64_t ite
     return q.getColumn(0).getInt64();
 }
 
-nlohmann::json store::feedback_of(std::int64_t loop_id, std::int64_t iteration) {
+std::optional<proto::agent_feedback> store::feedback_of(std::int64_t loop_id,
+                                                        std::int64_t iteration) {
     query q = prepared(std::string("SELECT feedback FROM attempts WHERE loop_id = ?1 AND "
                                    "iteration = ?2 AND feedback != '' AND ") +
                        after_earlier_iterations + " ORDER BY id DESC LIMIT 1");
     q.bind(1, loop_id);
     q.bind(2, iteration);
-    if (!q.executeStep()) return nullptr;
-    return nlohmann::json::parse(q.getColumn(0).getString(), nullptr, false);
+    if (!q.executeStep()) return std::nullopt;
+    return feedback_from_text(q.getColumn(0).getString());
 }
 
 std::int64_t store::iterations_without_progress(std::int64_t loop_id) {

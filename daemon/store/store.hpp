@@ -87,8 +87,8 @@ class store {
     proto::attempt_info get_attempt(std::int64_t attempt_id);
     std::vector<proto::attempt_info> attempts_of(std::int64_t loop_id);
     std::int64_t attempts_in_iteration(std::int64_t loop_id, std::int64_t iteration);
-    // The feedback the iteration's last attempt that gave one gave (JSON), or null.
-    nlohmann::json feedback_of(std::int64_t loop_id, std::int64_t iteration);
+    // The feedback the iteration's last attempt that gave one gave, if any.
+    std::optional<proto::agent_feedback> feedback_of(std::int64_t loop_id, std::int64_t iteration);
     // How many of the loop's last iterations in a row made no progress (their successful
     // attempts have progress = 0; an unknown progress counts as progress).
     std::int64_t iterations_without_progress(std::int64_t loop_id);

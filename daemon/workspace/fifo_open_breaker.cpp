@@ -63,21 +63,24 @@ fifo_open_breaker::~fifo_open_breaker() {
 
 void fifo_open_breaker::watch(std::stop_token stop) {
     // Seen often enough to act within about a second after `patience`, and not more often.
-    const auto interval = std::min<std::chrono::milliseconds>(std::chrono::seconds(1), patience_ / 4);
+    const auto interval =
+        std::min<std::chrono::milliseconds>(std::chrono::seconds(1), patience_ / 4);
     std::map<pid_t, std::chrono::steady_clock::time_point> waiting_since;
     std::unique_lock lock(mutex_);
     while (!wake_.wait_for(lock, stop, interval, [&stop] { return stop.stop_requested(); }))
         look(waiting_since);
 }
 
-void fifo_open_breaker::look(std::map<pid_t, std::chrono::steady_clock::time_point>& waiting_since) {
+void fifo_open_breaker::look(
+    std::map<pid_t, std::chrono::steady_clock::time_point>& waiting_since) {
     const auto now = std::chrono::steady_clock::now();
     std::map<pid_t, std::chrono::steady_clock::time_point> still_waiting;
     std::error_code error;
     for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", error)) {
         pid_t tid = 0;
         const std::string name = task.path().filename().string();
-        if (std::from_chars(name.data(), name.data() + name.size(), tid).ec != std::errc()) continue;
+        if (std::from_chars(name.data(), name.data() + name.size(), tid).ec != std::errc())
+            continue;
         if (!waits_for_fifo_partner(task.path())) continue;
         auto seen = waiting_since.find(tid);
         const auto since = seen == waiting_since.end() ? now : seen->second;
@@ -85,7 +88,8 @@ void fifo_open_breaker::look(std::map<pid_t, std::chrono::steady_clock::time_poi
         if (now - since < patience_) continue;
         // Again at every look while it still waits (the work may try the open again).
         spdlog::warn("thread {} has waited {} ms to open a FIFO in a workspace: interrupting it",
-                     tid, std::chrono::duration_cast<std::chrono::milliseconds>(now - since).count());
+                     tid,
+                     std::chrono::duration_cast<std::chrono::milliseconds>(now - since).count());
         ::tgkill(::getpid(), tid, interrupt_signal);
     }
     waiting_since = std::move(still_waiting);

@@ -6,12 +6,12 @@
 // SA_RESTART makes its open fail with EINTR, and the work reports the file it could not read.
 #pragma once
 
+#include <sys/types.h>
 #include <chrono>
 #include <condition_variable>
 #include <map>
 #include <mutex>
 #include <stop_token>
-#include <sys/types.h>
 #include <thread>
 
 namespace ralph {
@@ -35,7 +35,7 @@ class fifo_open_breaker {
     const std::chrono::milliseconds patience_;
     std::mutex mutex_;
     std::condition_variable_any wake_;  // only woken by the stop request
-    std::jthread thread_;  // last: started once the rest is ready
+    std::jthread thread_;               // last: started once the rest is ready
 };
 
 }  // namespace ralph

@@ -206,7 +206,7 @@ TEST_CASE("notes: malformed feedback never throws and keeps what can be read") {
     CHECK(fb->summary == "ok \xEF\xBF\xBD");
     CHECK(fb->ideas.empty());
     CHECK_FALSE(fb->score);
-    CHECK_NOTHROW(to_json(*fb).dump());
+    CHECK_NOTHROW(nlohmann::json(*fb).dump());
 }
 
 TEST_CASE("notes: feedback and status in 10 MB of hostile text are parsed quickly") {
@@ -214,7 +214,7 @@ TEST_CASE("notes: feedback and status in 10 MB of hostile text are parsed quickl
     while (body.size() < 10 * 1024 * 1024)
         body += "- **next_steps:** <score>\n  - x: y\n<ralph_status>";
     body += "</ralph-feedback>";
-    std::optional<feedback> fb;
+    std::optional<proto::agent_feedback> fb;
     const auto ms = time_ms([&] { fb = extract_feedback(body); });
     REQUIRE(fb);
     CHECK(fb->next_steps.size() <= max_feedback_field_bytes);
@@ -257,38 +257,14 @@ TEST_CASE("notes: scores are integers 0..10 in several forms, the fraction dropp
     CHECK_FALSE(parse_score("99999999999999999999999999"));
 }
 
-TEST_CASE("notes: feedback survives a JSON round trip, bad JSON gives empty fields") {
-    feedback fb;
-    fb.score = 7;
-    fb.summary = "s \"quoted\"";
-    fb.next_steps = "a\nb";
-    fb.blockers = "none";
-    const nlohmann::json json = to_json(fb);
-    CHECK(json["score"] == 7);
-    CHECK(json["ideas"] == "");
-    const feedback back = feedback_from_json(nlohmann::json::parse(json.dump()));
-    CHECK(back.score == 7);
-    CHECK(back.summary == fb.summary);
-    CHECK(back.next_steps == fb.next_steps);
-    CHECK(back.blockers == fb.blockers);
-    CHECK(back.improvements.empty());
-
-    CHECK_FALSE(feedback_from_json(to_json(feedback{})).score);
-    CHECK(feedback_from_json(nlohmann::json::array()).empty());
-    CHECK(feedback_from_json(nlohmann::json{{"score", 42}, {"summary", 3}}).empty());
-    CHECK(feedback_from_json(nlohmann::json{{"score", "7"}}).empty());
-}
-
 TEST_CASE("notes: feedback is described for the next prompt, skipping empty fields") {
-    feedback fb;
+    proto::agent_feedback fb;
     fb.score = 7;
     fb.summary = "Added the parser.";
     fb.next_steps = "- wire it\n- test it";
     CHECK(describe_for_prompt(fb) ==
           "Score: 7/10\nSummary: Added the parser.\nNext steps:\n- wire it\n- test it\n");
-    CHECK(describe_for_prompt(feedback{}).empty());
-    CHECK(feedback{}.empty());
-    CHECK_FALSE(fb.empty());
+    CHECK(describe_for_prompt(proto::agent_feedback{}).empty());
 }
 
 // ---- status and legacy rule ----
@@ -496,7 +472,7 @@ TEST_CASE(
     state.loop_id = 1;
     state.iteration = 2;
     state.name = "x\n---\ninjected: true";
-    feedback fb;
+    proto::agent_feedback fb;
     fb.score = 7;
     fb.summary = "line one\nline \"two\"";
     fb.next_steps = "- a\n- b";

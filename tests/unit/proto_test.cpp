@@ -119,7 +119,10 @@ proto::attempt_info sample() {
     a.insertions = 10;
     a.deletions = 1;
     a.progress = true;
-    a.feedback = {{"score", 7}, {"summary", "ok"}};
+    a.feedback = proto::agent_feedback{};
+    a.feedback->score = 7;
+    a.feedback->summary = "ok";
+    a.feedback->next_steps = "a\nb";
     a.verify_exit = 0;
     a.verify_output = "tests pass";
     a.output_start = 100;
@@ -303,6 +306,24 @@ void check_methods(std::type_identity<std::tuple<Methods...>>) {
 
 TEST_CASE("proto: every method's request and result read back as they were written") {
     check_methods(std::type_identity<method::all_methods>{});
+}
+
+TEST_CASE("proto: an agent's feedback reads back as it was written; bad JSON gives empty fields") {
+    proto::agent_feedback feedback;
+    feedback.score = 7;
+    feedback.summary = "s \"quoted\"";
+    feedback.next_steps = "a\nb";
+    feedback.blockers = "none";
+    const nlohmann::json json = feedback;
+    CHECK(json["score"] == 7);
+    CHECK(json["ideas"] == "");
+    CHECK(nlohmann::json::parse(json.dump()).get<proto::agent_feedback>() == feedback);
+    CHECK(nlohmann::json(proto::agent_feedback{})["score"].is_null());
+    CHECK(nlohmann::json::array().get<proto::agent_feedback>().empty());
+    CHECK(nlohmann::json{{"score", 42}, {"summary", 3}}.get<proto::agent_feedback>().empty());
+    CHECK(nlohmann::json{{"score", "7"}}.get<proto::agent_feedback>().empty());
+    CHECK(proto::agent_feedback{}.empty());
+    CHECK_FALSE(feedback.empty());
 }
 
 TEST_CASE("proto: the data of an error reads back as it was written") {
