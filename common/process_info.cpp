@@ -10,18 +10,21 @@
 
 namespace ralph {
 
-bool read_process_stat(pid_t pid, process_stat& stat) {
-    // Plain read(2): this runs for every agent started, and iostreams cost more than the read.
-    const std::string path = "/proc/" + std::to_string(pid) + "/stat";
+std::string read_proc_text(const std::string& path) {
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return false;
-    char buffer[4096];
-    ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (fd < 0) return "";
+    std::string text(4096, '\0');
+    const ssize_t n = ::read(fd, text.data(), text.size());
     ::close(fd);
-    if (n <= 0) return false;
+    text.resize(n > 0 ? std::size_t(n) : 0);
+    return text;
+}
+
+bool read_process_stat(pid_t pid, process_stat& stat) {
     // Field 4 (ppid), 5 (pgrp) and 22 (starttime); the command name (field 2) may contain spaces
     // and parentheses, so parsing starts after its last ')'.
-    const std::string_view line(buffer, std::size_t(n));
+    const std::string text = read_proc_text("/proc/" + std::to_string(pid) + "/stat");
+    const std::string_view line(text);
     const auto close = line.rfind(')');
     if (close == std::string_view::npos) return false;
     // Fields after ") " start at field 3 (state), one space apart.

@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <string>
 
 namespace ralph {
 
@@ -13,6 +14,10 @@ struct process_stat {
     pid_t pgrp = 0;
     std::int64_t start_time = 0;  // clock ticks since boot
 };
+
+// The text of a small file of /proc (its first 4 KiB), "" when it cannot be read. Plain
+// read(2): this runs for every agent started, and iostreams cost more than the read.
+std::string read_proc_text(const std::string& path);
 
 // False when there is no such process (or its stat cannot be read).
 bool read_process_stat(pid_t pid, process_stat& stat);

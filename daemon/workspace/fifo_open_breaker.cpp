@@ -1,6 +1,7 @@
 #include "daemon/workspace/fifo_open_breaker.hpp"
 
-#include <fcntl.h>
+#include "common/process_info.hpp"
+
 #include <signal.h>
 #include <unistd.h>
 
@@ -25,18 +26,16 @@ constexpr int interrupt_signal = SIGURG;
 
 void interrupted(int) {}
 
+// After an interruption, how long the thread's further FIFO waits are interrupted at once, and
+// how often it is looked at meanwhile.
+constexpr std::chrono::minutes burst_window{1};
+constexpr std::chrono::milliseconds burst_interval{10};
+
 // What /proc/self/task/<tid>/wchan says a thread sleeps in: the kernel function, or "0" for a
 // thread that runs. The wait for a FIFO's other end is in fs/pipe.c's wait_for_partner (inlined
 // into fifo_open by some compilers).
 bool waits_for_fifo_partner(const std::filesystem::path& task) {
-    const std::string path = (task / "wchan").string();
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return false;
-    char buffer[64];
-    ssize_t n = ::read(fd, buffer, sizeof buffer);
-    ::close(fd);
-    if (n <= 0) return false;
-    const std::string_view wchan(buffer, std::size_t(n));
+    const std::string wchan = read_proc_text((task / "wchan").string());
     return wchan == "wait_for_partner" || wchan == "fifo_open";
 }
 
@@ -65,16 +64,16 @@ void fifo_open_breaker::watch(std::stop_token stop) {
     // Seen often enough to act within about a second after `patience`, and not more often.
     const auto interval =
         std::min<std::chrono::milliseconds>(std::chrono::seconds(1), patience_ / 4);
-    std::map<pid_t, std::chrono::steady_clock::time_point> waiting_since;
+    bool burst = false;
     std::unique_lock lock(mutex_);
-    while (!wake_.wait_for(lock, stop, interval, [&stop] { return stop.stop_requested(); }))
-        look(waiting_since);
+    while (!wake_.wait_for(lock, stop, burst ? burst_interval : interval,
+                           [&stop] { return stop.stop_requested(); }))
+        burst = look();
 }
 
-void fifo_open_breaker::look(
-    std::map<pid_t, std::chrono::steady_clock::time_point>& waiting_since) {
+bool fifo_open_breaker::look() {
     const auto now = std::chrono::steady_clock::now();
-    std::map<pid_t, std::chrono::steady_clock::time_point> still_waiting;
+    std::map<pid_t, time_point> waiting;
     std::error_code error;
     for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", error)) {
         pid_t tid = 0;
@@ -82,17 +81,25 @@ void fifo_open_breaker::look(
         if (std::from_chars(name.data(), name.data() + name.size(), tid).ec != std::errc())
             continue;
         if (!waits_for_fifo_partner(task.path())) continue;
-        auto seen = waiting_since.find(tid);
-        const auto since = seen == waiting_since.end() ? now : seen->second;
-        still_waiting[tid] = since;
-        if (now - since < patience_) continue;
-        // Again at every look while it still waits (the work may try the open again).
-        spdlog::warn("thread {} has waited {} ms to open a FIFO in a workspace: interrupting it",
-                     tid,
-                     std::chrono::duration_cast<std::chrono::milliseconds>(now - since).count());
+        const auto seen = waiting_since_.find(tid);
+        const time_point since = seen == waiting_since_.end() ? now : seen->second;
+        waiting[tid] = since;
+        const auto last = interrupted_at_.find(tid);
+        const bool recently = last != interrupted_at_.end() && now - last->second < burst_window;
+        if (!recently && now - since < patience_) continue;
+        // Said once per burst: the work's own error names the files.
+        if (!recently)
+            spdlog::warn(
+                "thread {} has waited {} ms to open a FIFO: interrupting it, and at once any FIFO "
+                "it waits for in the next minute",
+                tid, std::chrono::duration_cast<std::chrono::milliseconds>(now - since).count());
         ::tgkill(::getpid(), tid, interrupt_signal);
+        interrupted_at_[tid] = now;
     }
-    waiting_since = std::move(still_waiting);
+    waiting_since_ = std::move(waiting);
+    std::erase_if(interrupted_at_,
+                  [now](const auto& entry) { return now - entry.second >= burst_window; });
+    return !interrupted_at_.empty();
 }
 
 }  // namespace ralph

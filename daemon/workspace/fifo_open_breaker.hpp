@@ -4,6 +4,7 @@
 // starts and checks need; `daemon stop` would wait too. No ralphd thread ever needs to wait for
 // a FIFO's other end, so one that has waited `patience` is interrupted: a signal without
 // SA_RESTART makes its open fail with EINTR, and the work reports the file it could not read.
+// Every FIFO the same thread waits for in the minute after is interrupted at once.
 #pragma once
 
 #include <sys/types.h>
@@ -28,11 +29,18 @@ class fifo_open_breaker {
     ~fifo_open_breaker();
 
   private:
+    using time_point = std::chrono::steady_clock::time_point;
     void watch(std::stop_token stop);
-    // One look at every thread: interrupts those seen waiting at least `patience_`.
-    void look(std::map<pid_t, std::chrono::steady_clock::time_point>& waiting_since);
+    // One look at every thread: interrupts those seen waiting `patience_`, and at once those it
+    // interrupted less than a minute ago (a repository can hold a FIFO in every directory).
+    // True while such a recently interrupted thread remains: the next look then comes soon.
+    bool look();
 
     const std::chrono::milliseconds patience_;
+    // The watcher's own (no other thread touches them): the threads seen waiting for a FIFO's
+    // other end, since when; the threads interrupted, when last.
+    std::map<pid_t, time_point> waiting_since_;
+    std::map<pid_t, time_point> interrupted_at_;
     std::mutex mutex_;
     std::condition_variable_any wake_;  // only woken by the stop request
     std::jthread thread_;               // last: started once the rest is ready

@@ -1056,3 +1056,23 @@ TEST_CASE("workspace: a FIFO planted where libgit2 reads a file does not hold it
     CHECK(snap.error.find(".git/config") != std::string::npos);
     CHECK(snap.error.find("nterrupted") != std::string::npos);
 }
+
+TEST_CASE("workspace: a FIFO in every directory holds the dirty check up once, not once each") {
+    const ralph::fifo_open_breaker breaker(std::chrono::milliseconds(200));
+    temp_dir tmp;
+    auto repo = make_repo(tmp.path / "repo");
+    constexpr int directories = 80;
+    for (int i = 0; i < directories; ++i) {
+        const fs::path dir = repo / ("d" + std::to_string(i));
+        fs::create_directory(dir);
+        write_file(dir / "a.txt", "a\n");
+        REQUIRE(::mkfifo((dir / ".gitignore").c_str(), 0644) == 0);
+    }
+    const auto started = std::chrono::steady_clock::now();
+    const dirty_state dirty = check_dirty(repo);
+    // One patience, then each further FIFO interrupted within 10 ms, not at the breaker's next
+    // regular look (every 50 ms here, every second in ralphd): 4 s and more.
+    CHECK(std::chrono::steady_clock::now() - started < std::chrono::milliseconds(2500));
+    CHECK(dirty.dirty);
+    CHECK(dirty.total_changes == directories);
+}
