@@ -828,14 +828,14 @@ awaitable<void> loop_runner::judge(const proto::loop_info& loop, const std::stri
     const workspace::change_stats& changes = result.changes;
     attempt.head_after = after.head;
     // Without the snapshot before (an adopted attempt in a plain directory), what changed is
-    // unknown: progress stays unknown, which counts as progress. So it does when a snapshot
-    // could be taken only in part and shows no change.
+    // unknown: progress stays unknown, which counts as progress. So it does when what changed is
+    // known only in part and that part shows no change.
     if (before) {
         attempt.files_changed = changes.files_changed;
         attempt.insertions = changes.insertions;
         attempt.deletions = changes.deletions;
-        if (changes.progress() || result.specs_changed || changes.error.empty())
-            attempt.progress = changes.progress() || result.specs_changed;
+        const bool changed = changes.progress() || result.specs_changed;
+        if (changed || changes.error.empty()) attempt.progress = changed;
         if (!changes.error.empty())
             spdlog::warn("loop {}: iteration {}: what changed is known only in part: {}", loop_id_,
                          attempt.iteration, changes.error);

@@ -16,8 +16,9 @@
 #                                             writes a `commondir` into it naming such a copy
 #   hostile-agent.sh git-link TARGET          .git/logs/HEAD becomes a link to TARGET/reflog, and
 #                                             every missing .git/objects/XX a link to TARGET
-#   hostile-agent.sh git-fifo                 .git/config and a .gitignore become FIFOs, which
-#                                             libgit2 would wait on for a writer forever
+#   hostile-agent.sh git-fifo NAME            .git/NAME (config, index) and a .gitignore become
+#                                             FIFOs, which libgit2 would wait on for a writer
+#                                             forever
 #   hostile-agent.sh rewrite FILE MARKER      FILE (the --verify check or a hook of the workspace)
 #                                             becomes a script that creates MARKER
 #   hostile-agent.sh rewrite-env FILE NAME...
@@ -105,7 +106,7 @@ print(s.recv(65536).decode(errors="replace"), file=sys.stderr)
         ;;
     git-fifo)
         git_dir=$(git rev-parse --absolute-git-dir)
-        tried sh -c "rm -f '$git_dir/config' .gitignore && mkfifo '$git_dir/config' .gitignore"
+        tried sh -c "rm -f '$git_dir/$1' .gitignore && mkfifo '$git_dir/$1' .gitignore"
         ;;
     rewrite)
         file=$1 marker=$2

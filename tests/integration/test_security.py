@@ -411,28 +411,35 @@ class RepositoryConfigTest(DaemonTestCase):
         self.assertFalse(os.path.exists(marker), "ralph ran a program the repository names")
 
     def test_a_fifo_planted_where_git_reads_a_file_holds_up_no_loop(self):
-        # libgit2 opens .git/config without O_NONBLOCK: the snapshot after the attempt would wait
-        # for a writer forever, and every loop's work on the pool thread behind it.
-        d = self.daemon()
-        ws = make_workspace(d.root)
-        plain = os.path.join(d.root, "plain")
-        os.mkdir(plain)
-        hostile_loop = d.ctl_submit(ws, "Work.", "-m", "1", "--command", hostile("git-fifo"),
-                                    name="fifo")
-        wait_until(lambda: "git-fifo: done" in d.output(hostile_loop["id"]).decode(), 30,
-                   "the agent to plant its FIFOs")
-        other = d.ctl_submit(plain, "Work.", "-m", "1", "--command", hostile("read", "/dev/null"),
-                             name="other")
-        started = time.monotonic()
-        d.wait_state(hostile_loop["id"], ["completed"], timeout=60)
-        d.wait_state(other["id"], ["completed"], timeout=60)
-        self.assertLess(time.monotonic() - started, scaled(30))
-        # The open ends in EINTR: ralphd's own signal after a few seconds, or any signal the
-        # thread happens to take first (a SIGCHLD).
-        self.assertIn("iteration 1: what changed is known only in part", d.log_text())
-        self.assertIn(".git/config': Interrupted system call", d.log_text())
-        attempt = d.attempts(hostile_loop["id"])[0]
-        self.assertEqual(attempt["exit_code"], 0)
+        # libgit2 opens .git/config and .git/index without O_NONBLOCK: the snapshot after the
+        # attempt would wait for a writer forever, and every loop's work on the pool thread
+        # behind it. With the configuration unreadable the repository cannot be opened (compared
+        # as files: a change); with the index unreadable the tree after is unknown, and so is
+        # the progress (which counts as progress: the loop is not stopped as stalled).
+        for name, progress in (("config", True), ("index", None)):
+            with self.subTest(name):
+                d = self.daemon()
+                ws = make_workspace(d.root)
+                plain = os.path.join(d.root, "plain")
+                os.mkdir(plain)
+                hostile_loop = d.ctl_submit(ws, "Work.", "-m", "1", "--command",
+                                            hostile("git-fifo", name), name="fifo")
+                wait_until(lambda: "git-fifo: done" in d.output(hostile_loop["id"]).decode(), 30,
+                           "the agent to plant its FIFOs")
+                other = d.ctl_submit(plain, "Work.", "-m", "1", "--command",
+                                     hostile("read", "/dev/null"), name="other")
+                started = time.monotonic()
+                d.wait_state(hostile_loop["id"], ["completed"], timeout=60)
+                d.wait_state(other["id"], ["completed"], timeout=60)
+                self.assertLess(time.monotonic() - started, scaled(30))
+                # The open ends in EINTR: ralphd's own signal after a few seconds, or any signal
+                # the thread happens to take first (a SIGCHLD).
+                self.assertRegex(d.log_text(),
+                                 r"iteration 1: what changed is known only in part: .*\.git/%s'"
+                                 % name)
+                attempt = d.attempts(hostile_loop["id"])[0]
+                self.assertEqual(attempt["exit_code"], 0)
+                self.assertEqual(attempt["progress"], progress)
 
 
 class FakeServer:
