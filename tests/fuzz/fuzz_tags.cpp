@@ -103,20 +103,16 @@ void check_notes(std::string_view text) {
     }
 }
 
-std::optional<feedback> check_feedback(std::string_view text) {
-    std::optional<feedback> fb = extract_feedback(text);
+std::optional<proto::agent_feedback> check_feedback(std::string_view text) {
+    std::optional<proto::agent_feedback> fb = extract_feedback(text);
     if (!fb) return fb;
     fuzz::check(!fb->empty(), "an empty feedback");
     fuzz::check(!fb->score || (*fb->score >= 0 && *fb->score <= 10), "score out of 0..10");
     for (const std::string* field :
          {&fb->summary, &fb->improvements, &fb->next_steps, &fb->ideas, &fb->blockers})
         check_kept_text(*field, max_feedback_field_bytes, "feedback field");
-    const feedback stored = feedback_from_json(to_json(*fb));
-    fuzz::check(stored.score == fb->score && stored.summary == fb->summary &&
-                    stored.improvements == fb->improvements &&
-                    stored.next_steps == fb->next_steps && stored.ideas == fb->ideas &&
-                    stored.blockers == fb->blockers,
-                "feedback changed through its storage form");
+    const auto stored = nlohmann::json(*fb).get<proto::agent_feedback>();
+    fuzz::check(stored == *fb, "feedback changed through its storage form");
     const std::string described = describe_for_prompt(*fb);
     fuzz::check(fuzz::is_valid_utf8(described), "describe_for_prompt is not valid UTF-8");
     return fb;
@@ -166,7 +162,7 @@ void check_yaml_quote(std::string_view text) {
 }
 
 void check_loop_state(std::string_view text, std::string_view phrase,
-                      const std::optional<feedback>& fb) {
+                      const std::optional<proto::agent_feedback>& fb) {
     loop_state_file state;
     state.name = std::string(text);
     state.completion_signal = std::string(phrase);
@@ -177,7 +173,7 @@ void check_loop_state(std::string_view text, std::string_view phrase,
 
     // The same file with empty values has the same lines: no value ended one early.
     loop_state_file blank;
-    if (fb) blank.previous_feedback = feedback{};
+    if (fb) blank.previous_feedback = proto::agent_feedback{};
     const std::string reference = render_loop_state(blank);
     fuzz::check(std::count(rendered.begin(), rendered.end(), '\n') ==
                     std::count(reference.begin(), reference.end(), '\n'),
@@ -199,7 +195,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     check_status(text, tag, phrase);
     check_substring(text, phrase);
     check_notes(text);
-    const std::optional<feedback> fb = check_feedback(text);
+    const std::optional<proto::agent_feedback> fb = check_feedback(text);
     check_checkboxes(text);
     check_score(once);
     check_score(phrase);
