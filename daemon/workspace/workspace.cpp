@@ -215,11 +215,26 @@ fs::path git_entry(const fs::path& dir, bool search) {
 // than walked with an open descriptor per level.
 constexpr std::size_t max_git_depth = 64;
 
+// What a caller does with the repository. Reading it (a status, a diff of two trees) does not
+// need the look into the 256 directories of loose objects (thousands of entries: half of a dirty
+// check's time in a repository of 1,000 files): a loose object is read, never written, through
+// a link there, and libgit2 checks what it reads against the object's id (its strict hash
+// verification, on by default). Writing does need it: libgit2 writes a loose object to a
+// temporary file and renames it over its name, but "freshens" one that exists already by
+// setting its time, which a link would carry to its target.
+enum class git_access { read, write };
+
+// Whether `name` in `prefix` is a directory of loose objects ("objects/" and two hex digits).
+bool is_loose_object_directory(std::string_view prefix, std::string_view name) {
+    const auto hex = [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); };
+    return prefix == "objects/" && name.size() == 2 && hex(name[0]) && hex(name[1]);
+}
+
 // Why `dir` (a git directory) may lead elsewhere: the first symbolic link in it or below, or a
 // directory in it that cannot be read whole (one an agent made unreadable could hide a link);
 // "" when neither. One descriptor per level, names from readdir's d_type: a git directory with
-// loose objects holds thousands of entries, and submit walks it.
-std::string link_problem_below(const fs::path& dir) {
+// loose objects holds thousands of entries, and submit walks it (not into the loose objects).
+std::string link_problem_below(const fs::path& dir, git_access access) {
     struct level {
         std::unique_ptr<DIR, int (*)(DIR*)> entries;
         std::string prefix;  // the level's path relative to `dir`, "" or ending in '/'
@@ -260,6 +275,7 @@ std::string link_problem_below(const fs::path& dir) {
         const std::string path = top.prefix + std::string(name);
         if (type == DT_LNK) return "holds a symbolic link, " + path;
         if (type != DT_DIR) continue;
+        if (access == git_access::read && is_loose_object_directory(top.prefix, name)) continue;
         if (stack.size() >= max_git_depth)
             return "nests directories deeper than " + std::to_string(max_git_depth) + " levels (" +
                    path + ")";
@@ -272,7 +288,7 @@ std::string link_problem_below(const fs::path& dir) {
 }
 
 // Why the repository whose .git entry is `dot_git` leads out of its git directory, or "".
-std::string layout_problem(const fs::path& dot_git, git_repository* repo) {
+std::string layout_problem(const fs::path& dot_git, git_repository* repo, git_access access) {
     std::error_code ec;
     if (fs::is_symlink(dot_git, ec)) return dot_git.string() + " is a symbolic link";
     const fs::path git_dir = fs::weakly_canonical(git_repository_path(repo), ec);
@@ -281,7 +297,7 @@ std::string layout_problem(const fs::path& dot_git, git_repository* repo) {
         return "its git directory " + git_dir.string() + " names another common directory, " +
                common_dir.string() + " (in its file commondir)";
     // A linked worktree's git directory is in the common directory's worktrees/.
-    if (std::string problem = link_problem_below(common_dir); !problem.empty())
+    if (std::string problem = link_problem_below(common_dir, access); !problem.empty())
         return "its git directory " + common_dir.string() + " " + problem;
     return "";
 }
@@ -326,11 +342,11 @@ struct repository {
 
 // The work tree that contains `dir`. A bare repository and the inside of a .git directory are
 // not work trees: they have no work to snapshot.
-repository find_repository(const fs::path& dir) {
+repository find_repository(const fs::path& dir, git_access access) {
     repository found;
     repository_handle repo = open_repository(dir, found.error);
     if (!repo) return found;
-    found.refused = layout_problem(git_entry(dir, true), repo.get());
+    found.refused = layout_problem(git_entry(dir, true), repo.get(), access);
     if (!found.refused.empty()) {
         found.error = "refusing to use the git repository of " + dir.string() + ": " +
                       found.refused + " (ralph writes through no link)";
@@ -695,7 +711,7 @@ void compare_git(const fs::path& dir, const snapshot& before, const snapshot& af
 
     // `git diff --numstat --find-renames <before> <after> -- . ':(exclude).ralph'`: the
     // workspace's directory of both trees, .ralph/ left out before renames are paired.
-    repository repo = find_repository(dir);
+    repository repo = find_repository(dir, git_access::read);
     if (!repo.git) {
         stats.error =
             repo.error.empty() ? dir.string() + " is no longer in a git work tree" : repo.error;
@@ -945,7 +961,7 @@ std::string free_worktree_name(git_repository* repo, const fs::path& path) {
 
 snapshot take_snapshot(const std::filesystem::path& dir, const file_limits& limits) {
     snapshot snap;
-    repository repo = find_repository(dir);
+    repository repo = find_repository(dir, git_access::write);
     if (!repo.git) {
         append_error(snap.error, repo.error);
         snap.refused = repo.refused;
@@ -990,7 +1006,7 @@ bool file_changed(const snapshot& before, const snapshot& after, const std::file
         return before_hash != after_hash;
     }
     if (before.tree.empty() || after.tree.empty() || before.tree == after.tree) return false;
-    repository repo = find_repository(dir);
+    repository repo = find_repository(dir, git_access::read);
     if (!repo.git) return false;
     std::string error;
     const std::string path = repo.under() + *key;
@@ -1003,7 +1019,7 @@ bool has_git_entry(const std::filesystem::path& dir) { return !git_entry(dir, tr
 
 dirty_state check_dirty(const std::filesystem::path& dir) {
     dirty_state state;
-    repository repo = find_repository(dir);
+    repository repo = find_repository(dir, git_access::read);
     if (!repo.git) {
         state.error = repo.error;
         return state;
@@ -1084,7 +1100,7 @@ dirty_state check_dirty(const std::filesystem::path& dir) {
 std::string commit_all(const std::filesystem::path& dir, const std::string& message,
                        std::string& error) {
     error.clear();
-    repository repo = find_repository(dir);
+    repository repo = find_repository(dir, git_access::write);
     if (!repo.git) {
         error = repo.error.empty() ? "cannot commit in " + dir.string() + ": not a git work tree"
                                    : repo.error;
@@ -1136,7 +1152,7 @@ std::string commit_all(const std::filesystem::path& dir, const std::string& mess
 
 repository_info inspect_repository(const std::filesystem::path& dir) {
     repository_info info;
-    repository repo = find_repository(dir);
+    repository repo = find_repository(dir, git_access::read);
     info.error = repo.error;
     if (!repo.git) return info;
     info.is_git = true;
@@ -1181,7 +1197,9 @@ std::string add_worktree(const std::filesystem::path& source, const std::filesys
     std::string error;
     repository_handle repo = open_repository(source, error);
     if (!repo) return error.empty() ? what + ": not in a git repository" : error;
-    if (std::string problem = layout_problem(git_entry(source, true), repo.get()); !problem.empty())
+    if (std::string problem =
+            layout_problem(git_entry(source, true), repo.get(), git_access::write);
+        !problem.empty())
         return what + ": " + problem + " (ralph writes through no link)";
 
     // The branch outlives a worktree removed by hand: the loop then goes on with its work.

@@ -24,10 +24,12 @@
 // its `.git` a symbolic link, a symbolic link anywhere in its git directory (libgit2 would write
 // objects, refs, reflogs or the index through it), or a `commondir` file naming another
 // directory than git's layout has (a linked worktree's main repository): its functions then
-// answer as outside git, with an error saying why, and commit_all fails. The repository is chosen
-// by `dir` alone (GIT_DIR, GIT_WORK_TREE,
-// GIT_INDEX_FILE... of the daemon's environment are not read); the user's and the system's git
-// configuration are read as git reads them (identity, excludes, core.autocrlf...).
+// answer as outside git, with an error saying why, and commit_all fails. (Those that only read —
+// check_dirty, inspect_repository, the comparisons — do not look among the loose objects, which
+// are read, never written, through a link: see git_access in workspace.cpp.) The repository is
+// chosen by `dir` alone (GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE... of the daemon's environment are
+// not read); the user's and the system's git configuration are read as git reads them (identity,
+// excludes, core.autocrlf...).
 //
 // Every function here BLOCKS: it reads the work tree or every file, with no time limit. Call
 // them off the io thread. They keep no global or shared state (each call opens the repository

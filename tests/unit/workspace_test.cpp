@@ -1030,6 +1030,33 @@ TEST_CASE("workspace: a git directory that leads out of itself is not used, nor 
     CHECK(error == "");
 }
 
+TEST_CASE("workspace: a link among the loose objects stops what writes, not what only reads") {
+    temp_dir tmp;
+    write_file(tmp.path / "outside", "untouched\n");
+    const auto written_at = fs::last_write_time(tmp.path / "outside");
+    auto repo = make_repo(tmp.path / "repo");
+    fs::create_directories(repo / ".git" / "objects" / "ab");
+    fs::create_symlink(tmp.path / "outside",
+                       repo / ".git" / "objects" / "ab" / std::string(38, 'c'));
+    // The dirty check and a repository's description read: they do not look among the loose
+    // objects (the reason is at git_access in workspace.cpp).
+    const dirty_state dirty = check_dirty(repo);
+    CHECK(dirty.is_git);
+    CHECK(dirty.error == "");
+    CHECK_FALSE(dirty.dirty);
+    CHECK(inspect_repository(repo).head == head_of(repo));
+    // A snapshot and a commit write objects: refused, the link named.
+    write_file(repo / "b.txt", "work\n");
+    const snapshot snap = take_snapshot(repo);
+    CHECK_FALSE(snap.is_git);
+    CHECK(snap.refused.find("objects/ab/cccc") != std::string::npos);
+    std::string error;
+    CHECK(commit_all(repo, "work", error) == "");
+    CHECK(error.find("objects/ab/cccc") != std::string::npos);
+    CHECK(read_file(tmp.path / "outside") == "untouched\n");
+    CHECK(fs::last_write_time(tmp.path / "outside") == written_at);
+}
+
 TEST_CASE("workspace: a FIFO planted where libgit2 reads a file does not hold it forever") {
     const ralph::fifo_open_breaker breaker(std::chrono::milliseconds(200));
     temp_dir tmp;
