@@ -184,28 +184,29 @@ bench_snapshots() {
 # Sockets ralphd holds open (its listener and its clients' connections).
 socket_count() { find "/proc/$daemon_pid/fd" -lname 'socket:*' 2>/dev/null | wc -l; }
 
-# An agent flooding 100 MiB, with no watcher and with 20 live `tail -f` clients attached before it
-# starts (the scheduler paused until they are): the attempt's time as ralphd recorded it, best of
-# 3 rounds each. One of the tails is checked to have received every byte; the other 19 are ended
-# once the attempt is recorded.
-bench_tails() {
-    local bytes=$((100 << 20)) runs=3 tails=20
-    local agent="bash -c 'yes \"ralph flood line: the quick brown fox jumps over the lazy dog 0123456789\" | head -c $bytes'"
-    local quiet_best=999999 tails_best=999999
-    start_daemon
-    for _ in $(seq $runs); do
-        sync
-        local id; id=$("$ralphctl" submit --workspace "$workspace" --command "$agent" -m 1 --delay 0 \
-            --wait "flood" 2>/dev/null | awk 'NR == 1 { print $3 }') || true
-        local quiet; quiet=$(attempt_ms "$id")
-        ((quiet < quiet_best)) && quiet_best=$quiet
-
-        sync
-        "$ralphctl" scheduler pause >/dev/null
-        id=$("$ralphctl" submit --workspace "$workspace" --command "$agent" -m 1 --delay 0 "flood" |
-            awk 'NR == 1 { print $3 }')
-        local sockets; sockets=$(socket_count) pids=()
-        # (Their exit status is the loop's outcome, "exhausted": 1.)
+# One attempt of an agent flooding BYTES, with no watcher (TAILS 0) or with TAILS live `tail -f`
+# clients attached before it starts; prints its time as ralphd recorded it, in ms. Both kinds of
+# run take the same path, the tails alone differing: the scheduler paused, the loop submitted by
+# a `submit --wait` that stays to wait for its end (nothing polls beside the agent), the tails
+# connected, the scheduler resumed. The first tail is checked to have received every byte; the
+# others are ended once the attempt is recorded.
+#   flood_with_tails AGENT BYTES TAILS
+flood_with_tails() {
+    local agent=$1 bytes=$2 tails=$3
+    sync
+    "$ralphctl" scheduler pause >/dev/null
+    # (Its exit status is the loop's outcome, "exhausted": 1.)
+    { "$ralphctl" submit --workspace "$workspace" --command "$agent" -m 1 --delay 0 --wait \
+        "flood" 2>/dev/null || true; } >"$tmp/flood.submit" &
+    local waiter=$! id=
+    for _ in $(seq 200); do
+        id=$(awk 'NR == 1 { print $3 }' "$tmp/flood.submit")
+        [[ -n $id ]] && break
+        sleep 0.02
+    done
+    [[ -n $id ]] || { echo "bench: the flood was not submitted" >&2; exit 1; }
+    local sockets; sockets=$(socket_count) pids=()
+    if ((tails > 0)); then
         { "$ralphctl" tail -f "$id" 2>>"$tmp/tails.err" || true; } | cksum >"$tmp/tail.cksum" &
         pids+=($!)
         for _ in $(seq $((tails - 1))); do
@@ -215,22 +216,37 @@ bench_tails() {
         for _ in $(seq 200); do (($(socket_count) >= sockets + tails)) && break; sleep 0.02; done
         (($(socket_count) >= sockets + tails)) || { echo "bench: the tails did not connect" >&2; exit 1; }
         sleep 0.2 # their loop.tail requests, sent right after connecting
-        "$ralphctl" scheduler resume >/dev/null
-        # Once the attempt is recorded the others have served their purpose: their catching up
-        # (each tail is paced while the loop runs) would take most of the benchmark's time.
-        until "$ralphctl" show "$id" | grep -q '^state  *exhausted'; do sleep 0.05; done
-        kill "${pids[@]:1}" 2>/dev/null || true
-        for pid in "${pids[@]}"; do wait "$pid" || true; done
-        local ralph; ralph=$(attempt_ms "$id")
-        ((ralph < tails_best)) && tails_best=$ralph
-        local stored; stored=$("$ralphctl" --json show "$id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["loop"]["output_bytes"])')
-        [[ $stored == "$bytes" ]] || { echo "bench: tails stored $stored bytes, expected $bytes" >&2; exit 1; }
+    fi
+    "$ralphctl" scheduler resume >/dev/null
+    wait "$waiter"
+    # Once the attempt is recorded the others have served their purpose: their catching up
+    # (each tail is paced while the loop runs) would take most of the benchmark's time.
+    ((tails > 1)) && kill "${pids[@]:1}" 2>/dev/null
+    for pid in "${pids[@]}"; do wait "$pid" || true; done
+    local stored; stored=$("$ralphctl" --json show "$id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["loop"]["output_bytes"])')
+    [[ $stored == "$bytes" ]] || { echo "bench: tails stored $stored bytes, expected $bytes" >&2; exit 1; }
+    if ((tails > 0)); then
         # The loop's output file as ralph stored it: byte count and CRC must match the tail's.
         local want; want=$(cksum <"$XDG_STATE_HOME/ralph/output/$id.log")
         [[ $(cat "$tmp/tail.cksum") == "$want" ]] || {
             echo "bench: a live tail received '$(cat "$tmp/tail.cksum")' (CRC, bytes), the stored output is '$want'" >&2
             exit 1
         }
+    fi
+    attempt_ms "$id"
+}
+
+# An agent flooding 100 MiB with no watcher and with 20 live tails, best of 3 rounds each.
+bench_tails() {
+    local bytes=$((100 << 20)) runs=3 tails=20
+    local agent="bash -c 'yes \"ralph flood line: the quick brown fox jumps over the lazy dog 0123456789\" | head -c $bytes'"
+    local quiet_best=999999 tails_best=999999
+    start_daemon
+    for _ in $(seq $runs); do
+        local quiet; quiet=$(flood_with_tails "$agent" $bytes 0)
+        ((quiet < quiet_best)) && quiet_best=$quiet
+        local ralph; ralph=$(flood_with_tails "$agent" $bytes $tails)
+        ((ralph < tails_best)) && tails_best=$ralph
     done
     stop_daemon
     python3 -c "
