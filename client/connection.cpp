@@ -2,7 +2,7 @@
 #include "client/connection.hpp"
 
 #include "client/output.hpp"
-#include "common/asio.hpp"
+#include "common/beast.hpp"
 #include "common/paths.hpp"
 #include "proto/version.hpp"
 

@@ -1,6 +1,8 @@
-// The one header through which ralph includes Boost.Asio and Boost.Beast.
+// The one header through which ralph includes Boost.Asio (and, through common/beast.hpp, Beast).
 // Boost 1.74's asio/awaitable.hpp uses std::exchange without including <utility> under
 // GCC 12 in C++20 mode, so <utility> must come first. Never include Asio/Beast directly.
+// Beast is in a header of its own: it costs about 4 s of compile time in every file that
+// includes it, and only the API server and the client's connection speak HTTP.
 #pragma once
 
 // Boost 1.74's Asio looks for Clang's coroutines in libc++'s <experimental/coroutine> only; with
@@ -10,28 +12,32 @@
 #define BOOST_ASIO_HAS_STD_COROUTINE 1
 #endif
 
-#include <string_view>
 #include <utility>
 
-#include <boost/asio.hpp>
+// What ralph uses of Asio, not <boost/asio.hpp> (all of it: a third more compile time).
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/async_result.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/buffer.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/socket_base.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
-#include <boost/beast/websocket.hpp>
 
 namespace ralph {
 namespace net = boost::asio;
-namespace beast = boost::beast;
 using local_stream = net::local::stream_protocol;
 template <typename T>
 using awaitable = net::awaitable<T>;
 using net::use_awaitable;
-
-// Beast 1.74 has its own string_view type.
-inline std::string_view to_std(beast::string_view s) { return {s.data(), s.size()}; }
 }  // namespace ralph

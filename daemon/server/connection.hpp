@@ -8,7 +8,7 @@
 // session idle the longest), so `ralphctl` always gets in.
 #pragma once
 
-#include "common/asio.hpp"
+#include "common/beast.hpp"
 #include "daemon/server/server.hpp"
 #include "proto/version.hpp"
 

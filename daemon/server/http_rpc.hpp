@@ -7,7 +7,7 @@
 // of a JSON-RPC error, so a client parses every reply the same way.
 #pragma once
 
-#include "common/asio.hpp"
+#include "common/beast.hpp"
 #include "daemon/server/server.hpp"
 
 #include <optional>

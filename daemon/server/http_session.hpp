@@ -3,7 +3,7 @@
 // hands a GET /rpc WebSocket upgrade over to a websocket_session.
 #pragma once
 
-#include "common/asio.hpp"
+#include "common/beast.hpp"
 #include "daemon/server/connection.hpp"
 #include "daemon/server/http_rpc.hpp"
 

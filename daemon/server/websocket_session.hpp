@@ -16,7 +16,7 @@
 // - once closed, the session is in no hub list.
 #pragma once
 
-#include "common/asio.hpp"
+#include "common/beast.hpp"
 #include "daemon/server/connection.hpp"
 #include "daemon/server/subscriber_hub.hpp"
 

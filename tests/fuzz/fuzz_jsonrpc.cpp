@@ -15,7 +15,7 @@
 // valid JSON-RPC 2.0; a request with an id gets a reply, with that id when the request is valid;
 // a batch gets no more replies than members and at least one per member with an id; a typed
 // handler sees the integers that were sent (a value it cannot hold is refused, never changed).
-#include "common/asio.hpp"
+#include "common/beast.hpp"
 #include "daemon/rpc/registry.hpp"
 #include "daemon/server/http_rpc.hpp"
 #include "fuzz_input.hpp"
