@@ -60,6 +60,10 @@ void use_libgit2() {
         // user may be used at all is for submit's own check (issue 19), not for each git call.
         // Left on, a daemon running as root could not snapshot its users' repositories.
         git_libgit2_opts(GIT_OPT_SET_OWNER_VALIDATION, 0);
+        // Every object read is checked against its id (libgit2's default, said here because
+        // git_access relies on it: what only reads does not look for links among the loose
+        // objects).
+        git_libgit2_opts(GIT_OPT_ENABLE_STRICT_HASH_VERIFICATION, 1);
         return true;
     }();
     (void)ready;
@@ -219,7 +223,7 @@ constexpr std::size_t max_git_depth = 64;
 // need the look into the 256 directories of loose objects (thousands of entries: half of a dirty
 // check's time in a repository of 1,000 files): a loose object is read, never written, through
 // a link there, and libgit2 checks what it reads against the object's id (its strict hash
-// verification, on by default). Writing does need it: libgit2 writes a loose object to a
+// verification, set on in use_libgit2). Writing does need it: libgit2 writes a loose object to a
 // temporary file and renames it over its name, but "freshens" one that exists already by
 // setting its time, which a link would carry to its target.
 enum class git_access { read, write };

@@ -1055,6 +1055,28 @@ TEST_CASE("workspace: a link among the loose objects stops what writes, not what
     CHECK(error.find("objects/ab/cccc") != std::string::npos);
     CHECK(read_file(tmp.path / "outside") == "untouched\n");
     CHECK(fs::last_write_time(tmp.path / "outside") == written_at);
+
+    // What is read through such a link is checked against the object's id: HEAD's tree made a
+    // link to the file of another valid tree (one with a file more) is an error, never an answer
+    // built from the wrong tree.
+    auto forged = make_repo(tmp.path / "forged");
+    const auto object_file = [&forged](const std::vector<std::string>& args) {
+        const std::string id(ralph::text::trim(git(forged, args)));
+        return forged / ".git" / "objects" / id.substr(0, 2) / id.substr(2);
+    };
+    const fs::path tree = object_file({"rev-parse", "HEAD^{tree}"});
+    write_file(forged / "b.txt", "more\n");
+    git(forged, {"add", "b.txt"});
+    const fs::path other_tree = object_file({"write-tree"});
+    git(forged, {"rm", "-q", "--cached", "b.txt"});
+    fs::remove(forged / "b.txt");
+    REQUIRE(fs::exists(tree));
+    REQUIRE(fs::exists(other_tree));
+    fs::remove(tree);
+    fs::create_symlink(other_tree, tree);
+    const dirty_state forged_dirty = check_dirty(forged);
+    CHECK(forged_dirty.error != "");
+    CHECK(forged_dirty.error.find("refusing") == std::string::npos);  // read, then rejected
 }
 
 TEST_CASE("workspace: a FIFO planted where libgit2 reads a file does not hold it forever") {
