@@ -27,7 +27,7 @@ namespace fs = std::filesystem;
 // destroyed while an accept is pending.
 struct listener {
     listener(net::io_context& io, server_context context)
-        : state(std::make_shared<shared_state>(shared_state{context, {}})), acceptor(io) {}
+        : state(std::make_shared<shared_state>(shared_state{context, {}, {}})), acceptor(io) {}
 
     std::shared_ptr<shared_state> state;
     local_stream::acceptor acceptor;

@@ -24,10 +24,6 @@ using nlohmann::json;
 
 // Output sent per loop.output notification.
 constexpr std::int64_t tail_chunk_bytes = 64 * 1024;
-// While a loop runs, a tail further behind than a chunk sends at most a chunk per this time.
-// Without it a tail of an agent that floods its output takes as much of the io thread (reading
-// and encoding) and of the CPUs (the client decoding) as the agent producing it.
-constexpr auto tail_pace = std::chrono::milliseconds(4);
 // How long a close frame may wait behind a write the client does not read.
 constexpr std::chrono::seconds close_deadline{2};
 
@@ -98,6 +94,10 @@ awaitable<void> websocket_session::read_loop(
     ws_.set_option(websocket::stream_base::decorator(
         [](websocket::response_type& res) { set_server_headers(res); }));
     ws_.read_message_max(state_->context.limits.max_body_bytes);
+    // A message goes out as one frame in one write. Beast's default cuts it into frames of
+    // 4 KiB, each its own write: a 64 KiB tail chunk woke the client 22 times, which cost 20
+    // tails of a flooding agent a CPU in context switches.
+    ws_.auto_fragment(false);
 
     beast::error_code ec;
     co_await ws_.async_accept(upgrade, net::redirect_error(use_awaitable, ec));
@@ -236,7 +236,8 @@ std::optional<std::string> websocket_session::next_tail_message(std::int64_t loo
             paced_until_ = std::min(paced_until_.value_or(tail.next_chunk_at), tail.next_chunk_at);
             return std::nullopt;
         }
-        tail.next_chunk_at = paced ? now + tail_pace : std::chrono::steady_clock::time_point();
+        tail.next_chunk_at =
+            paced ? state_->pacer.reserve(now) : std::chrono::steady_clock::time_point();
         const std::string bytes = output.read(loop_id, tail.offset, tail_chunk_bytes);
         if (bytes.empty())
             throw std::runtime_error("output of loop " + std::to_string(loop_id) +

@@ -10,9 +10,10 @@
 //   loop.output of a loop.tail);
 // - a loop's terminal loop.state (final: true) comes after the last byte of its output (or at
 //   once when history.gc removed the loop meanwhile);
-// - while a loop runs, a tail more than one chunk behind sends at most one chunk per 4 ms
-//   (16 MiB/s): the agent writing the output comes first, and the tail catches up from the
-//   file when the output slows down or the loop ends;
+// - while a loop runs, a tail more than one chunk behind is paced (tail_pacer): all such tails
+//   of all sessions together send at most one chunk per 16 ms (4 MiB/s); the agent writing the
+//   output comes first, and the tails catch up from the file when the output slows down or the
+//   loop ends;
 // - once closed, the session is in no hub list.
 #pragma once
 

@@ -398,6 +398,7 @@ class WebSocket:
             raise
         self.buf = b""
         self.closed = False
+        self.data_frames = 0  # text, binary and continuation frames received
         key = base64.b64encode(os.urandom(16))
         self.sock.sendall(b"GET " + path.encode() + b" HTTP/1.1\r\nHost: ralph\r\n"
                           b"Upgrade: websocket\r\nConnection: Upgrade\r\n"
@@ -480,6 +481,7 @@ class WebSocket:
                 except OSError:
                     pass
                 return None
+            self.data_frames += 1
             if opcode in (0x1, 0x2):
                 message_opcode, message = opcode, payload
             elif opcode == 0x0:
