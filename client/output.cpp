@@ -215,6 +215,17 @@ std::vector<proto::list_request> recent_loops_requests(std::int64_t ended) {
     return {active, recent};
 }
 
+std::string describe_by_agent(const std::map<std::string, proto::usage>& by_agent) {
+    std::string text;
+    for (const auto& [agent, used] : by_agent) {
+        if (!text.empty()) text += "; ";
+        text +=
+            fmt::format("{} {} in / {} out tokens", agent, used.input_tokens, used.output_tokens);
+        if (used.cost_usd) text += fmt::format(", ${:.4f}", *used.cost_usd);
+    }
+    return text;
+}
+
 std::string describe_loop_counts(const std::map<std::string, std::int64_t>& counts) {
     std::string text;
     for (auto state :

@@ -116,6 +116,9 @@ std::string format_seconds(double seconds);
 // "running 1, queued 2, completed 30" (daemon.info's loops_by_state) in the order of the state
 // machine; "none" when empty.
 std::string describe_loop_counts(const std::map<std::string, std::int64_t>& counts);
+// Tokens and cost by agent: "claude 1200 in / 300 out tokens, $0.0120; codex 800 in / 200 out
+// tokens" (show and report, for a loop whose attempts ran on more than one agent).
+std::string describe_by_agent(const std::map<std::string, proto::usage>& by_agent);
 // daemon.info's storage: "ok", or "degraded since …: cause (N writes refused)" — the fix is
 // storage.fix.
 std::string describe_storage(const proto::storage_status& storage);

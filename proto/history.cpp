@@ -53,11 +53,8 @@ void activity::add(const activity& other) {
     files_changed += other.files_changed;
     insertions += other.insertions;
     deletions += other.deletions;
-    usage.input_tokens += other.usage.input_tokens;
-    usage.output_tokens += other.usage.output_tokens;
-    if (other.usage.cost_usd) usage.cost_usd = usage.cost_usd.value_or(0) + *other.usage.cost_usd;
-    usage.turns += other.usage.turns;
-    usage.tool_calls += other.usage.tool_calls;
+    usage.add(other.usage);
+    for (const auto& [agent, used] : other.by_agent) by_agent[agent].add(used);
     agent_ms += other.agent_ms;
     for (const auto& [failure, count] : other.failures) failures[failure] += count;
 }
@@ -84,6 +81,8 @@ void to_json(nlohmann::json& j, const activity& a) {
     add_usage(j, a.usage);
     j["agent_time_s"] = seconds_of(a.agent_ms);
     j["failures"] = a.failures;
+    nlohmann::json& by_agent = j["by_agent"] = nlohmann::json::object();
+    for (const auto& [agent, used] : a.by_agent) add_usage(by_agent[agent], used);
 }
 
 void from_json(const nlohmann::json& j, activity& a) {
@@ -97,6 +96,8 @@ void from_json(const nlohmann::json& j, activity& a) {
     a.usage = read_usage(j);
     a.agent_ms = ms_of(j, "agent_time_s");
     a.failures = j.value("failures", std::map<std::string, std::int64_t>{});
+    if (auto by_agent = j.find("by_agent"); by_agent != j.end() && by_agent->is_object())
+        for (const auto& [agent, used] : by_agent->items()) a.by_agent[agent] = read_usage(used);
 }
 
 void to_json(nlohmann::json& j, const report_loop& loop) {

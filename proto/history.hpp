@@ -44,6 +44,7 @@ struct activity {
     std::int64_t insertions = 0;
     std::int64_t deletions = 0;
     proto::usage usage;
+    std::map<std::string, proto::usage> by_agent;  // `usage` by the agent the attempts ran on
     std::int64_t agent_ms = 0;  // how long the agents ran (a running attempt: until now)
     std::map<std::string, std::int64_t> failures;  // failure class → attempts
 

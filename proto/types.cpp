@@ -107,6 +107,11 @@ void from_json(const nlohmann::json& j, submit_params& p) {
     read_field(obj, "model", p.model);
     read_field(obj, field_name::command, p.command);
     read_field(obj, "args", p.args);
+    read_field(obj, "fallback", p.fallback);
+    for (const auto& fallback : p.fallback)
+        if (parse_agent_choice(fallback).agent.empty())
+            throw rpc_error(error_kind::invalid_params,
+                            "params.fallback: '" + fallback + "' names no agent (AGENT[:MODEL])");
     read_field(obj, "env", p.env);
     read_field(obj, field_name::prompt, p.prompt);
     read_field(obj, "prompt_file", p.prompt_file);
@@ -154,6 +159,7 @@ void to_json(nlohmann::json& j, const submit_params& p) {
     j["model"] = p.model;
     j[field_name::command] = p.command;
     j["args"] = p.args;
+    j["fallback"] = p.fallback;
     j["env"] = p.env;
     j[field_name::prompt] = p.prompt;
     j["prompt_file"] = p.prompt_file;
@@ -190,6 +196,35 @@ void to_json(nlohmann::json& j, const submit_params& p) {
     j["worktree_branch"] = p.worktree_branch;
     j["worktree_base"] = p.worktree_base;
     j[field_name::idempotency_key] = p.idempotency_key;
+}
+
+void usage::add(const usage& other) {
+    input_tokens += other.input_tokens;
+    output_tokens += other.output_tokens;
+    if (other.cost_usd) cost_usd = cost_usd.value_or(0) + *other.cost_usd;
+    turns += other.turns;
+    tool_calls += other.tool_calls;
+}
+
+agent_choice parse_agent_choice(std::string_view text) {
+    const std::size_t colon = text.find(':');
+    if (colon == std::string_view::npos) return {std::string(text), ""};
+    return {std::string(text.substr(0, colon)), std::string(text.substr(colon + 1))};
+}
+
+std::vector<agent_choice> agents_of(const submit_params& spec) {
+    std::vector<agent_choice> agents{{spec.agent, spec.model}};
+    for (const auto& fallback : spec.fallback) agents.push_back(parse_agent_choice(fallback));
+    return agents;
+}
+
+submit_params on_agent(const submit_params& spec, const agent_choice& choice) {
+    if (choice == agent_choice{spec.agent, spec.model}) return spec;
+    submit_params on = spec;
+    on.agent = choice.agent;
+    on.model = choice.model;
+    on.args.clear();
+    return on;
 }
 
 void to_json(nlohmann::json& j, const loop_info& loop) {
@@ -355,6 +390,8 @@ void to_json(nlohmann::json& j, const attempt_info& a) {
         {"loop_id", a.loop_id},
         {"iteration", a.iteration},
         {"attempt", a.attempt},
+        {"agent", a.agent},
+        {"model", a.model},
         {"argv", a.argv},
         {"pid", a.pid},
         {"started_at", time_to_json(a.started_at)},
@@ -385,6 +422,8 @@ void from_json(const nlohmann::json& j, attempt_info& a) {
     a.loop_id = read_or<std::int64_t>(j, "loop_id", 0);
     a.iteration = read_or<std::int64_t>(j, "iteration", 0);
     a.attempt = read_or<std::int64_t>(j, "attempt", 0);
+    a.agent = read_or<std::string>(j, "agent", "");
+    a.model = read_or<std::string>(j, "model", "");
     a.argv = read_or<std::vector<std::string>>(j, "argv", {});
     a.pid = read_or<std::int64_t>(j, "pid", 0);
     a.started_at = time_from_json(j, "started_at");

@@ -70,6 +70,7 @@ struct usage {
     std::optional<double> cost_usd;  // what the agent reported; null when it reported none
     std::int64_t turns = 0;
     std::int64_t tool_calls = 0;
+    void add(const usage& other);
     bool operator==(const usage&) const = default;
 };
 
@@ -96,8 +97,11 @@ struct submit_params {
     std::string workspace;  // absolute, must exist
     std::string agent = "command";
     std::string model;
-    std::string command;                     // argv template for agent "command"
-    std::vector<std::string> args;           // extra arguments appended to the agent's argv
+    std::string command;            // argv template for agent "command"
+    std::vector<std::string> args;  // extra arguments appended to the agent's argv
+    // "AGENT" or "AGENT:MODEL", in order: what an iteration runs on while a usage limit holds
+    // the agents before it (agents_of). `args` and `command` are the loop's own agent's only.
+    std::vector<std::string> fallback;
     std::map<std::string, std::string> env;  // added to the daemon's environment
     std::string prompt;                      // inline prompt text (first prompt source)
     std::string prompt_file;                 // absolute path (second prompt source)
@@ -150,6 +154,20 @@ struct submit_params {
 
 void from_json(const nlohmann::json& j, submit_params& p);  // throws rpc_error(invalid_params)
 void to_json(nlohmann::json& j, const submit_params& p);
+
+// An agent a loop may run on, with its model ("" = the agent's default).
+struct agent_choice {
+    std::string agent;
+    std::string model;
+    bool operator==(const agent_choice&) const = default;
+};
+// "AGENT" or "AGENT:MODEL" (a model may hold ':' itself).
+agent_choice parse_agent_choice(std::string_view text);
+// The agents a loop may run on, in the order it prefers them: its own, then its fallbacks.
+std::vector<agent_choice> agents_of(const submit_params& spec);
+// The spec as an attempt on `choice` sees it: another agent than the loop's own gets its model
+// and none of the loop's own agent's extra arguments.
+submit_params on_agent(const submit_params& spec, const agent_choice& choice);
 
 struct loop_info {
     std::int64_t id = 0;
@@ -235,6 +253,8 @@ struct attempt_info {
     std::int64_t loop_id = 0;
     std::int64_t iteration = 0;
     std::int64_t attempt = 0;  // 1 for the first try of an iteration, 2 for its retry...
+    std::string agent;         // what ran: the loop's own agent or one of its fallbacks
+    std::string model;
     std::vector<std::string> argv;
     std::int64_t pid = 0;
     std::int64_t started_at = 0;

@@ -86,6 +86,9 @@ void append_details(fmt::memory_buffer& out, const std::vector<proto::report_loo
                            short_head(loop.head_after));
         else
             fmt::format_to(std::back_inserter(out), "    in {}\n", shorten_home(loop.workspace));
+        if (a.by_agent.size() > 1)
+            fmt::format_to(std::back_inserter(out), "    by agent: {}\n",
+                           describe_by_agent(a.by_agent));
         if (a.retries > 0 || !a.failures.empty()) {
             std::string failures = describe_failures(a.failures);
             fmt::format_to(std::back_inserter(out), "    {} retr{}{}{}\n", a.retries,
@@ -106,6 +109,7 @@ void append_totals(fmt::memory_buffer& out, const proto::report& report, bool us
         text::format_duration(t.agent_ms));
     if (t.retries > 0) line += fmt::format(" · {} retr{}", t.retries, t.retries == 1 ? "y" : "ies");
     if (!t.failures.empty()) line += " · failures: " + describe_failures(t.failures);
+    if (t.by_agent.size() > 1) line += " · by agent: " + describe_by_agent(t.by_agent);
     out.push_back('\n');
     append_coloured(out, "Total: ", colour::bold, use_colour);
     out.append(line);

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include <iterator>
+#include <map>
 #include <memory>
 
 namespace ralph::client {
@@ -69,7 +70,8 @@ void append_time(fmt::memory_buffer& out, std::string_view key, std::int64_t at,
 }
 
 void append_loop(fmt::memory_buffer& out, const proto::loop_info& loop,
-                 const proto::agent_info& agent, bool use_colour) {
+                 const proto::agent_info& agent, const std::vector<proto::attempt_info>& attempts,
+                 bool use_colour) {
     const auto& spec = loop.spec;
     const std::int64_t now = text::now_ms();
     append_field(out, "id", fmt::format("{}", loop.id));
@@ -88,6 +90,8 @@ void append_loop(fmt::memory_buffer& out, const proto::loop_info& loop,
     if (!spec.model.empty()) append_field(out, "model", spec.model);
     if (!spec.command.empty()) append_field(out, "command", spec.command);
     if (!spec.args.empty()) append_field(out, "args", text::join_words(spec.args));
+    if (!spec.fallback.empty())
+        append_field(out, "fallback", text::join_words(spec.fallback, ", "));
     // Only the names: values are often API keys.
     if (!spec.env.empty()) {
         std::vector<std::string> names;
@@ -117,6 +121,9 @@ void append_loop(fmt::memory_buffer& out, const proto::loop_info& loop,
                     spec.min_iterations));
     append_field(out, "attempts", fmt::format("{} (retries: {})", loop.attempts, loop.retries));
     append_field(out, "usage", describe_usage(loop.usage));
+    std::map<std::string, proto::usage> by_agent;
+    for (const auto& attempt : attempts) by_agent[attempt.agent].add(attempt.usage);
+    if (by_agent.size() > 1) append_field(out, "by agent", describe_by_agent(by_agent));
     append_field(out, "timeout", format_seconds(spec.timeout_s) + " per attempt");
     append_field(out, "delay", format_seconds(spec.delay_s) + " between iterations");
     append_field(out, "retries",
@@ -142,6 +149,7 @@ void append_attempts(fmt::memory_buffer& out, const std::vector<proto::attempt_i
                      bool use_colour) {
     table rows({{"ITER", true},
                 {"ATTEMPT", true},
+                {"AGENT"},
                 {"START"},
                 {"DURATION", true},
                 {"TERMINATION"},
@@ -156,6 +164,7 @@ void append_attempts(fmt::memory_buffer& out, const std::vector<proto::attempt_i
     for (const auto& attempt : attempts) {
         rows.add_format("{}", attempt.iteration);
         rows.add_format("{}", attempt.attempt);
+        rows.add(attempt.agent);
         rows.add(format_local_time(attempt.started_at));
         if (attempt.started_at == 0)
             rows.add("-");
@@ -248,7 +257,7 @@ int run_show(const client_context& ctx, std::int64_t id, bool with_events) {
         return exit_code::ok;
     }
     fmt::memory_buffer out;
-    append_loop(out, loop.loop, loop.agent, ctx.colour);
+    append_loop(out, loop.loop, loop.agent, attempts, ctx.colour);
     if (!attempts.empty()) {
         out.push_back('\n');
         append_attempts(out, attempts, ctx.colour);

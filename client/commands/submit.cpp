@@ -153,6 +153,10 @@ void register_submit_command(CLI::App& app, client_context& ctx) {
                     "Argv template for --agent command; {prompt} and {prompt_file} are "
                     "replaced, nothing goes through a shell");
     cmd->add_option("--model", spec.model, "Model passed to the agent");
+    cmd->add_option("--fallback", spec.fallback,
+                    "AGENT[:MODEL] an iteration runs on while a usage limit holds the agents "
+                    "before it (repeatable, in order; back to --agent once its limit resets)")
+        ->allow_extra_args(false);
     cmd->add_option("--arg", spec.args,
                     "Extra argument for the agent (repeatable; write --arg=-x for one "
                     "starting with -)")

@@ -197,11 +197,24 @@ std::int64_t admission::window_opens_at(std::int64_t now_ms) const {
     return window_ ? next_window_open(*window_, now_ms) : now_ms;
 }
 
-admission::verdict admission::for_agent(const std::string& agent, std::int64_t now_ms) {
-    if (auto hold = db_.agent_hold_of(agent, now_ms))
-        return {verdict::kind::wait, "waiting for the reset of the " + hold->reason,
-                hold->until_ms};
-    return {};
+admission::verdict admission::for_agents(const std::vector<std::string>& agents,
+                                         std::int64_t now_ms) {
+    verdict earliest;
+    for (const auto& agent : agents) {
+        const auto hold = db_.agent_hold_of(agent, now_ms);
+        if (!hold) return {};
+        if (earliest.go() || hold->until_ms < earliest.until_ms)
+            earliest = {verdict::kind::wait, "waiting for the reset of the " + hold->reason,
+                        hold->until_ms};
+    }
+    return earliest;
+}
+
+proto::agent_choice admission::pick_agent(const proto::submit_params& spec, std::int64_t now_ms) {
+    const std::vector<proto::agent_choice> agents = proto::agents_of(spec);
+    for (const auto& choice : agents)
+        if (!db_.agent_hold_of(choice.agent, now_ms)) return choice;
+    return agents.front();
 }
 
 admission::verdict admission::for_loop(const proto::loop_info& loop, std::int64_t now_ms) {
@@ -220,7 +233,9 @@ admission::verdict admission::for_loop(const proto::loop_info& loop, std::int64_
 
 admission::verdict admission::check(const proto::loop_info& loop, std::int64_t now_ms) {
     if (auto v = global(now_ms); !v.go()) return v;
-    if (auto v = for_agent(loop.spec.agent, now_ms); !v.go()) return v;
+    std::vector<std::string> agents;
+    for (const auto& choice : proto::agents_of(loop.spec)) agents.push_back(choice.agent);
+    if (auto v = for_agents(agents, now_ms); !v.go()) return v;
     return for_loop(loop, now_ms);
 }
 

@@ -229,8 +229,13 @@ awaitable<void> loop_runner::run_iterations() {
                 if (stop_ == stop_kind::detach || ctx_.health.degraded() ||
                     leave_unless_admitted(loop))
                     co_return;
+                // The loop's own agent, or the first fallback no usage limit holds: the files
+                // are the memory, so another agent can take the next iteration up.
+                proto::loop_info on_agent = loop;
+                on_agent.spec =
+                    proto::on_agent(spec, ctx_.gate.pick_agent(spec, ctx_.clock.now_ms()));
                 outcome = co_await run_attempt(
-                    loop, iteration, ctx_.db.attempts_in_iteration(loop_id_, iteration) + 1);
+                    on_agent, iteration, ctx_.db.attempts_in_iteration(loop_id_, iteration) + 1);
                 // ralphd is leaving the agents running and came before this one started.
                 if (outcome.how == proto::termination::running) co_return;
             }
@@ -252,17 +257,18 @@ awaitable<void> loop_runner::run_iterations() {
                 set_state(proto::loop_event::fail,
                           fmt::format("agent {} could not authenticate: {} (log it in or set its "
                                       "API key, then resubmit)",
-                                      spec.agent, failure));
+                                      outcome.agent, failure));
                 co_return;
             }
             if (outcome.failure == proto::failure_class::rate_limit) {
-                // Burns no retry: the loop and every loop on this agent wait for the reset.
+                // Burns no retry: every loop on this agent waits for the reset, or runs on a
+                // fallback meanwhile.
                 std::int64_t until = outcome.resets_at_ms > 0
                                          ? outcome.resets_at_ms + ctx_.rate_limit_margin.count()
                                          : ctx_.clock.now_ms() + rate_limit_backoff_ms(iteration);
                 ctx_.db.hold_agent(
-                    spec.agent, until,
-                    fmt::format("{} usage limit (loop {}: {})", spec.agent, loop_id_, failure));
+                    outcome.agent, until,
+                    fmt::format("{} usage limit (loop {}: {})", outcome.agent, loop_id_, failure));
                 continue;  // leave_unless_admitted parks the loop
             }
             ++failures;
@@ -499,6 +505,7 @@ loop_runner::attempt_outcome loop_runner::record_start_failure(proto::attempt_in
     ctx_.db.finish_attempt(attempt);
     spdlog::warn("loop {}: {}", loop_id_, attempt.error);
     attempt_outcome outcome;
+    outcome.agent = attempt.agent;
     outcome.how = attempt.how;
     outcome.failure = attempt.failure;
     outcome.error = attempt.error;
@@ -510,6 +517,8 @@ awaitable<loop_runner::attempt_outcome> loop_runner::run_attempt(const proto::lo
                                                                  std::int64_t attempt_number) {
     proto::attempt_info attempt;
     attempt.loop_id = loop_id_;
+    attempt.agent = loop.spec.agent;
+    attempt.model = loop.spec.model;
     attempt.iteration = iteration;
     attempt.attempt = attempt_number;
     attempt.started_at = ctx_.clock.now_ms();
@@ -587,8 +596,12 @@ awaitable<loop_runner::attempt_outcome> loop_runner::run_attempt(const proto::lo
     co_return co_await record(loop, attempt, process, *parser, &before, status);
 }
 
-awaitable<loop_runner::attempt_outcome> loop_runner::resume_attempt(const proto::loop_info& loop) {
+awaitable<loop_runner::attempt_outcome> loop_runner::resume_attempt(
+    const proto::loop_info& its_loop) {
     proto::attempt_info attempt = ctx_.db.get_attempt(adopted_->attempt_id);
+    // The loop as the attempt saw it: on the agent it ran on (its own or a fallback).
+    proto::loop_info loop = its_loop;
+    loop.spec = proto::on_agent(its_loop.spec, {attempt.agent, attempt.model});
     const std::filesystem::path dir = ctx_.state.attempt_dir(attempt.id);
     spdlog::info("loop {}: adopting iteration {} attempt {} (pid {}, shim {})", loop_id_,
                  attempt.iteration, attempt.attempt, adopted_->started.agent_pid,
@@ -730,6 +743,7 @@ awaitable<loop_runner::attempt_outcome> loop_runner::record(const proto::loop_in
                      ? ""
                      : " (" + std::string(proto::to_string(attempt.failure)) + ")",
                  attempt.completion_signal ? " (completion signal)" : "");
+    outcome.agent = attempt.agent;
     outcome.how = attempt.how;
     outcome.failure = attempt.failure;
     outcome.completion_signal = attempt.completion_signal;

@@ -109,6 +109,7 @@ class loop_runner {
 
   private:
     struct attempt_outcome {
+        std::string agent;  // the agent it ran on
         proto::termination how = proto::termination::running;
         proto::failure_class failure = proto::failure_class::none;
         bool completion_signal = false;

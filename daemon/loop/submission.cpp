@@ -15,6 +15,7 @@
 
 #include <array>
 #include <filesystem>
+#include <set>
 #include <string_view>
 #include <utility>
 
@@ -166,6 +167,19 @@ submission check_submission(proto::submit_params spec, const submission_context&
     // The PATH of the loop's processes: its --env PATH, else the daemon's.
     const std::string search_path = search_path_with(spec.env);
     find_program(find_agent(spec.agent), spec, ctx.binaries, search_path);
+    // Each fallback is a known agent whose program is there; usage limits hold an agent with
+    // all its models, so an agent comes once.
+    std::set<std::string> agents{spec.agent};
+    for (const auto& fallback : spec.fallback) {
+        const proto::agent_choice choice = proto::parse_agent_choice(fallback);
+        if (!agents.insert(choice.agent).second)
+            invalid(
+                fmt::format("params.fallback: agent {} comes twice (a usage limit holds an "
+                            "agent with all its models)",
+                            choice.agent));
+        find_program(find_agent(choice.agent), proto::on_agent(spec, choice), ctx.binaries,
+                     search_path);
+    }
     if (spec.sandbox_offline && !spec.sandbox)
         invalid("params.sandbox_offline: needs sandbox (--sandbox=offline)");
     if (spec.sandbox) sandbox::find_bwrap(search_path);

@@ -7,6 +7,8 @@
 // attempt does — one index lookup per loop instead of a scan of its attempts.
 #include "daemon/store/store.hpp"
 
+#include "daemon/store/rows.hpp"
+
 #include <fmt/format.h>
 
 #include <array>
@@ -69,6 +71,11 @@ std::vector<proto::report_loop> store::report_loops(std::int64_t since_ms, std::
             "        AND head_after != '' ORDER BY id DESC LIMIT 1), '') "
             "FROM attempts WHERE loop_id = ?1 AND {0}",
             attempt_in_window));
+    SQLite::Statement by_agent(
+        db_, fmt::format("SELECT agent, ifnull(sum(input_tokens), 0), ifnull(sum(output_tokens), "
+                         "0), sum(cost_usd), ifnull(sum(turns), 0), ifnull(sum(tool_calls), 0) "
+                         "FROM attempts WHERE loop_id = ?1 AND {0} GROUP BY agent",
+                         attempt_in_window));
     SQLite::Statement failures(
         db_, fmt::format("SELECT failure, count(*) FROM attempts WHERE loop_id = ?1 AND {0} "
                          "AND failure != '' GROUP BY failure",
@@ -105,15 +112,16 @@ std::vector<proto::report_loop> store::report_loops(std::int64_t since_ms, std::
         a.files_changed = sums.getColumn(4).getInt64();
         a.insertions = sums.getColumn(5).getInt64();
         a.deletions = sums.getColumn(6).getInt64();
-        a.usage.input_tokens = sums.getColumn(7).getInt64();
-        a.usage.output_tokens = sums.getColumn(8).getInt64();
-        if (!sums.getColumn(9).isNull()) a.usage.cost_usd = sums.getColumn(9).getDouble();
-        a.usage.turns = sums.getColumn(10).getInt64();
-        a.usage.tool_calls = sums.getColumn(11).getInt64();
+        a.usage = usage_from_row(sums, 7);
         a.agent_ms = sums.getColumn(12).getInt64();
         loop.head_before = sums.getColumn(13).getString();
         loop.head_after = sums.getColumn(14).getString();
 
+        by_agent.reset();
+        by_agent.bind(1, loop.id);
+        by_agent.bind(2, since_ms);
+        while (by_agent.executeStep())
+            a.by_agent[by_agent.getColumn(0).getString()] = usage_from_row(by_agent, 1);
         failures.reset();
         failures.bind(1, loop.id);
         failures.bind(2, since_ms);

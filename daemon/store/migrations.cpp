@@ -141,6 +141,16 @@ ALTER TABLE loops ADD COLUMN idempotency_key TEXT;
 CREATE UNIQUE INDEX loops_by_idempotency_key ON loops (idempotency_key)
     WHERE idempotency_key IS NOT NULL;
 )sql",
+        // 6 → 7: submit --fallback: the agent (and model) each attempt ran on, the loop's own or
+        // a fallback; the attempts before had the loop's own.
+        R"sql(
+ALTER TABLE attempts ADD COLUMN agent TEXT NOT NULL DEFAULT '';
+ALTER TABLE attempts ADD COLUMN model TEXT NOT NULL DEFAULT '';
+UPDATE attempts SET
+    agent = (SELECT agent FROM loops WHERE loops.id = attempts.loop_id),
+    model = ifnull((SELECT json_extract(spec, '$.model') FROM loops
+                    WHERE loops.id = attempts.loop_id), '');
+)sql",
     };
     return migrations;
 }

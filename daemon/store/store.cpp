@@ -1,5 +1,7 @@
 #include "daemon/store/store.hpp"
 
+#include "daemon/store/rows.hpp"
+
 #include "daemon/store/migrations.hpp"
 #include "proto/errors.hpp"
 
@@ -11,6 +13,16 @@
 #include <stdexcept>
 
 namespace ralph {
+proto::usage usage_from_row(SQLite::Statement& q, int first) {
+    proto::usage u;
+    u.input_tokens = q.getColumn(first).getInt64();
+    u.output_tokens = q.getColumn(first + 1).getInt64();
+    if (!q.getColumn(first + 2).isNull()) u.cost_usd = q.getColumn(first + 2).getDouble();
+    u.turns = q.getColumn(first + 3).getInt64();
+    u.tool_calls = q.getColumn(first + 4).getInt64();
+    return u;
+}
+
 namespace {
 
 constexpr const char* loop_columns =
@@ -32,7 +44,7 @@ constexpr const char* attempt_columns =
     "id, loop_id, iteration, attempt, argv, pid, started_at, ended_at, termination, exit_code, "
     "signal, completion_signal, error, output_start, output_end, failure, input_tokens, "
     "output_tokens, cost_usd, turns, tool_calls, summary, head_before, head_after, files_changed, "
-    "insertions, deletions, progress, feedback, verify_exit, verify_output";
+    "insertions, deletions, progress, feedback, verify_exit, verify_output, agent, model";
 
 // Condition on attempts (?1 = loop_id, ?2 = iteration): after the last attempt of an earlier
 // iteration. Attempts are numbered in iteration order, so with `iteration = ?2` it selects the
@@ -48,17 +60,6 @@ std::optional<proto::agent_feedback> feedback_from_text(const std::string& text)
     const auto json = nlohmann::json::parse(text, nullptr, false);
     if (!json.is_object()) return std::nullopt;
     return json.get<proto::agent_feedback>();
-}
-
-// Reads the usage columns starting at `first`.
-proto::usage usage_from_row(SQLite::Statement& q, int first) {
-    proto::usage u;
-    u.input_tokens = q.getColumn(first).getInt64();
-    u.output_tokens = q.getColumn(first + 1).getInt64();
-    if (!q.getColumn(first + 2).isNull()) u.cost_usd = q.getColumn(first + 2).getDouble();
-    u.turns = q.getColumn(first + 3).getInt64();
-    u.tool_calls = q.getColumn(first + 4).getInt64();
-    return u;
 }
 
 // The loop of a row; its spec is `spec` (the row's, parsed) with the columns' values, or only
@@ -119,6 +120,8 @@ proto::attempt_info attempt_from_row(SQLite::Statement& q) {
     a.feedback = feedback_from_text(q.getColumn(28).getString());
     if (!q.getColumn(29).isNull()) a.verify_exit = q.getColumn(29).getInt();
     a.verify_output = q.getColumn(30).getString();
+    a.agent = q.getColumn(31).getString();
+    a.model = q.getColumn(32).getString();
     return a;
 }
 
@@ -306,12 +309,15 @@ std::vector<proto::loop_info> store::list_loops(const std::vector<proto::loop_st
 
 std::vector<store::queued_loop> store::queued_loops() {
     query q = prepared(
-        "SELECT id, workspace, agent FROM loops WHERE state = 'queued' "
-        "ORDER BY priority DESC, id");
+        "SELECT id, workspace, agent, ifnull(json_extract(spec, '$.fallback'), '[]') FROM loops "
+        "WHERE state = 'queued' ORDER BY priority DESC, id");
     std::vector<queued_loop> loops;
-    while (q.executeStep())
-        loops.push_back(
-            {q.getColumn(0).getInt64(), q.getColumn(1).getString(), q.getColumn(2).getString()});
+    while (q.executeStep()) {
+        std::vector<std::string> agents{q.getColumn(2).getString()};
+        for (const auto& fallback : nlohmann::json::parse(q.getColumn(3).getString()))
+            agents.push_back(proto::parse_agent_choice(fallback.get<std::string>()).agent);
+        loops.push_back({q.getColumn(0).getInt64(), q.getColumn(1).getString(), agents});
+    }
     return loops;
 }
 
@@ -363,8 +369,8 @@ std::int64_t store::begin_attempt(const proto::attempt_info& a, std::int64_t pro
     SQLite::Transaction tx(db_);
     query q = prepared(
         "INSERT INTO attempts (loop_id, iteration, attempt, argv, started_at, "
-        "output_start, output_end, pid, process_start_time) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+        "output_start, output_end, pid, process_start_time, agent, model) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     q.bind(1, a.loop_id);
     q.bind(2, a.iteration);
     q.bind(3, a.attempt);
@@ -374,6 +380,8 @@ std::int64_t store::begin_attempt(const proto::attempt_info& a, std::int64_t pro
     q.bind(7, a.output_start);
     q.bind(8, a.pid);
     q.bind(9, process_start_time);
+    q.bind(10, a.agent);
+    q.bind(11, a.model);
     q.exec();
     std::int64_t id = db_.getLastInsertRowid();
     query counters = prepared(

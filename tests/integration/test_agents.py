@@ -25,12 +25,12 @@ class AgentTestCase(DaemonTestCase):
         return d
 
     def submit_agent(self, d, agent, script, *options, workspace=None, name="it-loop",
-                     retries="0"):
+                     retries="0", delay="0s"):
         ws = workspace or d.workspace()
         log = os.path.join(ws, ".fake-agent-log")
         loop = d.ctl_submit(ws, "Work through the task list.", "--agent", agent,
                             "--env", iteration_script(*script), "--env", "FAKE_AGENT_LOG=" + log,
-                            *options, name=name, retries=retries)
+                            *options, name=name, retries=retries, delay=delay)
         return loop, log
 
     def agent_runs(self, log):
@@ -308,6 +308,86 @@ class RateLimitTest(AgentTestCase):
         self.assertEqual([a["failure"] for a in attempts], ["rate_limit", ""])
         gap = parse_time(attempts[1]["started_at"]) - parse_time(attempts[0]["ended_at"])
         self.assertGreaterEqual(gap, 0.9)
+
+
+class FallbackTest(AgentTestCase):
+
+    def test_a_held_agent_hands_the_iteration_to_its_fallback_and_gets_it_back_after_the_reset(self):
+        d = self.agent_daemon("--rate-limit-margin", "0.5")
+        resets_at = int(time.time() + scaled(3))
+        # Claude's first run hits its usage limit; the same iteration goes on at once on codex
+        # (with the fallback's model, without claude's --arg); the next iteration, after the
+        # reset, is claude's again.
+        loop, log = self.submit_agent(
+            d, "claude", ["rate-limit", "ralph-iter1", "ralph-iter2"], "--arg=--claude-only",
+            "--fallback", "codex:o3-test", "--env", "FAKE_RESETS_AT=%d" % resets_at,
+            delay="%.1f" % scaled(4))
+        final = d.wait_state(loop["id"], ("completed", "failed", "exhausted"), timeout=60)
+        self.assertEqual(final["state"], "completed", final)
+        attempts = d.attempts(loop["id"])
+        self.assertEqual([(a["iteration"], a["agent"], a["model"], a["failure"]) for a in attempts],
+                         [(1, "claude", "", "rate_limit"), (1, "codex", "o3-test", ""),
+                          (2, "claude", "", "")])
+        self.assertLess(parse_time(attempts[1]["started_at"]), resets_at,
+                        "the fallback did not take over before the reset")
+        self.assertGreaterEqual(parse_time(attempts[2]["started_at"]), resets_at + 0.5 - 0.05)
+        runs = self.agent_runs(log)
+        self.assertEqual([os.path.basename(r["argv"][0]) for r in runs],
+                         ["claude", "codex", "claude"])
+        self.assertEqual(runs[1]["argv"][1:], ["exec", "--json",
+                                               "--dangerously-bypass-approvals-and-sandbox",
+                                               "--skip-git-repo-check", "-m", "o3-test", "-"])
+        self.assertIn("--claude-only", runs[2]["argv"])
+
+        # show and report break tokens and cost down by agent; the JSON names each attempt's.
+        by_agent = {}
+        for a in attempts:
+            used = by_agent.setdefault(a["agent"], [0, 0])
+            used[0] += a["input_tokens"]
+            used[1] += a["output_tokens"]
+        self.assertTrue(all(sum(used) > 0 for used in by_agent.values()), by_agent)
+        shown = d.ctl("show", loop["id"]).stdout
+        self.assertIn("fallback", shown)
+        self.assertIn("codex:o3-test", shown)
+        for agent, (tokens_in, tokens_out) in by_agent.items():
+            self.assertIn("%s %d in / %d out tokens" % (agent, tokens_in, tokens_out), shown)
+        report = d.call("history.report", {})
+        self.assertEqual({agent: [u["input_tokens"], u["output_tokens"]]
+                          for agent, u in report["loops"][0]["by_agent"].items()}, by_agent)
+        self.assertIn("by agent: claude", d.ctl("report").stdout)
+
+    def test_with_every_agent_held_the_loop_waits_for_the_earliest_reset(self):
+        d = self.agent_daemon("--rate-limit-wait", "%.1f" % scaled(1))
+        claude_resets_at = time.time() + scaled(30)
+        # Claude is held until its stated reset, far off; then codex hits a limit that states
+        # none (held twice --rate-limit-wait: the iteration's second limit): the loop waits for
+        # codex, the earlier of the two, and goes on with it.
+        loop, _ = self.submit_agent(d, "claude", ["rate-limit", "http429", "ralph-iter2"],
+                                    "--fallback", "codex",
+                                    "--env", "FAKE_RESETS_AT=%d" % claude_resets_at)
+        waiting = d.wait_state(loop["id"], "waiting", timeout=20)
+        attempts = d.attempts(loop["id"])
+        self.assertEqual([(a["agent"], a["failure"]) for a in attempts],
+                         [("claude", "rate_limit"), ("codex", "rate_limit")])
+        codex_resumes = parse_time(waiting["resume_at"])
+        self.assertLess(codex_resumes, claude_resets_at)
+        self.assertIn("codex usage limit", waiting["stop_reason"])
+        final = d.wait_state(loop["id"], ("completed", "failed"), timeout=60)
+        self.assertEqual(final["state"], "completed", final)
+        last = d.attempts(loop["id"])[-1]
+        self.assertEqual((last["agent"], last["failure"]), ("codex", ""))
+        self.assertGreaterEqual(parse_time(last["started_at"]), codex_resumes - 0.05)
+        self.assertLess(time.time(), claude_resets_at, "the test machine was too slow to check")
+
+    def test_a_fallback_must_be_a_known_agent_that_is_installed_and_comes_once(self):
+        d = self.agent_daemon()
+        ws = d.workspace()
+        for fallback, error in (("nosuch", "nosuch"), ("claude:opus", "comes twice"),
+                                (":model", "names no agent")):
+            proc = d.ctl("submit", "--workspace", ws, "--agent", "claude", "--fallback", fallback,
+                         "--allow-dirty", "task", check=False)
+            self.assertNotEqual(proc.returncode, 0, fallback)
+            self.assertIn(error, proc.stderr, fallback)
 
 
 class ClientTest(AgentTestCase):

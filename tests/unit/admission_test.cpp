@@ -1,7 +1,10 @@
 // The daily time window of the scheduler (daemon/scheduler/admission): parsing and when it next
-// opens, in UTC and across midnight. Budgets are tested end to end (test_scheduler.py).
+// opens, in UTC and across midnight; which of a loop's agents the usage-limit holds leave it.
+// Budgets are tested end to end (test_scheduler.py), fallbacks too (test_agents.py).
 #include "daemon/admission/admission.hpp"
+#include "daemon/store/store.hpp"
 #include "proto/errors.hpp"
+#include "tests/support/files.hpp"
 
 #include <doctest/doctest.h>
 
@@ -55,4 +58,39 @@ TEST_CASE("a window across midnight") {
     CHECK(ralph::next_window_open(window, at(3, 0)) == at(3, 0));
     CHECK(ralph::next_window_open(window, at(7, 0)) == at(22, 0));
     CHECK(ralph::next_window_open(window, at(21, 59)) == at(22, 0));
+}
+
+TEST_CASE("a loop runs on its first agent no usage limit holds, and waits for the earliest reset") {
+    ralph::test::temp_dir dir;
+    ralph::store db(dir.path / "ralph.db");
+    ralph::admission gate(db);
+    ralph::proto::submit_params spec;
+    spec.agent = "claude";
+    spec.model = "opus";
+    spec.args = {"--verbose"};
+    spec.fallback = {"codex:o3", "gemini"};
+    const std::vector<std::string> agents{"claude", "codex", "gemini"};
+
+    CHECK(gate.for_agents(agents, 1000).go());
+    CHECK(gate.pick_agent(spec, 1000) == ralph::proto::agent_choice{"claude", "opus"});
+    CHECK(ralph::proto::on_agent(spec, gate.pick_agent(spec, 1000)) == spec);
+
+    db.hold_agent("claude", 9000, "claude usage limit");
+    CHECK(gate.for_agents(agents, 1000).go());
+    CHECK(gate.pick_agent(spec, 1000) == ralph::proto::agent_choice{"codex", "o3"});
+    const ralph::proto::submit_params on_codex = ralph::proto::on_agent(spec, {"codex", "o3"});
+    CHECK(on_codex.agent == "codex");
+    CHECK(on_codex.model == "o3");
+    CHECK(on_codex.args.empty());  // claude's own
+
+    db.hold_agent("codex", 5000, "codex usage limit");
+    CHECK(gate.pick_agent(spec, 1000) == ralph::proto::agent_choice{"gemini", ""});
+    db.hold_agent("gemini", 7000, "gemini usage limit");
+    const auto held = gate.for_agents(agents, 1000);
+    CHECK(held.what == ralph::admission::verdict::kind::wait);
+    CHECK(held.until_ms == 5000);
+    CHECK(held.reason == "waiting for the reset of the codex usage limit");
+    // Past codex's reset codex is free again; past claude's, claude comes first again.
+    CHECK(gate.pick_agent(spec, 5000) == ralph::proto::agent_choice{"codex", "o3"});
+    CHECK(gate.pick_agent(spec, 9000) == ralph::proto::agent_choice{"claude", "opus"});
 }

@@ -46,6 +46,7 @@ proto::submit_params sample() {
     p.agent = "claude";
     p.model = "opus";
     p.args = {"--flag", "two words"};
+    p.fallback = {"codex:o3", "gemini"};
     p.env = {{"API_KEY", "secret"}};
     p.prompt = "Implement SPECS.md";
     p.completion_phrase = "DONE";
@@ -103,6 +104,8 @@ proto::attempt_info sample() {
     a.loop_id = 7;
     a.iteration = 3;
     a.attempt = 2;
+    a.agent = "claude";
+    a.model = "opus";
     a.argv = {"claude", "-p"};
     a.pid = 4242;
     a.started_at = t0;

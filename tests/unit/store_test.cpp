@@ -196,6 +196,8 @@ TEST_CASE("store: attempts are separate rows and unfinished ones are found for r
     db.finish_attempt(a);
     ralph::proto::attempt_info retry = a;
     retry.attempt = 2;
+    retry.agent = "codex";  // a fallback
+    retry.model = "o3";
     retry.how = ralph::proto::termination::running;
     retry.pid = 4242;
     retry.id = db.begin_attempt(retry, 777);
@@ -204,6 +206,8 @@ TEST_CASE("store: attempts are separate rows and unfinished ones are found for r
     REQUIRE(attempts.size() == 2);
     CHECK(attempts[0].how == ralph::proto::termination::failed);
     CHECK(attempts[0].exit_code == 3);
+    CHECK(attempts[1].agent == "codex");
+    CHECK(attempts[1].model == "o3");
     auto loop = db.get_loop(loop_id);
     CHECK(loop.attempts == 2);
     CHECK(loop.retries == 1);
@@ -253,6 +257,8 @@ TEST_CASE(
     REQUIRE(attempts.size() == 3);
     CHECK(attempts[2].completion_signal);
     CHECK(attempts[2].failure == ralph::proto::failure_class::none);
+    CHECK(attempts[2].agent == "demo");  // v7: the loop's agent, for the attempts before it
+    CHECK(attempts[2].model.empty());
     CHECK(db.events_of(loops[3].id, 0, 0, 100).empty());
     CHECK(db.output_bytes(loops[2].id) > 0);
     REQUIRE(db.unfinished_attempts().size() == 1);

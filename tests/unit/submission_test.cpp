@@ -125,6 +125,16 @@ TEST_CASE("submission: an unknown agent, or an agent program not on PATH, is ref
     CHECK(missing.kind() == error_kind::agent_unavailable);
     CHECK(std::string(missing.what()).find("program 'no-such-ralph-agent' not found") !=
           std::string::npos);
+    // A fallback is checked the same way (on the loop's PATH), and an agent comes once.
+    spec = spec_in(tmp.path);
+    spec.fallback = {"nonesuch"};
+    CHECK(refusal(spec, daemon.context()).kind() == error_kind::agent_unavailable);
+    spec.env["PATH"] = tmp.path.string();
+    spec.fallback = {"claude:opus"};
+    CHECK(std::string(refusal(spec, daemon.context()).what()).find("program 'claude' not found") !=
+          std::string::npos);
+    spec.fallback = {"command:other"};
+    CHECK(refusal(spec, daemon.context()).kind() == error_kind::invalid_params);
 }
 
 TEST_CASE("submission: a git workspace with uncommitted changes is refused unless allowed") {
