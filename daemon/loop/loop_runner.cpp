@@ -231,11 +231,12 @@ awaitable<void> loop_runner::run_iterations() {
                     co_return;
                 // The loop's own agent, or the first fallback no usage limit holds: the files
                 // are the memory, so another agent can take the next iteration up.
-                proto::loop_info on_agent = loop;
-                on_agent.spec =
+                proto::loop_info attempt_loop = loop;
+                attempt_loop.spec =
                     proto::on_agent(spec, ctx_.gate.pick_agent(spec, ctx_.clock.now_ms()));
-                outcome = co_await run_attempt(
-                    on_agent, iteration, ctx_.db.attempts_in_iteration(loop_id_, iteration) + 1);
+                outcome =
+                    co_await run_attempt(attempt_loop, iteration,
+                                         ctx_.db.attempts_in_iteration(loop_id_, iteration) + 1);
                 // ralphd is leaving the agents running and came before this one started.
                 if (outcome.how == proto::termination::running) co_return;
             }
