@@ -14,7 +14,8 @@ Scenarios made up here: "hang" (one line, then silence forever), "huge-line" (a 
 then the ralph-iter1 run), "garbage" (random bytes, exit 0), "echo-prompt" (prints the prompt
 it got, which contains the completion tag, then an answer without it).
 
-Every run appends {"argv", "stdin", "cwd", "tmpdir"} as a JSON line to $FAKE_AGENT_LOG if set.
+Every run appends {"argv", "stdin", "cwd", "tmpdir", "api_keys" (the names of the *_API_KEY
+variables it got)} as a JSON line to $FAKE_AGENT_LOG if set.
 `--version` prints "<name> 9.9.9 (ralph replay)".
 """
 import json
@@ -98,7 +99,9 @@ def main():
     if log:
         with open(log, "a") as f:
             f.write(json.dumps({"argv": sys.argv, "stdin": stdin_text, "cwd": os.getcwd(),
-                                "tmpdir": os.environ.get("TMPDIR", "")}) + "\n")
+                                "tmpdir": os.environ.get("TMPDIR", ""),
+                                "api_keys": sorted(k for k in os.environ
+                                                   if k.endswith("_API_KEY"))}) + "\n")
     agent = agent_name()
     scenario = next_scenario()
     if scenario == "hang":

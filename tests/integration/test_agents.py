@@ -17,10 +17,11 @@ def iteration_script(*names):
 
 class AgentTestCase(DaemonTestCase):
 
-    def agent_daemon(self, *extra_args):
-        """A ralphd with the fake agents first on its PATH."""
+    def agent_daemon(self, *extra_args, env=None):
+        """A ralphd with the fake agents first on its PATH (and `env` in its environment)."""
         d = self.new_daemon_unstarted(extra_args=extra_args)
         d.env["PATH"] = fake_agent_bin(d.root) + ":" + d.env["PATH"]
+        d.env.update(env or {})
         d.start()
         return d
 
@@ -313,7 +314,10 @@ class RateLimitTest(AgentTestCase):
 class FallbackTest(AgentTestCase):
 
     def test_a_held_agent_hands_the_iteration_to_its_fallback_and_gets_it_back_after_the_reset(self):
-        d = self.agent_daemon("--rate-limit-margin", "0.5")
+        # Each agent's key is in ralphd's environment: a fallback must get its own, never the
+        # loop's own agent's.
+        d = self.agent_daemon("--rate-limit-margin", "0.5",
+                              env={"ANTHROPIC_API_KEY": "sk-ant-test", "OPENAI_API_KEY": "sk-test"})
         resets_at = int(time.time() + scaled(3))
         # Claude's first run hits its usage limit; the same iteration goes on at once on codex
         # (with the fallback's model, without claude's --arg); the next iteration, after the
@@ -338,6 +342,8 @@ class FallbackTest(AgentTestCase):
                                                "--dangerously-bypass-approvals-and-sandbox",
                                                "--skip-git-repo-check", "-m", "o3-test", "-"])
         self.assertIn("--claude-only", runs[2]["argv"])
+        self.assertEqual([r["api_keys"] for r in runs],
+                         [["ANTHROPIC_API_KEY"], ["OPENAI_API_KEY"], ["ANTHROPIC_API_KEY"]])
 
         # show and report break tokens and cost down by agent; the JSON names each attempt's.
         by_agent = {}

@@ -124,14 +124,15 @@ class OutputTest(DaemonTestCase):
         self.assertEqual(page["state"], "completed")
         self.assertTrue(page["final"])
 
-    def test_a_tail_far_behind_a_running_loop_is_paced_and_catches_up_without_gaps(self):
+    def test_tails_far_behind_a_running_loop_share_one_pace_and_catch_up_without_gaps(self):
         # While the loop runs, the tails more than a chunk behind get at most a 64 KiB chunk per
-        # 16 ms in all (the agent's throughput comes first): 4 MiB take at least a second (the
-        # first chunk is not held back: 63 × 16 ms), where unpaced they take a few tens of
-        # milliseconds. (A lower bound: a slow machine only makes it longer.)
+        # 16 ms in all, whatever their number (the agent's throughput comes first): two tails
+        # 2 MiB behind take together at least a second (64 chunks, the first of each not held
+        # back: 62 × 16 ms), where a pace per tail would take half that and no pace a few tens
+        # of milliseconds. (A lower bound: a slow machine only makes it longer.)
         d = self.daemon()
         ws = d.workspace()
-        size = 4 * 1024 * 1024
+        size = 2 * 1024 * 1024
         loop = d.submit(ws, agent_command("slow-counter.sh", 1, "4", size), max_iterations=1)
         started = slow_counter_output(1, 1, size, finished=False)
         deadline = time.monotonic() + scaled(30)
@@ -139,20 +140,35 @@ class OutputTest(DaemonTestCase):
             self.assertLess(time.monotonic(), deadline, "the agent did not write its output")
             time.sleep(0.02)
 
-        tail = d.ctl_popen("tail", "-f", loop["id"], stderr=subprocess.DEVNULL)
-        got = b""
+        tails = [d.ctl_popen("tail", "-f", loop["id"], stderr=subprocess.DEVNULL)
+                 for _ in range(2)]
+        got = [b"", b""]
+        done_at = [None, None]
         subscribed = time.monotonic()
-        while len(got) < len(started):
-            piece = tail.stdout.read1(1 << 20)
-            self.assertTrue(piece, "tail -f ended before the output already written")
-            got += piece
-        paced_for = time.monotonic() - subscribed
-        self.assertEqual(d.call("loop.get", {"id": loop["id"]})["state"], "running")
-        self.assertGreaterEqual(paced_for, 0.95, "4 MiB behind a running loop came unpaced")
 
-        got += tail.stdout.read()  # the rest, once the agent prints it and ends
-        self.assertEqual(tail.wait(timeout=scaled(30)), 0)
-        self.assertSameBytes(got, slow_counter_output(1, 1, size), "paced tail -f")
+        def read_started(k):
+            while len(got[k]) < len(started):
+                piece = tails[k].stdout.read1(1 << 20)
+                if not piece:
+                    return  # checked below: it must have all of it
+                got[k] += piece
+            done_at[k] = time.monotonic()
+
+        readers = [threading.Thread(target=read_started, args=(k,)) for k in range(2)]
+        for reader in readers:
+            reader.start()
+        for reader in readers:
+            reader.join(timeout=scaled(30))
+        self.assertTrue(all(done_at), "a tail -f ended before the output already written")
+        paced_for = max(done_at) - subscribed
+        self.assertEqual(d.call("loop.get", {"id": loop["id"]})["state"], "running")
+        self.assertGreaterEqual(paced_for, 0.95,
+                                "2 × 2 MiB behind a running loop came faster than one pace")
+
+        for k, tail in enumerate(tails):
+            got[k] += tail.stdout.read()  # the rest, once the agent prints it and ends
+            self.assertEqual(tail.wait(timeout=scaled(30)), 0)
+            self.assertSameBytes(got[k], slow_counter_output(1, 1, size), "paced tail -f")
 
     def test_loop_tail_over_a_websocket_streams_output_then_the_final_state(self):
         d = self.daemon()
