@@ -359,6 +359,19 @@ bool status_matches(std::string_view status, std::string_view value) {
     return true;
 }
 
+std::optional<judge_verdict> extract_verdict(std::string_view answer) {
+    const std::optional<std::string> said = extract_status(answer, "ralph_verdict");
+    if (!said) return std::nullopt;
+    judge_verdict verdict;
+    if (status_matches(*said, "ACCEPT"))
+        verdict.accepted = true;
+    else if (!status_matches(*said, "REJECT"))
+        return std::nullopt;
+    verdict.reasons =
+        extract_status(answer, "ralph_reasons").value_or(bounded_text(answer, max_note_bytes));
+    return verdict;
+}
+
 bool contains_substring_ci(std::string_view text, std::string_view needle) {
     if (needle.empty()) return false;
     std::string pattern;

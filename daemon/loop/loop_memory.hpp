@@ -65,6 +65,16 @@ std::optional<std::string> extract_status(std::string_view answer, std::string_v
 // Whether a status equals `value` ("COMPLETED"), ignoring ASCII case and surrounding whitespace.
 bool status_matches(std::string_view status, std::string_view value);
 
+// A judge's verdict on a loop's claim of completion.
+struct judge_verdict {
+    bool accepted = false;
+    std::string reasons;  // valid UTF-8, trimmed, at most max_note_bytes
+};
+// The LAST <ralph_verdict> block says ACCEPT or REJECT (ASCII case and surrounding whitespace
+// ignored); the reasons are the last <ralph_reasons> block, else the whole answer. nullopt when
+// there is no such block or it says anything else: no verdict, which never accepts.
+std::optional<judge_verdict> extract_verdict(std::string_view answer);
+
 // The opt-in legacy completion rule: `needle` occurs in `text`, ignoring ASCII case. Knuth–
 // Morris–Pratt, so O(|text| + |needle|) whatever the input (std::search may be quadratic).
 // An empty needle never matches: a misconfigured rule must not complete every loop.

@@ -1,6 +1,7 @@
 // libFuzzer target: the parsers of what an agent writes in its final answer, all untrusted text:
-// the promise (daemon/loop/completion), status, notes, feedback, score, checkboxes and the
-// YAML quoting of .ralph/loop.md (daemon/loop/loop_memory), and the UTF-8 repair they rely on.
+// the promise (daemon/loop/completion), status, a judge's verdict, notes, feedback, score,
+// checkboxes and the YAML quoting of .ralph/loop.md (daemon/loop/loop_memory), and the UTF-8
+// repair they rely on.
 //
 // Input: one byte for how often the text is repeated for the tag parsers (up to 256 KiB: past
 // the notes' and fields' bounds, and long enough for a cost that is not linear to exceed
@@ -11,7 +12,8 @@
 // valid UTF-8 and within its documented bound; the completion signal the prompt asks for,
 // appended to any answer, completes (promise and status); contains_substring_ci agrees with a
 // naive search; yaml_quote gives one line that reads back as the (repaired) input, and no value
-// changes the shape of loop.md; feedback survives its storage form. Linear time is checked by
+// changes the shape of loop.md; feedback survives its storage form; a verdict appended to any
+// answer is its verdict. Linear time is checked by
 // libFuzzer's -timeout.
 #include "common/text.hpp"
 #include "daemon/loop/completion.hpp"
@@ -83,6 +85,20 @@ void check_status(std::string_view text, std::string_view tag, std::string_view 
         const auto status = extract_status(answer, tag);
         fuzz::check(status && status_matches(*status, value),
                     "the status asked for does not complete", answer);
+    }
+}
+
+// A verdict's reasons are kept text; ACCEPT or REJECT, as the judge's prompt spells it, at the
+// end of any answer is the verdict.
+void check_verdict(std::string_view text) {
+    if (auto verdict = extract_verdict(text))
+        check_kept_text(verdict->reasons, max_note_bytes, "verdict reasons");
+    for (const bool accept : {true, false}) {
+        const std::string answer = std::string(text) + "<ralph_verdict>" +
+                                   (accept ? "ACCEPT" : "REJECT") + "</ralph_verdict>";
+        const auto verdict = extract_verdict(answer);
+        fuzz::check(verdict && verdict->accepted == accept, "the verdict given is not the verdict",
+                    answer);
     }
 }
 
@@ -193,6 +209,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
     check_promise(text, phrase);
     check_status(text, tag, phrase);
+    check_verdict(text);
     check_substring(text, phrase);
     check_notes(text);
     const std::optional<proto::agent_feedback> fb = check_feedback(text);

@@ -288,6 +288,26 @@ TEST_CASE("notes: a status matches its value without regard to case and surround
     CHECK_FALSE(status_matches("", "COMPLETED"));
 }
 
+TEST_CASE("notes: a judge's verdict is the last verdict block; anything else is none") {
+    const auto accepted = extract_verdict("Looks good.\n<ralph_verdict> accept </ralph_verdict>");
+    REQUIRE(accepted.has_value());
+    CHECK(accepted->accepted);
+    const auto rejected = extract_verdict(
+        "<ralph_verdict>ACCEPT</ralph_verdict> on second thought:\n"
+        "<ralph_reasons>\n tests fail \n</ralph_reasons><RALPH_VERDICT>Reject</RALPH_VERDICT>");
+    REQUIRE(rejected.has_value());
+    CHECK_FALSE(rejected->accepted);
+    CHECK(rejected->reasons == "tests fail");
+    // Without a reasons block the whole answer is the reasons.
+    CHECK(extract_verdict(" No tests. <ralph_verdict>REJECT</ralph_verdict>\n")->reasons ==
+          "No tests. <ralph_verdict>REJECT</ralph_verdict>");
+    CHECK_FALSE(extract_verdict("ACCEPT").has_value());
+    CHECK_FALSE(extract_verdict("<ralph_verdict>ACCEPTED</ralph_verdict>").has_value());
+    CHECK_FALSE(extract_verdict("<ralph_verdict>ACCEPT or REJECT</ralph_verdict>").has_value());
+    CHECK_FALSE(extract_verdict("<ralph_verdict>ACCEPT").has_value());
+    CHECK_FALSE(extract_verdict("").has_value());
+}
+
 TEST_CASE("notes: the legacy substring rule ignores case and an empty needle never matches") {
     CHECK(contains_substring_ci("All tasks are Complete.", "COMPLETE"));
     CHECK(contains_substring_ci("aaab", "AAB"));
