@@ -65,6 +65,16 @@ const std::string_view prompt_wrapper = R"({{prompt}}
 {{feedback}}
 
 {{/feedback}}
+{{#judge_reasons}}
+## The judge rejected the last claim of completion
+
+A reviewer checked the work when the loop claimed it was done, and found it is not. Its reasons:
+
+{{judge_reasons}}
+
+Fix what it names before you claim completion again.
+
+{{/judge_reasons}}
 {{#steering}}
 ## Steering
 
@@ -108,6 +118,66 @@ workspace are the only memory.
   blockers: what stops you, or none
   </ralph-feedback>
 - {{state_file}} holds the loop's state: iteration, limits, completion signal, previous feedback.
+)";
+
+const std::string_view judge_prompt = R"(# Review: is this work done?
+
+You are the judge of a Ralph loop: an agent worked on the task below, iteration after iteration,
+and now claims that all of it is done. Decide whether that is true. Read the files, run the
+build and the tests, try what the task asks for. You cannot change the workspace: any change you
+make is discarded. Be strict: accept only work that is complete and verified, with no stubs,
+placeholders or failing checks.
+
+## The task
+
+{{prompt}}
+
+{{#specs}}
+## Specs and tasks: {{specs_name}}
+
+<file path="{{specs_name}}">
+{{specs}}
+</file>
+
+{{/specs}}
+## The worker's final answer (iteration {{iteration}}, {{completion_rule}})
+
+<answer>
+{{final_answer}}
+</answer>
+
+## What changed since the loop started
+
+{{#diff}}
+```diff
+{{diff}}
+```
+{{#diff_cut}}
+(Cut: only the first 256 KiB of the diff are shown. Run git diff {{base_head}} for the rest.)
+{{/diff_cut}}
+{{/diff}}
+{{^diff}}
+{{diff_unavailable}}
+{{/diff}}
+
+{{#verify_command}}
+## The loop's check: {{verify_command}} (exit status {{verify_exit}})
+
+```
+{{verify_output}}
+```
+
+{{/verify_command}}
+## Your verdict
+
+End your answer with exactly one of:
+
+<ralph_verdict>ACCEPT</ralph_verdict>
+
+<ralph_verdict>REJECT</ralph_verdict>
+<ralph_reasons>
+What is missing or wrong, precisely enough for the next iteration to fix it.
+</ralph_reasons>
 )";
 
 namespace {

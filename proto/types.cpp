@@ -20,8 +20,10 @@ constexpr std::array<std::string_view, 8> termination_names{
     "running", "exited",    "failed",      "crashed",
     "timeout", "cancelled", "interrupted", "spawn_failed"};
 
-constexpr std::array<std::string_view, 7> failure_names{
-    "", "rate_limit", "transient", "auth", "missing_program", "timeout", "crash"};
+constexpr std::array<std::string_view, 8> failure_names{
+    "", "rate_limit", "transient", "auth", "missing_program", "timeout", "crash", "no_verdict"};
+
+constexpr std::array<std::string_view, 2> attempt_kind_names{"work", "judge"};
 
 }  // namespace
 
@@ -78,6 +80,16 @@ failure_class failure_class_from_string(std::string_view name) {
     throw std::invalid_argument("unknown failure class '" + std::string(name) + "'");
 }
 
+std::string_view to_string(attempt_kind value) {
+    return attempt_kind_names[static_cast<std::size_t>(value)];
+}
+
+attempt_kind attempt_kind_from_string(std::string_view name) {
+    for (std::size_t i = 0; i < attempt_kind_names.size(); ++i)
+        if (attempt_kind_names[i] == name) return static_cast<attempt_kind>(i);
+    throw std::invalid_argument("unknown attempt kind '" + std::string(name) + "'");
+}
+
 // A usage is flattened into the object that has it.
 void add_usage(nlohmann::json& j, const usage& u) {
     j["input_tokens"] = u.input_tokens;
@@ -112,6 +124,10 @@ void from_json(const nlohmann::json& j, submit_params& p) {
         if (parse_agent_choice(fallback).agent.empty())
             throw rpc_error(error_kind::invalid_params,
                             "params.fallback: '" + fallback + "' names no agent (AGENT[:MODEL])");
+    read_field(obj, "judge", p.judge);
+    read_field(obj, "judge_model", p.judge_model);
+    read_field(obj, "judge_command", p.judge_command);
+    read_field(obj, "judge_max_rejections", p.judge_max_rejections);
     read_field(obj, "env", p.env);
     read_field(obj, field_name::prompt, p.prompt);
     read_field(obj, "prompt_file", p.prompt_file);
@@ -160,6 +176,10 @@ void to_json(nlohmann::json& j, const submit_params& p) {
     j[field_name::command] = p.command;
     j["args"] = p.args;
     j["fallback"] = p.fallback;
+    j["judge"] = p.judge;
+    j["judge_model"] = p.judge_model;
+    j["judge_command"] = p.judge_command;
+    j["judge_max_rejections"] = p.judge_max_rejections;
     j["env"] = p.env;
     j[field_name::prompt] = p.prompt;
     j["prompt_file"] = p.prompt_file;
@@ -225,6 +245,16 @@ submit_params on_agent(const submit_params& spec, const agent_choice& choice) {
     on.model = choice.model;
     on.args.clear();
     return on;
+}
+
+submit_params as_judge(const submit_params& spec) {
+    submit_params judge = spec;
+    judge.agent = spec.judge;
+    judge.model = spec.judge_model;
+    judge.command = spec.judge_command;
+    judge.args.clear();
+    judge.fallback.clear();
+    return judge;
 }
 
 void to_json(nlohmann::json& j, const loop_info& loop) {
@@ -390,6 +420,7 @@ void to_json(nlohmann::json& j, const attempt_info& a) {
         {"loop_id", a.loop_id},
         {"iteration", a.iteration},
         {"attempt", a.attempt},
+        {"kind", to_string(a.kind)},
         {"agent", a.agent},
         {"model", a.model},
         {"argv", a.argv},
@@ -413,7 +444,9 @@ void to_json(nlohmann::json& j, const attempt_info& a) {
         {"verify_exit", a.verify_exit ? nlohmann::json(*a.verify_exit) : nlohmann::json()},
         {"verify_output", a.verify_output},
         {"output_start", a.output_start},
-        {"output_end", a.output_end}};
+        {"output_end", a.output_end},
+        {"verdict", a.verdict},
+        {"verdict_reasons", a.verdict_reasons}};
     add_usage(j, a.usage);
 }
 
@@ -422,6 +455,7 @@ void from_json(const nlohmann::json& j, attempt_info& a) {
     a.loop_id = read_or<std::int64_t>(j, "loop_id", 0);
     a.iteration = read_or<std::int64_t>(j, "iteration", 0);
     a.attempt = read_or<std::int64_t>(j, "attempt", 0);
+    a.kind = attempt_kind_from_string(read_or<std::string>(j, "kind", "work"));
     a.agent = read_or<std::string>(j, "agent", "");
     a.model = read_or<std::string>(j, "model", "");
     a.argv = read_or<std::vector<std::string>>(j, "argv", {});
@@ -451,6 +485,8 @@ void from_json(const nlohmann::json& j, attempt_info& a) {
     a.verify_output = read_or<std::string>(j, "verify_output", "");
     a.output_start = read_or<std::int64_t>(j, "output_start", 0);
     a.output_end = read_or<std::int64_t>(j, "output_end", 0);
+    a.verdict = read_or<std::string>(j, "verdict", "");
+    a.verdict_reasons = read_or<std::string>(j, "verdict_reasons", "");
 }
 
 void to_json(nlohmann::json& j, const event_info& e) {

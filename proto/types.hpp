@@ -58,6 +58,7 @@ enum class failure_class {
     missing_program,  // the agent's program is not there: stop the loop
     timeout,          // ran past the per-iteration timeout: retry
     crash,            // killed by a signal, or a non-zero exit without a known cause: retry
+    no_verdict,       // a judge that exited without <ralph_verdict>: retry, never an acceptance
 };
 
 std::string_view to_string(failure_class value);
@@ -102,6 +103,13 @@ struct submit_params {
     // "AGENT" or "AGENT:MODEL", in order: what an iteration runs on while a usage limit holds
     // the agents before it (agents_of). `args` and `command` are the loop's own agent's only.
     std::vector<std::string> fallback;
+    // A judge before completion: "" = none, else the agent that checks a claim of completion
+    // (with its model, and its command for agent "command") before the loop may end `completed`;
+    // after judge_max_rejections rejections the loop ends `stalled`.
+    std::string judge;
+    std::string judge_model;
+    std::string judge_command;
+    std::int64_t judge_max_rejections = 3;
     std::map<std::string, std::string> env;  // added to the daemon's environment
     std::string prompt;                      // inline prompt text (first prompt source)
     std::string prompt_file;                 // absolute path (second prompt source)
@@ -168,6 +176,9 @@ std::vector<agent_choice> agents_of(const submit_params& spec);
 // The spec as an attempt on `choice` sees it: another agent than the loop's own gets its model
 // and none of the loop's own agent's extra arguments.
 submit_params on_agent(const submit_params& spec, const agent_choice& choice);
+// The spec as the loop's judge sees it: the judge's agent, model and command, none of the loop's
+// --arg, no fallback.
+submit_params as_judge(const submit_params& spec);
 
 struct loop_info {
     std::int64_t id = 0;
@@ -248,8 +259,14 @@ struct agent_feedback {
 void to_json(nlohmann::json& j, const agent_feedback& feedback);
 void from_json(const nlohmann::json& j, agent_feedback& feedback);
 
+// What an attempt is: the loop's work, or its judge checking a claim of completion.
+enum class attempt_kind { work, judge };
+std::string_view to_string(attempt_kind value);
+attempt_kind attempt_kind_from_string(std::string_view name);  // throws std::invalid_argument
+
 struct attempt_info {
     std::int64_t id = 0;
+    attempt_kind kind = attempt_kind::work;
     std::int64_t loop_id = 0;
     std::int64_t iteration = 0;
     std::int64_t attempt = 0;  // 1 for the first try of an iteration, 2 for its retry...
@@ -279,6 +296,9 @@ struct attempt_info {
     std::string verify_output;                      // its output (the end of it)
     std::int64_t output_start = 0;                  // [start, end) byte range in the loop's output
     std::int64_t output_end = 0;
+    // A judge's: "accept", "reject", or "" (none given, or not a judge).
+    std::string verdict;
+    std::string verdict_reasons;  // why it rejected (or its whole answer when it gave no reasons)
     bool operator==(const attempt_info&) const = default;
 };
 

@@ -214,6 +214,18 @@ void register_submit_command(CLI::App& app, client_context& ctx) {
         "--verify", spec.verify_command,
         "Command run in the workspace (no shell) when a completion signal comes; "
         "the signal counts only if it exits 0");
+    completion->add_option(
+        "--judge", spec.judge,
+        "AGENT that checks a claim of completion before the loop ends (read-only: under "
+        "bubblewrap, else in a throw-away checkout); its REJECT reasons go to the next iteration");
+    completion->add_option("--judge-model", spec.judge_model, "Model of the --judge agent");
+    completion->add_option("--judge-command", spec.judge_command,
+                           "Argv template of --judge command (as --command)");
+    completion
+        ->add_option("--judge-max-rejections", spec.judge_max_rejections,
+                     "Rejections after which the loop ends stalled")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
     git->add_flag("--commit", spec.commit, "Commit each iteration's work (git workspaces)");
     git->add_flag("--allow-dirty", spec.allow_dirty,
                   "Start even though the workspace has uncommitted changes");

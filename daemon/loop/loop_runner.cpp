@@ -1,6 +1,7 @@
 #include "daemon/loop/loop_runner.hpp"
 
 #include "common/agent_stream.hpp"
+#include "common/paths.hpp"
 #include "common/safe_open.hpp"
 #include "common/text.hpp"
 #include "daemon/admission/admission.hpp"
@@ -58,6 +59,8 @@ std::string first_line(const std::string& text) {
 }
 
 constexpr std::size_t max_verify_output_bytes = 16 << 10;
+// The judge's prompt shows the first 256 KiB of the diff since the loop started.
+constexpr std::size_t max_judge_diff_bytes = 256 << 10;
 
 // The snapshot before the attempt, kept in its directory for a ralphd that adopts the attempt:
 // only a git workspace's (HEAD and the tree), small and enough to compare with.
@@ -219,24 +222,29 @@ awaitable<void> loop_runner::run_iterations() {
                     earlier.failure != proto::failure_class::rate_limit)
                     ++failures;
         attempt_outcome outcome;
+        // Once the iteration's work claimed completion before a judge: the iteration's next
+        // attempts are the judge's.
+        std::optional<completion_claim> claim;
         while (true) {
             if (adopted_) {
                 outcome = co_await resume_attempt(loop);
                 adopted_.reset();
             } else {
+                proto::loop_info attempt_loop = loop;
+                if (claim) attempt_loop.spec = proto::as_judge(spec);
                 // A degraded ralphd starts no attempt: the loop is taken up again once it can
                 // write (storage_health).
                 if (stop_ == stop_kind::detach || ctx_.health.degraded() ||
-                    leave_unless_admitted(loop))
+                    leave_unless_admitted(attempt_loop))
                     co_return;
                 // The loop's own agent, or the first fallback no usage limit holds: the files
                 // are the memory, so another agent can take the next iteration up.
-                proto::loop_info attempt_loop = loop;
-                attempt_loop.spec =
-                    proto::on_agent(spec, ctx_.gate.pick_agent(spec, ctx_.clock.now_ms()));
-                outcome =
-                    co_await run_attempt(attempt_loop, iteration,
-                                         ctx_.db.attempts_in_iteration(loop_id_, iteration) + 1);
+                if (!claim)
+                    attempt_loop.spec =
+                        proto::on_agent(spec, ctx_.gate.pick_agent(spec, ctx_.clock.now_ms()));
+                outcome = co_await run_attempt(
+                    attempt_loop, iteration, ctx_.db.attempts_in_iteration(loop_id_, iteration) + 1,
+                    claim ? &*claim : nullptr);
                 // ralphd is leaving the agents running and came before this one started.
                 if (outcome.how == proto::termination::running) co_return;
             }
@@ -247,7 +255,16 @@ awaitable<void> loop_runner::run_iterations() {
                 ctx_.db.set_iterations(loop_id_, iteration, ctx_.clock.now_ms());
             }
             if (finish_if_stopped()) co_return;
-            if (outcome.how == proto::termination::exited) break;
+            if (outcome.how == proto::termination::exited) {
+                if (outcome.kind == proto::attempt_kind::work && outcome.completion_signal &&
+                    iteration >= spec.min_iterations && !spec.judge.empty()) {
+                    claim = completion_claim{outcome.attempt_id, outcome.completion_rule,
+                                             outcome.final_answer};
+                    failures = 0;
+                    continue;
+                }
+                break;
+            }
             std::string failure = describe_failure(outcome.how, outcome.error);
             if (outcome.how == proto::termination::spawn_failed ||
                 outcome.failure == proto::failure_class::missing_program) {
@@ -272,6 +289,9 @@ awaitable<void> loop_runner::run_iterations() {
                     fmt::format("{} usage limit (loop {}: {})", outcome.agent, loop_id_, failure));
                 continue;  // leave_unless_admitted parks the loop
             }
+            // An adopted judge's failure: the claim it checked is not known to this ralphd; the
+            // next iteration claims anew.
+            if (outcome.kind == proto::attempt_kind::judge && !claim) break;
             ++failures;
             // The same failure over and over (a broken setup, not bad luck) stops the loop even
             // when retries remain.
@@ -300,7 +320,23 @@ awaitable<void> loop_runner::run_iterations() {
         identical_failures_ = 0;
         last_failure_.clear();
         ctx_.db.set_iterations(loop_id_, iteration, ctx_.clock.now_ms());
-        if (outcome.completion_signal && iteration >= spec.min_iterations) {
+        if (outcome.kind == proto::attempt_kind::judge) {
+            if (outcome.verdict == "accept") {
+                set_state(proto::loop_event::complete,
+                          fmt::format("judge {} accepted the completion claimed in iteration {}",
+                                      outcome.agent, iteration));
+                co_return;
+            }
+            const std::int64_t rejections = ctx_.db.judge_rejections(loop_id_);
+            if (outcome.verdict == "reject" && rejections >= spec.judge_max_rejections) {
+                set_state(
+                    proto::loop_event::stall,
+                    fmt::format("judge {} rejected the claim of completion {} time(s), "
+                                "last: {}",
+                                outcome.agent, rejections, first_line(outcome.verdict_reasons)));
+                co_return;
+            }
+        } else if (outcome.completion_signal && iteration >= spec.min_iterations) {
             set_state(proto::loop_event::complete,
                       fmt::format("{} in iteration {}", outcome.completion_rule, iteration));
             co_return;
@@ -405,20 +441,35 @@ awaitable<void> loop_runner::wait(double seconds, const std::string& reason) {
 }
 
 awaitable<std::vector<std::string>> loop_runner::agent_env_and_sandbox(
-    const proto::loop_info& loop, std::int64_t iteration, std::int64_t attempt_number,
-    std::filesystem::path& tmpdir) {
+    const proto::loop_info& loop, proto::attempt_kind kind, std::int64_t iteration,
+    std::int64_t attempt_number, std::filesystem::path& tmpdir) {
     const agent& adapter = find_agent(loop.spec.agent);
     std::vector<std::pair<std::string, std::string>> overrides(loop.spec.env.begin(),
                                                                loop.spec.env.end());
     overrides.emplace_back("RALPH_LOOP_ID", std::to_string(loop_id_));
     overrides.emplace_back("RALPH_ITERATION", std::to_string(iteration));
     overrides.emplace_back("RALPH_ATTEMPT", std::to_string(attempt_number));
+    overrides.emplace_back("RALPH_ATTEMPT_KIND", std::string(proto::to_string(kind)));
     if (adapter.needs_private_tmpdir()) {
         tmpdir = ctx_.state.scratch_of(loop_id_);
         overrides.emplace_back("TMPDIR", tmpdir.string());
     }
     std::vector<std::string> env =
         agent_environment(ctx_.agent_env, adapter.environment_variables(), overrides);
+    if (kind == proto::attempt_kind::judge) {
+        // Nothing of the workspace (nor of its worktree, under the hidden state directory) is
+        // writable: only the judge's TMPDIR and its own config and cache paths.
+        bwrap_ = paths::find_executable("bwrap", search_path_of(env)).string();
+        sandbox_view_ = {};
+        sandbox_view_.writable =
+            sandbox::writable_paths({}, {}, tmpdir, env, adapter.home_state_paths());
+        sandbox_view_.read_only = {loop.spec.workspace, ctx_.state.prompt_of(loop_id_)};
+        if (!loop.spec.worktree_path.empty())
+            sandbox_view_.read_only.push_back(loop.spec.worktree_path);
+        sandbox_view_.hidden = ctx_.sandbox_hidden(loop_id_);
+        sandbox_view_.offline = loop.spec.sandbox_offline;
+        co_return env;
+    }
     if (!loop.spec.sandbox) co_return env;
 
     // The git directories are writable (commits go there), their config, hooks and info not.
@@ -443,8 +494,20 @@ awaitable<std::vector<std::string>> loop_runner::agent_env_and_sandbox(
 
 loop_runner::attempt_inputs loop_runner::read_attempt_inputs(const proto::loop_info& loop,
                                                              std::int64_t iteration,
-                                                             const std::vector<std::string>& env) {
+                                                             const std::vector<std::string>& env,
+                                                             const completion_claim* claim) {
     attempt_inputs inputs;
+    if (claim) {
+        inputs.claim = claim;
+        const store::loop_base base = ctx_.db.base_of(loop_id_);
+        inputs.base_head = base.head;
+        inputs.base_tree = base.tree;
+        const proto::attempt_info worked = ctx_.db.get_attempt(claim->attempt_id);
+        inputs.verify_exit = worked.verify_exit;
+        inputs.verify_output = worked.verify_output;
+    } else {
+        inputs.judge_reasons = ctx_.db.rejection_in(loop_id_, iteration - 1);
+    }
     // Only the previous iteration's: an older iteration's feedback (next steps long done) must
     // not come back when the last iteration gave none.
     inputs.previous_feedback = ctx_.db.feedback_of(loop_id_, iteration - 1);
@@ -468,22 +531,31 @@ loop_runner::attempt_plan loop_runner::prepare_attempt(const proto::loop_info& l
         std::filesystem::create_directories(tmpdir);
         plan.tmpdir = tmpdir;
     }
-    prompt_extras extras;
-    extras.previous_feedback = write_state_file(loop, attempt.iteration, inputs);
-    extras.steering = inputs.steering;
-    plan.prompt = build_prompt(loop, attempt.iteration, extras);
+    const bool judging = attempt.kind == proto::attempt_kind::judge;
+    const bool sandboxed = judging ? !bwrap_.empty() : loop.spec.sandbox;
+    if (judging) {
+        plan.prompt = prepare_judge(loop, attempt.iteration, inputs, sandboxed);
+    } else {
+        prompt_extras extras;
+        extras.previous_feedback = write_state_file(loop, attempt.iteration, inputs);
+        extras.steering = inputs.steering;
+        extras.judge_reasons = inputs.judge_reasons;
+        plan.prompt = build_prompt(loop, attempt.iteration, extras);
+    }
     const std::string prompt_file = ctx_.state.prompt_of(loop_id_).string();
     // In place: the agent is not running.
     overwrite_file(ctx_.state.prompt_dir(), state_dir::prompt_file_name(loop_id_), plan.prompt);
     invocation inv = adapter.invoke({loop.spec, inputs.program, plan.prompt, prompt_file});
-    if (loop.spec.sandbox)
-        inv.argv = sandbox::wrap(bwrap_, sandbox_view_, loop.spec.workspace, inv.argv);
+    // A judge without bwrap runs in its throw-away checkout.
+    const std::string cwd = judging && !sandboxed ? ctx_.state.judge_checkout_of(loop_id_).string()
+                                                  : loop.spec.workspace;
+    if (sandboxed) inv.argv = sandbox::wrap(bwrap_, sandbox_view_, cwd, inv.argv);
     if (inv.argv.empty()) throw std::system_error(EINVAL, std::generic_category(), "empty command");
     shim::spec& agent = plan.agent;
     agent.program = resolve_program(inv.argv[0], env, loop.spec.workspace);
     agent.argv = std::move(inv.argv);
-    agent.env = environment_in(env, loop.spec.workspace);
-    agent.cwd = loop.spec.workspace;
+    agent.env = environment_in(env, cwd);
+    agent.cwd = cwd;
     agent.stdin_path = inv.prompt_on_stdin ? prompt_file : std::string();
     agent.output_file = ctx_.output.file_of(loop_id_).string();
     agent.output_start = attempt.output_start;
@@ -515,8 +587,10 @@ loop_runner::attempt_outcome loop_runner::record_start_failure(proto::attempt_in
 
 awaitable<loop_runner::attempt_outcome> loop_runner::run_attempt(const proto::loop_info& loop,
                                                                  std::int64_t iteration,
-                                                                 std::int64_t attempt_number) {
+                                                                 std::int64_t attempt_number,
+                                                                 const completion_claim* claim) {
     proto::attempt_info attempt;
+    attempt.kind = claim ? proto::attempt_kind::judge : proto::attempt_kind::work;
     attempt.loop_id = loop_id_;
     attempt.agent = loop.spec.agent;
     attempt.model = loop.spec.model;
@@ -529,23 +603,27 @@ awaitable<loop_runner::attempt_outcome> loop_runner::run_attempt(const proto::lo
     // The previous attempt's "after" serves as this one's "before" when it was taken moments ago
     // (the next iteration started at once): another snapshot would find the same and cost a
     // trip to the pool, whose thread a loaded machine may not run for milliseconds.
+    // A judge changes nothing (nor is its snapshot needed: its prompt's diff takes one).
     const std::filesystem::path workspace_dir = loop.spec.workspace;
     workspace::snapshot before;
     const auto now = std::chrono::steady_clock::now();
-    if (fresh_snapshot_ && now - fresh_snapshot_at_ <= fresh_snapshot_age)
+    if (!claim && fresh_snapshot_ && now - fresh_snapshot_at_ <= fresh_snapshot_age)
         before = std::move(*fresh_snapshot_);
-    else
+    else if (!claim)
         before = co_await off_thread(ctx_.blocking,
                                      [&] { return workspace::take_snapshot(workspace_dir); });
     fresh_snapshot_.reset();
     attempt.head_before = before.head;
+    // What the judge's diff starts from: the workspace at the loop's first iteration.
+    if (before.is_git && !before.tree.empty())
+        ctx_.db.set_loop_base(loop_id_, {before.head, before.tree});
 
     attempt_plan plan;
     try {
         std::filesystem::path tmpdir;
         std::vector<std::string> env =
-            co_await agent_env_and_sandbox(loop, iteration, attempt_number, tmpdir);
-        const attempt_inputs inputs = read_attempt_inputs(loop, iteration, env);
+            co_await agent_env_and_sandbox(loop, attempt.kind, iteration, attempt_number, tmpdir);
+        const attempt_inputs inputs = read_attempt_inputs(loop, iteration, env, claim);
         plan = co_await off_thread(
             ctx_.blocking, [&] { return prepare_attempt(loop, attempt, env, tmpdir, inputs); });
     } catch (const std::exception& e) {
@@ -594,22 +672,28 @@ awaitable<loop_runner::attempt_outcome> loop_runner::run_attempt(const proto::lo
         std::error_code ignored;
         std::filesystem::remove_all(plan.tmpdir, ignored);
     }
-    co_return co_await record(loop, attempt, process, *parser, &before, status);
+    co_return co_await record(loop, attempt, process, *parser, claim ? nullptr : &before, status);
 }
 
 awaitable<loop_runner::attempt_outcome> loop_runner::resume_attempt(
     const proto::loop_info& its_loop) {
     proto::attempt_info attempt = ctx_.db.get_attempt(adopted_->attempt_id);
-    // The loop as the attempt saw it: on the agent it ran on (its own or a fallback).
+    // The loop as the attempt saw it: on the agent it ran on (its own or a fallback), or as its
+    // judge.
+    const bool judging = attempt.kind == proto::attempt_kind::judge;
     proto::loop_info loop = its_loop;
-    loop.spec = proto::on_agent(its_loop.spec, {attempt.agent, attempt.model});
+    loop.spec = judging ? proto::as_judge(its_loop.spec)
+                        : proto::on_agent(its_loop.spec, {attempt.agent, attempt.model});
     const std::filesystem::path dir = ctx_.state.attempt_dir(attempt.id);
     spdlog::info("loop {}: adopting iteration {} attempt {} (pid {}, shim {})", loop_id_,
                  attempt.iteration, attempt.attempt, adopted_->started.agent_pid,
                  adopted_->started.shim_pid);
-    // What the attempt's --verify needs: the sandbox it runs in, as the agent's.
+    // What the attempt's --verify needs: the sandbox it runs in, as the agent's (a judge runs
+    // none).
     std::filesystem::path tmpdir;
-    co_await agent_env_and_sandbox(loop, attempt.iteration, attempt.attempt, tmpdir);
+    if (!judging)
+        co_await agent_env_and_sandbox(loop, attempt.kind, attempt.iteration, attempt.attempt,
+                                       tmpdir);
     attempt_process process(ctx_.io, dir, ctx_.output.file_of(loop_id_), adopted_->started);
     // The parser reads the attempt's whole output again (it only was in the earlier ralphd's
     // memory); the prompt file is still this attempt's.
@@ -683,7 +767,7 @@ awaitable<std::optional<int>> loop_runner::supervise(const proto::loop_info& loo
     inactivity_timer_.cancel();
     agent_ = nullptr;
     parser_ = nullptr;
-    if (loop.spec.sandbox) remove_git_redirects(loop);
+    if (loop.spec.sandbox && attempt.kind == proto::attempt_kind::work) remove_git_redirects(loop);
     // Bytes the shim wrote without a journal record (the disk refused the record) are the
     // attempt's too.
     ctx_.output.recover(loop_id_, attempt.id);
@@ -728,8 +812,10 @@ awaitable<loop_runner::attempt_outcome> loop_runner::record(const proto::loop_in
                                     "(inactivity timeout)",
                                     loop.spec.inactivity_timeout_s)
                               : fmt::format("timed out after {}s", loop.spec.timeout_s);
-    if (attempt.how == proto::termination::exited)
-        co_await judge(loop, said.final_answer, before, attempt, outcome);
+    if (attempt.how == proto::termination::exited && attempt.kind == proto::attempt_kind::judge)
+        read_verdict(said.final_answer, attempt);
+    else if (attempt.how == proto::termination::exited)
+        co_await assess(loop, said.final_answer, before, attempt, outcome);
     store_refusals(attempt.id);
     ctx_.output.flush();
     attempt.output_end = ctx_.output.committed_end(loop_id_);
@@ -738,18 +824,25 @@ awaitable<loop_runner::attempt_outcome> loop_runner::record(const proto::loop_in
     ctx_.db.finish_attempt(attempt, last_rows);
     std::error_code ignored;
     std::filesystem::remove_all(ctx_.state.attempt_dir(attempt.id), ignored);
-    spdlog::info("loop {}: iteration {} attempt {} ended: {}{}{}", loop_id_, attempt.iteration,
-                 attempt.attempt, proto::to_string(attempt.how),
+    if (attempt.kind == proto::attempt_kind::judge)
+        std::filesystem::remove_all(ctx_.state.judge_checkout_of(loop_id_), ignored);
+    spdlog::info("loop {}: iteration {} {} attempt {} ended: {}{}{}", loop_id_, attempt.iteration,
+                 proto::to_string(attempt.kind), attempt.attempt, proto::to_string(attempt.how),
                  attempt.failure == proto::failure_class::none
                      ? ""
                      : " (" + std::string(proto::to_string(attempt.failure)) + ")",
                  attempt.completion_signal ? " (completion signal)" : "");
+    outcome.attempt_id = attempt.id;
+    outcome.kind = attempt.kind;
     outcome.agent = attempt.agent;
     outcome.how = attempt.how;
     outcome.failure = attempt.failure;
     outcome.completion_signal = attempt.completion_signal;
     outcome.error = attempt.error;
     outcome.resets_at_ms = said.resets_at_ms;
+    outcome.final_answer = said.final_answer;
+    outcome.verdict = attempt.verdict;
+    outcome.verdict_reasons = attempt.verdict_reasons;
     co_return outcome;
 }
 
@@ -799,9 +892,59 @@ std::string loop_runner::completion_rule(const proto::submit_params& spec,
     return {};
 }
 
-awaitable<void> loop_runner::judge(const proto::loop_info& loop, const std::string& final_answer,
-                                   const workspace::snapshot* before, proto::attempt_info& attempt,
-                                   attempt_outcome& outcome) {
+void loop_runner::read_verdict(const std::string& final_answer, proto::attempt_info& attempt) {
+    const std::optional<judge_verdict> verdict = extract_verdict(final_answer);
+    if (!verdict) {
+        attempt.how = proto::termination::failed;
+        attempt.failure = proto::failure_class::no_verdict;
+        attempt.error =
+            "the judge gave no verdict (<ralph_verdict>ACCEPT</ralph_verdict> or REJECT)";
+        return;
+    }
+    attempt.verdict = verdict->accepted ? "accept" : "reject";
+    attempt.verdict_reasons = verdict->reasons;
+}
+
+std::string loop_runner::prepare_judge(const proto::loop_info& loop, std::int64_t iteration,
+                                       const attempt_inputs& inputs, bool sandboxed) {
+    const std::filesystem::path workspace_dir = loop.spec.workspace;
+    judge_inputs judged;
+    judged.iteration = iteration;
+    judged.completion_rule = inputs.claim->rule;
+    judged.final_answer = inputs.claim->final_answer;
+    judged.base_head = inputs.base_head;
+    judged.verify_exit = inputs.verify_exit;
+    judged.verify_output = inputs.verify_output;
+    const workspace::snapshot now = workspace::take_snapshot(workspace_dir);
+    if (inputs.base_tree.empty()) {
+        judged.diff_unavailable =
+            now.is_git ? "(No diff: the workspace at the loop's first iteration is not known.)"
+                       : "(No diff: the workspace is not in a git repository.)";
+    } else {
+        workspace::snapshot base;
+        base.is_git = true;
+        base.head = inputs.base_head;
+        base.tree = inputs.base_tree;
+        const workspace::patch_text patch =
+            workspace::diff_snapshots(workspace_dir, base, now, max_judge_diff_bytes);
+        judged.diff = text::to_valid_utf8(patch.text);
+        judged.diff_cut = patch.cut;
+        if (!patch.error.empty())
+            judged.diff_unavailable = "(No diff: " + patch.error + ")";
+        else if (patch.text.empty())
+            judged.diff_unavailable = "(Nothing changed since the loop started.)";
+    }
+    if (!sandboxed) {
+        const std::string error = workspace::check_out_snapshot(
+            workspace_dir, now, ctx_.state.judge_checkout_of(loop_id_));
+        if (!error.empty()) throw std::runtime_error(error);
+    }
+    return build_judge_prompt(loop, judged);
+}
+
+awaitable<void> loop_runner::assess(const proto::loop_info& loop, const std::string& final_answer,
+                                    const workspace::snapshot* before, proto::attempt_info& attempt,
+                                    attempt_outcome& outcome) {
     const auto& spec = loop.spec;
     const std::filesystem::path workspace_dir = spec.workspace;
     const std::vector<std::string> notes = extract_notes(final_answer);

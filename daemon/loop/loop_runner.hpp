@@ -10,8 +10,14 @@
 //   the bytes (output_log) and feeds them to the adapter's parser (common/agent_stream), whose
 //   events are stored as they come, and ends the agent on a timeout, a silence, a cancel or a stop;
 // - record: the exit status and what the stream said make the attempt's termination and failure
-//   class; a successful one is judged (notes, feedback, snapshot after, --commit, completion rule,
-//   --verify); the attempt is stored with its tokens, cost and summary.
+//   class; a successful one is assessed (notes, feedback, snapshot after, --commit, completion
+//   rule, --verify); the attempt is stored with its tokens, cost and summary.
+// With submit --judge, an iteration whose work meets a completion rule goes on with attempts of
+// kind `judge`: the judge agent gets the claim (the task, the worker's answer, the diff since the
+// loop's first iteration, --verify's output) and runs where it cannot change the workspace — under
+// bubblewrap with the workspace read-only, or without bwrap in a throw-away checkout of it — and
+// its <ralph_verdict> decides: ACCEPT completes the loop, REJECT sends its reasons to the next
+// iteration's prompt (stalled after judge_max_rejections), no verdict is a failed attempt.
 // The outcome decides what happens next (SPEC §4): success, retry with backoff, stop, or — for a
 // usage limit — park the loop in `waiting` until the reset and hold every loop on that agent.
 //
@@ -109,6 +115,8 @@ class loop_runner {
 
   private:
     struct attempt_outcome {
+        std::int64_t attempt_id = 0;
+        proto::attempt_kind kind = proto::attempt_kind::work;
         std::string agent;  // the agent it ran on
         proto::termination how = proto::termination::running;
         proto::failure_class failure = proto::failure_class::none;
@@ -116,6 +124,15 @@ class loop_runner {
         std::string completion_rule;  // which rule matched, for the stop reason
         std::string error;
         std::int64_t resets_at_ms = 0;  // a usage limit's stated reset
+        std::string final_answer;       // a work attempt's, for its judge
+        std::string verdict;            // a judge's: "accept", "reject" or ""
+        std::string verdict_reasons;
+    };
+    // What a judge attempt checks: the claim of completion of the iteration's work.
+    struct completion_claim {
+        std::int64_t attempt_id = 0;  // the work attempt that made it
+        std::string rule;             // the completion rule it met
+        std::string final_answer;
     };
     enum class stop_kind { none, cancel, shutdown, pause, detach };
     // What prepare gives: how to start the agent, and what the attempt needs after.
@@ -132,6 +149,13 @@ class loop_runner {
         std::int64_t loop_started_at = 0;
         std::string program;  // the agent's program, as find_program finds it
         std::chrono::milliseconds kill_grace{0};
+        std::string judge_reasons;  // why the judge rejected the previous iteration's claim
+        // A judge's: the claim, the loop's base, the claiming attempt's --verify.
+        const completion_claim* claim = nullptr;
+        std::string base_head;
+        std::string base_tree;
+        std::optional<int> verify_exit;
+        std::string verify_output;
     };
     struct adopted_attempt {
         std::int64_t attempt_id = 0;
@@ -142,24 +166,34 @@ class loop_runner {
     // A --worktree loop: creates its worktree (off the io thread) unless it exists. False when
     // the loop ended instead (it could not be created, or a cancel or stop came meanwhile).
     awaitable<bool> make_worktree();
-    // Prepares, starts, supervises and records one attempt.
+    // Prepares, starts, supervises and records one attempt: of the loop's work, or with `claim`
+    // the judge's (`loop` is then as the judge sees it, proto::as_judge).
     awaitable<attempt_outcome> run_attempt(const proto::loop_info& loop, std::int64_t iteration,
-                                           std::int64_t attempt_number);
+                                           std::int64_t attempt_number,
+                                           const completion_claim* claim);
     // Supervises and records the adopted attempt.
     awaitable<attempt_outcome> resume_attempt(const proto::loop_info& loop);
     // The agent's environment and, for a --sandbox loop, the sandbox's view (bwrap_,
     // sandbox_view_: git paths looked up off the io thread), shared by prepare and adoption.
+    // A judge's view: the workspace read-only where bwrap is found, else no sandbox (the judge
+    // runs in a throw-away checkout).
     awaitable<std::vector<std::string>> agent_env_and_sandbox(const proto::loop_info& loop,
+                                                              proto::attempt_kind kind,
                                                               std::int64_t iteration,
                                                               std::int64_t attempt_number,
                                                               std::filesystem::path& tmpdir);
     attempt_inputs read_attempt_inputs(const proto::loop_info& loop, std::int64_t iteration,
-                                       const std::vector<std::string>& env);
+                                       const std::vector<std::string>& env,
+                                       const completion_claim* claim);
     // Writes the state file and the prompt, builds the agent's invocation: file system work, on
-    // the pool thread.
+    // the pool thread. A judge's prompt instead, with the diff, and the throw-away checkout it
+    // runs in when it is not sandboxed.
     attempt_plan prepare_attempt(const proto::loop_info& loop, const proto::attempt_info& attempt,
                                  const std::vector<std::string>& env,
                                  const std::filesystem::path& tmpdir, const attempt_inputs& inputs);
+    // The judge's prompt (pool thread); makes the throw-away checkout unless it is sandboxed.
+    std::string prepare_judge(const proto::loop_info& loop, std::int64_t iteration,
+                              const attempt_inputs& inputs, bool sandboxed);
     // An attempt whose agent could not be started, recorded as spawn_failed.
     attempt_outcome record_start_failure(proto::attempt_info& attempt, const std::exception& e);
     // Follows the agent until its attempt is over: its output indexed and parsed, the time
@@ -170,8 +204,8 @@ class loop_runner {
                                             const proto::attempt_info& attempt,
                                             attempt_process& process, agent_stream::parser& parser,
                                             bool adopted, std::int64_t skip_events);
-    // Classifies, judges (with `before`, the snapshot taken before the agent ran; null when it
-    // is not known) and stores the attempt that is over.
+    // Classifies, assesses (with `before`, the snapshot taken before the agent ran; null when it
+    // is not known) or reads the judge's verdict, and stores the attempt that is over.
     awaitable<attempt_outcome> record(const proto::loop_info& loop, proto::attempt_info& attempt,
                                       attempt_process& process, agent_stream::parser& parser,
                                       const workspace_snapshot* before,
@@ -179,9 +213,11 @@ class loop_runner {
     // What an attempt that exited leaves for the next ones: notes appended to .ralph/notes.md,
     // its feedback; then what it did to the workspace (snapshot after, stats, progress, the
     // --commit) and which completion rule matched, checked by --verify.
-    awaitable<void> judge(const proto::loop_info& loop, const std::string& final_answer,
-                          const workspace_snapshot* before, proto::attempt_info& attempt,
-                          attempt_outcome& outcome);
+    awaitable<void> assess(const proto::loop_info& loop, const std::string& final_answer,
+                           const workspace_snapshot* before, proto::attempt_info& attempt,
+                           attempt_outcome& outcome);
+    // The judge's <ralph_verdict> into `attempt`; none makes it a failed attempt (no_verdict).
+    static void read_verdict(const std::string& final_answer, proto::attempt_info& attempt);
     // The completion rule the final answer (and the specs file) meets, or "".
     std::string completion_rule(const proto::submit_params& spec,
                                 const std::string& final_answer) const;

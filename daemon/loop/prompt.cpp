@@ -152,6 +152,17 @@ std::string specs_display_name(const proto::submit_params& spec, const fs::path&
     return "SPECS.md";
 }
 
+// The specs file's values: specs, specs_name, specs_cut.
+void add_specs(templates::template_values& values, const proto::submit_params& spec) {
+    const fs::path workspace(spec.workspace);
+    const fs::path specs = specs_path(spec);
+    values["specs_name"] = specs_display_name(spec, specs);
+    // Every name gets a value, "" when absent: a name without one would stay in the text.
+    excerpt file = specs.empty() ? excerpt{} : read_head(workspace, specs, max_specs_bytes);
+    values["specs"] = trim_end(std::move(file.text));
+    values["specs_cut"] = file.cut ? "yes" : "";
+}
+
 }  // namespace
 
 bool read_workspace_file(const fs::path& workspace, const fs::path& path, std::string& out) {
@@ -200,15 +211,7 @@ std::string build_prompt(const proto::loop_info& loop, std::int64_t iteration,
     templates::template_values values;
 
     values["prompt"] = trim_end(read_prompt_source(spec).text);
-
-    const fs::path specs = specs_path(spec);
-    values["specs_name"] = specs_display_name(spec, specs);
-    {
-        // Every name gets a value, "" when absent: a name without one would stay in the text.
-        excerpt file = specs.empty() ? excerpt{} : read_head(workspace, specs, max_specs_bytes);
-        values["specs"] = trim_end(std::move(file.text));
-        values["specs_cut"] = file.cut ? "yes" : "";
-    }
+    add_specs(values, spec);
     {
         excerpt file = read_head(workspace, workspace / "CONVENTIONS.md", max_specs_bytes);
         values["conventions"] = trim_end(std::move(file.text));
@@ -222,6 +225,7 @@ std::string build_prompt(const proto::loop_info& loop, std::int64_t iteration,
     }
     values["feedback"] = trim_end(extras.previous_feedback);
     values["steering"] = steering_list(extras.steering);
+    values["judge_reasons"] = trim_end(extras.judge_reasons);
 
     values["iteration"] = std::to_string(iteration);
     values["max_iterations"] = spec.max_iterations > 0 ? std::to_string(spec.max_iterations) : "";
@@ -241,6 +245,29 @@ std::string build_prompt(const proto::loop_info& loop, std::int64_t iteration,
     else if (!has_prompt_placeholder(wrapper))
         wrapper = "{{prompt}}\n\n" + wrapper;  // never lose the instructions themselves
     return templates::render(wrapper, values);
+}
+
+std::string build_judge_prompt(const proto::loop_info& loop, const judge_inputs& inputs) {
+    const auto& spec = loop.spec;
+    const fs::path workspace(spec.workspace);
+    templates::template_values values;
+    values["prompt"] = trim_end(read_prompt_source(spec).text);
+    add_specs(values, spec);
+    values["iteration"] = std::to_string(inputs.iteration);
+    values["completion_rule"] = inputs.completion_rule;
+    values["final_answer"] = trim_end(inputs.final_answer);
+    values["diff"] = trim_end(inputs.diff);
+    values["diff_cut"] = inputs.diff_cut ? "yes" : "";
+    values["base_head"] = inputs.base_head;
+    values["diff_unavailable"] = inputs.diff_unavailable;
+    const bool verified = inputs.verify_exit.has_value();
+    values["verify_command"] = verified ? spec.verify_command : "";
+    values["verify_exit"] = verified ? std::to_string(*inputs.verify_exit) : "";
+    values["verify_output"] = trim_end(inputs.verify_output);
+    std::string text;
+    if (!read_workspace_file(workspace, workspace / judge_prompt_override_name, text))
+        text = templates::judge_prompt;
+    return templates::render(text, values);
 }
 
 }  // namespace ralph

@@ -15,6 +15,7 @@
 //   conventions, conventions_cut        CONVENTIONS.md (first 64 KiB)
 //   notes, notes_file, notes_cut        .ralph/notes.md (its last 16 KiB, from a line start)
 //   feedback           the previous iteration's feedback (markdown)
+//   judge_reasons      why the judge rejected the previous iteration's claim of completion
 //   steering           the steering hints of this iteration, as a "- " list
 //   iteration          N
 //   max_iterations     the limit, "" when unlimited
@@ -23,6 +24,13 @@
 //   status_signal      <TAG>VALUE</TAG>, "" when the status rule is off
 //   backlog_rule       "yes" when the loop ends once every checkbox of the specs file is checked
 //   state_file         .ralph/loop.md
+//
+// The judge's prompt (submit --judge) is .ralph/judge-prompt.md in the workspace when that file
+// exists, else templates::judge_prompt, rendered with: prompt, specs, specs_name (as above);
+// iteration, completion_rule (the rule the worker's claim met), final_answer (the worker's);
+// diff (since the loop's first iteration, the workspace's part, first 256 KiB), diff_cut,
+// base_head, diff_unavailable (why there is no diff); verify_command, verify_exit,
+// verify_output (when --verify ran).
 #pragma once
 
 #include "proto/types.hpp"
@@ -30,6 +38,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +53,7 @@ inline constexpr std::size_t max_notes_bytes = 16 * 1024;
 inline constexpr const char* notes_file_name = ".ralph/notes.md";
 inline constexpr const char* state_file_name = ".ralph/loop.md";
 inline constexpr const char* wrapper_override_name = ".ralph/prompt-template.md";
+inline constexpr const char* judge_prompt_override_name = ".ralph/judge-prompt.md";
 
 struct prompt_source {
     std::string text;
@@ -63,11 +73,28 @@ prompt_source read_prompt_source(const proto::submit_params& spec);
 struct prompt_extras {
     std::string previous_feedback;      // markdown of the previous iteration's feedback, or ""
     std::vector<std::string> steering;  // hints from `ralphctl steer`, given this iteration only
+    std::string judge_reasons;  // why the judge rejected the previous iteration's claim, or ""
 };
 
 // The whole prompt of `iteration` (1-based) of `loop`. Throws what read_prompt_source throws.
 std::string build_prompt(const proto::loop_info& loop, std::int64_t iteration,
                          const prompt_extras& extras);
+
+// What the judge's prompt shows besides the workspace's files.
+struct judge_inputs {
+    std::int64_t iteration = 0;
+    std::string completion_rule;
+    std::string final_answer;
+    std::string base_head;
+    std::string diff;  // "" when there is none: diff_unavailable says why
+    bool diff_cut = false;
+    std::string diff_unavailable;
+    std::optional<int> verify_exit;  // when --verify ran
+    std::string verify_output;
+};
+
+// The prompt of the judge of `loop`. Throws what read_prompt_source throws.
+std::string build_judge_prompt(const proto::loop_info& loop, const judge_inputs& inputs);
 
 // The specs/backlog file the loop uses (absolute), or "" when none exists: spec.specs_file
 // (relative to the workspace, or absolute) when set, else SPECS.md, else backlog.md.

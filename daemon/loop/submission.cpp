@@ -67,6 +67,7 @@ void check_bounds(const proto::submit_params& spec) {
     check_range("timeout_s", spec.timeout_s, 0, proto::max_duration_s);
     check_range("delay_s", spec.delay_s, 0, proto::max_duration_s);
     check_range("max_retries", spec.max_retries, 0, proto::max_count);
+    check_range("judge_max_rejections", spec.judge_max_rejections, 1, proto::max_count);
     check_range("retry_backoff_s", spec.retry_backoff_s, 0, proto::max_duration_s);
     check_range("inactivity_timeout_s", spec.inactivity_timeout_s, 0, proto::max_duration_s);
     check_range("priority", spec.priority, -proto::max_count, proto::max_count);
@@ -179,6 +180,19 @@ submission check_submission(proto::submit_params spec, const submission_context&
                             choice.agent));
         find_program(find_agent(choice.agent), proto::on_agent(spec, choice), ctx.binaries,
                      search_path);
+    }
+    if (!spec.judge.empty()) {
+        find_program(find_agent(spec.judge), proto::as_judge(spec), ctx.binaries, search_path);
+        // The judge must not change the workspace: read-only under bubblewrap, else in a
+        // throw-away checkout of the workspace's files, which needs git.
+        if (paths::find_executable("bwrap", search_path).empty() && !spec.worktree &&
+            !workspace::has_git_entry(spec.workspace))
+            invalid(
+                "params.judge: the judge runs read-only under bubblewrap (bwrap is not on the "
+                "loop's PATH: apt install bubblewrap) or in a throw-away checkout (the workspace "
+                "is not in a git repository)");
+    } else if (!spec.judge_model.empty() || !spec.judge_command.empty()) {
+        invalid("params.judge_model, judge_command: need a judge (--judge AGENT)");
     }
     if (spec.sandbox_offline && !spec.sandbox)
         invalid("params.sandbox_offline: needs sandbox (--sandbox=offline)");

@@ -151,6 +151,16 @@ UPDATE attempts SET
     model = ifnull((SELECT json_extract(spec, '$.model') FROM loops
                     WHERE loops.id = attempts.loop_id), '');
 )sql",
+        // 7 → 8: submit --judge: an attempt is the loop's work or its judge's, with the judge's
+        // verdict and reasons; the loop's HEAD and working tree at its first iteration, which
+        // the judge's diff starts from ('' = not recorded yet, or not a git workspace).
+        R"sql(
+ALTER TABLE attempts ADD COLUMN kind TEXT NOT NULL DEFAULT 'work';
+ALTER TABLE attempts ADD COLUMN verdict TEXT NOT NULL DEFAULT '';
+ALTER TABLE attempts ADD COLUMN verdict_reasons TEXT NOT NULL DEFAULT '';
+ALTER TABLE loops ADD COLUMN base_head TEXT NOT NULL DEFAULT '';
+ALTER TABLE loops ADD COLUMN base_tree TEXT NOT NULL DEFAULT '';
+)sql",
     };
     return migrations;
 }

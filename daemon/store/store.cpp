@@ -44,7 +44,8 @@ constexpr const char* attempt_columns =
     "id, loop_id, iteration, attempt, argv, pid, started_at, ended_at, termination, exit_code, "
     "signal, completion_signal, error, output_start, output_end, failure, input_tokens, "
     "output_tokens, cost_usd, turns, tool_calls, summary, head_before, head_after, files_changed, "
-    "insertions, deletions, progress, feedback, verify_exit, verify_output, agent, model";
+    "insertions, deletions, progress, feedback, verify_exit, verify_output, agent, model, kind, "
+    "verdict, verdict_reasons";
 
 // Condition on attempts (?1 = loop_id, ?2 = iteration): after the last attempt of an earlier
 // iteration. Attempts are numbered in iteration order, so with `iteration = ?2` it selects the
@@ -122,6 +123,9 @@ proto::attempt_info attempt_from_row(SQLite::Statement& q) {
     a.verify_output = q.getColumn(30).getString();
     a.agent = q.getColumn(31).getString();
     a.model = q.getColumn(32).getString();
+    a.kind = proto::attempt_kind_from_string(q.getColumn(33).getString());
+    a.verdict = q.getColumn(34).getString();
+    a.verdict_reasons = q.getColumn(35).getString();
     return a;
 }
 
@@ -369,8 +373,8 @@ std::int64_t store::begin_attempt(const proto::attempt_info& a, std::int64_t pro
     SQLite::Transaction tx(db_);
     query q = prepared(
         "INSERT INTO attempts (loop_id, iteration, attempt, argv, started_at, "
-        "output_start, output_end, pid, process_start_time, agent, model) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+        "output_start, output_end, pid, process_start_time, agent, model, kind) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     q.bind(1, a.loop_id);
     q.bind(2, a.iteration);
     q.bind(3, a.attempt);
@@ -382,15 +386,18 @@ std::int64_t store::begin_attempt(const proto::attempt_info& a, std::int64_t pro
     q.bind(9, process_start_time);
     q.bind(10, a.agent);
     q.bind(11, a.model);
+    q.bind(12, std::string(proto::to_string(a.kind)));
     q.exec();
     std::int64_t id = db_.getLastInsertRowid();
+    // A retry is a work attempt after the first of its iteration (a judge's comes after one).
     query counters = prepared(
         "UPDATE loops SET attempts = attempts + 1, "
-        "retries = retries + CASE WHEN ? > 1 THEN 1 ELSE 0 END, updated_at = ? "
+        "retries = retries + CASE WHEN ? > 1 AND ? = 'work' THEN 1 ELSE 0 END, updated_at = ? "
         "WHERE id = ?");
     counters.bind(1, a.attempt);
-    counters.bind(2, a.started_at);
-    counters.bind(3, a.loop_id);
+    counters.bind(2, std::string(proto::to_string(a.kind)));
+    counters.bind(3, a.started_at);
+    counters.bind(4, a.loop_id);
     counters.exec();
     tx.commit();
     return id;
@@ -405,7 +412,8 @@ void store::finish_attempt(const proto::attempt_info& a,
         "input_tokens = ?, output_tokens = ?, cost_usd = ?, turns = ?, "
         "tool_calls = ?, summary = ?, head_before = ?, head_after = ?, "
         "files_changed = ?, insertions = ?, deletions = ?, progress = ?, "
-        "feedback = ?, verify_exit = ?, verify_output = ? WHERE id = ?");
+        "feedback = ?, verify_exit = ?, verify_output = ?, verdict = ?, verdict_reasons = ? "
+        "WHERE id = ?");
     q.bind(1, a.ended_at);
     q.bind(2, std::string(proto::to_string(a.how)));
     if (a.exit_code)
@@ -444,7 +452,9 @@ void store::finish_attempt(const proto::attempt_info& a,
     else
         q.bind(22);
     q.bind(23, a.verify_output);
-    q.bind(24, a.id);
+    q.bind(24, a.verdict);
+    q.bind(25, a.verdict_reasons);
+    q.bind(26, a.id);
     q.exec();
     query sums = prepared(
         "UPDATE loops SET input_tokens = input_tokens + ?1, "
@@ -518,10 +528,47 @@ std::optional<proto::agent_feedback> store::feedback_of(std::int64_t loop_id,
     return feedback_from_text(q.getColumn(0).getString());
 }
 
+std::string store::rejection_in(std::int64_t loop_id, std::int64_t iteration) {
+    query q = prepared(std::string("SELECT verdict, verdict_reasons FROM attempts WHERE "
+                                   "loop_id = ?1 AND iteration = ?2 AND kind = 'judge' AND "
+                                   "verdict != '' AND ") +
+                       after_earlier_iterations + " ORDER BY id DESC LIMIT 1");
+    q.bind(1, loop_id);
+    q.bind(2, iteration);
+    if (!q.executeStep() || q.getColumn(0).getString() != "reject") return {};
+    return q.getColumn(1).getString();
+}
+
+std::int64_t store::judge_rejections(std::int64_t loop_id) {
+    query q = prepared(
+        "SELECT count(*) FROM attempts WHERE loop_id = ? AND kind = 'judge' AND verdict = "
+        "'reject'");
+    q.bind(1, loop_id);
+    q.executeStep();
+    return q.getColumn(0).getInt64();
+}
+
+void store::set_loop_base(std::int64_t loop_id, const loop_base& base) {
+    query q = prepared(
+        "UPDATE loops SET base_head = ?, base_tree = ? "
+        "WHERE id = ? AND base_head = '' AND base_tree = ''");
+    q.bind(1, base.head);
+    q.bind(2, base.tree);
+    q.bind(3, loop_id);
+    q.exec();
+}
+
+store::loop_base store::base_of(std::int64_t loop_id) {
+    query q = prepared("SELECT base_head, base_tree FROM loops WHERE id = ?");
+    q.bind(1, loop_id);
+    if (!q.executeStep()) return {};
+    return {q.getColumn(0).getString(), q.getColumn(1).getString()};
+}
+
 std::int64_t store::iterations_without_progress(std::int64_t loop_id) {
     query q = prepared(
         "SELECT progress FROM attempts WHERE loop_id = ? AND termination = 'exited' "
-        "ORDER BY id DESC");
+        "AND kind = 'work' ORDER BY id DESC");
     q.bind(1, loop_id);
     std::int64_t count = 0;
     while (q.executeStep() && !q.getColumn(0).isNull() && q.getColumn(0).getInt() == 0) ++count;

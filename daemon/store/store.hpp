@@ -89,8 +89,22 @@ class store {
     std::int64_t attempts_in_iteration(std::int64_t loop_id, std::int64_t iteration);
     // The feedback the iteration's last attempt that gave one gave, if any.
     std::optional<proto::agent_feedback> feedback_of(std::int64_t loop_id, std::int64_t iteration);
+    // Why the judge rejected the claim of completion of the iteration: the reasons of its last
+    // verdict there when that was a rejection, else "".
+    std::string rejection_in(std::int64_t loop_id, std::int64_t iteration);
+    // How many times the loop's judge rejected a claim of completion.
+    std::int64_t judge_rejections(std::int64_t loop_id);
+    // The loop's HEAD and working tree when its first iteration started (workspace::snapshot's
+    // head and tree), which the judge's diff starts from; "" when not known.
+    struct loop_base {
+        std::string head;
+        std::string tree;
+    };
+    // Records the base unless one is recorded already.
+    void set_loop_base(std::int64_t loop_id, const loop_base& base);
+    loop_base base_of(std::int64_t loop_id);
     // How many of the loop's last iterations in a row made no progress (their successful
-    // attempts have progress = 0; an unknown progress counts as progress).
+    // work attempts have progress = 0; an unknown progress counts as progress).
     std::int64_t iterations_without_progress(std::int64_t loop_id);
     // How many events of the attempt came from its agent's stream (not ralph's own, "refused").
     std::int64_t stream_event_count(std::int64_t attempt_id);

@@ -698,6 +698,49 @@ int skip_ralph_directory(const git_diff* /*diff*/, const git_diff_delta* delta,
     return 0;
 }
 
+// `git diff --find-renames <before> <after> -- . ':(exclude).ralph'` of two snapshot trees of
+// the workspace `dir` in `repo`, with `context_lines` around each change: renames found whatever
+// diff.renames says, so that nothing depends on the user's configuration.
+bool diff_workspace(const repository& repo, const fs::path& dir, const std::string& before,
+                    const std::string& after, std::uint32_t context_lines, diff_handle& diff,
+                    std::string& error) {
+    tree_handle old_tree, new_tree;
+    if (!workspace_tree(repo.git.get(), before, repo.prefix, old_tree, error) ||
+        !workspace_tree(repo.git.get(), after, repo.prefix, new_tree, error))
+        return false;
+    git_diff_options options;
+    git_diff_options_init(&options, GIT_DIFF_OPTIONS_VERSION);
+    options.context_lines = context_lines;
+    options.notify_cb = skip_ralph_directory;
+    int code =
+        into(diff, git_diff_tree_to_tree, repo.git.get(), old_tree.get(), new_tree.get(), &options);
+    git_diff_find_options find;
+    git_diff_find_options_init(&find, GIT_DIFF_FIND_OPTIONS_VERSION);
+    find.flags = GIT_DIFF_FIND_RENAMES;
+    if (code < 0 || git_diff_find_similar(diff.get(), &find) < 0) {
+        append_error(error, git_failure("cannot diff the snapshots of " + dir.string()));
+        return false;
+    }
+    return true;
+}
+
+// git_diff_print's callback: appends the line to the patch_text `payload` until its limit.
+int append_patch_line(const git_diff_delta* /*delta*/, const git_diff_hunk* /*hunk*/,
+                      const git_diff_line* line, void* payload) {
+    auto& patch = *static_cast<std::pair<patch_text*, std::size_t>*>(payload);
+    std::string text;
+    if (line->origin == GIT_DIFF_LINE_CONTEXT || line->origin == GIT_DIFF_LINE_ADDITION ||
+        line->origin == GIT_DIFF_LINE_DELETION)
+        text += line->origin;
+    text.append(line->content, line->content_len);
+    if (patch.first->text.size() + text.size() > patch.second) {
+        patch.first->cut = true;
+        return 1;  // stops the printing
+    }
+    patch.first->text += text;
+    return 0;
+}
+
 void compare_git(const fs::path& dir, const snapshot& before, const snapshot& after,
                  change_stats& stats) {
     // An empty HEAD is a repository without commits, unless the snapshot failed: then unknown.
@@ -721,26 +764,9 @@ void compare_git(const fs::path& dir, const snapshot& before, const snapshot& af
             repo.error.empty() ? dir.string() + " is no longer in a git work tree" : repo.error;
         return;
     }
-    tree_handle old_tree, new_tree;
-    if (!workspace_tree(repo.git.get(), before.tree, repo.prefix, old_tree, stats.error) ||
-        !workspace_tree(repo.git.get(), after.tree, repo.prefix, new_tree, stats.error))
-        return;
-    git_diff_options options;
-    git_diff_options_init(&options, GIT_DIFF_OPTIONS_VERSION);
-    options.context_lines = 0;  // only the changed lines are counted
-    options.notify_cb = skip_ralph_directory;
     diff_handle diff;
-    int code =
-        into(diff, git_diff_tree_to_tree, repo.git.get(), old_tree.get(), new_tree.get(), &options);
-    // Renames found whatever diff.renames says, so that statistics do not depend on the user's
-    // configuration.
-    git_diff_find_options find;
-    git_diff_find_options_init(&find, GIT_DIFF_FIND_OPTIONS_VERSION);
-    find.flags = GIT_DIFF_FIND_RENAMES;
-    if (code < 0 || git_diff_find_similar(diff.get(), &find) < 0) {
-        stats.error = git_failure("cannot diff the snapshots of " + dir.string());
-        return;
-    }
+    // Only the changed lines are counted.
+    if (!diff_workspace(repo, dir, before.tree, after.tree, 0, diff, stats.error)) return;
     for (std::size_t i = 0; i < git_diff_num_deltas(diff.get()); ++i) {
         patch_handle patch;
         if (into(patch, git_patch_from_diff, diff.get(), i) < 0) {
@@ -995,6 +1021,60 @@ change_stats compare(const std::filesystem::path& dir, const snapshot& before,
     else
         compare_files(before, after, stats);
     return stats;
+}
+
+patch_text diff_snapshots(const std::filesystem::path& dir, const snapshot& before,
+                          const snapshot& after, std::size_t limit) {
+    patch_text patch;
+    if (!before.is_git || !after.is_git || before.tree.empty() || after.tree.empty()) {
+        patch.error = "no git snapshots to compare";
+        append_error(patch.error, before.error);
+        append_error(patch.error, after.error);
+        return patch;
+    }
+    repository repo = find_repository(dir, git_access::read);
+    if (!repo.git) {
+        patch.error =
+            repo.error.empty() ? dir.string() + " is no longer in a git work tree" : repo.error;
+        return patch;
+    }
+    diff_handle diff;
+    if (!diff_workspace(repo, dir, before.tree, after.tree, 3, diff, patch.error)) return patch;
+    std::pair<patch_text*, std::size_t> payload{&patch, limit};
+    const int code = git_diff_print(diff.get(), GIT_DIFF_FORMAT_PATCH, append_patch_line, &payload);
+    if (code < 0 && !patch.cut)
+        patch.error = git_failure("cannot print the diff of the snapshots of " + dir.string());
+    return patch;
+}
+
+std::string check_out_snapshot(const std::filesystem::path& dir, const snapshot& snap,
+                               const std::filesystem::path& target) {
+    const std::string what =
+        "cannot check the snapshot of " + dir.string() + " out into " + target.string();
+    if (!snap.is_git || snap.tree.empty()) return what + ": it is not a git snapshot";
+    repository repo = find_repository(dir, git_access::read);
+    if (!repo.git)
+        return what + ": " + (repo.error.empty() ? "not in a git work tree" : repo.error);
+    std::string error;
+    tree_handle tree;
+    if (!workspace_tree(repo.git.get(), snap.tree, repo.prefix, tree, error))
+        return what + ": " + error;
+    std::error_code ec;
+    fs::remove_all(target, ec);
+    fs::create_directories(target, ec);
+    if (ec) return what + ": " + ec.message();
+    if (!tree) return "";  // the workspace's directory is empty in the snapshot
+    git_checkout_options options;
+    git_checkout_options_init(&options, GIT_CHECKOUT_OPTIONS_VERSION);
+    // Every file written, into `target` only: neither the user's index nor work tree is touched,
+    // and no filter driver runs (see the top of workspace.hpp).
+    options.checkout_strategy = GIT_CHECKOUT_FORCE | GIT_CHECKOUT_DONT_UPDATE_INDEX;
+    options.disable_filters = 1;
+    const std::string target_directory = target.string();
+    options.target_directory = target_directory.c_str();
+    if (git_checkout_tree(repo.git.get(), reinterpret_cast<git_object*>(tree.get()), &options) < 0)
+        return git_failure(what);
+    return "";
 }
 
 bool file_changed(const snapshot& before, const snapshot& after, const std::filesystem::path& dir,

@@ -96,6 +96,24 @@ change_stats compare(const std::filesystem::path& dir, const snapshot& before,
 bool file_changed(const snapshot& before, const snapshot& after, const std::filesystem::path& dir,
                   std::string_view relative_path);
 
+// The unified diff between two git snapshots of `dir` (as `git diff` between their trees, the
+// workspace's part, .ralph/ left out, renames found), at most `limit` bytes: `cut` when there
+// was more (it ends at a whole line). With no diff to give (a snapshot outside git or partial,
+// the repository unreadable), `error` says why.
+struct patch_text {
+    std::string text;
+    bool cut = false;
+    std::string error;
+};
+patch_text diff_snapshots(const std::filesystem::path& dir, const snapshot& before,
+                          const snapshot& after, std::size_t limit);
+
+// Writes the workspace's files as the git snapshot `snap` of `dir` has them into the directory
+// `target` (made anew, emptied first): a throw-away copy of the workspace without its .git,
+// which nothing links to the repository. Returns "" or what failed.
+std::string check_out_snapshot(const std::filesystem::path& dir, const snapshot& snap,
+                               const std::filesystem::path& target);
+
 struct dirty_state {
     bool is_git = false;
     bool dirty = false;                // uncommitted changes (untracked files included)

@@ -15,7 +15,15 @@ then the ralph-iter1 run), "garbage" (random bytes, exit 0), "echo-prompt" (prin
 it got, which contains the completion tag, then an answer without it).
 
 Every run appends {"argv", "stdin", "cwd", "tmpdir", "api_keys" (the names of the *_API_KEY
-variables it got)} as a JSON line to $FAKE_AGENT_LOG if set.
+variables it got)} as a JSON line to $FAKE_AGENT_LOG if set. With $FAKE_WRITES set, a run of the
+loop's work appends "run N" to that file in the current directory (a change for progress and
+diffs).
+
+A judge (RALPH_ATTEMPT_KIND=judge), which may not write its current directory, takes its
+scenarios from $FAKE_JUDGE_SCRIPT, counts its runs in $FAKE_JUDGE_LOG.runs and logs to
+$FAKE_JUDGE_LOG (put both where the judge may write, e.g. under ~/.claude); its log lines also
+list its current directory ("listing") and say whether it could write there ("wrote"), which
+the scenario "judge-edit" tries (then replays judge-accept).
 `--version` prints "<name> 9.9.9 (ralph replay)".
 """
 import json
@@ -35,16 +43,33 @@ def agent_name():
     return "kiro" if name == "kiro-cli" else name
 
 
+def is_judge():
+    return os.environ.get("RALPH_ATTEMPT_KIND") == "judge"
+
+
 def next_scenario():
-    names = [s for s in os.environ.get("FAKE_AGENT_SCRIPT", "ralph-iter1").split(",") if s]
-    counter = ".fake-agent-runs"
+    if is_judge():
+        names = [s for s in os.environ.get("FAKE_JUDGE_SCRIPT", "judge-accept").split(",") if s]
+        counter = os.environ["FAKE_JUDGE_LOG"] + ".runs"
+    else:
+        names = [s for s in os.environ.get("FAKE_AGENT_SCRIPT", "ralph-iter1").split(",") if s]
+        counter = ".fake-agent-runs"
     runs = 0
     if os.path.exists(counter):
         with open(counter) as f:
             runs = int(f.read().strip() or 0)
     with open(counter, "w") as f:
         f.write(str(runs + 1))
-    return names[min(runs, len(names) - 1)]
+    return names[min(runs, len(names) - 1)], runs + 1
+
+
+def try_to_write(name):
+    try:
+        with open(name, "w") as f:
+            f.write("the judge was here\n")
+        return True
+    except OSError:
+        return False
 
 
 def find_recording(agent, scenario):
@@ -95,15 +120,23 @@ def main():
         print("%s 9.9.9 (ralph replay)" % name)
         return 0
     stdin_text = "" if sys.stdin.isatty() else sys.stdin.read()
-    log = os.environ.get("FAKE_AGENT_LOG")
+    agent = agent_name()
+    scenario, run = next_scenario()
+    record = {"argv": sys.argv, "stdin": stdin_text, "cwd": os.getcwd(),
+              "tmpdir": os.environ.get("TMPDIR", ""),
+              "api_keys": sorted(k for k in os.environ if k.endswith("_API_KEY"))}
+    if is_judge():
+        record["listing"] = sorted(os.listdir("."))
+    if scenario == "judge-edit":
+        record["wrote"] = try_to_write("judge-was-here.txt")
+        scenario = "judge-accept"
+    elif os.environ.get("FAKE_WRITES") and not is_judge():
+        with open(os.environ["FAKE_WRITES"], "a") as f:
+            f.write("run %d\n" % run)
+    log = os.environ.get("FAKE_JUDGE_LOG" if is_judge() else "FAKE_AGENT_LOG")
     if log:
         with open(log, "a") as f:
-            f.write(json.dumps({"argv": sys.argv, "stdin": stdin_text, "cwd": os.getcwd(),
-                                "tmpdir": os.environ.get("TMPDIR", ""),
-                                "api_keys": sorted(k for k in os.environ
-                                                   if k.endswith("_API_KEY"))}) + "\n")
-    agent = agent_name()
-    scenario = next_scenario()
+            f.write(json.dumps(record) + "\n")
     if scenario == "hang":
         sys.stdout.write('{"type":"system","subtype":"init"}\n')
         sys.stdout.flush()

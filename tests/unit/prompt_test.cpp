@@ -191,20 +191,23 @@ TEST_CASE("prompt: the previous iteration's feedback and the steering hints are 
     CHECK_FALSE(contains(without, "The user asks"));
 }
 
-TEST_CASE("prompt: source, specs, conventions, notes, feedback, steering, contract, in order") {
+TEST_CASE(
+    "prompt: source, specs, conventions, notes, feedback, judge, steering, contract, in order") {
     workspace ws;
     ws.write("PROMPT.md", "THE SOURCE");
     ws.write("SPECS.md", "THE SPECS");
     ws.write("CONVENTIONS.md", "THE CONVENTIONS");
     ws.write(".ralph/notes.md", "THE NOTES");
-    prompt_extras extras{"THE FEEDBACK", {"THE HINT"}};
+    prompt_extras extras{"THE FEEDBACK", {"THE HINT"}, "THE JUDGE'S REASONS"};
     const std::string prompt = build_prompt(ws.loop(), 3, extras);
     CHECK(prompt.rfind("THE SOURCE", 0) == 0);
     CHECK(position(prompt, "THE SOURCE") < position(prompt, "THE SPECS"));
     CHECK(position(prompt, "THE SPECS") < position(prompt, "THE CONVENTIONS"));
     CHECK(position(prompt, "THE CONVENTIONS") < position(prompt, "THE NOTES"));
     CHECK(position(prompt, "THE NOTES") < position(prompt, "THE FEEDBACK"));
-    CHECK(position(prompt, "THE FEEDBACK") < position(prompt, "THE HINT"));
+    CHECK(position(prompt, "THE FEEDBACK") < position(prompt, "The judge rejected"));
+    CHECK(position(prompt, "The judge rejected") < position(prompt, "THE JUDGE'S REASONS"));
+    CHECK(position(prompt, "THE JUDGE'S REASONS") < position(prompt, "THE HINT"));
     CHECK(position(prompt, "THE HINT") < position(prompt, "This is iteration 3"));
 }
 
@@ -265,7 +268,7 @@ TEST_CASE("prompt: .ralph/prompt-template.md in the workspace replaces the wrapp
              "{{#feedback}}\nfeedback: {{feedback}}\n{{/feedback}}\nsay {{completion_signal}}\n");
     CHECK(build_prompt(ws.loop(), 2, {}) ==
           "MY WRAPPER\ndo the thing\nround 2/10 {{unknown}}\nsay <promise>COMPLETE</promise>\n");
-    CHECK(build_prompt(ws.loop(), 2, {"fine", {}}) ==
+    CHECK(build_prompt(ws.loop(), 2, {"fine", {}, ""}) ==
           "MY WRAPPER\ndo the thing\nround 2/10 {{unknown}}\nfeedback: fine\n"
           "say <promise>COMPLETE</promise>\n");
 
@@ -278,7 +281,7 @@ TEST_CASE("prompt: placeholder values are inserted verbatim and never re-scanned
     workspace ws;
     ws.write("PROMPT.md", "keep {{iteration}} and {{#specs}}x{{/specs}} literal");
     ws.write("SPECS.md", "specs mention {{completion_signal}}");
-    prompt_extras extras{"feedback {{prompt}}", {"hint {{notes}}"}};
+    prompt_extras extras{"feedback {{prompt}}", {"hint {{notes}}"}, ""};
     const std::string prompt = build_prompt(ws.loop(), 5, extras);
     CHECK(prompt.rfind("keep {{iteration}} and {{#specs}}x{{/specs}} literal\n", 0) == 0);
     CHECK(contains(prompt, "specs mention {{completion_signal}}"));

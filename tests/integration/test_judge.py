@@ -1,0 +1,198 @@
+"""submit --judge (issue 15): when the work claims completion, a judge agent checks the claim
+before the loop may end, and cannot change the workspace. The worker and the judge are the
+replay agent (tests/agents/replay-agent.py) as claude: the worker replays the recorded claude
+iteration that claims completion, the judge the hand-made verdict streams
+(tests/agents/streams/claude/judge-*.jsonl). The judge logs where it may write (under
+~/.claude, which its sandbox leaves writable), so its prompt and what it could write are
+checked."""
+
+import json
+import os
+
+from harness import fake_agent_bin, main, require_bubblewrap, write_text
+from test_agents import AgentTestCase, iteration_script
+
+REASONS = "The greeting test fails: greet prints nothing for two names."
+
+
+class JudgeTestCase(AgentTestCase):
+
+    def setUp(self):
+        super().setUp()
+        require_bubblewrap()
+
+    def judge_daemon(self):
+        # Outside /tmp, which is empty under bubblewrap: the fake agents are under the root.
+        d = self.new_daemon_unstarted(parent="/var/tmp")
+        d.env["PATH"] = fake_agent_bin(d.root) + ":" + d.env["PATH"]
+        d.start()
+        os.makedirs(os.path.join(d.home, ".claude"), exist_ok=True)
+        return d
+
+    def submit_judged(self, d, judge_script, *options, workspace=None, worker=("ralph-iter2",),
+                      retries="0"):
+        """A claude loop whose every iteration claims completion (and appends "run N" to
+        work.txt), judged by claude replaying `judge_script`; returns the loop, the worker's
+        runs and the judge's runs (as functions: the logs grow)."""
+        judge_log = os.path.join(d.home, ".claude", "judge-log-%d" % len(os.listdir(d.home)))
+        loop, log = self.submit_agent(
+            d, "claude", list(worker), "--judge", "claude", "--stall-after", "0",
+            "--env", "FAKE_JUDGE_SCRIPT=" + ",".join(judge_script),
+            "--env", "FAKE_JUDGE_LOG=" + judge_log, "--env", "FAKE_WRITES=work.txt", *options,
+            workspace=workspace, retries=retries)
+        return loop, lambda: self.agent_runs(log), lambda: self.agent_runs(judge_log)
+
+    def wait_end(self, d, loop, expected):
+        """Waits for the loop to end; fails, saying why it ended and how its attempts did,
+        unless it ended `expected`."""
+        final = d.wait_state(loop["id"], ("completed", "failed", "stalled", "exhausted"),
+                             timeout=60)
+        self.assertEqual(final["state"], expected,
+                         (final["stop_reason"], [(a["kind"], a["termination"], a["error"])
+                                                 for a in d.attempts(loop["id"])],
+                          d.ctl("tail", loop["id"], check=False).stdout[-3000:]))
+        return final
+
+    def kinds(self, d, loop_id):
+        return [(a["iteration"], a["kind"], a["verdict"], a["failure"])
+                for a in d.attempts(loop_id)]
+
+
+class VerdictTest(JudgeTestCase):
+
+    def test_an_accepted_claim_completes_the_loop_and_the_judge_saw_the_claim_and_the_diff(self):
+        d = self.judge_daemon()
+        ws = d.workspace()
+        write_text(os.path.join(ws, "SPECS.md"), "- [ ] greet people\n")
+        loop, _, judge_runs = self.submit_judged(d, ["judge-accept"], "--verify", "true",
+                                                 workspace=ws)
+        final = self.wait_end(d, loop, "completed")
+        self.assertEqual(final["stop_reason"],
+                         "judge claude accepted the completion claimed in iteration 1")
+        self.assertEqual(self.kinds(d, loop["id"]), [(1, "work", "", ""), (1, "judge", "accept", "")])
+        judge = d.attempts(loop["id"])[1]
+        self.assertEqual((judge["agent"], judge["input_tokens"], judge["output_tokens"]),
+                         ("claude", 300, 60))
+        self.assertAlmostEqual(judge["cost_usd"], 0.002)
+        self.assertEqual(final["iterations"], 1)
+        self.assertEqual(final["retries"], 0)
+        # Its tokens and cost are the loop's.
+        self.assertEqual(final["input_tokens"], 200 + 300)
+
+        [run] = judge_runs()
+        prompt = run["stdin"]
+        self.assertIn("Work through the task list.", prompt)      # the task
+        self.assertIn("- [ ] greet people", prompt)               # the specs
+        self.assertIn("All tasks finished.\n<promise>COMPLETE</promise>", prompt)  # the answer
+        self.assertIn("+++ b/work.txt", prompt)                   # the diff since the start
+        self.assertIn("+run 1", prompt)
+        self.assertIn("(exit status 0)", prompt)                  # --verify's
+        self.assertIn("<ralph_verdict>ACCEPT</ralph_verdict>", prompt)
+        self.assertEqual(run["cwd"], os.path.realpath(ws))
+
+        shown = d.ctl("show", loop["id"]).stdout
+        self.assertIn("judge", shown)
+        self.assertIn("accept", shown)
+
+    def test_rejections_reach_the_next_prompts_until_the_judge_accepts(self):
+        d = self.judge_daemon()
+        loop, worker_runs, judge_runs = self.submit_judged(
+            d, ["judge-reject", "judge-reject", "judge-accept"])
+        final = self.wait_end(d, loop, "completed")
+        self.assertEqual(self.kinds(d, loop["id"]),
+                         [(1, "work", "", ""), (1, "judge", "reject", ""),
+                          (2, "work", "", ""), (2, "judge", "reject", ""),
+                          (3, "work", "", ""), (3, "judge", "accept", "")])
+        self.assertEqual(d.attempts(loop["id"])[1]["verdict_reasons"], REASONS)
+        prompts = [r["stdin"] for r in worker_runs()]
+        self.assertNotIn("The judge rejected", prompts[0])
+        for prompt in prompts[1:]:
+            self.assertIn("The judge rejected the last claim of completion", prompt)
+            self.assertIn(REASONS, prompt)
+        # The third judge sees the work of all three iterations.
+        self.assertIn("+run 3", judge_runs()[2]["stdin"])
+
+    def test_the_loop_stalls_after_the_maximum_of_rejections(self):
+        d = self.judge_daemon()
+        loop, _, _ = self.submit_judged(d, ["judge-reject"], "--judge-max-rejections", "2")
+        final = self.wait_end(d, loop, "stalled")
+        self.assertIn("judge claude rejected the claim of completion 2 time(s)",
+                      final["stop_reason"])
+        self.assertIn("The greeting test fails", final["stop_reason"])
+        self.assertEqual(final["iterations"], 2)
+
+    def test_no_verdict_is_never_an_acceptance(self):
+        d = self.judge_daemon()
+        # Garbage (exit 0, no verdict), then a crash: each a failed attempt that retries, then
+        # the loop fails as any attempt's failures make it.
+        loop, _, judge_runs = self.submit_judged(d, ["garbage", "http500"], retries="1")
+        final = self.wait_end(d, loop, "failed")
+        self.assertEqual(self.kinds(d, loop["id"]),
+                         [(1, "work", "", ""), (1, "judge", "", "no_verdict"),
+                          (1, "judge", "", "transient")])
+        self.assertEqual(len(judge_runs()), 2)
+        self.assertIn("iteration 1 failed 2 time(s)", final["stop_reason"])
+
+    def test_the_judges_tokens_count_in_the_budgets(self):
+        d = self.judge_daemon()
+        # The work's run reports 240 tokens, the judge's 360: the judge's push the day's 500
+        # over, and the loop waits before its second iteration.
+        d.ctl_json("budget", "set", "--tokens-per-day", "500")
+        loop, _, _ = self.submit_judged(d, ["judge-reject"])
+        waiting = d.wait_state(loop["id"], ("waiting", "completed", "failed"), timeout=60)
+        self.assertEqual(waiting["state"], "waiting", waiting)
+        self.assertIn("tokens per day", waiting["stop_reason"])
+        self.assertEqual(self.kinds(d, loop["id"]), [(1, "work", "", ""), (1, "judge", "reject", "")])
+        use = [u for u in d.call("budget.get", {})["use"] if u["name"] == "tokens_per_day"][0]
+        self.assertEqual(use["used"], 600)
+        d.call("loop.cancel", {"id": loop["id"]})
+
+
+class ReadOnlyTest(JudgeTestCase):
+
+    def test_under_bubblewrap_the_judge_cannot_write_the_workspace(self):
+        d = self.judge_daemon()
+        ws = d.workspace()
+        loop, _, judge_runs = self.submit_judged(d, ["judge-edit"], workspace=ws)
+        final = self.wait_end(d, loop, "completed")
+        [run] = judge_runs()
+        self.assertEqual(run["cwd"], os.path.realpath(ws))
+        self.assertFalse(run["wrote"], "the workspace was writable to the judge")
+        self.assertFalse(os.path.exists(os.path.join(ws, "judge-was-here.txt")))
+
+    def test_without_bubblewrap_the_judge_works_in_a_throwaway_checkout(self):
+        d = self.judge_daemon()
+        ws = d.workspace()
+        write_text(os.path.join(ws, "notes.txt"), "uncommitted\n")
+        # The loop's PATH has the agents and python3, not bwrap.
+        bin_dir = os.path.join(d.root, "no-bwrap-bin")
+        os.makedirs(bin_dir)
+        for name in ("claude", "python3"):
+            target = os.path.join(d.root, "fake-bin", name) if name == "claude" else "/usr/bin/python3"
+            os.symlink(target, os.path.join(bin_dir, name))
+        loop, _, judge_runs = self.submit_judged(d, ["judge-edit"], "--env", "PATH=" + bin_dir,
+                                                 workspace=ws)
+        final = self.wait_end(d, loop, "completed")
+        [run] = judge_runs()
+        self.assertNotEqual(run["cwd"], os.path.realpath(ws))
+        self.assertTrue(run["wrote"], "the checkout is the judge's to write")
+        self.assertFalse(os.path.exists(os.path.join(ws, "judge-was-here.txt")))
+        self.assertFalse(os.path.exists(run["cwd"]), "the checkout was not removed")
+        # The checkout had the workspace's files as they were, uncommitted ones included.
+        self.assertIn("notes.txt", run["listing"])
+        self.assertIn("work.txt", run["listing"])
+
+    def test_a_judge_must_be_a_known_installed_agent(self):
+        d = self.judge_daemon()
+        ws = d.workspace()
+        for options, error in ((["--judge", "nosuch"], "nosuch"),
+                               (["--judge", "command"], "command"),
+                               (["--judge-model", "opus"], "need a judge")):
+            proc = d.ctl("submit", "--workspace", ws, "--agent", "claude", *options,
+                         "--allow-dirty", "task", check=False)
+            self.assertNotEqual(proc.returncode, 0, options)
+            self.assertIn(error, proc.stderr, options)
+
+
+if __name__ == "__main__":
+    main()
