@@ -226,6 +226,13 @@ std::string describe_by_agent(const std::map<std::string, proto::usage>& by_agen
     return text;
 }
 
+std::string describe_verdict(const proto::attempt_info& attempt) {
+    if (attempt.verdict == "accept") return "ACCEPT";
+    if (attempt.verdict != "reject") return {};
+    const std::string_view reasons = text::first_line(attempt.verdict_reasons);
+    return reasons.empty() ? "REJECT" : fmt::format("REJECT: {}", reasons);
+}
+
 std::string describe_loop_counts(const std::map<std::string, std::int64_t>& counts) {
     std::string text;
     for (auto state :

@@ -119,6 +119,8 @@ std::string describe_loop_counts(const std::map<std::string, std::int64_t>& coun
 // Tokens and cost by agent: "claude 1200 in / 300 out tokens, $0.0120; codex 800 in / 200 out
 // tokens" (show and report, for a loop whose attempts ran on more than one agent).
 std::string describe_by_agent(const std::map<std::string, proto::usage>& by_agent);
+// A judge attempt's verdict: "ACCEPT", "REJECT: <the first line of its reasons>", or "" (none).
+std::string describe_verdict(const proto::attempt_info& attempt);
 // daemon.info's storage: "ok", or "degraded since …: cause (N writes refused)" — the fix is
 // storage.fix.
 std::string describe_storage(const proto::storage_status& storage);

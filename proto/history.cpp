@@ -57,6 +57,7 @@ void activity::add(const activity& other) {
     for (const auto& [agent, used] : other.by_agent) by_agent[agent].add(used);
     agent_ms += other.agent_ms;
     for (const auto& [failure, count] : other.failures) failures[failure] += count;
+    for (const auto& [verdict, count] : other.verdicts) verdicts[verdict] += count;
 }
 
 void add_totals(report& r) {
@@ -81,6 +82,7 @@ void to_json(nlohmann::json& j, const activity& a) {
     add_usage(j, a.usage);
     j["agent_time_s"] = seconds_of(a.agent_ms);
     j["failures"] = a.failures;
+    j["verdicts"] = a.verdicts;
     nlohmann::json& by_agent = j["by_agent"] = nlohmann::json::object();
     for (const auto& [agent, used] : a.by_agent) add_usage(by_agent[agent], used);
 }
@@ -96,6 +98,7 @@ void from_json(const nlohmann::json& j, activity& a) {
     a.usage = read_usage(j);
     a.agent_ms = ms_of(j, "agent_time_s");
     a.failures = j.value("failures", std::map<std::string, std::int64_t>{});
+    a.verdicts = j.value("verdicts", std::map<std::string, std::int64_t>{});
     if (auto by_agent = j.find("by_agent"); by_agent != j.end() && by_agent->is_object())
         for (const auto& [agent, used] : by_agent->items()) a.by_agent[agent] = read_usage(used);
 }

@@ -38,7 +38,7 @@ void to_json(nlohmann::json& j, const gc_request& r);
 struct activity {
     std::int64_t attempts = 0;
     std::int64_t iterations = 0;     // distinct iterations that had an attempt
-    std::int64_t retries = 0;        // attempts that were retries (attempt number > 1)
+    std::int64_t retries = 0;        // work attempts that were retries (attempt number > 1)
     std::int64_t commits = 0;        // attempts after which HEAD had moved
     std::int64_t files_changed = 0;  // summed over the attempts: a file changed twice counts twice
     std::int64_t insertions = 0;
@@ -47,6 +47,7 @@ struct activity {
     std::map<std::string, proto::usage> by_agent;  // `usage` by the agent the attempts ran on
     std::int64_t agent_ms = 0;  // how long the agents ran (a running attempt: until now)
     std::map<std::string, std::int64_t> failures;  // failure class → attempts
+    std::map<std::string, std::int64_t> verdicts;  // a judge's verdict (accept, reject) → attempts
 
     void add(const activity& other);
     bool operator==(const activity&) const = default;

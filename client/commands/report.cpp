@@ -41,6 +41,16 @@ std::string describe_failures(const std::map<std::string, std::int64_t>& failure
     return text;
 }
 
+// "1 accepted, 2 rejected": a judge's verdicts.
+std::string describe_verdicts(const std::map<std::string, std::int64_t>& verdicts) {
+    std::string text;
+    for (const auto& [verdict, count] : verdicts) {
+        if (!text.empty()) text += ", ";
+        text += fmt::format("{} {}ed", count, verdict);
+    }
+    return text;
+}
+
 void append_table(fmt::memory_buffer& out, const std::vector<proto::report_loop>& loops,
                   bool use_colour) {
     table rows({{"ID", true},
@@ -89,6 +99,9 @@ void append_details(fmt::memory_buffer& out, const std::vector<proto::report_loo
         if (a.by_agent.size() > 1)
             fmt::format_to(std::back_inserter(out), "    by agent: {}\n",
                            describe_by_agent(a.by_agent));
+        if (!a.verdicts.empty())
+            fmt::format_to(std::back_inserter(out), "    judge: {}\n",
+                           describe_verdicts(a.verdicts));
         if (a.retries > 0 || !a.failures.empty()) {
             std::string failures = describe_failures(a.failures);
             fmt::format_to(std::back_inserter(out), "    {} retr{}{}{}\n", a.retries,
@@ -110,6 +123,7 @@ void append_totals(fmt::memory_buffer& out, const proto::report& report, bool us
     if (t.retries > 0) line += fmt::format(" · {} retr{}", t.retries, t.retries == 1 ? "y" : "ies");
     if (!t.failures.empty()) line += " · failures: " + describe_failures(t.failures);
     if (t.by_agent.size() > 1) line += " · by agent: " + describe_by_agent(t.by_agent);
+    if (!t.verdicts.empty()) line += " · judge: " + describe_verdicts(t.verdicts);
     out.push_back('\n');
     append_coloured(out, "Total: ", colour::bold, use_colour);
     out.append(line);

@@ -106,6 +106,11 @@ void append_loop(fmt::memory_buffer& out, const proto::loop_info& loop,
     if (spec.backlog_rule) rules += ", every checkbox of the specs checked";
     append_field(out, "completion", rules);
     if (!spec.verify_command.empty()) append_field(out, "verify", spec.verify_command);
+    if (!spec.judge.empty())
+        append_field(out, "judge",
+                     fmt::format("{}{}, the loop stalls after {} rejection(s)", spec.judge,
+                                 spec.judge_model.empty() ? "" : " (" + spec.judge_model + ")",
+                                 spec.judge_max_rejections));
     if (!spec.specs_file.empty()) append_field(out, "specs", spec.specs_file);
     if (spec.commit) append_field(out, "commit", "each iteration's work");
     if (spec.sandbox)
@@ -164,7 +169,8 @@ void append_attempts(fmt::memory_buffer& out, const std::vector<proto::attempt_i
     for (const auto& attempt : attempts) {
         rows.add_format("{}", attempt.iteration);
         rows.add_format("{}", attempt.attempt);
-        rows.add(attempt.agent);
+        rows.add(attempt.kind == proto::attempt_kind::judge ? "judge " + attempt.agent
+                                                            : attempt.agent);
         rows.add(format_local_time(attempt.started_at));
         if (attempt.started_at == 0)
             rows.add("-");
@@ -211,6 +217,8 @@ void append_attempts(fmt::memory_buffer& out, const std::vector<proto::attempt_i
                 fmt::format_to(std::back_inserter(out), "       next steps: {}\n",
                                next.substr(0, next.find('\n')));
         }
+        if (const std::string verdict = describe_verdict(attempt); !verdict.empty())
+            fmt::format_to(std::back_inserter(out), "       verdict {}\n", verdict);
         if (attempt.verify_exit && *attempt.verify_exit != 0)
             fmt::format_to(std::back_inserter(out), "       --verify exited {}\n",
                            *attempt.verify_exit);

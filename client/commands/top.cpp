@@ -389,8 +389,13 @@ class dashboard {
         if (loop.resume_at != 0) title += " · goes on at " + format_local_time(loop.resume_at);
         lines.push_back(title + " ──");
         if (const auto& attempt = output_.last_attempt()) {
-            std::string last = fmt::format("last attempt: iteration {} {}", attempt->iteration,
+            std::string last = fmt::format("last attempt: iteration {} {}{}", attempt->iteration,
+                                           attempt->kind == proto::attempt_kind::judge
+                                               ? "judge " + attempt->agent + " "
+                                               : std::string(),
                                            proto::to_string(attempt->how));
+            if (const std::string verdict = describe_verdict(*attempt); !verdict.empty())
+                last += " · " + verdict;
             if (attempt->files_changed > 0)
                 last += fmt::format(" · {} files +{} -{}", attempt->files_changed,
                                     attempt->insertions, attempt->deletions);

@@ -59,7 +59,8 @@ std::vector<proto::report_loop> store::report_loops(std::int64_t since_ms, std::
     SQLite::Statement sums(
         db_,
         fmt::format(
-            "SELECT count(*), count(DISTINCT iteration), ifnull(sum(attempt > 1), 0), "
+            "SELECT count(*), count(DISTINCT iteration), ifnull(sum(attempt > 1 AND kind = "
+            "'work'), 0), "
             "ifnull(sum(head_before != '' AND head_after != '' AND head_before != head_after), 0), "
             "ifnull(sum(files_changed), 0), ifnull(sum(insertions), 0), ifnull(sum(deletions), 0), "
             "ifnull(sum(input_tokens), 0), ifnull(sum(output_tokens), 0), sum(cost_usd), "
@@ -79,6 +80,10 @@ std::vector<proto::report_loop> store::report_loops(std::int64_t since_ms, std::
     SQLite::Statement failures(
         db_, fmt::format("SELECT failure, count(*) FROM attempts WHERE loop_id = ?1 AND {0} "
                          "AND failure != '' GROUP BY failure",
+                         attempt_in_window));
+    SQLite::Statement verdicts(
+        db_, fmt::format("SELECT verdict, count(*) FROM attempts WHERE loop_id = ?1 AND {0} "
+                         "AND verdict != '' GROUP BY verdict",
                          attempt_in_window));
 
     std::vector<proto::report_loop> result;
@@ -127,6 +132,11 @@ std::vector<proto::report_loop> store::report_loops(std::int64_t since_ms, std::
         failures.bind(2, since_ms);
         while (failures.executeStep())
             a.failures[failures.getColumn(0).getString()] = failures.getColumn(1).getInt64();
+        verdicts.reset();
+        verdicts.bind(1, loop.id);
+        verdicts.bind(2, since_ms);
+        while (verdicts.executeStep())
+            a.verdicts[verdicts.getColumn(0).getString()] = verdicts.getColumn(1).getInt64();
         result.push_back(std::move(loop));
     }
     return result;

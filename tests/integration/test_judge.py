@@ -91,8 +91,9 @@ class VerdictTest(JudgeTestCase):
         self.assertEqual(run["cwd"], os.path.realpath(ws))
 
         shown = d.ctl("show", loop["id"]).stdout
-        self.assertIn("judge", shown)
-        self.assertIn("accept", shown)
+        self.assertRegex(shown, r"judge\s+claude, the loop stalls after 3 rejection\(s\)")
+        self.assertRegex(shown, r"\n\s+1\s+2\s+judge claude\s")
+        self.assertIn("verdict ACCEPT", shown)
 
     def test_rejections_reach_the_next_prompts_until_the_judge_accepts(self):
         d = self.judge_daemon()
@@ -111,6 +112,12 @@ class VerdictTest(JudgeTestCase):
             self.assertIn(REASONS, prompt)
         # The third judge sees the work of all three iterations.
         self.assertIn("+run 3", judge_runs()[2]["stdin"])
+        # show, report and history.report tell the verdicts; the judge's attempts are no retries.
+        self.assertIn("verdict REJECT: " + REASONS, d.ctl("show", loop["id"]).stdout)
+        [reported] = d.call("history.report", {})["loops"]
+        self.assertEqual(reported["verdicts"], {"accept": 1, "reject": 2})
+        self.assertEqual(reported["retries"], 0)
+        self.assertIn("judge: 1 accepted, 2 rejected", d.ctl("report").stdout)
 
     def test_the_loop_stalls_after_the_maximum_of_rejections(self):
         d = self.judge_daemon()
