@@ -290,6 +290,54 @@ TEST_CASE("prompt: placeholder values are inserted verbatim and never re-scanned
     CHECK(contains(prompt, "This is iteration 5 "));
 }
 
+TEST_CASE("prompt: the judge gets the task, specs, answer, diff and --verify, in order") {
+    workspace ws;
+    ws.write("PROMPT.md", "THE TASK");
+    ws.write("SPECS.md", "THE SPECS");
+    auto loop = ws.loop();
+    loop.spec.verify_command = "make check";
+    ralph::judge_inputs inputs;
+    inputs.iteration = 4;
+    inputs.completion_rule = "completion signal <promise>COMPLETE</promise>";
+    inputs.final_answer = "THE ANSWER {{diff}}";
+    inputs.diff = "+THE DIFF";
+    inputs.verify_exit = 0;
+    inputs.verify_output = "THE CHECK";
+    const std::string prompt = ralph::build_judge_prompt(loop, inputs);
+    CHECK(position(prompt, "THE TASK") < position(prompt, "THE SPECS"));
+    CHECK(position(prompt, "THE SPECS") < position(prompt, "iteration 4, completion signal"));
+    CHECK(position(prompt, "iteration 4, completion") < position(prompt, "THE ANSWER {{diff}}"));
+    CHECK(position(prompt, "THE ANSWER") < position(prompt, "```diff\n+THE DIFF\n```"));
+    CHECK(position(prompt, "+THE DIFF") < position(prompt, "make check (exit status 0)"));
+    CHECK(position(prompt, "(exit status 0)") < position(prompt, "THE CHECK"));
+    CHECK(contains(prompt, "<ralph_verdict>ACCEPT</ralph_verdict>"));
+    CHECK(contains(prompt, "<ralph_verdict>REJECT</ralph_verdict>"));
+    CHECK_FALSE(contains(prompt, "Cut:"));
+
+    // No diff: why; no --verify run: no section; a cut diff says so.
+    inputs.diff.clear();
+    inputs.diff_unavailable = "(No diff: WHY.)";
+    inputs.verify_exit.reset();
+    const std::string without = ralph::build_judge_prompt(loop, inputs);
+    CHECK(contains(without, "(No diff: WHY.)"));
+    CHECK_FALSE(contains(without, "```diff"));
+    CHECK_FALSE(contains(without, "make check"));
+    inputs.diff = "+PART";
+    inputs.diff_cut = true;
+    inputs.base_head = "abc123";
+    CHECK(contains(ralph::build_judge_prompt(loop, inputs), "Run git diff abc123 for the rest"));
+}
+
+TEST_CASE("prompt: .ralph/judge-prompt.md in the workspace replaces the judge's prompt") {
+    workspace ws;
+    ws.write("PROMPT.md", "do the thing");
+    ws.write(".ralph/judge-prompt.md", "Review {{prompt}}: {{final_answer}} / {{diff}}\n");
+    ralph::judge_inputs inputs;
+    inputs.final_answer = "done";
+    inputs.diff = "+x";
+    CHECK(ralph::build_judge_prompt(ws.loop(), inputs) == "Review do the thing: done / +x\n");
+}
+
 TEST_CASE("templates: placeholders, sections and standalone section lines render as documented") {
     const templates::template_values values{{"a", "A"}, {"empty", ""}, {"b", "{{a}}"}};
     CHECK(templates::render("x {{a}} {{ a }} {{b}} {{nope}} {{a", values) ==

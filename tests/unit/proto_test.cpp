@@ -47,6 +47,10 @@ proto::submit_params sample() {
     p.model = "opus";
     p.args = {"--flag", "two words"};
     p.fallback = {"codex:o3", "gemini"};
+    p.judge = "command";
+    p.judge_model = "m";
+    p.judge_command = "review {prompt_file}";
+    p.judge_max_rejections = 5;
     p.env = {{"API_KEY", "secret"}};
     p.prompt = "Implement SPECS.md";
     p.completion_phrase = "DONE";
@@ -130,6 +134,9 @@ proto::attempt_info sample() {
     a.verify_output = "tests pass";
     a.output_start = 100;
     a.output_end = 200;
+    a.kind = proto::attempt_kind::judge;
+    a.verdict = "reject";
+    a.verdict_reasons = "tests fail";
     return a;
 }
 
@@ -373,4 +380,19 @@ TEST_CASE("proto: a loop's env values never leave the daemon, only their names")
     CHECK_FALSE(wire.contains("env"));
     CHECK(wire.at("env_names") == nlohmann::json::array({"API_KEY"}));
     CHECK(wire.dump().find("secret") == std::string::npos);
+}
+
+TEST_CASE("proto: the judge sees the loop on its own agent, model and command, without --arg") {
+    proto::submit_params spec = sample<proto::submit_params>();
+    const proto::submit_params judge = proto::as_judge(spec);
+    CHECK(judge.agent == "command");
+    CHECK(judge.model == "m");
+    CHECK(judge.command == "review {prompt_file}");
+    CHECK(judge.args.empty());
+    CHECK(judge.fallback.empty());
+    CHECK(judge.workspace == spec.workspace);
+    CHECK(judge.prompt == spec.prompt);
+    CHECK(proto::attempt_kind_from_string("judge") == proto::attempt_kind::judge);
+    CHECK(proto::to_string(proto::attempt_kind::work) == "work");
+    CHECK_THROWS_AS(proto::attempt_kind_from_string("other"), std::invalid_argument);
 }

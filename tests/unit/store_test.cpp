@@ -220,6 +220,54 @@ TEST_CASE("store: attempts are separate rows and unfinished ones are found for r
     CHECK(db.attempts_of(loop_id)[1].how == ralph::proto::termination::interrupted);
 }
 
+TEST_CASE("store: a judge's attempts, verdicts and rejections; the loop's base is set once") {
+    temp_db tmp;
+    ralph::store db(tmp.path());
+    std::int64_t loop_id = db.insert_loop(sample_spec(), 1);
+    // Iteration 1: work that made no progress, its judge rejects; iteration 2: work, its judge
+    // gives no verdict, then accepts.
+    auto add = [&](std::int64_t iteration, std::int64_t number, ralph::proto::attempt_kind kind,
+                   const std::string& verdict) {
+        ralph::proto::attempt_info a;
+        a.loop_id = loop_id;
+        a.kind = kind;
+        a.iteration = iteration;
+        a.attempt = number;
+        a.agent = "claude";
+        a.id = db.begin_attempt(a, 0);
+        a.how = ralph::proto::termination::exited;
+        a.progress = false;
+        a.verdict = verdict;
+        a.verdict_reasons = verdict == "reject" ? "tests fail" : "";
+        db.finish_attempt(a);
+    };
+    using ralph::proto::attempt_kind;
+    add(1, 1, attempt_kind::work, "");
+    add(1, 2, attempt_kind::judge, "reject");
+    CHECK(db.rejection_in(loop_id, 1) == "tests fail");
+    add(2, 1, attempt_kind::work, "");
+    add(2, 2, attempt_kind::judge, "");
+    CHECK(db.rejection_in(loop_id, 2) == "");
+    add(2, 3, attempt_kind::judge, "accept");
+    CHECK(db.rejection_in(loop_id, 2) == "");
+    CHECK(db.rejection_in(loop_id, 1) == "tests fail");
+    CHECK(db.judge_rejections(loop_id) == 1);
+    auto attempts = db.attempts_of(loop_id);
+    REQUIRE(attempts.size() == 5);
+    CHECK(attempts[1].kind == attempt_kind::judge);
+    CHECK(attempts[1].verdict == "reject");
+    CHECK(attempts[1].verdict_reasons == "tests fail");
+    // A judge's attempts are neither retries nor iterations without progress.
+    CHECK(db.get_loop(loop_id).retries == 0);
+    CHECK(db.iterations_without_progress(loop_id) == 2);
+
+    CHECK(db.base_of(loop_id).head.empty());
+    db.set_loop_base(loop_id, {"head1", "tree1"});
+    db.set_loop_base(loop_id, {"head2", "tree2"});
+    CHECK(db.base_of(loop_id).head == "head1");
+    CHECK(db.base_of(loop_id).tree == "tree1");
+}
+
 TEST_CASE("store: output index rows and the loop's committed end are written together") {
     temp_db tmp;
     ralph::store db(tmp.path());
@@ -259,6 +307,9 @@ TEST_CASE(
     CHECK(attempts[2].failure == ralph::proto::failure_class::none);
     CHECK(attempts[2].agent == "demo");  // v7: the loop's agent, for the attempts before it
     CHECK(attempts[2].model.empty());
+    CHECK(attempts[2].kind == ralph::proto::attempt_kind::work);  // v8: every attempt before
+    CHECK(attempts[2].verdict.empty());
+    CHECK(db.base_of(loops[3].id).tree.empty());
     CHECK(db.events_of(loops[3].id, 0, 0, 100).empty());
     CHECK(db.output_bytes(loops[2].id) > 0);
     REQUIRE(db.unfinished_attempts().size() == 1);

@@ -259,3 +259,39 @@ TEST_CASE(
     CHECK(std::string(refusal(spec, daemon.context()).what()) ==
           "params.on_done: " + (repo / "missing.sh").string() + " is not an executable file");
 }
+
+TEST_CASE("submission: a judge is a known agent whose program is there, read-only somewhere") {
+    daemon_state daemon;
+    temp_dir tmp;
+    const fs::path repo = fs::canonical(make_repo(tmp.path / "repo"));
+    submit_params spec = spec_in(repo);
+    spec.judge = "command";
+    spec.judge_command = "/bin/true";
+    CHECK(check_submission(spec, daemon.context()).spec.judge == "command");
+    // Its command is its own: the loop's does not serve it.
+    spec.judge_command.clear();
+    CHECK(refusal(spec, daemon.context()).kind() == error_kind::invalid_params);
+    spec.judge = "nonesuch";
+    CHECK(refusal(spec, daemon.context()).kind() == error_kind::agent_unavailable);
+    spec.judge.clear();
+    spec.judge_model = "opus";
+    CHECK(std::string(refusal(spec, daemon.context()).what()).find("need a judge") !=
+          std::string::npos);
+    spec = spec_in(repo);
+    spec.judge = "command";
+    spec.judge_command = "/bin/true";
+    spec.judge_max_rejections = 0;
+    CHECK(refusal(spec, daemon.context()).kind() == error_kind::invalid_params);
+
+    // Without bwrap on the loop's PATH the judge needs git for its throw-away checkout.
+    const fs::path plain = tmp.path / "plain";
+    fs::create_directories(plain);
+    spec = spec_in(plain);
+    spec.judge = "command";
+    spec.judge_command = "/bin/true";
+    spec.env["PATH"] = (tmp.path / "empty").string();
+    CHECK(std::string(refusal(spec, daemon.context()).what()).find("bubblewrap") !=
+          std::string::npos);
+    spec.workspace = repo.string();
+    CHECK(check_submission(spec, daemon.context()).spec.judge == "command");
+}

@@ -1125,3 +1125,82 @@ TEST_CASE("workspace: a FIFO in every directory holds the dirty check up once, n
     CHECK(dirty.dirty);
     CHECK(dirty.total_changes == directories);
 }
+
+// ---- the judge's diff and throw-away checkout
+
+TEST_CASE("workspace: diff_snapshots gives git diff's changes between the snapshots, cut whole") {
+    temp_dir tmp;
+    auto repo = make_repo(tmp.path / "repo");
+    write_file(repo / "gone.txt", "1\n2\n3\n");
+    write_file(repo / "kept.txt", "same\n");
+    git(repo, {"add", "-A"});
+    git(repo, {"commit", "-q", "-m", "files"});
+    auto before = take_snapshot(repo);
+    fs::remove(repo / "gone.txt");
+    write_file(repo / "a.txt", "one\ntwo\nfour\n");  // make_repo's: one, two, three
+    write_file(repo / ".ralph" / "notes.md", "ralph's own\n");
+    auto after = take_snapshot(repo);
+
+    const patch_text patch = diff_snapshots(repo, before, after, 1 << 20);
+    CHECK(patch.error == "");
+    CHECK_FALSE(patch.cut);
+    // The changed lines and hunks are git's (its index lines abbreviate ids their own way).
+    auto changes = [](const std::string& text) {
+        std::vector<std::string> kept;
+        for (auto& line : lines_of(text))
+            if (line.rfind("index ", 0) != 0) kept.push_back(line);
+        return kept;
+    };
+    CHECK(changes(patch.text) ==
+          changes(git(repo, {"diff", "--find-renames", before.tree, after.tree})));
+    INFO(patch.text);
+    CHECK(patch.text.find("-three\n+four\n") != std::string::npos);
+    CHECK(patch.text.find("-3\n") != std::string::npos);
+    CHECK(patch.text.find(".ralph") == std::string::npos);
+    CHECK(patch.text.find("kept.txt") == std::string::npos);
+
+    const patch_text cut = diff_snapshots(repo, before, after, 60);
+    CHECK(cut.cut);
+    CHECK(cut.error == "");
+    CHECK(cut.text.size() <= 60);
+    CHECK(patch.text.rfind(cut.text, 0) == 0);
+    CHECK((cut.text.empty() || cut.text.back() == '\n'));
+
+    CHECK(diff_snapshots(repo, before, take_snapshot(tmp.path), 1 << 20).error != "");
+}
+
+TEST_CASE("workspace: check_out_snapshot writes the workspace's files, touching nothing of git") {
+    temp_dir tmp;
+    auto repo = make_repo(tmp.path / "repo");
+    auto sub = repo / "tool";
+    write_file(sub / "committed.txt", "committed\n");
+    write_file(repo / "outside.txt", "not the workspace's\n");
+    git(repo, {"add", "-A"});
+    git(repo, {"commit", "-q", "-m", "files"});
+    // A smudge filter that must not run, staged and uncommitted work that must be there.
+    const fs::path marker = tmp.path / "ran";
+    write_marker_program(tmp.path / "filter", marker);
+    git(repo, {"config", "filter.x.smudge", (tmp.path / "filter").string()});
+    write_file(sub / ".gitattributes", "*.txt filter=x\n");
+    write_file(sub / "staged.txt", "staged\n");
+    git(repo, {"add", "tool/staged.txt"});
+    write_file(sub / "committed.txt", "changed\n");
+    write_file(sub / "deep" / "untracked.txt", "untracked\n");
+    const std::string status = git(repo, {"status", "--porcelain"});
+    const std::string index = read_file(repo / ".git" / "index");
+
+    const fs::path target = tmp.path / "judge";
+    write_file(target / "stale.txt", "from an earlier checkout\n");
+    CHECK(check_out_snapshot(sub, take_snapshot(sub), target) == "");
+    CHECK(read_file(target / "committed.txt") == "changed\n");
+    CHECK(read_file(target / "staged.txt") == "staged\n");
+    CHECK(read_file(target / "deep" / "untracked.txt") == "untracked\n");
+    CHECK_FALSE(fs::exists(target / "outside.txt"));
+    CHECK_FALSE(fs::exists(target / "stale.txt"));
+    CHECK_FALSE(fs::exists(target / ".git"));
+    CHECK_FALSE(fs::exists(marker));
+    CHECK(git(repo, {"status", "--porcelain"}) == status);
+    CHECK(read_file(repo / ".git" / "index") == index);
+
+    CHECK(check_out_snapshot(tmp.path, take_snapshot(tmp.path), target) != "");
+}
