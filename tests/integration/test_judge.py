@@ -9,7 +9,7 @@ checked."""
 import json
 import os
 
-from harness import fake_agent_bin, main, require_bubblewrap, write_text
+from harness import fake_agent_bin, main, require_bubblewrap, wait_until, write_text
 from test_agents import AgentTestCase, iteration_script
 
 REASONS = "The greeting test fails: greet prints nothing for two names."
@@ -153,6 +153,21 @@ class VerdictTest(JudgeTestCase):
         use = [u for u in d.call("budget.get", {})["use"] if u["name"] == "tokens_per_day"][0]
         self.assertEqual(use["used"], 600)
         d.call("loop.cancel", {"id": loop["id"]})
+
+
+class AdoptionTest(JudgeTestCase):
+
+    def test_a_judge_running_when_ralphd_is_killed_is_adopted_and_its_verdict_counts(self):
+        d = self.judge_daemon()
+        loop, _, judge_runs = self.submit_judged(d, ["judge-slow"])
+        wait_until(lambda: [a["kind"] for a in d.attempts(loop["id"])
+                            if a["termination"] == "running"] == ["judge"], 20, "the judge")
+        d.kill9()
+        d.restart()
+        final = self.wait_end(d, loop, "completed")
+        self.assertIn("judge claude accepted", final["stop_reason"])
+        self.assertEqual(self.kinds(d, loop["id"]), [(1, "work", "", ""), (1, "judge", "accept", "")])
+        self.assertEqual(len(judge_runs()), 1, "the adopted judge ran again")
 
 
 class ReadOnlyTest(JudgeTestCase):
