@@ -615,7 +615,7 @@ awaitable<loop_runner::attempt_outcome> loop_runner::run_attempt(const proto::lo
     fresh_snapshot_.reset();
     attempt.head_before = before.head;
     // What the judge's diff starts from: the workspace at the loop's first iteration.
-    if (before.is_git && !before.tree.empty())
+    if (iteration == 1 && before.is_git && !before.tree.empty())
         ctx_.db.set_loop_base(loop_id_, {before.head, before.tree});
 
     attempt_plan plan;

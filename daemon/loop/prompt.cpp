@@ -255,7 +255,16 @@ std::string build_judge_prompt(const proto::loop_info& loop, const judge_inputs&
     add_specs(values, spec);
     values["iteration"] = std::to_string(inputs.iteration);
     values["completion_rule"] = inputs.completion_rule;
-    values["final_answer"] = trim_end(inputs.final_answer);
+    // An agent's answer may be megabytes: its end, where the claim is, as for the notes.
+    std::string_view answer = text::trim_end(inputs.final_answer);
+    if (answer.size() > max_answer_bytes) {
+        answer.remove_prefix(answer.size() - max_answer_bytes);
+        while (!answer.empty() && (static_cast<unsigned char>(answer.front()) & 0xC0) == 0x80)
+            answer.remove_prefix(1);
+        values["final_answer"] = "(cut: its last 64 KiB)\n" + std::string(answer);
+    } else {
+        values["final_answer"] = std::string(answer);
+    }
     values["diff"] = trim_end(inputs.diff);
     values["diff_cut"] = inputs.diff_cut ? "yes" : "";
     values["base_head"] = inputs.base_head;

@@ -27,7 +27,8 @@
 //
 // The judge's prompt (submit --judge) is .ralph/judge-prompt.md in the workspace when that file
 // exists, else templates::judge_prompt, rendered with: prompt, specs, specs_name (as above);
-// iteration, completion_rule (the rule the worker's claim met), final_answer (the worker's);
+// iteration, completion_rule (the rule the worker's claim met), final_answer (the worker's, its
+// last 64 KiB);
 // diff (since the loop's first iteration, the workspace's part, first 256 KiB), diff_cut,
 // base_head, diff_unavailable (why there is no diff); verify_command, verify_exit,
 // verify_output (when --verify ran).
@@ -48,6 +49,8 @@ namespace ralph {
 // notes (which grow at the end) their end.
 inline constexpr std::size_t max_specs_bytes = 64 * 1024;
 inline constexpr std::size_t max_notes_bytes = 16 * 1024;
+// The judge's prompt keeps the end of the worker's final answer.
+inline constexpr std::size_t max_answer_bytes = 64 * 1024;
 
 // Paths relative to the workspace.
 inline constexpr const char* notes_file_name = ".ralph/notes.md";

@@ -328,6 +328,16 @@ TEST_CASE("prompt: the judge gets the task, specs, answer, diff and --verify, in
     CHECK(contains(ralph::build_judge_prompt(loop, inputs), "Run git diff abc123 for the rest"));
 }
 
+TEST_CASE("prompt: a huge final answer reaches the judge as its end") {
+    workspace ws;
+    ralph::judge_inputs inputs;
+    inputs.final_answer = std::string(1 << 20, 'x') + "é THE CLAIM";
+    const std::string prompt = ralph::build_judge_prompt(ws.loop(), inputs);
+    CHECK(prompt.size() < 100 * 1024);
+    CHECK(contains(prompt, "(cut: its last 64 KiB)"));
+    CHECK(contains(prompt, "é THE CLAIM"));
+}
+
 TEST_CASE("prompt: .ralph/judge-prompt.md in the workspace replaces the judge's prompt") {
     workspace ws;
     ws.write("PROMPT.md", "do the thing");
