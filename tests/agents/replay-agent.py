@@ -23,7 +23,7 @@ A judge (RALPH_ATTEMPT_KIND=judge), which may not write its current directory, t
 scenarios from $FAKE_JUDGE_SCRIPT, counts its runs in $FAKE_JUDGE_LOG.runs and logs to
 $FAKE_JUDGE_LOG (put both where the judge may write, e.g. under ~/.claude); its log lines also
 list its current directory ("listing") and say whether it could write there ("wrote"), which
-the scenario "judge-edit" tries (then replays judge-accept); "judge-slow" sleeps 3 s first.
+the scenario "judge-edit" tries (then replays judge-accept); "judge-slow" sleeps 10 s first (outlasting a restart of ralphd).
 `--version` prints "<name> 9.9.9 (ralph replay)".
 """
 import json
@@ -131,7 +131,7 @@ def main():
         record["wrote"] = try_to_write("judge-was-here.txt")
         scenario = "judge-accept"
     if scenario == "judge-slow":
-        time.sleep(3)
+        time.sleep(10)
         scenario = "judge-accept"
     elif os.environ.get("FAKE_WRITES") and not is_judge():
         with open(os.environ["FAKE_WRITES"], "a") as f:
