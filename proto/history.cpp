@@ -169,6 +169,7 @@ void to_json(nlohmann::json& j, const gc_result& r) {
     j["loops"] = r.loop_ids.size();
     j["loop_ids"] = r.loop_ids;
     j["kept_for_worktrees"] = r.kept_for_worktrees;
+    j["worktrees_removed"] = r.worktrees_removed;
     j["attempts"] = r.attempts;
     j["events"] = r.events;
     j["output_bytes"] = r.output_bytes;
@@ -180,6 +181,7 @@ void from_json(const nlohmann::json& j, gc_result& r) {
     r.kept_for_budgets = j.value("kept_for_budgets", false);
     r.loop_ids = j.value("loop_ids", std::vector<std::int64_t>{});
     r.kept_for_worktrees = j.value("kept_for_worktrees", std::vector<std::int64_t>{});
+    r.worktrees_removed = j.value("worktrees_removed", std::vector<std::int64_t>{});
     r.attempts = j.value("attempts", std::int64_t(0));
     r.events = j.value("events", std::int64_t(0));
     r.output_bytes = j.value("output_bytes", std::int64_t(0));

@@ -102,6 +102,9 @@ struct gc_result {
                                          // still counts the agent runs of later loops
     std::vector<std::int64_t> loop_ids;  // oldest first
     std::vector<std::int64_t> kept_for_worktrees;  // ended before, but their worktree exists
+    // Ended before, and their worktree removed (their branch merged, nothing uncommitted): the
+    // loops are in loop_ids too.
+    std::vector<std::int64_t> worktrees_removed;
     std::int64_t attempts = 0;
     std::int64_t events = 0;
     std::int64_t output_bytes = 0;  // the loops' output files on disk

@@ -125,6 +125,16 @@ void to_json(nlohmann::json& j, const steer_result& r) {
     j = {{"id", r.id}, {"steering_id", r.steering_id}, {"next_iteration", r.next_iteration}};
 }
 
+void from_json(const nlohmann::json& j, merge_result& r) {
+    r.loop = read_or<loop_info>(j, "loop", {});
+    r.merged = read_or<bool>(j, "merged", false);
+}
+void to_json(nlohmann::json& j, const merge_result& r) {
+    j = nlohmann::json::object();
+    j["loop"] = r.loop;
+    j["merged"] = r.merged;
+}
+
 void from_json(const nlohmann::json& j, events_request& r) {
     const auto& obj = params_object(j);
     read_loop_id(obj, "id", r.id);

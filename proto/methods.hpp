@@ -53,6 +53,12 @@ struct loop_resume {
     using request = loop_id_request;
     using result = loop_info;
 };
+// A --worktree loop that ended: its branch merged into the branch it started from.
+struct loop_merge {
+    static constexpr const char* name = "loop.merge";
+    using request = loop_id_request;
+    using result = merge_result;
+};
 struct loop_iterations {
     static constexpr const char* name = "loop.iterations";
     using request = loop_id_request;
@@ -132,9 +138,9 @@ struct history_gc {
 // and left out here is missing from both, and one listed here is in both.
 using all_methods =
     std::tuple<daemon_info, daemon_shutdown, loop_submit, loop_list, loop_get, loop_cancel,
-               loop_pause, loop_resume, loop_iterations, loop_steer, loop_events, loop_output,
-               loop_tail, events_subscribe, agents_list, scheduler_get, scheduler_set, budget_get,
-               budget_set, debug_clock, history_report, history_gc>;
+               loop_pause, loop_resume, loop_merge, loop_iterations, loop_steer, loop_events,
+               loop_output, loop_tail, events_subscribe, agents_list, scheduler_get, scheduler_set,
+               budget_get, budget_set, debug_clock, history_report, history_gc>;
 
 }  // namespace ralph::proto::method
 

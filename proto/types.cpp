@@ -163,6 +163,9 @@ void from_json(const nlohmann::json& j, submit_params& p) {
     read_field(obj, "worktree_path", p.worktree_path);
     read_field(obj, "worktree_branch", p.worktree_branch);
     read_field(obj, "worktree_base", p.worktree_base);
+    read_field(obj, "worktree_target", p.worktree_target);
+    read_field(obj, "merge", p.merge);
+    read_field(obj, "delete_branch", p.delete_branch);
     read_field(obj, field_name::idempotency_key, p.idempotency_key);
 }
 
@@ -215,6 +218,9 @@ void to_json(nlohmann::json& j, const submit_params& p) {
     j["worktree_path"] = p.worktree_path;
     j["worktree_branch"] = p.worktree_branch;
     j["worktree_base"] = p.worktree_base;
+    j["worktree_target"] = p.worktree_target;
+    j["merge"] = p.merge;
+    j["delete_branch"] = p.delete_branch;
     j[field_name::idempotency_key] = p.idempotency_key;
 }
 
@@ -274,6 +280,7 @@ void to_json(nlohmann::json& j, const loop_info& loop) {
     j["updated_at"] = time_to_json(loop.updated_at);
     j["resume_at"] = time_to_json(loop.resume_at);
     j["output_bytes"] = loop.output_bytes;
+    j["landing"] = loop.landing;
     add_usage(j, loop.usage);
 }
 
@@ -378,6 +385,7 @@ void from_json(const nlohmann::json& j, loop_info& loop) {
     loop.updated_at = time_from_json(j, "updated_at");
     loop.resume_at = time_from_json(j, "resume_at");
     loop.output_bytes = read_or<std::int64_t>(j, "output_bytes", 0);
+    loop.landing = read_or<std::string>(j, "landing", "");
     loop.usage = read_usage(j);
 }
 

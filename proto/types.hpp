@@ -154,6 +154,13 @@ struct submit_params {
     std::string worktree_path;             // the top of the loop's worktree
     std::string worktree_branch;           // its new branch, ralph/loop-<id>
     std::string worktree_base;  // the commit it starts from: HEAD of the source at submit
+    // The branch the source was on at submit: where --merge lands the loop's branch.
+    std::string worktree_target;
+    // --merge: when the loop completes, its worktree's work is committed and its branch merged
+    // into worktree_target (workspace::merge_branch); --delete-branch: gc deletes the branch of
+    // a merged loop with its worktree (else it is kept).
+    bool merge = false;
+    bool delete_branch = false;
     // A submit with the key of a loop in the history creates nothing and answers that loop
     // (SPEC §7: a script may retry a submit safely); "" = none.
     std::string idempotency_key;
@@ -195,6 +202,9 @@ struct loop_info {
     std::int64_t resume_at = 0;     // when a waiting loop goes on
     std::int64_t output_bytes = 0;  // persisted output, = end offset of the loop's output
     proto::usage usage;             // summed over every attempt
+    // What became of a --worktree loop's branch ("" = nothing tried): how --merge or `ralphctl
+    // merge` landed it ("merged into main (fast-forward) at <id>") or why not ("conflict: ...").
+    std::string landing;
     bool operator==(const loop_info&) const = default;
 };
 

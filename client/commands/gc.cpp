@@ -44,12 +44,20 @@ int run_gc(const client_context& ctx, const proto::gc_request& request) {
             result.dry_run ? "would remove" : "removed", n, n == 1 ? "" : "s", cutoff,
             describe_ids(result.loop_ids), result.attempts, result.attempts == 1 ? "" : "s",
             result.events, result.events == 1 ? "" : "s", format_bytes(result.output_bytes));
+    if (!result.worktrees_removed.empty())
+        fmt::print("{} the worktree{} of loop{} {} (merged, nothing uncommitted)\n",
+                   result.dry_run ? "would remove" : "removed",
+                   result.worktrees_removed.size() == 1 ? "" : "s",
+                   result.worktrees_removed.size() == 1 ? "" : "s",
+                   describe_ids(result.worktrees_removed));
     if (!result.kept_for_worktrees.empty())
-        fmt::print("kept loop{} {}: {} worktree{} still there (git worktree remove it, then gc)\n",
-                   result.kept_for_worktrees.size() == 1 ? "" : "s",
-                   describe_ids(result.kept_for_worktrees),
-                   result.kept_for_worktrees.size() == 1 ? "its" : "their",
-                   result.kept_for_worktrees.size() == 1 ? " is" : "s are");
+        fmt::print(
+            "kept loop{} {}: {} worktree{} still there with work not merged (ralphctl "
+            "merge ID, or git worktree remove it, then gc)\n",
+            result.kept_for_worktrees.size() == 1 ? "" : "s",
+            describe_ids(result.kept_for_worktrees),
+            result.kept_for_worktrees.size() == 1 ? "its" : "their",
+            result.kept_for_worktrees.size() == 1 ? " is" : "s are");
     if (result.kept_for_budgets)
         fmt::print(
             "loops that ended later are kept while the global budgets count their agent runs\n");

@@ -84,6 +84,11 @@ void append_loop(fmt::memory_buffer& out, const proto::loop_info& loop,
             out, "worktree",
             fmt::format("{}, branch {} from {} of {}", spec.worktree_path, spec.worktree_branch,
                         spec.worktree_base.substr(0, 12), spec.worktree_source));
+    if (spec.merge)
+        append_field(out, "merge",
+                     fmt::format("into {} when it completes{}", spec.worktree_target,
+                                 spec.delete_branch ? ", branch deleted by gc" : ""));
+    if (!loop.landing.empty()) append_field(out, "landing", loop.landing);
     append_field(out, "agent", spec.agent);
     if (std::string missing = missing_capabilities(agent); !missing.empty())
         append_field(out, "agent lacks", missing);

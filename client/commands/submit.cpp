@@ -232,6 +232,13 @@ void register_submit_command(CLI::App& app, client_context& ctx) {
     git->add_flag("--worktree", spec.worktree,
                   "Run in a new git worktree of the workspace's repository (branch "
                   "ralph/loop-ID from HEAD; uncommitted changes are not carried over)");
+    git->add_flag("--merge", spec.merge,
+                  "With --worktree: when the loop completes, commit its worktree's work and merge "
+                  "its branch into the branch the workspace is on (fast-forward, else a merge "
+                  "commit; never into uncommitted changes; a conflict changes nothing)");
+    git->add_flag("--delete-branch", spec.delete_branch,
+                  "With --worktree: gc deletes the loop's branch with its merged worktree (kept "
+                  "otherwise)");
     // A flag, so that it never takes the prompt after it as its value; =offline is the one value.
     git->add_flag("--sandbox", options->sandbox,
                   "Run the agent (and --verify) under bubblewrap: it may write only in the "

@@ -47,6 +47,7 @@ std::vector<std::pair<std::string, std::string>> hook_environment(const proto::l
             {"RALPH_ITERATIONS", std::to_string(loop.iterations)},
             {"RALPH_WORKSPACE", spec.workspace},
             {"RALPH_WORKTREE_BRANCH", spec.worktree_branch},
+            {"RALPH_LANDING", loop.landing},
             {"RALPH_AGENT", spec.agent},
             {"RALPH_INPUT_TOKENS", std::to_string(loop.usage.input_tokens)},
             {"RALPH_OUTPUT_TOKENS", std::to_string(loop.usage.output_tokens)},

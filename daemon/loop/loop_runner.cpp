@@ -9,6 +9,7 @@
 #include "daemon/clock.hpp"
 #include "daemon/loop/classify.hpp"
 #include "daemon/loop/completion.hpp"
+#include "daemon/loop/landing.hpp"
 #include "daemon/loop/loop_memory.hpp"
 #include "daemon/loop/prompt.hpp"
 #include "daemon/off_thread.hpp"
@@ -322,9 +323,10 @@ awaitable<void> loop_runner::run_iterations() {
         ctx_.db.set_iterations(loop_id_, iteration, ctx_.clock.now_ms());
         if (outcome.kind == proto::attempt_kind::judge) {
             if (outcome.verdict == "accept") {
-                set_state(proto::loop_event::complete,
-                          fmt::format("judge {} accepted the completion claimed in iteration {}",
-                                      outcome.agent, iteration));
+                const std::string reason =
+                    fmt::format("judge {} accepted the completion claimed in iteration {}",
+                                outcome.agent, iteration);
+                co_await complete(reason);
                 co_return;
             }
             const std::int64_t rejections = ctx_.db.judge_rejections(loop_id_);
@@ -337,8 +339,9 @@ awaitable<void> loop_runner::run_iterations() {
                 co_return;
             }
         } else if (outcome.completion_signal && iteration >= spec.min_iterations) {
-            set_state(proto::loop_event::complete,
-                      fmt::format("{} in iteration {}", outcome.completion_rule, iteration));
+            const std::string reason =
+                fmt::format("{} in iteration {}", outcome.completion_rule, iteration);
+            co_await complete(reason);
             co_return;
         }
         if (spec.stall_iterations > 0 &&
@@ -357,6 +360,19 @@ awaitable<void> loop_runner::run_iterations() {
         if (spec.delay_s > 0) co_await wait(spec.delay_s, "delay between iterations");
         if (finish_if_stopped()) co_return;
     }
+}
+
+awaitable<void> loop_runner::complete(const std::string& reason) {
+    const proto::loop_info loop = ctx_.db.get_loop(loop_id_);
+    if (!loop.spec.merge) {
+        set_state(proto::loop_event::complete, reason);
+        co_return;
+    }
+    const landing landed =
+        co_await off_thread(ctx_.blocking, [&loop] { return land_branch(loop); });
+    spdlog::info("loop {}: {}", loop_id_, landed.text);
+    ctx_.db.set_landing(loop_id_, landed.text, ctx_.clock.now_ms());
+    set_state(proto::loop_event::complete, reason + "; merge: " + landed.text);
 }
 
 awaitable<bool> loop_runner::make_worktree() {

@@ -166,6 +166,9 @@ class loop_runner {
     // A --worktree loop: creates its worktree (off the io thread) unless it exists. False when
     // the loop ended instead (it could not be created, or a cancel or stop came meanwhile).
     awaitable<bool> make_worktree();
+    // Ends the loop completed for `reason`; a --merge loop's branch is merged first (off the io
+    // thread), and what came of it is recorded and added to the reason.
+    awaitable<void> complete(const std::string& reason);
     // Prepares, starts, supervises and records one attempt: of the loop's work, or with `claim`
     // the judge's (`loop` is then as the judge sees it, proto::as_judge).
     awaitable<attempt_outcome> run_attempt(const proto::loop_info& loop, std::int64_t iteration,

@@ -100,6 +100,8 @@ void plan_worktree(proto::submit_params& spec, const submission_context& ctx,
     if (!repo.error.empty()) refuse(repo.error);
     if (!repo.is_git) refuse("it is not in a git repository (--worktree needs one)");
     if (repo.head.empty()) refuse("its repository has no commit yet to start a worktree from");
+    if (spec.merge && repo.branch.empty())
+        refuse("its HEAD is detached: --merge needs the branch to merge the loop's work into");
     const fs::path path = ctx.state.worktree_of(ctx.loop_id);
     const std::string branch = "ralph/loop-" + std::to_string(ctx.loop_id);
     std::error_code ec;
@@ -122,6 +124,7 @@ void plan_worktree(proto::submit_params& spec, const submission_context& ctx,
     spec.worktree_path = path.string();
     spec.worktree_branch = branch;
     spec.worktree_base = repo.head;
+    spec.worktree_target = repo.branch;
     spec.workspace = repo.prefix.empty() ? path.string() : (path / repo.prefix).string();
 }
 
@@ -194,6 +197,10 @@ submission check_submission(proto::submit_params spec, const submission_context&
     } else if (!spec.judge_model.empty() || !spec.judge_command.empty()) {
         invalid("params.judge_model, judge_command: need a judge (--judge AGENT)");
     }
+    if ((spec.merge || spec.delete_branch) && !spec.worktree)
+        invalid(
+            "params.merge, delete_branch: need worktree (--worktree): the loop's work is "
+            "merged from its branch");
     if (spec.sandbox_offline && !spec.sandbox)
         invalid("params.sandbox_offline: needs sandbox (--sandbox=offline)");
     if (spec.sandbox) sandbox::find_bwrap(search_path);
@@ -209,6 +216,7 @@ submission check_submission(proto::submit_params spec, const submission_context&
     spec.worktree_path.clear();
     spec.worktree_branch.clear();
     spec.worktree_base.clear();
+    spec.worktree_target.clear();
     if (spec.worktree) plan_worktree(spec, ctx, result.warnings);
     for (const auto& [field, command] : helpers)
         if (!command->empty())

@@ -1,7 +1,8 @@
-// loop.submit, loop.list, loop.get, loop.cancel, loop.pause, loop.resume, loop.steer,
+// loop.submit, loop.list, loop.get, loop.cancel, loop.pause, loop.resume, loop.merge, loop.steer,
 // loop.iterations, loop.events, loop.output, loop.tail, events.subscribe.
 #include "daemon/agents/agent.hpp"
 #include "daemon/clock.hpp"
+#include "daemon/loop/landing.hpp"
 #include "daemon/loop/submission.hpp"
 #include "daemon/off_thread.hpp"
 #include "daemon/process/process.hpp"
@@ -80,6 +81,28 @@ awaitable<proto::submit_result> submit(const proto::submit_params& spec,
     }
 }
 
+// loop.merge: a --worktree loop that ended, its branch merged into the branch it started from
+// (land_branch, off the io thread). A conflict or a target with uncommitted changes is an
+// answer (merged false, the loop's landing says why), not an error.
+awaitable<proto::merge_result> merge(const proto::loop_id_request& request,
+                                     method_services& services) {
+    const proto::loop_info loop = services.db.get_loop(request.id);
+    if (loop.spec.worktree_branch.empty())
+        throw rpc_error(error_kind::invalid_state,
+                        fmt::format("loop {} did not run in a worktree (submit --worktree): it has "
+                                    "no branch to merge",
+                                    loop.id));
+    if (!proto::is_terminal(loop.state) || services.loops.is_running(loop.id))
+        throw rpc_error(error_kind::invalid_state,
+                        fmt::format("loop {} is {}: its branch is merged once it ended (cancel "
+                                    "it first to merge it now)",
+                                    loop.id, proto::to_string(loop.state)));
+    const landing landed =
+        co_await off_thread(services.blocking, [&loop] { return land_branch(loop); });
+    services.db.set_landing(loop.id, landed.text, services.clock.now_ms());
+    co_return proto::merge_result{services.db.get_loop(loop.id), landed.merged};
+}
+
 }  // namespace
 
 void register_loop_methods(method_registry& registry, method_services& services) {
@@ -114,6 +137,10 @@ void register_loop_methods(method_registry& registry, method_services& services)
 
     registry.add<loop_resume>([&services](const proto::loop_id_request& request, call_context&) {
         return services.loops.resume(request.id);
+    });
+
+    registry.add<loop_merge>([&services](const proto::loop_id_request& request, call_context&) {
+        return merge(request, services);
     });
 
     registry.add<loop_iterations>(

@@ -5,6 +5,7 @@
 #include "daemon/store/output_log.hpp"
 #include "daemon/store/storage_health.hpp"
 #include "daemon/store/store.hpp"
+#include "daemon/workspace/workspace.hpp"
 #include "proto/errors.hpp"
 
 #include <fmt/format.h>
@@ -27,6 +28,23 @@ constexpr std::size_t loops_per_transaction = 10;
 bool worktree_exists(const store::ended_loop& loop) {
     std::error_code ec;
     return !loop.worktree_path.empty() && std::filesystem::exists(loop.worktree_path, ec);
+}
+
+// Unless its branch has work that the branch it started from lacks, or the worktree has
+// uncommitted changes: then nothing is lost with it, and it goes (with its branch on
+// --delete-branch). Returns whether it is gone (with dry_run: would go). Blocks (libgit2).
+bool remove_merged_worktree(const store::ended_loop& loop, bool dry_run) {
+    std::string error;
+    if (loop.worktree_target.empty() ||
+        !workspace::is_merged(loop.worktree_source, loop.worktree_branch, loop.worktree_target,
+                              error))
+        return false;
+    if (dry_run) return !workspace::check_dirty(loop.worktree_path).dirty;
+    if (std::string failed = workspace::remove_worktree(loop.worktree_source, loop.worktree_path,
+                                                        loop.worktree_branch, loop.delete_branch);
+        !failed.empty())
+        spdlog::warn("loop {}: {}", loop.id, failed);
+    return !worktree_exists(loop);
 }
 
 }  // namespace
@@ -67,14 +85,32 @@ awaitable<proto::gc_result> collect_garbage(const proto::gc_request& request, st
         result.kept_for_budgets = true;
     }
 
-    std::vector<std::int64_t> ids;
-    for (const store::ended_loop& loop : ctx.db.loops_ended_before(result.before)) {
+    std::vector<store::ended_loop> ended;
+    bool worktrees = false;
+    for (store::ended_loop& loop : ctx.db.loops_ended_before(result.before)) {
         if (ctx.is_running(loop.id)) continue;
-        if (worktree_exists(loop))
-            result.kept_for_worktrees.push_back(loop.id);
-        else
-            ids.push_back(loop.id);
+        worktrees = worktrees || worktree_exists(loop);
+        ended.push_back(std::move(loop));
     }
+    if (worktrees) {
+        const bool dry_run = request.dry_run;
+        const proto::gc_result sorted = co_await off_thread(ctx.blocking, [&ended, dry_run] {
+            proto::gc_result worktree_loops;
+            for (const store::ended_loop& loop : ended)
+                if (worktree_exists(loop))
+                    (remove_merged_worktree(loop, dry_run) ? worktree_loops.worktrees_removed
+                                                           : worktree_loops.kept_for_worktrees)
+                        .push_back(loop.id);
+            return worktree_loops;
+        });
+        result.worktrees_removed = sorted.worktrees_removed;
+        result.kept_for_worktrees = sorted.kept_for_worktrees;
+    }
+    std::vector<std::int64_t> ids;
+    for (const store::ended_loop& loop : ended)
+        if (std::find(result.kept_for_worktrees.begin(), result.kept_for_worktrees.end(),
+                      loop.id) == result.kept_for_worktrees.end())
+            ids.push_back(loop.id);
 
     const auto executor = co_await net::this_coro::executor;
     std::string refused;  // why the storage refused a removal

@@ -1,6 +1,8 @@
 // history.gc's retention policy (ARCHITECTURE.md, "History: report and gc"): which loops go —
 // those in an end state that finished before the cutoff, never within the longest window of the
-// global budgets, never one whose worktree still exists or whose runner is still finishing — and
+// global budgets, never one whose runner is still finishing, nor one whose worktree still exists
+// unless its branch is merged into the branch it started from and it has nothing uncommitted
+// (then the worktree goes first, on the pool thread, with its branch on --delete-branch) — and
 // the order of their removal: the output index flushed, the rows deleted, and only then the files,
 // so that a crash in between leaves files without rows, never the reverse. The rows go in
 // transactions of 10 loops with the io thread free for other calls between them, the files on

@@ -143,14 +143,20 @@ std::vector<proto::report_loop> store::report_loops(std::int64_t since_ms, std::
 }
 
 std::vector<store::ended_loop> store::loops_ended_before(std::int64_t cutoff_ms) {
-    SQLite::Statement q(db_, "SELECT id, worktree_path FROM loops WHERE state IN (" +
-                                 end_states_sql() +
-                                 ") AND finished_at > 0 AND finished_at < ? "
-                                 "ORDER BY finished_at, id");
+    SQLite::Statement q(
+        db_,
+        "SELECT id, worktree_path, ifnull(json_extract(spec, '$.worktree_source'), "
+        "''), worktree_branch, ifnull(json_extract(spec, '$.worktree_target'), ''), "
+        "ifnull(json_extract(spec, '$.delete_branch'), 0) FROM loops WHERE state "
+        "IN (" +
+            end_states_sql() +
+            ") AND finished_at > 0 AND finished_at < ? ORDER BY finished_at, id");
     q.bind(1, cutoff_ms);
     std::vector<ended_loop> loops;
     while (q.executeStep())
-        loops.push_back({q.getColumn(0).getInt64(), q.getColumn(1).getString()});
+        loops.push_back({q.getColumn(0).getInt64(), q.getColumn(1).getString(),
+                         q.getColumn(2).getString(), q.getColumn(3).getString(),
+                         q.getColumn(4).getString(), q.getColumn(5).getInt() != 0});
     return loops;
 }
 

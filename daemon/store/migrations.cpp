@@ -161,6 +161,11 @@ ALTER TABLE attempts ADD COLUMN verdict_reasons TEXT NOT NULL DEFAULT '';
 ALTER TABLE loops ADD COLUMN base_head TEXT NOT NULL DEFAULT '';
 ALTER TABLE loops ADD COLUMN base_tree TEXT NOT NULL DEFAULT '';
 )sql",
+        // 8 → 9: submit --merge and `ralphctl merge`: what became of a --worktree loop's branch
+        // ('' = nothing tried yet).
+        R"sql(
+ALTER TABLE loops ADD COLUMN landing TEXT NOT NULL DEFAULT '';
+)sql",
     };
     return migrations;
 }

@@ -29,7 +29,7 @@ constexpr const char* loop_columns =
     "id, name, workspace, agent, max_iterations, min_iterations, priority, spec, state, "
     "stop_reason, iterations, attempts, retries, created_at, started_at, finished_at, updated_at, "
     "resume_at, output_bytes, input_tokens, output_tokens, cost_usd, turns, tool_calls, "
-    "worktree_path, worktree_branch";
+    "worktree_path, worktree_branch, landing";
 
 // A new loop's id: one more than the largest there is or ever was (remove_loops records the
 // largest it removed), so that an id names one loop for good — its output file, its worktree
@@ -89,6 +89,7 @@ proto::loop_info loop_from_row(SQLite::Statement& q, const proto::submit_params*
     loop.usage = usage_from_row(q, 19);
     loop.spec.worktree_path = q.getColumn(24).getString();
     loop.spec.worktree_branch = q.getColumn(25).getString();
+    loop.landing = q.getColumn(26).getString();
     return loop;
 }
 
@@ -554,6 +555,14 @@ void store::set_loop_base(std::int64_t loop_id, const loop_base& base) {
         "WHERE id = ? AND base_head = '' AND base_tree = ''");
     q.bind(1, base.head);
     q.bind(2, base.tree);
+    q.bind(3, loop_id);
+    q.exec();
+}
+
+void store::set_landing(std::int64_t loop_id, const std::string& landing, std::int64_t now_ms) {
+    query q = prepared("UPDATE loops SET landing = ?, updated_at = ? WHERE id = ?");
+    q.bind(1, landing);
+    q.bind(2, now_ms);
     q.bind(3, loop_id);
     q.exec();
 }

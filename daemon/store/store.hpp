@@ -103,6 +103,8 @@ class store {
     // Records the base unless one is recorded already.
     void set_loop_base(std::int64_t loop_id, const loop_base& base);
     loop_base base_of(std::int64_t loop_id);
+    // What became of a --worktree loop's branch (loop_info::landing).
+    void set_landing(std::int64_t loop_id, const std::string& landing, std::int64_t now_ms);
     // How many of the loop's last iterations in a row made no progress (their successful
     // work attempts have progress = 0; an unknown progress counts as progress).
     std::int64_t iterations_without_progress(std::int64_t loop_id);
@@ -181,6 +183,11 @@ class store {
     struct ended_loop {
         std::int64_t id = 0;
         std::string worktree_path;  // "" unless it ran in a --worktree
+        // Of its spec, for gc to remove a merged worktree (workspace::remove_worktree).
+        std::string worktree_source;
+        std::string worktree_branch;
+        std::string worktree_target;
+        bool delete_branch = false;
     };
     std::vector<ended_loop> loops_ended_before(std::int64_t cutoff_ms);
     struct removal {

@@ -34,6 +34,7 @@ namespace fs = std::filesystem;
 
 constexpr std::size_t shown_changes = 20;
 constexpr const char* empty_tree_id = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
+constexpr std::string_view heads_prefix = "refs/heads/";
 
 // strerror() may share a buffer between threads; the category's message does not.
 std::string system_message(int error) { return std::generic_category().message(error); }
@@ -373,6 +374,23 @@ repository find_repository(const fs::path& dir, git_access access) {
     found.top = std::move(top);
     found.git = std::move(repo);
     return found;
+}
+
+// The repository that contains `dir`, to be written: null, with `error` ("<what>: why"), when
+// there is none or it leads out of its git directory.
+repository_handle open_to_write(const fs::path& dir, const std::string& what, std::string& error) {
+    std::string open_error;
+    repository_handle repo = open_repository(dir, open_error);
+    if (!repo) {
+        error = open_error.empty() ? what + ": not in a git repository" : open_error;
+        return nullptr;
+    }
+    if (std::string problem = layout_problem(git_entry(dir, true), repo.get(), git_access::write);
+        !problem.empty()) {
+        error = what + ": " + problem + " (ralph writes through no link)";
+        return nullptr;
+    }
+    return repo;
 }
 
 // HEAD's commit into `head`; none in a repository without commits. False, with `error`, when
@@ -987,6 +1005,186 @@ std::string free_worktree_name(git_repository* repo, const fs::path& path) {
     return name;
 }
 
+// ---- landing a branch
+
+// Whether `ancestor` is `commit` or one of its ancestors.
+bool contains_commit(git_repository* repo, const git_oid* commit, const git_oid* ancestor) {
+    return git_oid_equal(commit, ancestor) || git_graph_descendant_of(repo, commit, ancestor) == 1;
+}
+
+// A local branch's commit into `commit`. False, with `error`, when there is no such branch or it
+// cannot be read.
+bool branch_commit(git_repository* repo, const std::string& branch, commit_handle& commit,
+                   std::string& error) {
+    reference_handle reference;
+    object_handle peeled;
+    int code = into(reference, git_branch_lookup, repo, branch.c_str(), GIT_BRANCH_LOCAL);
+    if (code == 0) code = into(peeled, git_reference_peel, reference.get(), GIT_OBJECT_COMMIT);
+    if (code == 0) code = into(commit, git_commit_lookup, repo, git_object_id(peeled.get()));
+    if (code < 0) append_error(error, git_failure("cannot read branch " + branch));
+    return code == 0;
+}
+
+// Whether `repo`'s HEAD is the branch `ref_name` ("refs/heads/main").
+bool head_is(git_repository* repo, const std::string& ref_name) {
+    reference_handle head;
+    return into(head, git_reference_lookup, repo, "HEAD") == 0 &&
+           git_reference_type(head.get()) == GIT_REFERENCE_SYMBOLIC &&
+           ref_name == git_reference_symbolic_target(head.get());
+}
+
+// The work tree that has the branch `ref_name` checked out: the main one or one of the linked
+// worktrees of `repo`'s common directory (whose directory is still there); empty when none has.
+fs::path checked_out_in(git_repository* repo, const std::string& ref_name, std::string& error) {
+    repository_handle main;
+    if (into(main, git_repository_open_ext, git_repository_commondir(repo),
+             GIT_REPOSITORY_OPEN_NO_SEARCH, nullptr) < 0) {
+        append_error(error, git_failure("cannot open the main repository"));
+        return {};
+    }
+    if (const char* workdir = git_repository_workdir(main.get());
+        workdir != nullptr && head_is(main.get(), ref_name))
+        return directory_path(workdir);
+    git_strarray names{};
+    if (git_worktree_list(&names, main.get()) < 0) {
+        append_error(error, git_failure("cannot list the worktrees"));
+        return {};
+    }
+    fs::path found;
+    for (std::size_t i = 0; i < names.count && found.empty(); ++i) {
+        worktree_handle worktree;
+        repository_handle its;
+        if (into(worktree, git_worktree_lookup, main.get(), names.strings[i]) == 0 &&
+            git_worktree_validate(worktree.get()) == 0 &&
+            into(its, git_repository_open_from_worktree, worktree.get()) == 0 &&
+            head_is(its.get(), ref_name))
+            found = directory_path(git_worktree_path(worktree.get()));
+    }
+    git_strarray_dispose(&names);
+    return found;
+}
+
+// The commit that merges `theirs` into `ours`, made in memory and written to the objects (no
+// ref moves), into `merged`; or the conflicting paths into `outcome`. False on failure (with
+// `outcome` set) or conflict.
+bool make_merge_commit(git_repository* repo, git_commit* ours, git_commit* theirs,
+                       const std::string& message, git_oid& merged, merge_outcome& outcome) {
+    git_merge_options options;
+    git_merge_options_init(&options, GIT_MERGE_OPTIONS_VERSION);
+    index_handle index;
+    if (into(index, git_merge_commits, repo, ours, theirs, &options) < 0) {
+        outcome.error = git_failure("cannot merge");
+        return false;
+    }
+    if (git_index_has_conflicts(index.get())) {
+        outcome.what = merge_outcome::kind::conflict;
+        git_index_conflict_iterator* iterator = nullptr;
+        const git_index_entry *ancestor = nullptr, *our = nullptr, *their = nullptr;
+        if (git_index_conflict_iterator_new(&iterator, index.get()) == 0) {
+            while (outcome.conflicts.size() < shown_changes &&
+                   git_index_conflict_next(&ancestor, &our, &their, iterator) == 0) {
+                const git_index_entry* any = our != nullptr     ? our
+                                             : their != nullptr ? their
+                                                                : ancestor;
+                outcome.conflicts.emplace_back(any->path);
+            }
+            git_index_conflict_iterator_free(iterator);
+        }
+        return false;
+    }
+    git_oid tree_id;
+    tree_handle tree;
+    config_handle config;
+    if (git_index_write_tree_to(&tree_id, index.get(), repo) < 0 ||
+        into(tree, git_tree_lookup, repo, &tree_id) < 0 ||
+        into(config, git_repository_config_snapshot, repo) < 0) {
+        outcome.error = git_failure("cannot write the merged tree");
+        return false;
+    }
+    signature_handle author = identity(config.get(), "author", outcome.error);
+    signature_handle committer = identity(config.get(), "committer", outcome.error);
+    if (!author || !committer) return false;
+    const git_commit* parents[] = {ours, theirs};
+    if (git_commit_create(&merged, repo, nullptr, author.get(), committer.get(), nullptr,
+                          cleaned_message(message).c_str(), tree.get(), 2, parents) < 0) {
+        outcome.error = git_failure("cannot make the merge commit");
+        return false;
+    }
+    return true;
+}
+
+// Writes the files and the index of the clean work tree `work_tree` as the commit `id` has them
+// (its HEAD moves with the branch after): a safe checkout, which changes nothing when a file is
+// in the way. Returns "" or what failed, or the changes that make it unclean.
+std::string check_out_commit(const fs::path& work_tree, const git_oid& id, bool& dirty) {
+    dirty_state state = check_dirty(work_tree);
+    if (!state.error.empty()) return state.error;
+    if (state.dirty) {
+        dirty = true;
+        std::string changes;
+        for (const auto& change : state.changes) changes += (changes.empty() ? "" : ", ") + change;
+        return "is checked out in " + work_tree.string() + ", which has " +
+               std::to_string(state.total_changes) + " uncommitted change(s): " + changes;
+    }
+    std::string error;
+    repository_handle checkout_repo = open_repository(work_tree, error, false);
+    if (!checkout_repo) return error.empty() ? work_tree.string() + " is not a work tree" : error;
+    commit_handle commit;
+    tree_handle tree;
+    if (into(commit, git_commit_lookup, checkout_repo.get(), &id) < 0 ||
+        into(tree, git_commit_tree, commit.get()) < 0)
+        return git_failure("cannot read the merged commit");
+    git_checkout_options options;
+    git_checkout_options_init(&options, GIT_CHECKOUT_OPTIONS_VERSION);
+    options.checkout_strategy = GIT_CHECKOUT_SAFE;
+    options.disable_filters = 1;  // see the top of workspace.hpp
+    if (git_checkout_tree(checkout_repo.get(), reinterpret_cast<git_object*>(tree.get()),
+                          &options) < 0)
+        return git_failure("cannot update the files of " + work_tree.string());
+    return "";
+}
+
+// The linked worktree of `repo` whose directory is `path` (as its entry in the repository says),
+// null when there is none.
+worktree_handle find_worktree(git_repository* repo, const fs::path& path) {
+    std::error_code ec;
+    const fs::path wanted = fs::weakly_canonical(path, ec);
+    git_strarray names{};
+    if (git_worktree_list(&names, repo) < 0) return nullptr;
+    worktree_handle found;
+    for (std::size_t i = 0; i < names.count && !found; ++i) {
+        worktree_handle worktree;
+        if (into(worktree, git_worktree_lookup, repo, names.strings[i]) == 0 &&
+            fs::weakly_canonical(directory_path(git_worktree_path(worktree.get())), ec) == wanted)
+            found = std::move(worktree);
+    }
+    git_strarray_dispose(&names);
+    return found;
+}
+
+// Deletes the entries of the section branch.<branch> from the repository's own configuration,
+// as `git branch -D` does. (git_branch_delete would, but it matches every entry against a
+// regular expression: libgit2 1.5's leak.)
+std::string delete_branch_configuration(git_repository* repo, const std::string& branch) {
+    config_handle config, local;
+    if (into(config, git_repository_config, repo) < 0 ||
+        into(local, git_config_open_level, config.get(), GIT_CONFIG_LEVEL_LOCAL) < 0)
+        return git_failure("cannot read the repository's configuration");
+    const std::string prefix = "branch." + branch + ".";
+    std::vector<std::string> names;
+    git_config_iterator* iterator = nullptr;
+    if (git_config_iterator_new(&iterator, local.get()) < 0)
+        return git_failure("cannot read the repository's configuration");
+    git_config_entry* entry = nullptr;
+    while (git_config_next(&entry, iterator) == 0)
+        if (std::string_view(entry->name).starts_with(prefix)) names.emplace_back(entry->name);
+    git_config_iterator_free(iterator);
+    for (const std::string& name : names)
+        if (git_config_delete_entry(local.get(), name.c_str()) < 0)
+            return git_failure("cannot delete " + name + " from the repository's configuration");
+    return "";
+}
+
 }  // namespace
 
 snapshot take_snapshot(const std::filesystem::path& dir, const file_limits& limits) {
@@ -1243,6 +1441,14 @@ repository_info inspect_repository(const std::filesystem::path& dir) {
     info.top = repo.top;
     info.prefix = repo.prefix;
     info.head = head_id(repo.git.get(), dir, info.error);
+    if (git_repository_head_detached(repo.git.get()) == 0) {
+        reference_handle head;
+        if (into(head, git_reference_lookup, repo.git.get(), "HEAD") == 0 &&
+            git_reference_type(head.get()) == GIT_REFERENCE_SYMBOLIC) {
+            const std::string_view name = git_reference_symbolic_target(head.get());
+            if (name.starts_with(heads_prefix)) info.branch = name.substr(heads_prefix.size());
+        }
+    }
     return info;
 }
 
@@ -1279,12 +1485,8 @@ std::string add_worktree(const std::filesystem::path& source, const std::filesys
     const std::string what =
         "cannot make the git worktree " + path.string() + " of " + source.string();
     std::string error;
-    repository_handle repo = open_repository(source, error);
-    if (!repo) return error.empty() ? what + ": not in a git repository" : error;
-    if (std::string problem =
-            layout_problem(git_entry(source, true), repo.get(), git_access::write);
-        !problem.empty())
-        return what + ": " + problem + " (ralph writes through no link)";
+    repository_handle repo = open_to_write(source, what, error);
+    if (!repo) return error;
 
     // The branch outlives a worktree removed by hand: the loop then goes on with its work.
     reference_handle reference;
@@ -1324,6 +1526,144 @@ std::string add_worktree(const std::filesystem::path& source, const std::filesys
     fs::remove_all(directory_path(git_repository_commondir(repo.get())) / "worktrees" / name, ec);
     if (created) git_branch_delete(reference.get());
     return failure;
+}
+
+merge_outcome merge_branch(const std::filesystem::path& dir, const std::string& branch,
+                           const std::string& target, const std::string& message) {
+    merge_outcome outcome;
+    const std::string what = "cannot merge " + branch + " into " + target;
+    auto fail = [&](const std::string& error) {
+        outcome.what = merge_outcome::kind::failed;
+        outcome.error = error;
+        return outcome;
+    };
+    std::string error;
+    repository_handle repo = open_to_write(dir, what, error);
+    if (!repo) return fail(error);
+    git_repository* git = repo.get();
+    commit_handle theirs, ours;
+    if (!branch_commit(git, branch, theirs, error) || !branch_commit(git, target, ours, error))
+        return fail(what + ": " + error);
+    const git_oid* their_id = git_commit_id(theirs.get());
+    const git_oid* our_id = git_commit_id(ours.get());
+    if (contains_commit(git, our_id, their_id)) {
+        outcome.what = merge_outcome::kind::up_to_date;
+        outcome.commit = id_text(*our_id);
+        return outcome;
+    }
+    git_oid result = *their_id;
+    outcome.what = merge_outcome::kind::fast_forward;
+    if (git_graph_descendant_of(git, their_id, our_id) != 1) {
+        if (!make_merge_commit(git, ours.get(), theirs.get(), message, result, outcome)) {
+            if (outcome.what == merge_outcome::kind::conflict) return outcome;
+            return fail(what + ": " + outcome.error);
+        }
+        outcome.what = merge_outcome::kind::merge_commit;
+    }
+    const std::string ref_name = std::string(heads_prefix) + target;
+    const fs::path work_tree = checked_out_in(git, ref_name, error);
+    if (!error.empty()) return fail(what + ": " + error);
+    if (!work_tree.empty()) {
+        bool dirty = false;
+        if (std::string failed = check_out_commit(work_tree, result, dirty); !failed.empty()) {
+            if (!dirty) return fail(what + ": " + failed);
+            outcome.what = merge_outcome::kind::dirty;
+            outcome.error = target + " " + failed;
+            return outcome;
+        }
+    }
+    const std::string log =
+        "merge " + branch +
+        (outcome.what == merge_outcome::kind::fast_forward ? ": Fast-forward"
+                                                           : ": Merge made by ralph");
+    reference_handle moved;
+    // Only from where it was: a branch that moved meanwhile is left as it is.
+    if (into(moved, git_reference_create_matching, git, ref_name.c_str(), &result, 1, our_id,
+             log.c_str()) < 0)
+        return fail(git_failure(what + ": cannot move " + target));
+    outcome.commit = id_text(result);
+    return outcome;
+}
+
+std::string describe_merge(const merge_outcome& outcome, const std::string& target) {
+    using kind = merge_outcome::kind;
+    const std::string commit = outcome.commit.substr(0, 12);
+    switch (outcome.what) {
+        case kind::fast_forward:
+            return "merged into " + target + " (fast-forward) at " + commit;
+        case kind::merge_commit:
+            return "merged into " + target + " (merge commit " + commit + ")";
+        case kind::up_to_date:
+            return "already in " + target;
+        case kind::conflict: {
+            std::string paths;
+            for (const auto& path : outcome.conflicts) paths += (paths.empty() ? "" : ", ") + path;
+            return "conflict in " + paths + ": nothing was merged into " + target;
+        }
+        case kind::dirty:
+        case kind::failed:
+            break;
+    }
+    return "not merged: " + outcome.error;
+}
+
+bool is_merged(const std::filesystem::path& dir, const std::string& branch,
+               const std::string& target, std::string& error) {
+    repository_handle repo = open_repository(dir, error);
+    if (!repo) {
+        append_error(error, dir.string() + " is not in a git repository");
+        return false;
+    }
+    commit_handle theirs, ours;
+    if (!branch_commit(repo.get(), branch, theirs, error) ||
+        !branch_commit(repo.get(), target, ours, error))
+        return false;
+    return contains_commit(repo.get(), git_commit_id(ours.get()), git_commit_id(theirs.get()));
+}
+
+std::string remove_worktree(const std::filesystem::path& source, const std::filesystem::path& path,
+                            const std::string& branch, bool delete_branch) {
+    const std::string what =
+        "cannot remove the worktree " + path.string() + " of " + source.string();
+    std::string error;
+    repository_handle repo = open_to_write(source, what, error);
+    if (!repo) return error;
+    std::error_code ec;
+    if (fs::exists(fs::symlink_status(path, ec))) {
+        // Only a linked worktree of this repository, and only clean.
+        repository_handle its = open_repository(path, error, false);
+        if (!its || git_repository_is_worktree(its.get()) != 1 ||
+            fs::weakly_canonical(git_repository_commondir(its.get()), ec) !=
+                fs::weakly_canonical(git_repository_commondir(repo.get()), ec))
+            return what + ": it is not a linked worktree of that repository" +
+                   (error.empty() ? "" : " (" + error + ")");
+        const dirty_state state = check_dirty(path);
+        if (!state.error.empty()) return what + ": " + state.error;
+        if (state.dirty)
+            return what + ": it has " + std::to_string(state.total_changes) +
+                   " uncommitted change(s)";
+        // Removed here, not by git_worktree_prune: that one takes the directory from the
+        // worktree's entry, which whoever could write the repository could have changed.
+        fs::remove_all(path, ec);
+        if (ec) return what + ": " + ec.message();
+    }
+    if (worktree_handle worktree = find_worktree(repo.get(), path)) {
+        git_worktree_prune_options options;
+        git_worktree_prune_options_init(&options, GIT_WORKTREE_PRUNE_OPTIONS_VERSION);
+        options.flags = GIT_WORKTREE_PRUNE_VALID;
+        if (git_worktree_prune(worktree.get(), &options) < 0) return git_failure(what);
+    }
+    if (!delete_branch) return "";
+    reference_handle reference;
+    int code = into(reference, git_branch_lookup, repo.get(), branch.c_str(), GIT_BRANCH_LOCAL);
+    if (code == GIT_ENOTFOUND) return "";
+    const std::string kept =
+        "the worktree " + path.string() + " was removed, its branch " + branch + " kept";
+    if (code < 0) return git_failure(kept);
+    if (git_branch_is_checked_out(reference.get()) == 1)
+        return kept + ": it is checked out in another work tree";
+    if (git_reference_delete(reference.get()) < 0) return git_failure(kept);
+    return delete_branch_configuration(repo.get(), branch);
 }
 
 }  // namespace ralph::workspace

@@ -148,6 +148,7 @@ struct repository_info {
     std::filesystem::path top;  // the top of the work tree that contains `dir`
     std::string prefix;         // `dir` relative to `top` ("sub/dir"), "" at the top
     std::string head;           // HEAD's commit id, "" in a repository without commits
+    std::string branch;         // HEAD's branch ("main"), "" when HEAD is detached
     std::string error;          // libgit2 could not tell; "not a repository" is not an error
 };
 // The repository that contains `dir`; is_git is false outside a git work tree.
@@ -176,5 +177,49 @@ bool has_branch(const std::filesystem::path& dir, const std::string& branch, std
 // of it is left: no directory, no new branch).
 std::string add_worktree(const std::filesystem::path& source, const std::filesystem::path& path,
                          const std::string& branch, const std::string& base);
+
+// ---- landing a loop's branch (submit --merge, ralphctl merge, gc)
+
+struct merge_outcome {
+    enum class kind {
+        fast_forward,  // the target moved to the branch's head
+        merge_commit,  // a merge commit of the two was made on the target
+        up_to_date,    // the branch's commits are all in the target already
+        conflict,      // both changed the same lines: nothing was changed
+        dirty,         // the target's work tree has uncommitted changes: nothing was changed
+        failed,        // something else went wrong (error): nothing was changed
+    };
+    kind what = kind::failed;
+    std::string commit;                  // the target's head after (fast_forward, merge_commit)
+    std::vector<std::string> conflicts;  // conflict: the paths in conflict (the first 20)
+    std::string error;                   // dirty: the changes; failed: why
+    bool merged() const { return what <= kind::up_to_date; }
+};
+// Merges the local branch `branch` into the local branch `target` of the repository that
+// contains `dir`, as `git merge --no-edit branch` run on `target` would: a fast-forward when
+// `target`'s head is an ancestor of the branch's, else a merge commit (message `message`,
+// author and committer as for commit_all), made in memory first so that a conflict changes
+// nothing. When `target` is checked out in a work tree of the repository (the main one or a
+// linked worktree), that work tree must be clean (check_dirty: .ralph/ left out) and its files
+// and index follow (a safe checkout, no filter); elsewhere only the branch moves, and only if it
+// did not move meanwhile. No hook runs and no merge driver is executed (libgit2 has none).
+merge_outcome merge_branch(const std::filesystem::path& dir, const std::string& branch,
+                           const std::string& target, const std::string& message);
+// "merged into main (fast-forward) at 0123456789ab", "conflict in a.txt, b.txt: nothing was
+// merged"...: what happened, for the loop's landing.
+std::string describe_merge(const merge_outcome& outcome, const std::string& target);
+
+// Whether every commit of the local branch `branch` is in the local branch `target` (the
+// branch's head is the target's or one of its ancestors). Failing to tell: false, with `error`.
+bool is_merged(const std::filesystem::path& dir, const std::string& branch,
+               const std::string& target, std::string& error);
+
+// Removes the linked worktree `path` of the repository that contains `source` (as `git worktree
+// remove`: its files, then its entry in the repository), provided it is clean (check_dirty:
+// .ralph/ left out) and is that repository's worktree; with `delete_branch`, then the local
+// branch `branch` with its configuration (as `git branch -D`) unless a work tree has it checked
+// out. Returns "" or what failed.
+std::string remove_worktree(const std::filesystem::path& source, const std::filesystem::path& path,
+                            const std::string& branch, bool delete_branch);
 
 }  // namespace ralph::workspace

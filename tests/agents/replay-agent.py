@@ -23,7 +23,9 @@ A judge (RALPH_ATTEMPT_KIND=judge), which may not write its current directory, t
 scenarios from $FAKE_JUDGE_SCRIPT, counts its runs in $FAKE_JUDGE_LOG.runs and logs to
 $FAKE_JUDGE_LOG (put both where the judge may write, e.g. under ~/.claude); its log lines also
 list its current directory ("listing") and say whether it could write there ("wrote"), which
-the scenario "judge-edit" tries (then replays judge-accept); "judge-slow" sleeps 10 s first (outlasting a restart of ralphd).
+the scenario "judge-edit" tries (then replays judge-accept); "judge-slow" logs, then sleeps
+$FAKE_JUDGE_SLEEP seconds (default 10: outlasting a restart of ralphd), then replays
+judge-accept.
 `--version` prints "<name> 9.9.9 (ralph replay)".
 """
 import json
@@ -130,16 +132,16 @@ def main():
     if scenario == "judge-edit":
         record["wrote"] = try_to_write("judge-was-here.txt")
         scenario = "judge-accept"
-    if scenario == "judge-slow":
-        time.sleep(10)
-        scenario = "judge-accept"
-    elif os.environ.get("FAKE_WRITES") and not is_judge():
+    if os.environ.get("FAKE_WRITES") and not is_judge():
         with open(os.environ["FAKE_WRITES"], "a") as f:
             f.write("run %d\n" % run)
     log = os.environ.get("FAKE_JUDGE_LOG" if is_judge() else "FAKE_AGENT_LOG")
     if log:
         with open(log, "a") as f:
             f.write(json.dumps(record) + "\n")
+    if scenario == "judge-slow":
+        time.sleep(float(os.environ.get("FAKE_JUDGE_SLEEP", "10")))
+        scenario = "judge-accept"
     if scenario == "hang":
         sys.stdout.write('{"type":"system","subtype":"init"}\n')
         sys.stdout.flush()

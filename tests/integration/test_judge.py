@@ -8,6 +8,7 @@ checked."""
 
 import json
 import os
+import time
 
 from harness import fake_agent_bin, main, require_bubblewrap, wait_until, write_text
 from test_agents import AgentTestCase, iteration_script
@@ -52,6 +53,15 @@ class JudgeTestCase(AgentTestCase):
                                                  for a in d.attempts(loop["id"])],
                           d.ctl("tail", loop["id"], check=False).stdout[-3000:]))
         return final
+
+    def wait_judge_started(self, judge_runs):
+        """Waits until the judge's agent runs (it logged its start), not only its attempt's row."""
+        def started():
+            try:
+                return judge_runs()
+            except OSError:
+                return []
+        wait_until(started, 20, "the judge")
 
     def kinds(self, d, loop_id):
         return [(a["iteration"], a["kind"], a["verdict"], a["failure"])
@@ -160,19 +170,25 @@ class AdoptionTest(JudgeTestCase):
     def test_a_judge_running_when_ralphd_is_killed_is_adopted_and_its_verdict_counts(self):
         d = self.judge_daemon()
         loop, _, judge_runs = self.submit_judged(d, ["judge-slow"])
-        # The judge's agent runs (it logged its start), not only its attempt's row.
-        def judge_started():
-            try:
-                return judge_runs()
-            except OSError:
-                return []
-        wait_until(judge_started, 20, "the judge")
+        self.wait_judge_started(judge_runs)
         d.kill9()
         d.restart()
         final = self.wait_end(d, loop, "completed")
         self.assertIn("judge claude accepted", final["stop_reason"])
         self.assertEqual(self.kinds(d, loop["id"]), [(1, "work", "", ""), (1, "judge", "accept", "")])
         self.assertEqual(len(judge_runs()), 1, "the adopted judge ran again")
+
+    def test_a_judge_that_ended_while_ralphd_was_down_is_recorded_and_its_verdict_counts(self):
+        d = self.judge_daemon()
+        loop, _, judge_runs = self.submit_judged(d, ["judge-slow"], "--env", "FAKE_JUDGE_SLEEP=1")
+        self.wait_judge_started(judge_runs)
+        d.kill9()
+        time.sleep(3)  # the judge's agent ends meanwhile, under its shim
+        d.restart()
+        final = self.wait_end(d, loop, "completed")
+        self.assertIn("judge claude accepted", final["stop_reason"])
+        self.assertEqual(self.kinds(d, loop["id"]), [(1, "work", "", ""), (1, "judge", "accept", "")])
+        self.assertEqual(len(judge_runs()), 1, "the judge ran again")
 
 
 class ReadOnlyTest(JudgeTestCase):

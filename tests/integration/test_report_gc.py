@@ -424,8 +424,9 @@ class GcTest(HistoryTestCase):
         kept = d.ctl_json("gc", "--older-than", "0s")
         self.assertEqual((kept["loop_ids"], kept["kept_for_worktrees"]), ([], [loop["id"]]))
         self.assertEqual(d.get(loop["id"])["state"], "completed")
-        self.assertIn("kept loop %d: its worktree is still there (git worktree remove it, then "
-                      "gc)\n" % loop["id"], d.ctl("gc", "--older-than", "0s").stdout)
+        self.assertIn("kept loop %d: its worktree is still there with work not merged (ralphctl "
+                      "merge ID, or git worktree remove it, then gc)\n" % loop["id"],
+                      d.ctl("gc", "--older-than", "0s").stdout)
 
         git(repo, "worktree", "remove", "--force", ended["worktree_path"])
         removed = d.ctl_json("gc", "--older-than", "0s")

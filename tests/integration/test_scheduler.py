@@ -309,13 +309,16 @@ class CrashTest(SchedulerTestCase):
         loops = d.call("loop.list", {})["loops"]
         self.assertGreater(len(loops), 0)
         with sqlite3.connect(d.db) as db:
-            self.assertEqual(db.execute("PRAGMA user_version").fetchone()[0], 8)
+            self.assertEqual(db.execute("PRAGMA user_version").fetchone()[0], 9)
             # v7: each attempt of before names the agent it ran on, its loop's.
             self.assertEqual(db.execute("SELECT count(*) FROM attempts a JOIN loops l ON "
                                         "a.loop_id = l.id WHERE a.agent != l.agent").fetchone()[0],
                              0)
             # v8: every attempt of before is the loop's work.
             self.assertEqual(db.execute("SELECT count(*) FROM attempts WHERE kind != 'work'")
+                             .fetchone()[0], 0)
+            # v9: no loop of before tried to merge its branch.
+            self.assertEqual(db.execute("SELECT count(*) FROM loops WHERE landing != ''")
                              .fetchone()[0], 0)
         self.assertEqual(d.call("budget.get")["use"], [])
 

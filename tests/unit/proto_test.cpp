@@ -72,6 +72,9 @@ proto::submit_params sample() {
     p.allow_foreign_workspace = true;
     p.worktree_path = "/state/worktrees/loop-7";
     p.worktree_branch = "ralph/loop-7";
+    p.worktree_target = "main";
+    p.merge = true;
+    p.delete_branch = true;
     p.idempotency_key = "nightly";
     return p;
 }
@@ -93,6 +96,7 @@ proto::loop_info sample() {
     loop.resume_at = t0 + 3;
     loop.output_bytes = 12345;
     loop.usage = {100, 20, 0.25, 4, 9};
+    loop.landing = "merged into main (fast-forward) at 0123456789ab";
     return loop;
 }
 
@@ -204,6 +208,10 @@ proto::steer_result sample() {
     return {7, 3, 4};
 }
 template <>
+proto::merge_result sample() {
+    return {sample<proto::loop_info>(), true};
+}
+template <>
 proto::events_request sample() {
     return {7, 2, 40, 500};
 }
@@ -295,7 +303,7 @@ proto::gc_request sample() {
 }
 template <>
 proto::gc_result sample() {
-    return {true, t0, true, {1, 2}, {3}, 10, 20, 4096};
+    return {true, t0, true, {1, 2}, {3}, {2}, 10, 20, 4096};
 }
 
 template <typename T>

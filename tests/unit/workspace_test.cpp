@@ -1204,3 +1204,175 @@ TEST_CASE("workspace: check_out_snapshot writes the workspace's files, touching 
 
     CHECK(check_out_snapshot(tmp.path, take_snapshot(tmp.path), target) != "");
 }
+
+// ---- landing a loop's branch (submit --merge, ralphctl merge, gc)
+
+namespace {
+
+// A repository on main with a linked worktree on ralph/loop-1 (from main's HEAD) in which
+// `file` was committed with `text`.
+fs::path worktree_with_commit(const fs::path& repo, const fs::path& tree, const std::string& file,
+                              const std::string& text) {
+    REQUIRE(add_worktree(repo, tree, "ralph/loop-1", head_of(repo)) == "");
+    write_file(tree / file, text);
+    git(tree, {"add", file});
+    git(tree, {"commit", "-q", "-m", "loop work"});
+    return tree;
+}
+
+std::string rev(const fs::path& repo, const std::string& what) {
+    return std::string(ralph::text::trim(git(repo, {"rev-parse", what})));
+}
+
+}  // namespace
+
+TEST_CASE("workspace: merge_branch fast-forwards the checked-out target, its files and index") {
+    temp_dir tmp;
+    auto repo = make_repo(tmp.path / "repo");
+    auto tree = worktree_with_commit(repo, tmp.path / "loop-1", "b.txt", "loop\n");
+    // No hook runs (post-merge, post-checkout, reference-transaction).
+    for (const char* hook : {"post-merge", "post-checkout", "reference-transaction"})
+        write_marker_program(repo / ".git" / "hooks" / hook, tmp.path / "hook-ran");
+
+    std::string error;
+    CHECK_FALSE(is_merged(repo, "ralph/loop-1", "main", error));
+    CHECK(error.empty());
+    const merge_outcome outcome = merge_branch(repo, "ralph/loop-1", "main", "unused");
+    CHECK(outcome.what == merge_outcome::kind::fast_forward);
+    CHECK(outcome.merged());
+    CHECK(outcome.commit == head_of(tree));
+    CHECK(head_of(repo) == head_of(tree));
+    CHECK(read_file(repo / "b.txt") == "loop\n");
+    CHECK(git(repo, {"status", "--porcelain"}).empty());
+    CHECK(describe_merge(outcome, "main") ==
+          "merged into main (fast-forward) at " + outcome.commit.substr(0, 12));
+    CHECK_FALSE(fs::exists(tmp.path / "hook-ran"));
+    CHECK(is_merged(repo, "ralph/loop-1", "main", error));
+
+    const merge_outcome again = merge_branch(repo, "ralph/loop-1", "main", "unused");
+    CHECK(again.what == merge_outcome::kind::up_to_date);
+    CHECK(describe_merge(again, "main") == "already in main");
+}
+
+TEST_CASE("workspace: merge_branch makes a merge commit of both when the target moved too") {
+    temp_dir tmp;
+    auto repo = make_repo(tmp.path / "repo");
+    auto tree = worktree_with_commit(repo, tmp.path / "loop-1", "b.txt", "loop\n");
+    write_file(repo / "c.txt", "user\n");
+    git(repo, {"add", "c.txt"});
+    git(repo, {"commit", "-q", "-m", "user work"});
+    const std::string ours = head_of(repo), theirs = head_of(tree);
+
+    const merge_outcome outcome =
+        merge_branch(repo, "ralph/loop-1", "main", "Merge branch 'ralph/loop-1' into main\n");
+    REQUIRE(outcome.what == merge_outcome::kind::merge_commit);
+    CHECK(head_of(repo) == outcome.commit);
+    CHECK(ralph::text::trim(git(repo, {"rev-parse", "HEAD^1", "HEAD^2"})) == ours + "\n" + theirs);
+    CHECK(git(repo, {"log", "-1", "--format=%s"}) == "Merge branch 'ralph/loop-1' into main\n");
+    CHECK(read_file(repo / "b.txt") == "loop\n");
+    CHECK(read_file(repo / "c.txt") == "user\n");
+    CHECK(git(repo, {"status", "--porcelain"}).empty());
+    // git's own view: the target's tree is what `git merge` makes.
+    CHECK(rev(repo, "HEAD^{tree}") ==
+          ralph::text::trim(git(repo, {"merge-tree", "--write-tree", ours, theirs})));
+    std::string error;
+    CHECK(is_merged(repo, "ralph/loop-1", "main", error));
+}
+
+TEST_CASE("workspace: a conflict or a target with uncommitted changes changes nothing") {
+    temp_dir tmp;
+    auto repo = make_repo(tmp.path / "repo");
+    auto tree = worktree_with_commit(repo, tmp.path / "loop-1", "a.txt", "one\nloop\nthree\n");
+    write_file(repo / "a.txt", "one\nuser\nthree\n");
+    git(repo, {"commit", "-q", "-am", "user work"});
+    const std::string ours = head_of(repo);
+
+    const merge_outcome conflict = merge_branch(repo, "ralph/loop-1", "main", "unused");
+    CHECK(conflict.what == merge_outcome::kind::conflict);
+    CHECK_FALSE(conflict.merged());
+    CHECK(conflict.conflicts == std::vector<std::string>{"a.txt"});
+    CHECK(describe_merge(conflict, "main") == "conflict in a.txt: nothing was merged into main");
+    CHECK(head_of(repo) == ours);
+    CHECK(read_file(repo / "a.txt") == "one\nuser\nthree\n");
+    CHECK(git(repo, {"status", "--porcelain"}).empty());
+
+    // A fast-forward, but main's checkout has uncommitted work.
+    git(repo, {"reset", "-q", "--hard", "HEAD~1"});
+    const std::string before = head_of(repo);
+    write_file(repo / "notes.txt", "mine\n");
+    const merge_outcome dirty = merge_branch(repo, "ralph/loop-1", "main", "unused");
+    CHECK(dirty.what == merge_outcome::kind::dirty);
+    CHECK(dirty.error.find("?? notes.txt") != std::string::npos);
+    CHECK(describe_merge(dirty, "main").starts_with("not merged: main is checked out in "));
+    CHECK(head_of(repo) == before);
+    CHECK(read_file(repo / "a.txt") == "one\ntwo\nthree\n");
+
+    const merge_outcome missing = merge_branch(repo, "ralph/loop-9", "main", "unused");
+    CHECK(missing.what == merge_outcome::kind::failed);
+    CHECK(missing.error.find("ralph/loop-9") != std::string::npos);
+}
+
+TEST_CASE("workspace: merge_branch into a branch no work tree has checked out moves the branch") {
+    temp_dir tmp;
+    auto repo = make_repo(tmp.path / "repo");
+    const std::string base = head_of(repo);
+    git(repo, {"branch", "release"});
+    auto tree = worktree_with_commit(repo, tmp.path / "loop-1", "b.txt", "loop\n");
+    write_file(repo / "notes.txt", "the user's checkout is on main: not in the way\n");
+    const merge_outcome outcome = merge_branch(repo, "ralph/loop-1", "release", "unused");
+    CHECK(outcome.what == merge_outcome::kind::fast_forward);
+    CHECK(rev(repo, "release") == head_of(tree));
+    CHECK(head_of(repo) == base);
+    CHECK_FALSE(fs::exists(repo / "b.txt"));
+}
+
+TEST_CASE("workspace: remove_worktree removes a clean worktree only, its branch only when asked") {
+    temp_dir tmp;
+    auto repo = make_repo(tmp.path / "repo");
+    auto tree = worktree_with_commit(repo, tmp.path / "loop-1", "b.txt", "loop\n");
+    // Never the main work tree, nor a directory that is no worktree of the repository.
+    CHECK_FALSE(remove_worktree(repo, repo, "main", false).empty());
+    CHECK(fs::exists(repo / "a.txt"));
+    auto other = make_repo(tmp.path / "other");
+    CHECK_FALSE(remove_worktree(repo, other, "main", false).empty());
+    CHECK(fs::exists(other / "a.txt"));
+
+    write_file(tree / "uncommitted.txt", "work\n");
+    CHECK(remove_worktree(repo, tree, "ralph/loop-1", false).find("uncommitted") !=
+          std::string::npos);
+    CHECK(fs::exists(tree / "uncommitted.txt"));
+    fs::remove(tree / "uncommitted.txt");
+    write_file(tree / ".ralph" / "state.md", "ralph's own\n");
+    CHECK(remove_worktree(repo, tree, "ralph/loop-1", false) == "");
+    CHECK_FALSE(fs::exists(tree));
+    CHECK(git(repo, {"worktree", "list", "--porcelain"}).find(tree.filename().string()) ==
+          std::string::npos);
+    std::string error;
+    CHECK(has_branch(repo, "ralph/loop-1", error));
+
+    // With delete_branch: the branch and its configuration go too, as with git branch -D.
+    auto second = tmp.path / "loop-2";
+    REQUIRE(add_worktree(repo, second, "ralph/loop-2", head_of(repo)) == "");
+    git(repo, {"config", "branch.ralph/loop-2.remote", "origin"});
+    git(repo, {"config", "branch.ralph/loop-2.merge", "refs/heads/ralph/loop-2"});
+    git(repo, {"config", "user.name", "kept"});
+    CHECK(remove_worktree(repo, second, "ralph/loop-2", true) == "");
+    CHECK_FALSE(fs::exists(second));
+    CHECK_FALSE(has_branch(repo, "ralph/loop-2", error));
+    CHECK(run_git(repo, {"config", "--get-regexp", "^branch\\.ralph/loop-2\\."}).status != 0);
+    CHECK(git(repo, {"config", "user.name"}) == "kept\n");
+    // A worktree removed by hand: its entry is pruned, the branch deleted.
+    git(repo, {"worktree", "add", "-q", (tmp.path / "loop-3").string(), "-b", "ralph/loop-3"});
+    fs::remove_all(tmp.path / "loop-3");
+    CHECK(remove_worktree(repo, tmp.path / "loop-3", "ralph/loop-3", true) == "");
+    CHECK_FALSE(has_branch(repo, "ralph/loop-3", error));
+    CHECK_FALSE(fs::exists(repo / ".git" / "worktrees" / "loop-3"));
+}
+
+TEST_CASE("workspace: inspect_repository names HEAD's branch, none when detached") {
+    temp_dir tmp;
+    auto repo = make_repo(tmp.path / "repo");
+    CHECK(inspect_repository(repo).branch == "main");
+    git(repo, {"checkout", "-q", "--detach"});
+    CHECK(inspect_repository(repo).branch.empty());
+}

@@ -1,0 +1,180 @@
+"""Work that lands (issue 15): `submit --worktree --merge` merges a completed loop's branch into
+the branch its workspace was on (its uncommitted work committed first), `ralphctl merge ID`
+(loop.merge) does it later by hand, and `gc` removes the worktrees whose branch is merged (with
+the branch on --delete-branch). A fast-forward, a merge commit and a conflict are checked with
+git itself; a conflict and a target with uncommitted changes change nothing."""
+
+import json
+import os
+import shutil
+import tempfile
+
+from harness import DaemonTestCase, agent_command, commit_all, git, main, read_text, write_text
+from test_hooks_worktree import hook_command, wait_record
+
+
+def scripted(*actions):
+    return agent_command("scripted-agent.py", *actions)
+
+
+class LandingTestCase(DaemonTestCase):
+
+    def repo(self, d):
+        repo = d.workspace("repo")
+        write_text(os.path.join(repo, "a.txt"), "one\ntwo\nthree\n")
+        # .ralph/ is where the scripted agent records what it got: not the user's to merge.
+        write_text(os.path.join(repo, ".gitignore"), ".ralph/\n")
+        commit_all(repo, "a.txt")
+        return repo
+
+    def run_loop(self, d, repo, *actions, **params):
+        """A --worktree loop of the scripted agent, run to its end; returns the ended loop."""
+        loop = d.submit(repo, scripted(*actions), worktree=True, allow_dirty=False, **params)
+        ended = d.wait_state(loop["id"], ("completed", "failed", "stalled", "exhausted"))
+        self.assertEqual(ended["state"], "completed", (ended["stop_reason"], d.output(loop["id"])))
+        return ended
+
+    def head(self, repo, what="HEAD"):
+        return git(repo, "rev-parse", what).strip()
+
+
+class MergeTest(LandingTestCase):
+
+    def test_merge_at_completion_fast_forwards_the_branch_the_workspace_was_on(self):
+        d = self.daemon()
+        repo = self.repo(d)
+        hooks = tempfile.mkdtemp(prefix="ralph-hooks-")
+        self.addCleanup(shutil.rmtree, hooks, True)
+        # One file committed by the agent, one left uncommitted: both land.
+        ended = self.run_loop(d, repo, "write=b.txt:committed\\n", "commit", "write=c.txt:uncommitted\\n",
+                              "promise", merge=True, on_done=hook_command("record", hooks))
+        branch = ended["worktree_branch"]
+        self.assertEqual(ended["worktree_target"], "main")
+        self.assertRegex(ended["landing"], r"^merged into main \(fast-forward\) at [0-9a-f]{12}$")
+        self.assertTrue(ended["stop_reason"].endswith("; merge: " + ended["landing"]),
+                        ended["stop_reason"])
+        self.assertEqual(self.head(repo), self.head(repo, branch))
+        self.assertEqual(read_text(os.path.join(repo, "b.txt")), "committed\n")
+        self.assertEqual(read_text(os.path.join(repo, "c.txt")), "uncommitted\n")
+        self.assertEqual(git(repo, "status", "--porcelain"), "")
+        self.assertEqual(git(ended["worktree_path"], "status", "--porcelain"), "")
+        self.assertIn("landing      " + ended["landing"], d.ctl("show", ended["id"]).stdout)
+        self.assertEqual(wait_record(hooks, "loop", ended["id"])["env"]["RALPH_LANDING"],
+                         ended["landing"])
+        # Merged already: `ralphctl merge` says so and succeeds.
+        self.assertEqual(d.ctl("merge", ended["id"]).stdout,
+                         "loop %d: already in main\n" % ended["id"])
+
+    def test_merge_by_hand_a_conflict_changes_nothing_then_a_merge_commit(self):
+        d = self.daemon()
+        repo = self.repo(d)
+        ended = self.run_loop(d, repo, "write=a.txt:one\\nloop\\nthree\\n", "promise")
+        self.assertEqual(ended["landing"], "")
+        branch = ended["worktree_branch"]
+        # The user changed the same line meanwhile.
+        write_text(os.path.join(repo, "a.txt"), "one\nuser\nthree\n")
+        commit_all(repo, "user")
+        user_head = self.head(repo)
+        proc = d.ctl("merge", ended["id"], check=False)
+        self.assertEqual(proc.returncode, 1, proc.stderr)
+        self.assertEqual(proc.stdout, "loop %d: conflict in a.txt: nothing was merged into main\n"
+                         % ended["id"])
+        self.assertEqual(self.head(repo), user_head)
+        self.assertEqual(read_text(os.path.join(repo, "a.txt")), "one\nuser\nthree\n")
+        self.assertEqual(git(repo, "status", "--porcelain"), "")
+        self.assertEqual(d.get(ended["id"])["landing"],
+                         "conflict in a.txt: nothing was merged into main")
+
+        # The user takes their change back and makes another one: a merge commit of both.
+        git(repo, "reset", "-q", "--hard", "HEAD~1")
+        write_text(os.path.join(repo, "d.txt"), "user\n")
+        commit_all(repo, "user again")
+        ours, theirs = self.head(repo), self.head(repo, branch)
+        out = d.ctl_json("merge", ended["id"])
+        self.assertTrue(out["merged"])
+        self.assertRegex(out["loop"]["landing"], r"^merged into main \(merge commit [0-9a-f]{12}\)$")
+        self.assertEqual(git(repo, "rev-parse", "HEAD^1", "HEAD^2").split(), [ours, theirs])
+        self.assertEqual(read_text(os.path.join(repo, "a.txt")), "one\nloop\nthree\n")
+        self.assertEqual(read_text(os.path.join(repo, "d.txt")), "user\n")
+        self.assertEqual(git(repo, "status", "--porcelain"), "")
+
+    def test_merge_refuses_a_running_loop_a_loop_without_worktree_and_uncommitted_changes(self):
+        d = self.daemon()
+        repo = self.repo(d)
+        running = d.submit(repo, agent_command("sleep.sh", "60"), worktree=True)
+        d.running_attempt(running["id"])
+        proc = d.ctl("merge", running["id"], check=False)
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn("loop %d is running: its branch is merged once it ended" % running["id"],
+                      proc.stderr)
+        d.call("loop.cancel", {"id": running["id"]})
+        d.wait_state(running["id"], "cancelled")
+        plain = d.submit(d.workspace("plain"), agent_command("count-to-complete.sh", "1"))
+        d.wait_state(plain["id"], "completed")
+        proc = d.ctl("merge", plain["id"], check=False)
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn("did not run in a worktree", proc.stderr)
+
+        ended = self.run_loop(d, repo, "write=b.txt:loop\\n", "promise")
+        write_text(os.path.join(repo, "notes.txt"), "the user's\n")
+        before = self.head(repo)
+        proc = d.ctl("merge", ended["id"], check=False)
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn("not merged: main is checked out in %s, which has 1 uncommitted change(s): "
+                      "?? notes.txt" % os.path.realpath(repo), proc.stdout)
+        self.assertEqual(self.head(repo), before)
+        self.assertFalse(os.path.exists(os.path.join(repo, "b.txt")))
+
+    def test_submit_merge_needs_a_worktree_and_a_branch(self):
+        d = self.daemon()
+        repo = self.repo(d)
+        proc = d.ctl("submit", "--workspace", repo, "--merge", "--command", "/bin/true", "p",
+                     check=False)
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn("need worktree (--worktree)", proc.stderr)
+        git(repo, "checkout", "-q", "--detach")
+        proc = d.ctl("submit", "--workspace", repo, "--worktree", "--merge", "--command",
+                     "/bin/true", "p", check=False)
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn("its HEAD is detached: --merge needs the branch", proc.stderr)
+
+
+class GcTest(LandingTestCase):
+
+    def test_gc_removes_the_worktrees_of_merged_branches_only(self):
+        d = self.daemon()
+        repo = self.repo(d)
+        deleted = self.run_loop(d, repo, "write=b.txt:loop\\n", "promise", merge=True,
+                                delete_branch=True)
+        kept_branch = self.run_loop(d, repo, "write=c.txt:loop\\n", "promise", merge=True)
+        unmerged = self.run_loop(d, repo, "write=d.txt:loop\\n", "commit", "promise")
+        for loop in (deleted, kept_branch):
+            self.assertTrue(d.get(loop["id"])["landing"].startswith("merged into main"))
+
+        dry = d.ctl_json("gc", "--older-than", "0s", "--dry-run")
+        self.assertEqual(dry["worktrees_removed"], [deleted["id"], kept_branch["id"]])
+        self.assertEqual(dry["kept_for_worktrees"], [unmerged["id"]])
+        self.assertTrue(os.path.isdir(deleted["worktree_path"]))
+
+        text = d.ctl("gc", "--older-than", "0s").stdout
+        self.assertIn("removed the worktrees of loops %d, %d (merged, nothing uncommitted)"
+                      % (deleted["id"], kept_branch["id"]), text)
+        self.assertIn("kept loop %d: its worktree is still there with work not merged"
+                      % unmerged["id"], text)
+        for loop in (deleted, kept_branch):
+            self.assertFalse(os.path.exists(loop["worktree_path"]))
+        self.assertTrue(os.path.isdir(unmerged["worktree_path"]))
+        worktrees = git(repo, "worktree", "list", "--porcelain")
+        self.assertNotIn(deleted["worktree_path"], worktrees)
+        self.assertNotIn(kept_branch["worktree_path"], worktrees)
+        branches = git(repo, "branch", "--format=%(refname:short)").split()
+        self.assertNotIn(deleted["worktree_branch"], branches)
+        self.assertIn(kept_branch["worktree_branch"], branches)
+        self.assertIn(unmerged["worktree_branch"], branches)
+        # The merged work is the user's now.
+        self.assertEqual(read_text(os.path.join(repo, "b.txt")), "loop\n")
+        self.assertEqual(read_text(os.path.join(repo, "c.txt")), "loop\n")
+
+
+if __name__ == "__main__":
+    main()
