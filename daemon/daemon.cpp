@@ -84,6 +84,8 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
                                    1,
                                    {},
                                    {}},
+                io,
+                reaper_,
                 [this](bool leave_running) {
                     // Stopping closes every session: give the reply to daemon.shutdown a moment
                     // to reach its client first (a WebSocket reply is written asynchronously).

@@ -125,14 +125,14 @@ void to_json(nlohmann::json& j, const steer_result& r) {
     j = {{"id", r.id}, {"steering_id", r.steering_id}, {"next_iteration", r.next_iteration}};
 }
 
-void from_json(const nlohmann::json& j, merge_result& r) {
+void from_json(const nlohmann::json& j, landing_result& r) {
     r.loop = read_or<loop_info>(j, "loop", {});
-    r.merged = read_or<bool>(j, "merged", false);
+    r.landed = read_or<bool>(j, "landed", false);
 }
-void to_json(nlohmann::json& j, const merge_result& r) {
+void to_json(nlohmann::json& j, const landing_result& r) {
     j = nlohmann::json::object();
     j["loop"] = r.loop;
-    j["merged"] = r.merged;
+    j["landed"] = r.landed;
 }
 
 void from_json(const nlohmann::json& j, events_request& r) {

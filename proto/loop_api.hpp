@@ -97,15 +97,16 @@ struct steer_result {
 void from_json(const nlohmann::json& j, steer_result& r);
 void to_json(nlohmann::json& j, const steer_result& r);
 
-// loop.merge: the loop as it is after the merge of its branch (its `landing` says what
-// happened), and whether the branch's commits are in the target now.
-struct merge_result {
+// loop.merge, loop.pr: the loop as it is after the merge of its branch or the opening of its
+// pull request (its `landing` says what happened), and whether that worked: the branch's commits
+// are in the target now, or the pull request is open.
+struct landing_result {
     loop_info loop;
-    bool merged = false;
-    bool operator==(const merge_result&) const = default;
+    bool landed = false;
+    bool operator==(const landing_result&) const = default;
 };
-void from_json(const nlohmann::json& j, merge_result& r);
-void to_json(nlohmann::json& j, const merge_result& r);
+void from_json(const nlohmann::json& j, landing_result& r);
+void to_json(nlohmann::json& j, const landing_result& r);
 
 // loop.events: the parsed agent stream, after event id `after`, of one iteration (0 = all).
 struct events_request {

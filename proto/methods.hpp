@@ -57,7 +57,13 @@ struct loop_resume {
 struct loop_merge {
     static constexpr const char* name = "loop.merge";
     using request = loop_id_request;
-    using result = merge_result;
+    using result = landing_result;
+};
+// A --worktree loop that ended: its branch pushed and a pull request opened.
+struct loop_pr {
+    static constexpr const char* name = "loop.pr";
+    using request = loop_id_request;
+    using result = landing_result;
 };
 struct loop_iterations {
     static constexpr const char* name = "loop.iterations";
@@ -138,9 +144,9 @@ struct history_gc {
 // and left out here is missing from both, and one listed here is in both.
 using all_methods =
     std::tuple<daemon_info, daemon_shutdown, loop_submit, loop_list, loop_get, loop_cancel,
-               loop_pause, loop_resume, loop_merge, loop_iterations, loop_steer, loop_events,
-               loop_output, loop_tail, events_subscribe, agents_list, scheduler_get, scheduler_set,
-               budget_get, budget_set, debug_clock, history_report, history_gc>;
+               loop_pause, loop_resume, loop_merge, loop_pr, loop_iterations, loop_steer,
+               loop_events, loop_output, loop_tail, events_subscribe, agents_list, scheduler_get,
+               scheduler_set, budget_get, budget_set, debug_clock, history_report, history_gc>;
 
 }  // namespace ralph::proto::method
 

@@ -166,6 +166,7 @@ void from_json(const nlohmann::json& j, submit_params& p) {
     read_field(obj, "worktree_target", p.worktree_target);
     read_field(obj, "merge", p.merge);
     read_field(obj, "delete_branch", p.delete_branch);
+    read_field(obj, "pr", p.pr_remote);
     read_field(obj, field_name::idempotency_key, p.idempotency_key);
 }
 
@@ -221,6 +222,7 @@ void to_json(nlohmann::json& j, const submit_params& p) {
     j["worktree_target"] = p.worktree_target;
     j["merge"] = p.merge;
     j["delete_branch"] = p.delete_branch;
+    j["pr"] = p.pr_remote;
     j[field_name::idempotency_key] = p.idempotency_key;
 }
 

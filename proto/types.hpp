@@ -161,6 +161,9 @@ struct submit_params {
     // a merged loop with its worktree (else it is kept).
     bool merge = false;
     bool delete_branch = false;
+    // --pr [REMOTE]: when the loop completes, its branch is pushed to this remote and a pull
+    // request opened with gh (loop/landing.hpp); "" = none.
+    std::string pr_remote;
     // A submit with the key of a loop in the history creates nothing and answers that loop
     // (SPEC §7: a script may retry a submit safely); "" = none.
     std::string idempotency_key;

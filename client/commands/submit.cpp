@@ -31,6 +31,7 @@ struct submit_options {
     proto::submit_params spec;
     std::vector<std::string> env;  // K=V
     std::string sandbox;  // --sandbox: "true"; --sandbox=offline: "offline"; "" = not given
+    std::string pr;       // --pr: "true"; --pr=REMOTE: REMOTE; "" = not given
     bool follow = false;
     bool wait = false;
 };
@@ -89,6 +90,7 @@ int run_submit(const client_context& ctx, submit_options& options) {
     }
     spec.sandbox = !options.sandbox.empty();
     spec.sandbox_offline = options.sandbox == "offline";
+    spec.pr_remote = options.pr == "true" ? "origin" : options.pr;
 
     connection daemon(ctx.socket);
     const proto::submit_result submitted = submit(daemon, spec);
@@ -239,7 +241,11 @@ void register_submit_command(CLI::App& app, client_context& ctx) {
     git->add_flag("--delete-branch", spec.delete_branch,
                   "With --worktree: gc deletes the loop's branch with its merged worktree (kept "
                   "otherwise)");
-    // A flag, so that it never takes the prompt after it as its value; =offline is the one value.
+    // Flags, so that they never take the prompt after them as their value.
+    git->add_flag("--pr", options->pr,
+                  "With --worktree: when the loop completes, commit its worktree's work, push its "
+                  "branch to origin (--pr=REMOTE: to REMOTE) and open a pull request with gh")
+        ->type_name("[=REMOTE]");
     git->add_flag("--sandbox", options->sandbox,
                   "Run the agent (and --verify) under bubblewrap: it may write only in the "
                   "workspace, its git directory and its own config dirs; /tmp is its own; ralph's "

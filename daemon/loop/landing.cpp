@@ -1,12 +1,51 @@
 #include "daemon/loop/landing.hpp"
 
+#include "common/text.hpp"
+#include "daemon/off_thread.hpp"
+#include "daemon/process/environment.hpp"
+#include "daemon/process/helper_process.hpp"
 #include "daemon/workspace/workspace.hpp"
 
 #include <fmt/format.h>
 
+#include <sys/wait.h>
+
 #include <mutex>
 
 namespace ralph {
+namespace {
+
+// Commits what the loop's worktree holds uncommitted on its branch; "" or what failed.
+std::string commit_worktree(const proto::loop_info& loop) {
+    std::error_code ec;
+    if (!std::filesystem::exists(loop.spec.worktree_path, ec)) return "";
+    std::string error;
+    workspace::commit_all(
+        loop.spec.workspace,
+        fmt::format("ralph loop {}: the uncommitted work at its end\n\nLoop: {}\n", loop.id,
+                    loop.spec.name),
+        error);
+    return error;
+}
+
+// Why a helper failed, in one line: its last line of stderr (else stdout), or how it ended.
+std::string helper_failure(const helper_run& run, const helper_output& output,
+                           std::chrono::milliseconds limit) {
+    if (run.status == -1) return output.err;
+    if (run.timed_out) return fmt::format("no answer within {} s", limit.count() / 1000);
+    for (const std::string* text : {&output.err, &output.out}) {
+        std::string_view trimmed = text::trim(*text);
+        if (!trimmed.empty()) return std::string(trimmed.substr(trimmed.rfind('\n') + 1));
+    }
+    return WIFEXITED(run.status) ? fmt::format("exit status {}", WEXITSTATUS(run.status))
+                                 : fmt::format("signal {}", WTERMSIG(run.status));
+}
+
+bool succeeded(const helper_run& run) {
+    return run.status != -1 && WIFEXITED(run.status) && WEXITSTATUS(run.status) == 0;
+}
+
+}  // namespace
 
 landing land_branch(const proto::loop_info& loop) {
     static std::mutex one_at_a_time;
@@ -14,21 +53,88 @@ landing land_branch(const proto::loop_info& loop) {
     const proto::submit_params& spec = loop.spec;
     if (spec.worktree_target.empty())
         return {false, "not merged: the workspace was on no branch (a detached HEAD) at submit"};
-    std::error_code ec;
-    if (std::filesystem::exists(spec.worktree_path, ec)) {
-        std::string error;
-        workspace::commit_all(
-            spec.workspace,
-            fmt::format("ralph loop {}: the uncommitted work at its end\n\nLoop: {}\n", loop.id,
-                        spec.name),
-            error);
-        if (!error.empty()) return {false, "not merged: " + error};
-    }
+    if (std::string error = commit_worktree(loop); !error.empty())
+        return {false, "not merged: " + error};
     const workspace::merge_outcome outcome = workspace::merge_branch(
         spec.worktree_source, spec.worktree_branch, spec.worktree_target,
         fmt::format("Merge branch '{}' into {}\n\nralph loop {}: {}\n", spec.worktree_branch,
                     spec.worktree_target, loop.id, spec.name));
     return {outcome.merged(), workspace::describe_merge(outcome, spec.worktree_target)};
+}
+
+awaitable<landing> open_pull_request(const pull_request_tools& tools, const proto::loop_info& loop,
+                                     const std::string& body) {
+    const proto::submit_params& spec = loop.spec;
+    const std::string remote = spec.pr_remote.empty() ? "origin" : spec.pr_remote;
+    if (spec.worktree_target.empty())
+        co_return landing{false,
+                          "no pull request: the workspace was on no branch (a detached "
+                          "HEAD) at submit"};
+    if (std::string error =
+            co_await off_thread(tools.blocking, [&loop] { return commit_worktree(loop); });
+        !error.empty())
+        co_return landing{false, "no pull request: " + error};
+
+    spawn_request push{
+        {"git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c",
+         "protocol.ext.allow=never", "push", "--no-verify", remote,
+         "refs/heads/" + spec.worktree_branch + ":refs/heads/" + spec.worktree_branch},
+        environment_with({{"GIT_TERMINAL_PROMPT", "0"}, {"GCM_INTERACTIVE", "never"}}),
+        spec.worktree_source,
+        std::string()};
+    helper_output pushed;
+    const helper_run push_run =
+        co_await run_helper(tools.io, tools.blocking, tools.reaper, push, tools.time_limit, pushed);
+    if (!succeeded(push_run))
+        co_return landing{false, fmt::format("no pull request: git push to {} failed: {}", remote,
+                                             helper_failure(push_run, pushed, tools.time_limit))};
+
+    spawn_request create{{"gh", "pr", "create", "--head", spec.worktree_branch, "--base",
+                          spec.worktree_target, "--title", spec.name, "--body", body},
+                         environment_with({{"GH_PROMPT_DISABLED", "1"}, {"NO_COLOR", "1"}}),
+                         spec.worktree_source,
+                         std::string()};
+    helper_output created;
+    const helper_run create_run = co_await run_helper(tools.io, tools.blocking, tools.reaper,
+                                                      create, tools.time_limit, created);
+    if (!succeeded(create_run))
+        co_return landing{
+            false, fmt::format("no pull request: {} pushed to {}, but gh pr create failed: {}",
+                               spec.worktree_branch, remote,
+                               helper_failure(create_run, created, tools.time_limit))};
+    // gh prints the pull request's URL last.
+    std::string_view out = text::trim(created.out);
+    const std::string url(out.substr(out.rfind('\n') + 1));
+    co_return landing{
+        true, fmt::format("pull request {} ({} pushed to {})", url, spec.worktree_branch, remote)};
+}
+
+std::string pull_request_body(const proto::loop_info& loop,
+                              const std::vector<proto::attempt_info>& attempts,
+                              const std::string& notes) {
+    std::string body = fmt::format("ralph loop {} ({}): {}.\n\n", loop.id, loop.spec.agent,
+                                   loop.stop_reason.empty() ? "completed" : loop.stop_reason);
+    body += fmt::format("- {} iteration(s), {} agent run(s), {} input and {} output tokens",
+                        loop.iterations, loop.attempts, loop.usage.input_tokens,
+                        loop.usage.output_tokens);
+    if (loop.usage.cost_usd) body += fmt::format(", ${:.2f}", *loop.usage.cost_usd);
+    body += "\n";
+    int accepted = 0, rejected = 0;
+    std::string last_reasons;
+    for (const proto::attempt_info& attempt : attempts) {
+        if (attempt.verdict == "accept") ++accepted;
+        if (attempt.verdict == "reject") {
+            ++rejected;
+            last_reasons = attempt.verdict_reasons;
+        }
+    }
+    if (!loop.spec.judge.empty())
+        body += fmt::format("- judge {}: {} accepted, {} rejected\n", loop.spec.judge, accepted,
+                            rejected);
+    if (!last_reasons.empty())
+        body += "\nThe judge's last reasons to reject:\n\n" + last_reasons + "\n";
+    if (!notes.empty()) body += "\n## The loop's last notes\n\n" + notes + "\n";
+    return body;
 }
 
 }  // namespace ralph

@@ -363,16 +363,26 @@ awaitable<void> loop_runner::run_iterations() {
 }
 
 awaitable<void> loop_runner::complete(const std::string& reason) {
-    const proto::loop_info loop = ctx_.db.get_loop(loop_id_);
-    if (!loop.spec.merge) {
+    proto::loop_info loop = ctx_.db.get_loop(loop_id_);
+    loop.stop_reason = reason;  // as the pull request's body says it
+    if (!loop.spec.merge && loop.spec.pr_remote.empty()) {
         set_state(proto::loop_event::complete, reason);
         co_return;
     }
-    const landing landed =
-        co_await off_thread(ctx_.blocking, [&loop] { return land_branch(loop); });
+    landing landed;
+    if (loop.spec.merge) {
+        landed = co_await off_thread(ctx_.blocking, [&loop] { return land_branch(loop); });
+    } else {
+        const std::string body =
+            pull_request_body(loop, ctx_.db.attempts_of(loop_id_),
+                              read_notes_tail(loop.spec.workspace, max_pull_request_notes_bytes));
+        const pull_request_tools tools{ctx_.io, ctx_.blocking, ctx_.reaper};
+        landed = co_await open_pull_request(tools, loop, body);
+    }
     spdlog::info("loop {}: {}", loop_id_, landed.text);
     ctx_.db.set_landing(loop_id_, landed.text, ctx_.clock.now_ms());
-    set_state(proto::loop_event::complete, reason + "; merge: " + landed.text);
+    set_state(proto::loop_event::complete,
+              reason + (loop.spec.merge ? "; merge: " : "; pr: ") + landed.text);
 }
 
 awaitable<bool> loop_runner::make_worktree() {

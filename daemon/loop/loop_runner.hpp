@@ -167,7 +167,8 @@ class loop_runner {
     // the loop ended instead (it could not be created, or a cancel or stop came meanwhile).
     awaitable<bool> make_worktree();
     // Ends the loop completed for `reason`; a --merge loop's branch is merged first (off the io
-    // thread), and what came of it is recorded and added to the reason.
+    // thread), a --pr loop's pull request opened, and what came of it is recorded and added to
+    // the reason.
     awaitable<void> complete(const std::string& reason);
     // Prepares, starts, supervises and records one attempt: of the loop's work, or with `claim`
     // the judge's (`loop` is then as the judge sees it, proto::as_judge).

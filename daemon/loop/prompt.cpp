@@ -165,6 +165,10 @@ void add_specs(templates::template_values& values, const proto::submit_params& s
 
 }  // namespace
 
+std::string read_notes_tail(const std::filesystem::path& workspace, std::size_t limit) {
+    return read_tail(workspace, workspace / notes_file_name, limit).text;
+}
+
 bool read_workspace_file(const fs::path& workspace, const fs::path& path, std::string& out) {
     unique_fd fd = open_file(workspace, path);
     if (fd.get() < 0) return false;

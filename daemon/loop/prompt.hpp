@@ -68,6 +68,9 @@ struct prompt_source {
 // is missing, unreadable or behind such a link (logged).
 bool read_workspace_file(const std::filesystem::path& workspace, const std::filesystem::path& path,
                          std::string& out);
+// The end of the workspace's notes (.ralph/notes.md) as the prompt has it: at most its last
+// `limit` bytes, from the start of a line; "" when there are none.
+std::string read_notes_tail(const std::filesystem::path& workspace, std::size_t limit);
 
 // Throws proto::rpc_error(invalid_prompt) when prompt_file is set but unreadable.
 prompt_source read_prompt_source(const proto::submit_params& spec);

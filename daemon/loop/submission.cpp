@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <cstdlib>
 #include <filesystem>
 #include <set>
 #include <string_view>
@@ -100,8 +101,9 @@ void plan_worktree(proto::submit_params& spec, const submission_context& ctx,
     if (!repo.error.empty()) refuse(repo.error);
     if (!repo.is_git) refuse("it is not in a git repository (--worktree needs one)");
     if (repo.head.empty()) refuse("its repository has no commit yet to start a worktree from");
-    if (spec.merge && repo.branch.empty())
-        refuse("its HEAD is detached: --merge needs the branch to merge the loop's work into");
+    if ((spec.merge || !spec.pr_remote.empty()) && repo.branch.empty())
+        refuse(fmt::format("its HEAD is detached: {} needs the branch to land the loop's work on",
+                           spec.merge ? "--merge" : "--pr"));
     const fs::path path = ctx.state.worktree_of(ctx.loop_id);
     const std::string branch = "ralph/loop-" + std::to_string(ctx.loop_id);
     std::error_code ec;
@@ -197,10 +199,28 @@ submission check_submission(proto::submit_params spec, const submission_context&
     } else if (!spec.judge_model.empty() || !spec.judge_command.empty()) {
         invalid("params.judge_model, judge_command: need a judge (--judge AGENT)");
     }
-    if ((spec.merge || spec.delete_branch) && !spec.worktree)
+    if ((spec.merge || spec.delete_branch || !spec.pr_remote.empty()) && !spec.worktree)
         invalid(
-            "params.merge, delete_branch: need worktree (--worktree): the loop's work is "
-            "merged from its branch");
+            "params.merge, delete_branch, pr: need worktree (--worktree): the loop's work "
+            "lands from its branch");
+    if (!spec.pr_remote.empty()) {
+        if (spec.merge)
+            invalid("params.pr: a loop's work lands by merge or by pull request, not both");
+        if (spec.pr_remote.starts_with('-') ||
+            spec.pr_remote.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                             "0123456789._/-") != std::string::npos)
+            invalid("params.pr: '" + spec.pr_remote + "' is not a git remote's name");
+        // The user's tools, found on ralphd's PATH (they run with its environment).
+        const char* found = std::getenv("PATH");
+        const std::string daemon_path = found != nullptr ? found : "";
+        for (const std::string tool : {"git", "gh"})
+            if (paths::find_executable(tool, daemon_path).empty())
+                throw rpc_error(error_kind::agent_unavailable,
+                                fmt::format("params.pr: {} is not on ralphd's PATH ({}): the pull "
+                                            "request is pushed with git and opened with gh (apt "
+                                            "install {})",
+                                            tool, daemon_path, tool));
+    }
     if (spec.sandbox_offline && !spec.sandbox)
         invalid("params.sandbox_offline: needs sandbox (--sandbox=offline)");
     if (spec.sandbox) sandbox::find_bwrap(search_path);

@@ -1,5 +1,6 @@
 #include "daemon/process/helper_process.hpp"
 
+#include "daemon/off_thread.hpp"
 #include "daemon/process/child_reaper.hpp"
 
 #include <signal.h>
@@ -73,6 +74,29 @@ awaitable<int> finish_helper(net::io_context& io, child_reaper& reaper,
         }
     }
     co_return status;
+}
+
+awaitable<helper_run> run_helper(net::io_context& io, net::thread_pool& blocking,
+                                 child_reaper& reaper, const spawn_request& request,
+                                 std::chrono::milliseconds limit, helper_output& output) {
+    helper_run run;
+    spawned_process process;
+    try {
+        process = co_await off_thread(blocking, [&] { return reaper.spawn(request); });
+    } catch (const std::exception& e) {
+        output.err = e.what();
+        co_return run;
+    }
+    net::steady_timer timeout(io);
+    timeout.expires_after(limit);
+    timeout.async_wait([&run, pid = process.pid](boost::system::error_code ec) {
+        if (ec) return;
+        run.timed_out = true;
+        ::killpg(pid, SIGKILL);
+    });
+    run.status = co_await finish_helper(io, reaper, process, output);
+    timeout.cancel();
+    co_return run;
 }
 
 }  // namespace ralph

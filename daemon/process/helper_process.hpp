@@ -7,6 +7,7 @@
 #include "common/asio.hpp"
 #include "daemon/process/process.hpp"
 
+#include <chrono>
 #include <cstddef>
 #include <string>
 
@@ -32,5 +33,16 @@ struct helper_output {
 // the process group meanwhile.
 awaitable<int> finish_helper(net::io_context& io, child_reaper& reaper,
                              const spawned_process& process, helper_output& output);
+
+// Starts `request` as a helper (on the pool `blocking`: a spawn blocks) and finishes it as
+// finish_helper does; once `limit` has passed, its process group is killed (SIGKILL). Returns its
+// wait status; when it could not be started, -1 with the reason in output.err.
+struct helper_run {
+    int status = -1;
+    bool timed_out = false;
+};
+awaitable<helper_run> run_helper(net::io_context& io, net::thread_pool& blocking,
+                                 child_reaper& reaper, const spawn_request& request,
+                                 std::chrono::milliseconds limit, helper_output& output);
 
 }  // namespace ralph

@@ -1,8 +1,9 @@
-// loop.submit, loop.list, loop.get, loop.cancel, loop.pause, loop.resume, loop.merge, loop.steer,
-// loop.iterations, loop.events, loop.output, loop.tail, events.subscribe.
+// loop.submit, loop.list, loop.get, loop.cancel, loop.pause, loop.resume, loop.merge, loop.pr,
+// loop.steer, loop.iterations, loop.events, loop.output, loop.tail, events.subscribe.
 #include "daemon/agents/agent.hpp"
 #include "daemon/clock.hpp"
 #include "daemon/loop/landing.hpp"
+#include "daemon/loop/prompt.hpp"
 #include "daemon/loop/submission.hpp"
 #include "daemon/off_thread.hpp"
 #include "daemon/process/process.hpp"
@@ -81,26 +82,45 @@ awaitable<proto::submit_result> submit(const proto::submit_params& spec,
     }
 }
 
-// loop.merge: a --worktree loop that ended, its branch merged into the branch it started from
-// (land_branch, off the io thread). A conflict or a target with uncommitted changes is an
-// answer (merged false, the loop's landing says why), not an error.
-awaitable<proto::merge_result> merge(const proto::loop_id_request& request,
-                                     method_services& services) {
-    const proto::loop_info loop = services.db.get_loop(request.id);
+// The --worktree loop `id`, which has ended: what loop.merge and loop.pr land.
+proto::loop_info ended_worktree_loop(std::int64_t id, method_services& services) {
+    proto::loop_info loop = services.db.get_loop(id);
     if (loop.spec.worktree_branch.empty())
         throw rpc_error(error_kind::invalid_state,
                         fmt::format("loop {} did not run in a worktree (submit --worktree): it has "
-                                    "no branch to merge",
+                                    "no branch to land",
                                     loop.id));
     if (!proto::is_terminal(loop.state) || services.loops.is_running(loop.id))
         throw rpc_error(error_kind::invalid_state,
-                        fmt::format("loop {} is {}: its branch is merged once it ended (cancel "
-                                    "it first to merge it now)",
+                        fmt::format("loop {} is {}: its branch lands once it ended (cancel it "
+                                    "first to land it now)",
                                     loop.id, proto::to_string(loop.state)));
+    return loop;
+}
+
+// loop.merge: the loop's branch merged into the branch it started from (land_branch, off the io
+// thread). A conflict or a target with uncommitted changes is an answer (landed false, the
+// loop's landing says why), not an error.
+awaitable<proto::landing_result> merge(const proto::loop_id_request& request,
+                                       method_services& services) {
+    const proto::loop_info loop = ended_worktree_loop(request.id, services);
     const landing landed =
         co_await off_thread(services.blocking, [&loop] { return land_branch(loop); });
     services.db.set_landing(loop.id, landed.text, services.clock.now_ms());
-    co_return proto::merge_result{services.db.get_loop(loop.id), landed.merged};
+    co_return proto::landing_result{services.db.get_loop(loop.id), landed.landed};
+}
+
+// loop.pr: the loop's branch pushed to its --pr remote (else origin) and a pull request opened.
+awaitable<proto::landing_result> pull_request(const proto::loop_id_request& request,
+                                              method_services& services) {
+    const proto::loop_info loop = ended_worktree_loop(request.id, services);
+    const std::string body =
+        pull_request_body(loop, services.db.attempts_of(loop.id),
+                          read_notes_tail(loop.spec.workspace, max_pull_request_notes_bytes));
+    const pull_request_tools tools{services.io, services.blocking, services.reaper};
+    const landing landed = co_await open_pull_request(tools, loop, body);
+    services.db.set_landing(loop.id, landed.text, services.clock.now_ms());
+    co_return proto::landing_result{services.db.get_loop(loop.id), landed.landed};
 }
 
 }  // namespace
@@ -141,6 +161,10 @@ void register_loop_methods(method_registry& registry, method_services& services)
 
     registry.add<loop_merge>([&services](const proto::loop_id_request& request, call_context&) {
         return merge(request, services);
+    });
+
+    registry.add<loop_pr>([&services](const proto::loop_id_request& request, call_context&) {
+        return pull_request(request, services);
     });
 
     registry.add<loop_iterations>(

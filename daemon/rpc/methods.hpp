@@ -17,6 +17,7 @@ class admission;
 class wall_clock;
 class output_log;
 class storage_health;
+class child_reaper;
 }  // namespace ralph
 
 namespace ralph::rpc {
@@ -37,6 +38,9 @@ struct method_services {
     const agent_binaries& binaries;  // changed by SIGHUP (ralphd::reload), on the io thread
     state_dir state;                 // where --worktree loops get their worktrees
     proto::daemon_info identity;     // the static part of daemon.info
+    // Where loop.pr runs git push and gh (loop/landing.hpp).
+    net::io_context& io;
+    child_reaper& reaper;
     // Stops ralphd after the reply is on its way, leaving the agents running or not.
     std::function<void(bool leave_running)> request_shutdown;
     // gc_context::forget_loop: for history.gc, once the loop's rows are gone.

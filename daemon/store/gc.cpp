@@ -30,14 +30,17 @@ bool worktree_exists(const store::ended_loop& loop) {
     return !loop.worktree_path.empty() && std::filesystem::exists(loop.worktree_path, ec);
 }
 
-// Unless its branch has work that the branch it started from lacks, or the worktree has
-// uncommitted changes: then nothing is lost with it, and it goes (with its branch on
-// --delete-branch). Returns whether it is gone (with dry_run: would go). Blocks (libgit2).
+// Unless its branch has work that is neither in the branch it started from nor pushed (to its
+// --pr remote, else origin), or the worktree has uncommitted changes: then nothing is lost with
+// it, and it goes (with its branch on --delete-branch). Returns whether it is gone (with dry_run:
+// would go). Blocks (libgit2).
 bool remove_merged_worktree(const store::ended_loop& loop, bool dry_run) {
     std::string error;
-    if (loop.worktree_target.empty() ||
-        !workspace::is_merged(loop.worktree_source, loop.worktree_branch, loop.worktree_target,
-                              error))
+    const std::string remote = loop.pr_remote.empty() ? "origin" : loop.pr_remote;
+    const bool merged = !loop.worktree_target.empty() &&
+                        workspace::is_merged(loop.worktree_source, loop.worktree_branch,
+                                             loop.worktree_target, error);
+    if (!merged && !workspace::is_pushed(loop.worktree_source, loop.worktree_branch, remote, error))
         return false;
     if (dry_run) return !workspace::check_dirty(loop.worktree_path).dirty;
     if (std::string failed = workspace::remove_worktree(loop.worktree_source, loop.worktree_path,

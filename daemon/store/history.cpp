@@ -147,7 +147,8 @@ std::vector<store::ended_loop> store::loops_ended_before(std::int64_t cutoff_ms)
         db_,
         "SELECT id, worktree_path, ifnull(json_extract(spec, '$.worktree_source'), "
         "''), worktree_branch, ifnull(json_extract(spec, '$.worktree_target'), ''), "
-        "ifnull(json_extract(spec, '$.delete_branch'), 0) FROM loops WHERE state "
+        "ifnull(json_extract(spec, '$.delete_branch'), 0), "
+        "ifnull(json_extract(spec, '$.pr'), '') FROM loops WHERE state "
         "IN (" +
             end_states_sql() +
             ") AND finished_at > 0 AND finished_at < ? ORDER BY finished_at, id");
@@ -156,7 +157,8 @@ std::vector<store::ended_loop> store::loops_ended_before(std::int64_t cutoff_ms)
     while (q.executeStep())
         loops.push_back({q.getColumn(0).getInt64(), q.getColumn(1).getString(),
                          q.getColumn(2).getString(), q.getColumn(3).getString(),
-                         q.getColumn(4).getString(), q.getColumn(5).getInt() != 0});
+                         q.getColumn(4).getString(), q.getColumn(5).getInt() != 0,
+                         q.getColumn(6).getString()});
     return loops;
 }
 

@@ -188,6 +188,7 @@ class store {
         std::string worktree_branch;
         std::string worktree_target;
         bool delete_branch = false;
+        std::string pr_remote;  // "" = none
     };
     std::vector<ended_loop> loops_ended_before(std::int64_t cutoff_ms);
     struct removal {

@@ -1621,6 +1621,28 @@ bool is_merged(const std::filesystem::path& dir, const std::string& branch,
     return contains_commit(repo.get(), git_commit_id(ours.get()), git_commit_id(theirs.get()));
 }
 
+bool is_pushed(const std::filesystem::path& dir, const std::string& branch,
+               const std::string& remote, std::string& error) {
+    repository_handle repo = open_repository(dir, error);
+    if (!repo) {
+        append_error(error, dir.string() + " is not in a git repository");
+        return false;
+    }
+    commit_handle ours;
+    reference_handle tracking;
+    object_handle pushed;
+    const std::string name = "refs/remotes/" + remote + "/" + branch;
+    int code = into(tracking, git_reference_lookup, repo.get(), name.c_str());
+    if (code == GIT_ENOTFOUND || code == GIT_EINVALIDSPEC) return false;
+    if (code == 0) code = into(pushed, git_reference_peel, tracking.get(), GIT_OBJECT_COMMIT);
+    if (code < 0) {
+        append_error(error, git_failure("cannot read " + name));
+        return false;
+    }
+    return branch_commit(repo.get(), branch, ours, error) &&
+           contains_commit(repo.get(), git_object_id(pushed.get()), git_commit_id(ours.get()));
+}
+
 std::string remove_worktree(const std::filesystem::path& source, const std::filesystem::path& path,
                             const std::string& branch, bool delete_branch) {
     const std::string what =

@@ -214,6 +214,12 @@ std::string describe_merge(const merge_outcome& outcome, const std::string& targ
 bool is_merged(const std::filesystem::path& dir, const std::string& branch,
                const std::string& target, std::string& error);
 
+// Whether every commit of the local branch `branch` is on `remote` as the repository last saw it
+// (its remote-tracking branch refs/remotes/<remote>/<branch>, which `git push` updates). False
+// when there is none; failing to tell: false, with `error`.
+bool is_pushed(const std::filesystem::path& dir, const std::string& branch,
+               const std::string& remote, std::string& error);
+
 // Removes the linked worktree `path` of the repository that contains `source` (as `git worktree
 // remove`: its files, then its entry in the repository), provided it is clean (check_dirty:
 // .ralph/ left out) and is that repository's worktree; with `delete_branch`, then the local

@@ -404,12 +404,12 @@ class CliTest(DaemonTestCase):
         self.assertIn("cannot connect to show", proc.stderr)
 
         helped = d.ctl("--help").stdout
-        for command in ("submit", "list", "show", "tail", "cancel", "pause", "resume", "merge", "daemon",
+        for command in ("submit", "list", "show", "tail", "cancel", "pause", "resume", "merge", "pr", "daemon",
                         "agents", "steer", "init", "scheduler", "budget", "report", "gc", "doctor",
                         "mcp", "completion"):
             self.assertRegex(helped, re.compile(r"^\s+%s\s" % command, re.M), command)
         self.assertIn("--follow", d.ctl("submit", "--help").stdout)
-        for word in ("cancel", "pause", "resume", "merge"):
+        for word in ("cancel", "pause", "resume", "merge", "pr"):
             self.assertIn("Loop id", d.ctl(word, "--help").stdout, word)
         unknown = d.ctl("sbumit", "x", check=False)
         self.assertEqual(unknown.returncode, 2, unknown)

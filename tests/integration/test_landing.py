@@ -1,15 +1,18 @@
 """Work that lands (issue 15): `submit --worktree --merge` merges a completed loop's branch into
 the branch its workspace was on (its uncommitted work committed first), `ralphctl merge ID`
-(loop.merge) does it later by hand, and `gc` removes the worktrees whose branch is merged (with
-the branch on --delete-branch). A fast-forward, a merge commit and a conflict are checked with
-git itself; a conflict and a target with uncommitted changes change nothing."""
+(loop.merge) does it later by hand; `--pr` and `ralphctl pr ID` (loop.pr) push the branch to a
+bare repository and open a pull request with a fake gh (tests/agents/fake-gh.py); `gc` removes
+the worktrees whose branch is merged or pushed (with the branch on --delete-branch). A
+fast-forward, a merge commit and a conflict are checked with git itself; a conflict and a target
+with uncommitted changes change nothing."""
 
 import json
 import os
 import shutil
 import tempfile
 
-from harness import DaemonTestCase, agent_command, commit_all, git, main, read_text, write_text
+from harness import (AGENTS, DaemonTestCase, agent_command, commit_all, git, main, read_text,
+                     write_text)
 from test_hooks_worktree import hook_command, wait_record
 
 
@@ -91,7 +94,7 @@ class MergeTest(LandingTestCase):
         commit_all(repo, "user again")
         ours, theirs = self.head(repo), self.head(repo, branch)
         out = d.ctl_json("merge", ended["id"])
-        self.assertTrue(out["merged"])
+        self.assertTrue(out["landed"])
         self.assertRegex(out["loop"]["landing"], r"^merged into main \(merge commit [0-9a-f]{12}\)$")
         self.assertEqual(git(repo, "rev-parse", "HEAD^1", "HEAD^2").split(), [ours, theirs])
         self.assertEqual(read_text(os.path.join(repo, "a.txt")), "one\nloop\nthree\n")
@@ -105,7 +108,7 @@ class MergeTest(LandingTestCase):
         d.running_attempt(running["id"])
         proc = d.ctl("merge", running["id"], check=False)
         self.assertEqual(proc.returncode, 1)
-        self.assertIn("loop %d is running: its branch is merged once it ended" % running["id"],
+        self.assertIn("loop %d is running: its branch lands once it ended" % running["id"],
                       proc.stderr)
         d.call("loop.cancel", {"id": running["id"]})
         d.wait_state(running["id"], "cancelled")
@@ -174,6 +177,104 @@ class GcTest(LandingTestCase):
         # The merged work is the user's now.
         self.assertEqual(read_text(os.path.join(repo, "b.txt")), "loop\n")
         self.assertEqual(read_text(os.path.join(repo, "c.txt")), "loop\n")
+
+
+class PullRequestTest(LandingTestCase):
+    """The daemon's PATH has tests/agents/fake-gh.py as gh; the remote is a bare repository."""
+
+    def pr_daemon(self):
+        d = self.new_daemon_unstarted()
+        bin_dir = os.path.join(d.root, "gh-bin")
+        os.makedirs(bin_dir)
+        os.symlink(os.path.join(AGENTS, "fake-gh.py"), os.path.join(bin_dir, "gh"))
+        d.env["PATH"] = bin_dir + ":" + d.env["PATH"]
+        self.gh_log = os.path.join(d.root, "gh-log")
+        d.env["FAKE_GH_LOG"] = self.gh_log
+        d.start()
+        return d
+
+    def repo_with_remote(self, d):
+        repo = self.repo(d)
+        remote = os.path.join(d.root, "remote.git")
+        git(d.root, "init", "-q", "--bare", remote)
+        git(repo, "remote", "add", "origin", remote)
+        return repo, remote
+
+    def pull_requests(self):
+        with open(self.gh_log) as f:
+            return [json.loads(line) for line in f]
+
+    def test_pr_at_completion_pushes_the_branch_and_opens_a_pull_request(self):
+        d = self.pr_daemon()
+        repo, remote = self.repo_with_remote(d)
+        ended = self.run_loop(d, repo, "write=b.txt:loop\\n", "note=the parser is done",
+                              "promise", pr="origin", name="parser")
+        branch = ended["worktree_branch"]
+        self.assertEqual(ended["landing"], "pull request https://github.com/example/repo/pull/1 "
+                         "(%s pushed to origin)" % branch)
+        self.assertTrue(ended["stop_reason"].endswith("; pr: " + ended["landing"]))
+        # The branch is on the remote, with the work the agent left uncommitted.
+        self.assertEqual(git(remote, "rev-parse", branch).strip(), self.head(repo, branch))
+        self.assertEqual(git(remote, "show", branch + ":b.txt"), "loop\n")
+        [pr] = self.pull_requests()
+        self.assertEqual(pr["argv"][:2], ["pr", "create"])
+        for option, value in (("--head", branch), ("--base", "main"), ("--title", "parser")):
+            self.assertEqual(pr["argv"][pr["argv"].index(option) + 1], value)
+        self.assertEqual(os.path.realpath(pr["cwd"]), os.path.realpath(repo))
+        self.assertIn("ralph loop %d (command): completion signal" % ended["id"], pr["body"])
+        self.assertIn("1 iteration(s)", pr["body"])
+        self.assertIn("the parser is done", pr["body"])
+        # Pushed: gc removes the worktree, keeps the branch.
+        done = d.ctl_json("gc", "--older-than", "0s")
+        self.assertEqual((done["worktrees_removed"], done["loop_ids"]), ([ended["id"]], [ended["id"]]))
+        self.assertFalse(os.path.exists(ended["worktree_path"]))
+        git(repo, "rev-parse", "--verify", "-q", branch)
+
+    def test_pr_by_hand_says_why_it_failed_until_it_works(self):
+        d = self.pr_daemon()
+        repo = self.repo(d)
+        ended = self.run_loop(d, repo, "write=b.txt:loop\\n", "commit", "promise")
+        proc = d.ctl("pr", ended["id"], check=False)
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn("loop %d: no pull request: git push to origin failed: " % ended["id"],
+                      proc.stdout)
+        self.assertEqual(d.ctl_json("gc", "--older-than", "0s")["kept_for_worktrees"],
+                         [ended["id"]])
+
+        git(d.root, "init", "-q", "--bare", os.path.join(d.root, "remote.git"))
+        git(repo, "remote", "add", "origin", os.path.join(d.root, "remote.git"))
+        write_text(self.gh_log + ".fail", "")
+        proc = d.ctl("pr", ended["id"], check=False)
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn("pushed to origin, but gh pr create failed: pull request create failed: "
+                      "GraphQL: No commits", proc.stdout)
+        os.remove(self.gh_log + ".fail")
+        out = d.ctl_json("pr", ended["id"])
+        self.assertTrue(out["landed"])
+        self.assertEqual(out["loop"]["landing"], "pull request https://github.com/example/repo/"
+                         "pull/1 (%s pushed to origin)" % ended["worktree_branch"])
+
+    def test_submit_pr_needs_a_worktree_a_remote_name_and_gh(self):
+        d = self.pr_daemon()
+        repo = self.repo(d)
+        for options, error in ((["--pr"], "need worktree (--worktree)"),
+                               (["--worktree", "--pr", "--merge"], "by merge or by pull request"),
+                               (["--worktree", "--pr=-x"], "'-x' is not a git remote's name")):
+            proc = d.ctl("submit", "--workspace", repo, *options, "--command", "/bin/true", "p",
+                         check=False)
+            self.assertEqual(proc.returncode, 1, options)
+            self.assertIn(error, proc.stderr, options)
+        # A ralphd whose PATH has git but not gh.
+        bare = self.new_daemon_unstarted()
+        bin_dir = os.path.join(bare.root, "git-only")
+        os.makedirs(bin_dir)
+        os.symlink(shutil.which("git"), os.path.join(bin_dir, "git"))
+        bare.env["PATH"] = bin_dir
+        bare.start()
+        proc = bare.ctl("submit", "--workspace", repo, "--worktree", "--pr", "--command",
+                        "/bin/true", "p", check=False)
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn("gh is not on ralphd's PATH", proc.stderr)
 
 
 if __name__ == "__main__":

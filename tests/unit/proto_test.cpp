@@ -75,6 +75,7 @@ proto::submit_params sample() {
     p.worktree_target = "main";
     p.merge = true;
     p.delete_branch = true;
+    p.pr_remote = "upstream";
     p.idempotency_key = "nightly";
     return p;
 }
@@ -208,7 +209,7 @@ proto::steer_result sample() {
     return {7, 3, 4};
 }
 template <>
-proto::merge_result sample() {
+proto::landing_result sample() {
     return {sample<proto::loop_info>(), true};
 }
 template <>
