@@ -88,6 +88,11 @@ class VerdictTest(JudgeTestCase):
         self.assertEqual(final["retries"], 0)
         # Its tokens and cost are the loop's.
         self.assertEqual(final["input_tokens"], 200 + 300)
+        # tail renders the judge's attempt after the worker's, as it renders the worker's.
+        tail = d.ctl("tail", loop["id"]).stdout
+        self.assertIn("I read the diff and ran the tests: the work is complete.", tail)
+        self.assertLess(tail.index("All tasks finished."), tail.index("I read the diff"))
+        self.assertNotIn('{"type":"assistant"', tail)
 
         [run] = judge_runs()
         prompt = run["stdin"]
