@@ -38,9 +38,8 @@ attempt_info verdict(const std::string& which, const std::string& reasons) {
 }  // namespace
 
 TEST_CASE("landing: a pull request's body says what the loop did, its judge and its notes") {
-    const std::vector<attempt_info> attempts = {attempt_info{},
-                                                verdict("reject", "The tests fail."),
-                                                verdict("accept", "")};
+    const std::vector<attempt_info> attempts = {
+        attempt_info{}, verdict("reject", "The tests fail."), verdict("accept", "")};
     const std::string body = ralph::pull_request_body(judged_loop(), attempts, "- parser done\n");
     CHECK(body ==
           "ralph loop 7 (codex): judge claude accepted the completion claimed in iteration 4.\n"
@@ -61,8 +60,9 @@ TEST_CASE("landing: a pull request's body says what the loop did, its judge and 
     plain.id = 3;
     plain.spec.agent = "command";
     const std::string short_body = ralph::pull_request_body(plain, {}, "");
-    CHECK(short_body == "ralph loop 3 (command): completed.\n\n- 0 iteration(s), 0 agent run(s), "
-                        "0 input and 0 output tokens\n");
+    CHECK(short_body ==
+          "ralph loop 3 (command): completed.\n\n- 0 iteration(s), 0 agent run(s), "
+          "0 input and 0 output tokens\n");
 }
 
 TEST_CASE("landing: a loop that was on no branch at submit is not merged, and says why") {
