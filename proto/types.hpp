@@ -162,13 +162,17 @@ struct submit_params {
     bool merge = false;
     bool delete_branch = false;
     // --pr [REMOTE]: when the loop completes, its branch is pushed to this remote and a pull
-    // request opened with gh (loop/landing.hpp); "" = none.
+    // request opened with gh (loop/landing.hpp); "" = none (`ralphctl pr` then pushes to
+    // default_pr_remote).
     std::string pr_remote;
     // A submit with the key of a loop in the history creates nothing and answers that loop
     // (SPEC §7: a script may retry a submit safely); "" = none.
     std::string idempotency_key;
     bool operator==(const submit_params&) const = default;
 };
+
+// Where a pull request's branch goes when the loop names no remote (submit --pr alone).
+inline constexpr const char* default_pr_remote = "origin";
 
 void from_json(const nlohmann::json& j, submit_params& p);  // throws rpc_error(invalid_params)
 void to_json(nlohmann::json& j, const submit_params& p);

@@ -88,6 +88,10 @@ void append_loop(fmt::memory_buffer& out, const proto::loop_info& loop,
         append_field(out, "merge",
                      fmt::format("into {} when it completes{}", spec.worktree_target,
                                  spec.delete_branch ? ", branch deleted by gc" : ""));
+    if (!spec.pr_remote.empty())
+        append_field(out, "pr",
+                     fmt::format("to {} when it completes{}", spec.pr_remote,
+                                 spec.delete_branch ? ", branch deleted by gc" : ""));
     if (!loop.landing.empty()) append_field(out, "landing", loop.landing);
     append_field(out, "agent", spec.agent);
     if (std::string missing = missing_capabilities(agent); !missing.empty())

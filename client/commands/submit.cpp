@@ -90,7 +90,7 @@ int run_submit(const client_context& ctx, submit_options& options) {
     }
     spec.sandbox = !options.sandbox.empty();
     spec.sandbox_offline = options.sandbox == "offline";
-    spec.pr_remote = options.pr == "true" ? "origin" : options.pr;
+    spec.pr_remote = options.pr == "true" ? proto::default_pr_remote : options.pr;
 
     connection daemon(ctx.socket);
     const proto::submit_result submitted = submit(daemon, spec);

@@ -1,6 +1,7 @@
 #include "daemon/loop/landing.hpp"
 
 #include "common/text.hpp"
+#include "daemon/loop/prompt.hpp"
 #include "daemon/off_thread.hpp"
 #include "daemon/process/environment.hpp"
 #include "daemon/process/helper_process.hpp"
@@ -45,14 +46,12 @@ bool succeeded(const helper_run& run) {
     return run.status != -1 && WIFEXITED(run.status) && WEXITSTATUS(run.status) == 0;
 }
 
-}  // namespace
-
-landing land_branch(const proto::loop_info& loop) {
+// The merge of the loop's branch into its worktree_target, its worktree's work committed first.
+// Blocks (libgit2); one at a time.
+landing merge_branch(const proto::loop_info& loop) {
     static std::mutex one_at_a_time;
     const std::lock_guard<std::mutex> lock(one_at_a_time);
     const proto::submit_params& spec = loop.spec;
-    if (spec.worktree_target.empty())
-        return {false, "not merged: the workspace was on no branch (a detached HEAD) at submit"};
     if (std::string error = commit_worktree(loop); !error.empty())
         return {false, "not merged: " + error};
     const workspace::merge_outcome outcome = workspace::merge_branch(
@@ -62,14 +61,11 @@ landing land_branch(const proto::loop_info& loop) {
     return {outcome.merged(), workspace::describe_merge(outcome, spec.worktree_target)};
 }
 
-awaitable<landing> open_pull_request(const pull_request_tools& tools, const proto::loop_info& loop,
+// The worktree's work committed, the branch pushed, the pull request opened with `body`.
+awaitable<landing> open_pull_request(const landing_tools& tools, const proto::loop_info& loop,
                                      const std::string& body) {
     const proto::submit_params& spec = loop.spec;
-    const std::string remote = spec.pr_remote.empty() ? "origin" : spec.pr_remote;
-    if (spec.worktree_target.empty())
-        co_return landing{false,
-                          "no pull request: the workspace was on no branch (a detached "
-                          "HEAD) at submit"};
+    const std::string remote = spec.pr_remote.empty() ? proto::default_pr_remote : spec.pr_remote;
     if (std::string error =
             co_await off_thread(tools.blocking, [&loop] { return commit_worktree(loop); });
         !error.empty())
@@ -89,11 +85,13 @@ awaitable<landing> open_pull_request(const pull_request_tools& tools, const prot
         co_return landing{false, fmt::format("no pull request: git push to {} failed: {}", remote,
                                              helper_failure(push_run, pushed, tools.time_limit))};
 
-    spawn_request create{{"gh", "pr", "create", "--head", spec.worktree_branch, "--base",
-                          spec.worktree_target, "--title", spec.name, "--body", body},
-                         environment_with({{"GH_PROMPT_DISABLED", "1"}, {"NO_COLOR", "1"}}),
-                         spec.worktree_source,
-                         std::string()};
+    // NAME=VALUE: a title or body that starts with '-' is never taken for an option.
+    spawn_request create{
+        {"gh", "pr", "create", "--head=" + spec.worktree_branch, "--base=" + spec.worktree_target,
+         "--title=" + spec.name, "--body=" + body},
+        environment_with({{"GH_PROMPT_DISABLED", "1"}, {"NO_COLOR", "1"}}),
+        spec.worktree_source,
+        std::string()};
     helper_output created;
     const helper_run create_run = co_await run_helper(tools.io, tools.blocking, tools.reaper,
                                                       create, tools.time_limit, created);
@@ -107,6 +105,24 @@ awaitable<landing> open_pull_request(const pull_request_tools& tools, const prot
     const std::string url(out.substr(out.rfind('\n') + 1));
     co_return landing{
         true, fmt::format("pull request {} ({} pushed to {})", url, spec.worktree_branch, remote)};
+}
+
+}  // namespace
+
+awaitable<landing> land(const landing_tools& tools, const proto::loop_info& loop,
+                        const std::vector<proto::attempt_info>& attempts, landing_way way) {
+    const bool merging = way == landing_way::merge;
+    if (loop.spec.worktree_target.empty())
+        co_return landing{false, fmt::format("{}: the workspace was on no branch (a detached "
+                                             "HEAD) at submit",
+                                             merging ? "not merged" : "no pull request")};
+    if (merging)
+        co_return co_await off_thread(tools.blocking, [&loop] { return merge_branch(loop); });
+    const std::string notes = co_await off_thread(tools.blocking, [&loop] {
+        return read_notes_tail(loop.spec.workspace, max_pull_request_quote_bytes);
+    });
+    const std::string body = pull_request_body(loop, attempts, notes);
+    co_return co_await open_pull_request(tools, loop, body);
 }
 
 std::string pull_request_body(const proto::loop_info& loop,
@@ -132,7 +148,12 @@ std::string pull_request_body(const proto::loop_info& loop,
         body += fmt::format("- judge {}: {} accepted, {} rejected\n", loop.spec.judge, accepted,
                             rejected);
     if (!last_reasons.empty())
-        body += "\nThe judge's last reasons to reject:\n\n" + last_reasons + "\n";
+        body +=
+            "\nThe judge's last reasons to reject:\n\n" +
+            last_reasons.substr(
+                0, text::utf8_complete_prefix(
+                       std::string_view(last_reasons).substr(0, max_pull_request_quote_bytes))) +
+            "\n";
     if (!notes.empty()) body += "\n## The loop's last notes\n\n" + notes + "\n";
     return body;
 }

@@ -29,24 +29,23 @@ struct landing {
     std::string text;     // loop_info::landing: what happened, or why not
 };
 
-// BLOCKS (libgit2 reads and writes the repository): call it off the io thread.
-landing land_branch(const proto::loop_info& loop);
-
-// How much of the end of the loop's notes its pull request's body quotes.
-inline constexpr std::size_t max_pull_request_notes_bytes = 4096;
-
-// What opening a pull request runs its helpers with.
-struct pull_request_tools {
+// What landing runs its work with: libgit2 on the pool, git push and gh as helpers.
+struct landing_tools {
     net::io_context& io;
     net::thread_pool& blocking;
     child_reaper& reaper;
     std::chrono::milliseconds time_limit{120000};  // for each of git push and gh pr create
 };
-// Commits, pushes and opens the pull request of the loop's branch (`body` its text); the
-// landing's text names its URL ("pull request https://... (ralph/loop-7 pushed to origin)") or
-// says why there is none.
-awaitable<landing> open_pull_request(const pull_request_tools& tools, const proto::loop_info& loop,
-                                     const std::string& body);
+enum class landing_way { merge, pull_request };
+// Lands the loop's work (`attempts` its attempts, for a pull request's body) one `way`: the
+// landing's text says what came of it — "merged into main (fast-forward) at 0123456789ab",
+// "pull request https://... (ralph/loop-7 pushed to origin)" — or why not.
+awaitable<landing> land(const landing_tools& tools, const proto::loop_info& loop,
+                        const std::vector<proto::attempt_info>& attempts, landing_way way);
+
+// How much of the end of the loop's notes, and of the judge's last reasons to reject, its pull
+// request's body quotes.
+inline constexpr std::size_t max_pull_request_quote_bytes = 4096;
 // The pull request's body: the loop's outcome, iterations, tokens and cost, the judge's
 // verdicts, and the end of its notes.
 std::string pull_request_body(const proto::loop_info& loop,

@@ -369,16 +369,10 @@ awaitable<void> loop_runner::complete(const std::string& reason) {
         set_state(proto::loop_event::complete, reason);
         co_return;
     }
-    landing landed;
-    if (loop.spec.merge) {
-        landed = co_await off_thread(ctx_.blocking, [&loop] { return land_branch(loop); });
-    } else {
-        const std::string body =
-            pull_request_body(loop, ctx_.db.attempts_of(loop_id_),
-                              read_notes_tail(loop.spec.workspace, max_pull_request_notes_bytes));
-        const pull_request_tools tools{ctx_.io, ctx_.blocking, ctx_.reaper};
-        landed = co_await open_pull_request(tools, loop, body);
-    }
+    const landing_tools tools{ctx_.io, ctx_.blocking, ctx_.reaper};
+    const std::vector<proto::attempt_info> attempts = ctx_.db.attempts_of(loop_id_);
+    const landing_way way = loop.spec.merge ? landing_way::merge : landing_way::pull_request;
+    const landing landed = co_await land(tools, loop, attempts, way);
     spdlog::info("loop {}: {}", loop_id_, landed.text);
     ctx_.db.set_landing(loop_id_, landed.text, ctx_.clock.now_ms());
     set_state(proto::loop_event::complete,

@@ -3,7 +3,6 @@
 #include "daemon/agents/agent.hpp"
 #include "daemon/clock.hpp"
 #include "daemon/loop/landing.hpp"
-#include "daemon/loop/prompt.hpp"
 #include "daemon/loop/submission.hpp"
 #include "daemon/off_thread.hpp"
 #include "daemon/process/process.hpp"
@@ -98,27 +97,16 @@ proto::loop_info ended_worktree_loop(std::int64_t id, method_services& services)
     return loop;
 }
 
-// loop.merge: the loop's branch merged into the branch it started from (land_branch, off the io
-// thread). A conflict or a target with uncommitted changes is an answer (landed false, the
-// loop's landing says why), not an error.
-awaitable<proto::landing_result> merge(const proto::loop_id_request& request,
-                                       method_services& services) {
+// loop.merge (the loop's branch merged into the branch it started from) and loop.pr (pushed to
+// its --pr remote, else origin, and a pull request opened). A conflict, a target with
+// uncommitted changes or a failed push is an answer (landed false, the loop's landing says why),
+// not an error.
+awaitable<proto::landing_result> land_ended(const proto::loop_id_request& request,
+                                            method_services& services, landing_way way) {
     const proto::loop_info loop = ended_worktree_loop(request.id, services);
-    const landing landed =
-        co_await off_thread(services.blocking, [&loop] { return land_branch(loop); });
-    services.db.set_landing(loop.id, landed.text, services.clock.now_ms());
-    co_return proto::landing_result{services.db.get_loop(loop.id), landed.landed};
-}
-
-// loop.pr: the loop's branch pushed to its --pr remote (else origin) and a pull request opened.
-awaitable<proto::landing_result> pull_request(const proto::loop_id_request& request,
-                                              method_services& services) {
-    const proto::loop_info loop = ended_worktree_loop(request.id, services);
-    const std::string body =
-        pull_request_body(loop, services.db.attempts_of(loop.id),
-                          read_notes_tail(loop.spec.workspace, max_pull_request_notes_bytes));
-    const pull_request_tools tools{services.io, services.blocking, services.reaper};
-    const landing landed = co_await open_pull_request(tools, loop, body);
+    const landing_tools tools{services.io, services.blocking, services.reaper};
+    const std::vector<proto::attempt_info> attempts = services.db.attempts_of(loop.id);
+    const landing landed = co_await land(tools, loop, attempts, way);
     services.db.set_landing(loop.id, landed.text, services.clock.now_ms());
     co_return proto::landing_result{services.db.get_loop(loop.id), landed.landed};
 }
@@ -160,11 +148,11 @@ void register_loop_methods(method_registry& registry, method_services& services)
     });
 
     registry.add<loop_merge>([&services](const proto::loop_id_request& request, call_context&) {
-        return merge(request, services);
+        return land_ended(request, services, landing_way::merge);
     });
 
     registry.add<loop_pr>([&services](const proto::loop_id_request& request, call_context&) {
-        return pull_request(request, services);
+        return land_ended(request, services, landing_way::pull_request);
     });
 
     registry.add<loop_iterations>(

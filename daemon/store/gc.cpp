@@ -36,7 +36,7 @@ bool worktree_exists(const store::ended_loop& loop) {
 // would go). Blocks (libgit2).
 bool remove_merged_worktree(const store::ended_loop& loop, bool dry_run) {
     std::string error;
-    const std::string remote = loop.pr_remote.empty() ? "origin" : loop.pr_remote;
+    const std::string remote = loop.pr_remote.empty() ? proto::default_pr_remote : loop.pr_remote;
     const bool merged = !loop.worktree_target.empty() &&
                         workspace::is_merged(loop.worktree_source, loop.worktree_branch,
                                              loop.worktree_target, error);

@@ -1025,6 +1025,30 @@ bool branch_commit(git_repository* repo, const std::string& branch, commit_handl
     return code == 0;
 }
 
+// Whether every commit of the local branch `branch` is in the reference `ref_name` (its head is
+// the reference's commit or one of its ancestors); false when there is no such reference, and,
+// with `error`, when it cannot be told.
+bool branch_is_in(const fs::path& dir, const std::string& branch, const std::string& ref_name,
+                  std::string& error) {
+    repository_handle repo = open_repository(dir, error);
+    if (!repo) {
+        append_error(error, dir.string() + " is not in a git repository");
+        return false;
+    }
+    reference_handle reference;
+    object_handle target;
+    int code = into(reference, git_reference_lookup, repo.get(), ref_name.c_str());
+    if (code == GIT_ENOTFOUND || code == GIT_EINVALIDSPEC) return false;
+    if (code == 0) code = into(target, git_reference_peel, reference.get(), GIT_OBJECT_COMMIT);
+    if (code < 0) {
+        append_error(error, git_failure("cannot read " + ref_name));
+        return false;
+    }
+    commit_handle ours;
+    return branch_commit(repo.get(), branch, ours, error) &&
+           contains_commit(repo.get(), git_object_id(target.get()), git_commit_id(ours.get()));
+}
+
 // Whether `repo`'s HEAD is the branch `ref_name` ("refs/heads/main").
 bool head_is(git_repository* repo, const std::string& ref_name) {
     reference_handle head;
@@ -1609,38 +1633,12 @@ std::string describe_merge(const merge_outcome& outcome, const std::string& targ
 
 bool is_merged(const std::filesystem::path& dir, const std::string& branch,
                const std::string& target, std::string& error) {
-    repository_handle repo = open_repository(dir, error);
-    if (!repo) {
-        append_error(error, dir.string() + " is not in a git repository");
-        return false;
-    }
-    commit_handle theirs, ours;
-    if (!branch_commit(repo.get(), branch, theirs, error) ||
-        !branch_commit(repo.get(), target, ours, error))
-        return false;
-    return contains_commit(repo.get(), git_commit_id(ours.get()), git_commit_id(theirs.get()));
+    return branch_is_in(dir, branch, std::string(heads_prefix) + target, error);
 }
 
 bool is_pushed(const std::filesystem::path& dir, const std::string& branch,
                const std::string& remote, std::string& error) {
-    repository_handle repo = open_repository(dir, error);
-    if (!repo) {
-        append_error(error, dir.string() + " is not in a git repository");
-        return false;
-    }
-    commit_handle ours;
-    reference_handle tracking;
-    object_handle pushed;
-    const std::string name = "refs/remotes/" + remote + "/" + branch;
-    int code = into(tracking, git_reference_lookup, repo.get(), name.c_str());
-    if (code == GIT_ENOTFOUND || code == GIT_EINVALIDSPEC) return false;
-    if (code == 0) code = into(pushed, git_reference_peel, tracking.get(), GIT_OBJECT_COMMIT);
-    if (code < 0) {
-        append_error(error, git_failure("cannot read " + name));
-        return false;
-    }
-    return branch_commit(repo.get(), branch, ours, error) &&
-           contains_commit(repo.get(), git_object_id(pushed.get()), git_commit_id(ours.get()));
+    return branch_is_in(dir, branch, "refs/remotes/" + remote + "/" + branch, error);
 }
 
 std::string remove_worktree(const std::filesystem::path& source, const std::filesystem::path& path,

@@ -210,7 +210,8 @@ merge_outcome merge_branch(const std::filesystem::path& dir, const std::string& 
 std::string describe_merge(const merge_outcome& outcome, const std::string& target);
 
 // Whether every commit of the local branch `branch` is in the local branch `target` (the
-// branch's head is the target's or one of its ancestors). Failing to tell: false, with `error`.
+// branch's head is the target's or one of its ancestors). False when there is no `target`;
+// failing to tell: false, with `error`.
 bool is_merged(const std::filesystem::path& dir, const std::string& branch,
                const std::string& target, std::string& error);
 

@@ -213,13 +213,14 @@ class PullRequestTest(LandingTestCase):
         self.assertEqual(ended["landing"], "pull request https://github.com/example/repo/pull/1 "
                          "(%s pushed to origin)" % branch)
         self.assertTrue(ended["stop_reason"].endswith("; pr: " + ended["landing"]))
+        self.assertIn("pr           to origin when it completes", d.ctl("show", ended["id"]).stdout)
         # The branch is on the remote, with the work the agent left uncommitted.
         self.assertEqual(git(remote, "rev-parse", branch).strip(), self.head(repo, branch))
         self.assertEqual(git(remote, "show", branch + ":b.txt"), "loop\n")
         [pr] = self.pull_requests()
         self.assertEqual(pr["argv"][:2], ["pr", "create"])
-        for option, value in (("--head", branch), ("--base", "main"), ("--title", "parser")):
-            self.assertEqual(pr["argv"][pr["argv"].index(option) + 1], value)
+        for option, value in (("head", branch), ("base", "main"), ("title", "parser")):
+            self.assertEqual(pr["options"][option], value)
         self.assertEqual(os.path.realpath(pr["cwd"]), os.path.realpath(repo))
         self.assertIn("ralph loop %d (command): completion signal" % ended["id"], pr["body"])
         self.assertIn("1 iteration(s)", pr["body"])
@@ -233,7 +234,8 @@ class PullRequestTest(LandingTestCase):
     def test_pr_by_hand_says_why_it_failed_until_it_works(self):
         d = self.pr_daemon()
         repo = self.repo(d)
-        ended = self.run_loop(d, repo, "write=b.txt:loop\\n", "commit", "promise")
+        # A name that looks like an option of gh's stays the title.
+        ended = self.run_loop(d, repo, "write=b.txt:loop\\n", "commit", "promise", name="--web")
         proc = d.ctl("pr", ended["id"], check=False)
         self.assertEqual(proc.returncode, 1)
         self.assertIn("loop %d: no pull request: git push to origin failed: " % ended["id"],
@@ -253,6 +255,7 @@ class PullRequestTest(LandingTestCase):
         self.assertTrue(out["landed"])
         self.assertEqual(out["loop"]["landing"], "pull request https://github.com/example/repo/"
                          "pull/1 (%s pushed to origin)" % ended["worktree_branch"])
+        self.assertEqual(self.pull_requests()[0]["options"]["title"], "--web")
 
     def test_submit_pr_needs_a_worktree_a_remote_name_and_gh(self):
         d = self.pr_daemon()

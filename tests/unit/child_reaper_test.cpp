@@ -4,6 +4,7 @@
 #include "daemon/process/child_reaper.hpp"
 #include "common/asio.hpp"
 #include "daemon/off_thread.hpp"
+#include "daemon/process/helper_process.hpp"
 
 #include <doctest/doctest.h>
 
@@ -60,4 +61,54 @@ TEST_CASE("child_reaper: every status of processes started on other threads arri
         CHECK(WIFEXITED(statuses[std::size_t(i)]));
         CHECK(WEXITSTATUS(statuses[std::size_t(i)]) == i % 7);
     }
+}
+
+// run_helper: `request` run to its end on `io`, with `limit`; returns what it gave.
+namespace {
+
+struct helper_result {
+    ralph::helper_run run;
+    ralph::helper_output output;
+};
+
+helper_result run_helper_to_end(const ralph::spawn_request& request,
+                                std::chrono::milliseconds limit) {
+    io_context io;
+    ralph::child_reaper reaper(io);
+    ralph::net::thread_pool pool(1);
+    helper_result result;
+    ralph::net::co_spawn(io, ralph::run_helper(io, pool, reaper, request, limit, result.output),
+                         [&](std::exception_ptr error, ralph::helper_run run) {
+                             CHECK_FALSE(error);
+                             result.run = run;
+                             io.stop();
+                         });
+    io.run();
+    return result;
+}
+
+}  // namespace
+
+TEST_CASE("child_reaper: run_helper ends a helper that outlives its limit, group and all") {
+    const auto started = std::chrono::steady_clock::now();
+    // The child keeps the pipes open too: the whole group goes.
+    const helper_result hung = run_helper_to_end(
+        {{"/bin/sh", "-c", "echo started; sleep 60 & sleep 60"}, {"PATH=/usr/bin:/bin"}, "/", ""},
+        std::chrono::milliseconds(300));
+    CHECK(hung.run.timed_out);
+    CHECK(WIFSIGNALED(hung.run.status));
+    CHECK(hung.output.out == "started\n");
+    CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(10));
+
+    const helper_result quick = run_helper_to_end(
+        {{"/bin/sh", "-c", "echo out; echo err >&2; exit 3"}, {"PATH=/usr/bin:/bin"}, "/", ""},
+        std::chrono::seconds(30));
+    CHECK_FALSE(quick.run.timed_out);
+    CHECK(WEXITSTATUS(quick.run.status) == 3);
+    CHECK((quick.output.out == "out\n" && quick.output.err == "err\n"));
+
+    const helper_result missing = run_helper_to_end(
+        {{"no-such-program-here"}, {"PATH=/nonexistent"}, "/", ""}, std::chrono::seconds(30));
+    CHECK(missing.run.status == -1);
+    CHECK_FALSE(missing.output.err.empty());
 }

@@ -1,7 +1,8 @@
-// What a loop's work lands with: the body of its pull request, and a merge that cannot land.
+// What a loop's work lands with: the body of its pull request, and a loop that cannot land.
 // (Merging is tested against git in workspace_test.cpp, both end to end with git push and a fake
 // gh in tests/integration/test_landing.py.)
 #include "daemon/loop/landing.hpp"
+#include "daemon/process/child_reaper.hpp"
 
 #include <doctest/doctest.h>
 
@@ -65,10 +66,29 @@ TEST_CASE("landing: a pull request's body says what the loop did, its judge and 
           "0 input and 0 output tokens\n");
 }
 
-TEST_CASE("landing: a loop that was on no branch at submit is not merged, and says why") {
+TEST_CASE("landing: a loop that was on no branch at submit lands neither way, and says why") {
     loop_info loop = judged_loop();
     loop.spec.worktree_branch = "ralph/loop-7";
-    const ralph::landing landed = ralph::land_branch(loop);
-    CHECK_FALSE(landed.landed);
-    CHECK(landed.text == "not merged: the workspace was on no branch (a detached HEAD) at submit");
+    ralph::net::io_context io;
+    ralph::child_reaper reaper(io);
+    ralph::net::thread_pool pool(1);
+    const ralph::landing_tools tools{io, pool, reaper};
+    const std::vector<attempt_info> attempts;  // outlives the coroutines, which refer to it
+    std::vector<ralph::landing> landed;
+    for (ralph::landing_way way : {ralph::landing_way::merge, ralph::landing_way::pull_request})
+        ralph::net::co_spawn(io, ralph::land(tools, loop, attempts, way),
+                             [&](std::exception_ptr error, ralph::landing result) {
+                                 CHECK_FALSE(error);
+                                 landed.push_back(result);
+                                 if (landed.size() == 2)
+                                     io.stop();  // the reaper's wait for SIGCHLD never ends
+                             });
+    io.run();
+    REQUIRE(landed.size() == 2);
+    CHECK_FALSE(landed[0].landed);
+    CHECK(landed[0].text ==
+          "not merged: the workspace was on no branch (a detached HEAD) at submit");
+    CHECK_FALSE(landed[1].landed);
+    CHECK(landed[1].text ==
+          "no pull request: the workspace was on no branch (a detached HEAD) at submit");
 }
