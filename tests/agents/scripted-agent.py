@@ -20,6 +20,7 @@ In ARG, `{i}` is the iteration number and `\\n` a newline.
   promise-if-done=FILE   print <promise>COMPLETE</promise> when FILE has no `- [ ]` left
   commit              git add -A and commit ("scripted-agent: iteration N")
   sleep=SECONDS       sleep
+  wait=PATH           wait until PATH exists (at most 60 s; then exit 98)
   exit=CODE           exit now with CODE
 """
 import os
@@ -109,6 +110,12 @@ def main():
             git("commit", "-q", "--allow-empty", "-m", "scripted-agent: iteration %d" % ITERATION)
         elif verb == "sleep":
             time.sleep(float(arg))
+        elif verb == "wait":
+            deadline = time.monotonic() + 60
+            while not os.path.exists(arg):
+                if time.monotonic() > deadline:
+                    sys.exit(98)
+                time.sleep(0.05)
         elif verb == "exit":
             sys.exit(int(arg))
         else:

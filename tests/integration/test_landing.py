@@ -68,6 +68,41 @@ class MergeTest(LandingTestCase):
         self.assertEqual(d.ctl("merge", ended["id"]).stdout,
                          "loop %d: already in main\n" % ended["id"])
 
+    def test_a_conflict_at_completion_changes_nothing_and_is_in_the_notification(self):
+        d = self.new_daemon_unstarted(extra_args=["--notify"])
+        # notify-send is tests/agents/hook.py, which records its arguments.
+        notified = os.path.join(d.root, "notified")
+        bin_dir = os.path.join(d.root, "notify-bin")
+        os.makedirs(notified)
+        os.makedirs(bin_dir)
+        write_text(os.path.join(bin_dir, "notify-send"),
+                   '#!/bin/sh\nexec %s record %s "$@"\n' % (os.path.join(AGENTS, "hook.py"), notified))
+        os.chmod(os.path.join(bin_dir, "notify-send"), 0o755)
+        d.env["PATH"] = bin_dir + ":" + d.env["PATH"]
+        d.start()
+        repo = self.repo(d)
+        go = os.path.join(d.root, "go")
+        loop = d.submit(repo, scripted("write=a.txt:one\\nloop\\nthree\\n", "wait=" + go, "promise"),
+                        worktree=True, allow_dirty=False, merge=True)
+        d.running_attempt(loop["id"])
+        # The user changes the same line while the loop runs.
+        write_text(os.path.join(repo, "a.txt"), "one\nuser\nthree\n")
+        commit_all(repo, "user")
+        user_head = self.head(repo)
+        write_text(go, "")
+        ended = d.wait_state(loop["id"], ("completed", "failed", "stalled", "exhausted"))
+        self.assertEqual(ended["state"], "completed", ended["stop_reason"])
+        self.assertEqual(ended["landing"], "conflict in a.txt: nothing was merged into main")
+        self.assertTrue(ended["stop_reason"].endswith("; merge: conflict in a.txt: nothing was "
+                                                      "merged into main"), ended["stop_reason"])
+        self.assertEqual(self.head(repo), user_head)
+        self.assertEqual(read_text(os.path.join(repo, "a.txt")), "one\nuser\nthree\n")
+        self.assertEqual(git(repo, "status", "--porcelain"), "")
+        self.assertEqual(git(ended["worktree_path"], "status", "--porcelain"), "")
+        argv = wait_record(notified, "notify", ended["id"])["argv"]
+        self.assertIn("ralph: loop %d (%s) completed" % (ended["id"], ended["name"]), argv)
+        self.assertIn(ended["stop_reason"], argv)
+
     def test_merge_by_hand_a_conflict_changes_nothing_then_a_merge_commit(self):
         d = self.daemon()
         repo = self.repo(d)
