@@ -333,6 +333,36 @@ std::string render_lines(const std::vector<event>& events) {
     return lines;
 }
 
+std::string output_renderer::render(std::string_view bytes, std::string_view format_name) {
+    format value = format::text;
+    try {
+        value = format_from_string(format_name);
+    } catch (const std::invalid_argument&) {
+        // a newer ralphd's format: shown as text
+    }
+    std::string rendered;
+    if (value != format_) {
+        rendered = finish();
+        format_ = value;
+        if (value != format::text) parser_ = make_parser(value);
+    }
+    if (!parser_) return rendered.append(bytes);
+    parser_->feed(bytes, events_);
+    rendered += render_lines(events_);
+    events_.clear();
+    return rendered;
+}
+
+std::string output_renderer::finish() {
+    if (!parser_) return {};
+    parser_->finish(events_);
+    std::string rendered = render_lines(events_);
+    events_.clear();
+    parser_.reset();
+    format_ = format::text;
+    return rendered;
+}
+
 std::unique_ptr<parser> make_parser(format value, std::string prompt) {
     switch (value) {
         case format::claude:

@@ -112,4 +112,21 @@ std::string render(const event& e);
 // render() of each event worth showing, each line ending in a newline.
 std::string render_lines(const std::vector<event>& events);
 
+// A loop's output made readable, for `ralphctl tail` and `top`. Each piece comes with the output
+// format of the attempt that wrote it (loop.output's "format"): text is passed on as it is, a
+// structured stream becomes render_lines() of its events, and when the format changes (a judge
+// or a fallback agent of another CLI) what the previous parser held is rendered first. A format
+// this program does not know (a newer ralphd's) is shown as text.
+class output_renderer {
+  public:
+    std::string render(std::string_view bytes, std::string_view format_name);
+    // The output ended: what the parser still held (a last line without a newline).
+    std::string finish();
+
+  private:
+    format format_ = format::text;
+    std::unique_ptr<parser> parser_;  // null for text
+    std::vector<event> events_;
+};
+
 }  // namespace ralph::agent_stream

@@ -188,6 +188,7 @@ void from_json(const nlohmann::json& j, output_page& r) {
     r.end_offset = read_or<std::int64_t>(j, "end_offset", 0);
     r.data = read_or<std::string>(j, "data", "");
     r.encoding = read_or<std::string>(j, "encoding", "utf8");
+    r.format = read_or<std::string>(j, "format", "text");
     r.state = state_or_queued(j);
     r.final = read_or<bool>(j, "final", false);
 }
@@ -198,6 +199,7 @@ void to_json(nlohmann::json& j, const output_page& r) {
          {"end_offset", r.end_offset},
          {"data", r.data},
          {"encoding", r.encoding},
+         {"format", r.format},
          {"state", to_string(r.state)},
          {"final", r.final}};
 }
@@ -222,13 +224,11 @@ void from_json(const nlohmann::json& j, output_notification& n) {
     n.length = read_or<std::int64_t>(j, "length", 0);
     n.data = read_or<std::string>(j, "data", "");
     n.encoding = read_or<std::string>(j, "encoding", "utf8");
+    n.format = read_or<std::string>(j, "format", "text");
 }
 void to_json(nlohmann::json& j, const output_notification& n) {
-    j = {{"id", n.id},
-         {"offset", n.offset},
-         {"length", n.length},
-         {"data", n.data},
-         {"encoding", n.encoding}};
+    j = {{"id", n.id},     {"offset", n.offset},     {"length", n.length},
+         {"data", n.data}, {"encoding", n.encoding}, {"format", n.format}};
 }
 
 void from_json(const nlohmann::json& j, state_notification& n) {

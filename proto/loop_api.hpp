@@ -147,6 +147,9 @@ struct output_page {
     std::int64_t end_offset = 0;   // the committed end of the loop's output
     std::string data;              // in `encoding`
     std::string encoding = "utf8";
+    // The output format of the attempt that wrote `data` (text, claude, codex, opencode,
+    // gemini): a page holds one attempt's bytes.
+    std::string format = "text";
     loop_state state = loop_state::queued;
     bool final = false;  // the loop has ended and this page reaches the end: nothing will follow
     bool operator==(const output_page&) const = default;
@@ -179,6 +182,7 @@ struct output_notification {
     std::int64_t length = 0;  // raw bytes covered by `data`
     std::string data;
     std::string encoding = "utf8";
+    std::string format = "text";  // as output_page's: one attempt's bytes
     bool operator==(const output_notification&) const = default;
 };
 void from_json(const nlohmann::json& j, output_notification& n);

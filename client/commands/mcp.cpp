@@ -93,7 +93,20 @@ std::vector<tool> make_tools() {
          [](connection& daemon, const nlohmann::json& arguments) {
              auto request = arguments.get<proto::output_request>();
              if (!request.last_lines) request.last_lines = 50;
-             return daemon.call<method::loop_output>(request).data;
+             // A page holds one attempt's output: read on to the end, max_bytes in all.
+             auto page = daemon.call<method::loop_output>(request);
+             std::string output = page.data;
+             const std::int64_t end = page.end_offset;
+             const std::int64_t budget = request.max_bytes;
+             while (page.next_offset > page.offset && page.next_offset < end &&
+                    std::int64_t(output.size()) < budget) {
+                 request.offset = page.next_offset;
+                 request.last_lines.reset();
+                 request.max_bytes = budget - std::int64_t(output.size());
+                 page = daemon.call<method::loop_output>(request);
+                 output += page.data;
+             }
+             return output;
          }},
     };
 }

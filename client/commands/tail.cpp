@@ -5,7 +5,8 @@
 // Output is requested base64-encoded so the bytes written are exactly those the agent wrote.
 // A structured agent stream (claude, codex, opencode, gemini JSON lines) is rendered readably
 // through common/agent_stream — assistant text, "● tool input", "  ⎿ result", "✗ error" — unless
-// --raw; plain-text agents' bytes are printed as they are.
+// --raw; plain-text agents' bytes are printed as they are. Each page and notification says the
+// format of the attempt that wrote it, so a judge or fallback of another CLI renders too.
 // Several loops: every line is prefixed with "[id] ", and a loop's partial line is held back
 // until its end, so lines of different loops never mix.
 // --json: NDJSON, one line per piece of output or state change, each the notification's params
@@ -33,28 +34,22 @@ namespace {
 constexpr std::int64_t max_page_bytes = 4 << 20;
 
 // Writes one loop's output to stdout, with a "[id] " prefix on every line when `prefixed`;
-// through `renderer` when the output is a structured agent stream to be shown readably.
+// rendered readably when `rendered` (each attempt's bytes by the format they come with).
 class output_writer {
   public:
-    output_writer(std::int64_t id, bool prefixed, std::unique_ptr<agent_stream::parser> renderer)
-        : prefix_(prefixed ? fmt::format("[{}] ", id) : std::string()),
-          renderer_(std::move(renderer)) {}
+    output_writer(std::int64_t id, bool prefixed, bool rendered)
+        : prefix_(prefixed ? fmt::format("[{}] ", id) : std::string()), rendered_(rendered) {}
 
-    void write(std::string_view bytes) {
-        if (!renderer_) {
+    void write(std::string_view bytes, std::string_view format) {
+        if (rendered_)
+            write_bytes(renderer_.render(bytes, format));
+        else
             write_bytes(bytes);
-            return;
-        }
-        renderer_->feed(bytes, events_);
-        write_events();
     }
 
     // The loop has ended: a last line without a newline gets one.
     void finish() {
-        if (renderer_) {
-            renderer_->finish(events_);
-            write_events();
-        }
+        if (rendered_) write_bytes(renderer_.finish());
         if (pending_.empty()) return;
         pending_.push_back('\n');
         std::fwrite(prefix_.data(), 1, prefix_.size(), stdout);
@@ -66,11 +61,6 @@ class output_writer {
     bool at_line_start() const { return at_line_start_; }
 
   private:
-    void write_events() {
-        write_bytes(agent_stream::render_lines(events_));
-        events_.clear();
-    }
-
     void write_bytes(std::string_view bytes) {
         if (prefix_.empty()) {
             std::fwrite(bytes.data(), 1, bytes.size(), stdout);
@@ -88,20 +78,15 @@ class output_writer {
     }
 
     std::string prefix_;
-    std::unique_ptr<agent_stream::parser> renderer_;
-    std::vector<agent_stream::event> events_;
+    bool rendered_;
+    agent_stream::output_renderer renderer_;
     std::string pending_;
     bool at_line_start_ = true;
 };
 
-// A renderer for the loop's output when its agent prints a structured stream, else null.
-std::unique_ptr<agent_stream::parser> renderer_for(const client_context& ctx, std::int64_t id,
-                                                   const tail_selection& selection) {
-    if (selection.raw || ctx.json || !selection.output) return nullptr;
-    const std::string format =
-        connection(ctx.socket).call<proto::method::loop_get>({id}).agent.output_format;
-    if (format == "text") return nullptr;
-    return agent_stream::make_parser(agent_stream::format_from_string(format));
+// Whether the output is rendered: not with --raw or --json, nor when no output is asked for.
+bool rendered(const client_context& ctx, const tail_selection& selection) {
+    return !selection.raw && !ctx.json && selection.output;
 }
 
 // Parses a message that carries output in a "data" string: a loop.output page ("result") or
@@ -155,7 +140,7 @@ void print_persisted(const client_context& ctx, const std::vector<std::int64_t>&
                      const tail_selection& selection) {
     connection daemon(ctx.socket);
     for (std::int64_t id : ids) {
-        output_writer writer(id, ids.size() > 1, renderer_for(ctx, id, selection));
+        output_writer writer(id, ids.size() > 1, rendered(ctx, selection));
         proto::output_request request = selection_request(id, selection);
         request.max_bytes = max_page_bytes;
         std::optional<std::int64_t> end;
@@ -170,9 +155,9 @@ void print_persisted(const client_context& ctx, const std::vector<std::int64_t>&
                     print_event(
                         proto::notification::loop_output,
                         proto::output_notification{id, page.offset, page.next_offset - page.offset,
-                                                   page.data, page.encoding});
+                                                   page.data, page.encoding, page.format});
                 else
-                    writer.write(proto::decode_output(page.data, page.encoding));
+                    writer.write(proto::decode_output(page.data, page.encoding), page.format);
             }
             if (page.final || page.next_offset >= *end || page.next_offset == page.offset) break;
             request.offset = page.next_offset;
@@ -237,9 +222,8 @@ int follow_loops(const client_context& ctx, const std::vector<std::int64_t>& ids
         proto::output_request request = selection_request(id, selection);
         request.output = selection.output;
         daemon.send<proto::method::loop_tail>(request);
-        loops.emplace(
-            id, followed_loop{output_writer(id, ids.size() > 1, renderer_for(ctx, id, selection)),
-                              selection.offset.value_or(0), false});
+        loops.emplace(id, followed_loop{output_writer(id, ids.size() > 1, rendered(ctx, selection)),
+                                        selection.offset.value_or(0), false});
     }
 
     // The worst outcome wins: cancelled (130) over failed (1) over completed (0).
@@ -278,7 +262,8 @@ int follow_loops(const client_context& ctx, const std::vector<std::int64_t>& ids
                 print_event(proto::notification::loop_output, params);
                 continue;
             }
-            loop->second.writer.write(proto::decode_output(output.data, output.encoding));
+            loop->second.writer.write(proto::decode_output(output.data, output.encoding),
+                                      output.format);
             std::fflush(stdout);
         } else if (*method == proto::notification::loop_state) {
             const auto state = params.get<proto::state_notification>();

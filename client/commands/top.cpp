@@ -153,7 +153,7 @@ class output_view {
         offset_.reset();
         lines_.clear();
         partial_.clear();
-        renderer_.reset();
+        renderer_ = agent_stream::output_renderer();
         attempts_seen_ = -1;
         last_attempt_.reset();
     }
@@ -174,7 +174,7 @@ class output_view {
         request.offset = offset_;
         request.max_bytes = output_page_bytes;
         const auto page = daemon.call<proto::method::loop_output>(request);
-        add(page.data);
+        add_text(renderer_.render(page.data, page.format));
         // Far behind (a flood): skip to the last page instead of reading everything.
         offset_ = page.end_offset - page.next_offset > output_page_bytes
                       ? page.end_offset - output_page_bytes
@@ -191,26 +191,13 @@ class output_view {
 
   private:
     void start(connection& daemon, std::size_t screen_lines) {
-        const std::string format =
-            daemon.call<proto::method::loop_get>({loop_id_}).agent.output_format;
-        if (format != "text")
-            renderer_ = agent_stream::make_parser(agent_stream::format_from_string(format));
-        // A structured stream needs whole lines from their start: begin at a line boundary.
+        // A structured stream needs whole lines from their start: begin at a line boundary, a
+        // few screens back (a JSON line may render as nothing).
         proto::output_request request;
         request.id = loop_id_;
-        request.last_lines = std::int64_t(renderer_ ? screen_lines * 4 : screen_lines);
+        request.last_lines = std::int64_t(screen_lines * 4);
         request.max_bytes = 1;
         offset_ = daemon.call<proto::method::loop_output>(request).offset;
-    }
-
-    void add(std::string_view bytes) {
-        if (!renderer_) {
-            add_text(bytes);
-            return;
-        }
-        renderer_->feed(bytes, events_);
-        add_text(agent_stream::render_lines(events_));
-        events_.clear();
     }
 
     void add_text(std::string_view bytes) {
@@ -228,8 +215,7 @@ class output_view {
     std::optional<std::int64_t> offset_;
     std::deque<std::string> lines_;
     std::string partial_;
-    std::unique_ptr<agent_stream::parser> renderer_;
-    std::vector<agent_stream::event> events_;
+    agent_stream::output_renderer renderer_;
     std::int64_t attempts_seen_ = -1;
     std::optional<proto::attempt_info> last_attempt_;
 };

@@ -178,7 +178,10 @@ void register_loop_methods(method_registry& registry, method_services& services)
     registry.add<loop_output>([&services](const proto::output_request& request, call_context&) {
         proto::loop_info loop = services.db.get_loop(request.id);
         const std::int64_t offset = start_offset(request, services.output);
-        std::string bytes = services.output.read(request.id, offset, request.max_bytes);
+        // One attempt's bytes per page, with their format.
+        const output_log::output_span span = services.output.span_at(request.id, offset);
+        std::string bytes = services.output.read(request.id, offset,
+                                                 std::min(request.max_bytes, span.end - offset));
         bytes.resize(proto::sendable_length(bytes, request.encoding));
         proto::output_page page;
         page.id = request.id;
@@ -187,6 +190,7 @@ void register_loop_methods(method_registry& registry, method_services& services)
         page.end_offset = services.output.committed_end(request.id);
         page.data = proto::encode_output(bytes, request.encoding);
         page.encoding = request.encoding;
+        page.format = agent_stream::to_string(span.format);
         page.state = loop.state;
         page.final = proto::is_terminal(loop.state) && page.next_offset >= page.end_offset;
         return page;

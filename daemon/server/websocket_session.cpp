@@ -40,7 +40,8 @@ std::string state_notification(const proto::loop_info& loop, bool final) {
 // escaping, and a dump would copy and scan it byte by byte. The same text as the dump: members
 // in its (sorted) order (a unit test compares the two).
 std::string serialize_output_notification(std::int64_t loop_id, std::int64_t offset,
-                                          std::string_view piece, const std::string& encoding) {
+                                          std::string_view piece, const std::string& encoding,
+                                          std::string_view format) {
     std::string message = R"({"jsonrpc":"2.0","method":")";
     message += proto::notification::loop_output;
     message += R"(","params":{"data":)";
@@ -52,9 +53,10 @@ std::string serialize_output_notification(std::int64_t loop_id, std::int64_t off
     } else {
         message += rpc::serialize(json(proto::encode_output(piece, encoding)));
     }
-    message += R"(,"encoding":")" + encoding + R"(","id":)" + std::to_string(loop_id) +
-               R"(,"length":)" + std::to_string(piece.size()) + R"(,"offset":)" +
-               std::to_string(offset) + "}}";
+    message += R"(,"encoding":")" + encoding + R"(","format":")";
+    message += format;
+    message += R"(","id":)" + std::to_string(loop_id) + R"(,"length":)" +
+               std::to_string(piece.size()) + R"(,"offset":)" + std::to_string(offset) + "}}";
     return message;
 }
 
@@ -238,13 +240,17 @@ std::optional<std::string> websocket_session::next_tail_message(std::int64_t loo
         }
         tail.next_chunk_at =
             paced ? state_->pacer.reserve(now) : std::chrono::steady_clock::time_point();
-        const std::string bytes = output.read(loop_id, tail.offset, tail_chunk_bytes);
+        // One attempt's bytes per notification, with their format.
+        const output_log::output_span span = output.span_at(loop_id, tail.offset);
+        const std::string bytes =
+            output.read(loop_id, tail.offset, std::min(tail_chunk_bytes, span.end - tail.offset));
         if (bytes.empty())
             throw std::runtime_error("output of loop " + std::to_string(loop_id) +
                                      " ends before its committed end");
         const std::size_t length = proto::sendable_length(bytes, tail.encoding);
         std::string message = serialize_output_notification(
-            loop_id, tail.offset, std::string_view(bytes.data(), length), tail.encoding);
+            loop_id, tail.offset, std::string_view(bytes.data(), length), tail.encoding,
+            agent_stream::to_string(span.format));
         tail.offset += static_cast<std::int64_t>(length);
         last_served_ = loop_id;
         return message;

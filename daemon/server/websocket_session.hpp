@@ -31,10 +31,12 @@
 
 namespace ralph {
 
-// The text of a loop.output notification of `piece` at `offset` (proto::output_notification),
-// written out directly: the same as serializing the notification, without copying the bytes.
+// The text of a loop.output notification of `piece` at `offset`, bytes of an attempt whose
+// output is in `format` (proto::output_notification), written out directly: the same as
+// serializing the notification, without copying the bytes.
 std::string serialize_output_notification(std::int64_t loop_id, std::int64_t offset,
-                                          std::string_view piece, const std::string& encoding);
+                                          std::string_view piece, const std::string& encoding,
+                                          std::string_view format);
 
 class websocket_session : public connection,
                           public tail_sink,

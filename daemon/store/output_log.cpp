@@ -3,6 +3,7 @@
 #include "daemon/state_dir.hpp"
 
 #include "common/text.hpp"
+#include "daemon/agents/agent.hpp"
 #include "daemon/store/storage_health.hpp"
 #include "daemon/store/store.hpp"
 #include "proto/errors.hpp"
@@ -13,7 +14,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <limits>
 #include <system_error>
 
 namespace ralph {
@@ -30,6 +33,15 @@ struct fd_guard {
         if (fd >= 0) ::close(fd);
     }
 };
+
+// The output format of an agent's attempts; text for an agent this ralphd does not know.
+agent_stream::format format_of_agent(const std::string& name) {
+    try {
+        return find_agent(name).output_format();
+    } catch (const proto::rpc_error&) {
+        return agent_stream::format::text;
+    }
+}
 
 }  // namespace
 
@@ -70,6 +82,7 @@ std::int64_t output_log::file_size(std::int64_t loop_id) const {
 void output_log::index(std::int64_t loop_id, std::int64_t attempt_id, output_stream stream,
                        std::int64_t offset, std::int64_t length) {
     if (length <= 0) return;
+    attempt_writes(loop_id, attempt_id);
     // Coalesce with the previous pending chunk of the same attempt and stream.
     const bool continues_last = !pending_.empty() && pending_.back().loop_id == loop_id &&
                                 pending_.back().attempt_id == attempt_id &&
@@ -81,6 +94,13 @@ void output_log::index(std::int64_t loop_id, std::int64_t attempt_id, output_str
         pending_.push_back({loop_id, attempt_id, stream, offset, length, text::now_ms()});
     pending_bytes_ += length;
     schedule_flush();
+}
+
+void output_log::attempt_writes(std::int64_t loop_id, std::int64_t attempt_id) {
+    const auto cached = attempts_.find(loop_id);
+    if (cached != attempts_.end() &&
+        (cached->second.empty() || cached->second.back().attempt_id != attempt_id))
+        attempts_.erase(cached);
 }
 
 void output_log::schedule_flush() {
@@ -157,6 +177,32 @@ std::string output_log::read(std::int64_t loop_id, std::int64_t offset,
     return bytes;
 }
 
+output_log::output_span output_log::span_at(std::int64_t loop_id, std::int64_t offset) const {
+    auto cached = attempts_.find(loop_id);
+    if (cached == attempts_.end()) {
+        std::vector<attempt_span_start> starts;
+        for (const auto& start : db_.attempt_starts(loop_id))
+            starts.push_back({start.output_start, start.attempt_id, format_of_agent(start.agent)});
+        cached = attempts_.emplace(loop_id, std::move(starts)).first;
+    }
+    const std::vector<attempt_span_start>& starts = cached->second;
+    // The last attempt that began at or before `offset` wrote it (one that wrote nothing began
+    // where the next one did).
+    const auto next = std::upper_bound(
+        starts.begin(), starts.end(), offset,
+        [](std::int64_t at, const attempt_span_start& start) { return at < start.offset; });
+    output_span span;
+    span.format = next == starts.begin() ? agent_stream::format::text : std::prev(next)->format;
+    // The span goes on over the next attempts of the same format (and those that wrote nothing).
+    auto other = next;
+    while (other != starts.end() &&
+           (other->format == span.format ||
+            (std::next(other) != starts.end() && std::next(other)->offset == other->offset)))
+        ++other;
+    span.end = other == starts.end() ? std::numeric_limits<std::int64_t>::max() : other->offset;
+    return span;
+}
+
 std::int64_t output_log::offset_of_last_lines(std::int64_t loop_id, std::int64_t lines) const {
     std::int64_t end = committed_end(loop_id);
     if (lines <= 0) return end;
@@ -179,6 +225,7 @@ std::int64_t output_log::offset_of_last_lines(std::int64_t loop_id, std::int64_t
 
 void output_log::recover(std::int64_t loop_id, std::int64_t attempt_id) {
     write_pending();
+    attempt_writes(loop_id, attempt_id);
     std::int64_t end = committed_end(loop_id);
     struct stat st {};
     if (::stat(file_of(loop_id).c_str(), &st) != 0 || st.st_size <= end) return;

@@ -5,9 +5,11 @@
 // as the shim's journal announces them: the index rows and the loop's committed end are written in
 // one transaction per flush (every flush_interval or when much is pending), and only then are
 // subscribers told. So a byte reaches a tail client only after it is on disk and indexed. Readers
-// never see past the committed end.
+// never see past the committed end. Each attempt's bytes are in its agent's output format
+// (span_at): a reader renders a judge's or a fallback's attempt of another CLI by its own.
 #pragma once
 
+#include "common/agent_stream.hpp"
 #include "common/asio.hpp"
 
 #include <chrono>
@@ -51,6 +53,14 @@ class output_log {
     // Reads up to max_bytes from `offset`, never past the committed end. A file that is gone (gc
     // removed it while the disk was full and the rows stayed) is rpc_error(loop_not_found).
     std::string read(std::int64_t loop_id, std::int64_t offset, std::int64_t max_bytes) const;
+    // The bytes from `offset` on in one output format: the format of the agent whose attempt
+    // wrote them, and where they end (where an attempt of another format begins; INT64_MAX when
+    // none does).
+    struct output_span {
+        agent_stream::format format = agent_stream::format::text;
+        std::int64_t end = 0;
+    };
+    output_span span_at(std::int64_t loop_id, std::int64_t offset) const;
     // Offset of the start of the last `lines` lines of the committed output.
     std::int64_t offset_of_last_lines(std::int64_t loop_id, std::int64_t lines) const;
 
@@ -65,7 +75,10 @@ class output_log {
     // The loop's history was removed (history.gc): forgets its committed end, so that readers
     // see no output; gc then deletes its file. The loop must not be running, and the index must
     // have been flushed before its rows were deleted.
-    void forget(std::int64_t loop_id) { committed_.erase(loop_id); }
+    void forget(std::int64_t loop_id) {
+        committed_.erase(loop_id);
+        attempts_.erase(loop_id);
+    }
 
   private:
     struct pending_chunk {
@@ -76,7 +89,16 @@ class output_log {
         std::int64_t length;
         std::int64_t ts_ms;
     };
+    // Where an attempt's output begins, as span_at reads it.
+    struct attempt_span_start {
+        std::int64_t offset;
+        std::int64_t attempt_id;
+        agent_stream::format format;
+    };
     void schedule_flush();
+    // The attempt writes the loop's output: the cached starts are dropped (read again from the
+    // attempts table when next needed) unless it is the last of them.
+    void attempt_writes(std::int64_t loop_id, std::int64_t attempt_id);
 
     net::io_context& io_;
     store& db_;
@@ -88,6 +110,8 @@ class output_log {
     std::vector<pending_chunk> pending_;
     std::int64_t pending_bytes_ = 0;
     mutable std::map<std::int64_t, std::int64_t> committed_;  // cache of loops.output_bytes
+    // Cache of the attempts' output starts (attempts.output_start), per loop read since.
+    mutable std::map<std::int64_t, std::vector<attempt_span_start>> attempts_;
 };
 
 }  // namespace ralph

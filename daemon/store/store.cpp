@@ -801,4 +801,15 @@ std::int64_t store::output_bytes(std::int64_t loop_id) {
     return q.executeStep() ? q.getColumn(0).getInt64() : 0;
 }
 
+std::vector<store::attempt_start> store::attempt_starts(std::int64_t loop_id) {
+    query q = prepared(
+        "SELECT id, output_start, agent FROM attempts WHERE loop_id = ? ORDER BY output_start, id");
+    q.bind(1, loop_id);
+    std::vector<attempt_start> starts;
+    while (q.executeStep())
+        starts.push_back(
+            {q.getColumn(0).getInt64(), q.getColumn(1).getInt64(), q.getColumn(2).getString()});
+    return starts;
+}
+
 }  // namespace ralph

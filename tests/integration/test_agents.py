@@ -362,6 +362,17 @@ class FallbackTest(AgentTestCase):
                           for agent, u in report["loops"][0]["by_agent"].items()}, by_agent)
         self.assertIn("by agent: claude", d.ctl("report").stdout)
 
+        # Each attempt's output is rendered in its agent's format, codex's JSON lines as readably
+        # as claude's, in the order they ran: from the pages of loop.output and from tail -f's
+        # notifications, each of which says the format of the attempt that wrote it.
+        for tail in (("tail",), ("tail", "-f")):
+            shown = d.ctl(*tail, loop["id"]).stdout
+            self.assertNotIn('{"type":', shown)
+            self.assertLess(shown.index("I'll record progress."), shown.index("All tasks finished."))
+        pieces = [json.loads(line) for line in d.ctl("--json", "tail", loop["id"]).stdout.splitlines()]
+        self.assertEqual([p["format"] for p in pieces], ["claude", "codex", "claude"])
+        self.assertEqual([p["offset"] for p in pieces], [a["output_start"] for a in attempts])
+
     def test_with_every_agent_held_the_loop_waits_for_the_earliest_reset(self):
         d = self.agent_daemon("--rate-limit-wait", "%.1f" % scaled(1))
         claude_resets_at = time.time() + scaled(30)

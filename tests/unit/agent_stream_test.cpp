@@ -820,3 +820,25 @@ TEST_CASE("parsers: a tool call waiting for its result is known until the result
     }
     CHECK_FALSE(as::make_parser(format::text)->awaiting_tool_result());
 }
+
+TEST_CASE("output_renderer: each attempt's bytes are rendered by the format they come with") {
+    as::output_renderer renderer;
+    // A claude attempt whose last line has no newline, then a codex attempt: the claude line is
+    // rendered before the codex one, and codex's JSON lines are not taken for claude's.
+    const std::string claude_line =
+        R"({"type":"assistant","message":{"content":[{"type":"text","text":"claude says"}]}})";
+    std::string shown = renderer.render(claude_line, "claude");
+    CHECK(shown.empty());
+    shown += renderer.render(R"({"type":"item.completed","item":{"id":"i","type":"agent_message",)"
+                             R"("text":"codex says"}})"
+                             "\n",
+                             "codex");
+    CHECK(shown == "claude says\ncodex says\n");
+    // Text is passed on as it is, a format this client does not know is shown as text.
+    CHECK(renderer.render("plain\npartial", "text") == "plain\npartial");
+    CHECK(renderer.render(" and more\n", "a-newer-format") == " and more\n");
+    CHECK(renderer.finish().empty());
+    // finish() renders what the parser still held.
+    CHECK(renderer.render(claude_line, "claude").empty());
+    CHECK(renderer.finish() == "claude says\n");
+}

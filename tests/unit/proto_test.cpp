@@ -226,7 +226,7 @@ proto::output_request sample() {
 }
 template <>
 proto::output_page sample() {
-    return {7, 100, 110, 500, "aGVsbG8=", "base64", proto::loop_state::completed, true};
+    return {7, 100, 110, 500, "aGVsbG8=", "base64", "codex", proto::loop_state::completed, true};
 }
 template <>
 proto::tail_started sample() {
@@ -351,7 +351,7 @@ TEST_CASE("proto: the data of an error reads back as it was written") {
 }
 
 TEST_CASE("proto: the notifications read back as they were written") {
-    const proto::output_notification output{7, 100, 5, "aGVsbG8=", "base64"};
+    const proto::output_notification output{7, 100, 5, "aGVsbG8=", "base64", "codex"};
     CHECK(nlohmann::json(output).get<proto::output_notification>() == output);
     const proto::state_notification state{7, proto::loop_state::stalled, "no progress", 3, true};
     CHECK(nlohmann::json(state).get<proto::state_notification>() == state);
@@ -360,9 +360,10 @@ TEST_CASE("proto: the notifications read back as they were written") {
 TEST_CASE("proto: the hand-written loop.output notification is the serialized one") {
     for (const char* encoding : {"base64", "utf8"}) {
         const std::string piece = "hello \xE2\x9C\x93\n";
-        const proto::output_notification typed{7, 100, std::int64_t(piece.size()),
-                                               proto::encode_output(piece, encoding), encoding};
-        CHECK(ralph::serialize_output_notification(7, 100, piece, encoding) ==
+        const proto::output_notification typed{
+            7,        100,     std::int64_t(piece.size()), proto::encode_output(piece, encoding),
+            encoding, "claude"};
+        CHECK(ralph::serialize_output_notification(7, 100, piece, encoding, "claude") ==
               ralph::rpc::serialize(
                   ralph::rpc::make_notification(proto::notification::loop_output, typed)));
     }

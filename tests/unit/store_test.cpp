@@ -16,6 +16,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <optional>
 #include <thread>
 
@@ -842,4 +843,48 @@ TEST_CASE("store: an idempotency key names at most one loop; loops without one a
     CHECK_FALSE(db.loop_with_idempotency_key(""));
     spec.idempotency_key = "weekly";
     CHECK(db.insert_loop(spec, 5) != keyed);
+}
+
+TEST_CASE("output_log: the output is cut in spans where an attempt of another format begins") {
+    gc_fixture fixture;
+    ralph::store& db = fixture.db;
+    ralph::output_log& output = fixture.output;
+    const std::int64_t loop_id = db.insert_loop(sample_spec(), 1);
+    // An attempt of agent `agent` that starts at `start` and writes `bytes` bytes.
+    const auto attempt_writes = [&](const std::string& agent, std::int64_t start,
+                                    std::int64_t bytes) {
+        ralph::proto::attempt_info a;
+        a.loop_id = loop_id;
+        a.agent = agent;
+        a.output_start = start;
+        a.id = db.begin_attempt(a, 0);
+        output.index(loop_id, a.id, ralph::output_stream::stdout_stream, start, bytes);
+        output.write_pending();
+    };
+    using ralph::agent_stream::format;
+    constexpr std::int64_t open_end = std::numeric_limits<std::int64_t>::max();
+    attempt_writes("claude", 0, 4);
+    attempt_writes("claude", 4, 6);
+    CHECK(output.span_at(loop_id, 3).format == format::claude);
+    CHECK(output.span_at(loop_id, 3).end == open_end);
+    // A judge of another CLI, an attempt that wrote nothing, an agent this ralphd does not know
+    // (text, as aider's): the span read before was cached, the new attempts are seen the same.
+    attempt_writes("codex", 10, 5);
+    attempt_writes("claude", 15, 0);
+    attempt_writes("gemini", 15, 5);
+    attempt_writes("retired-agent", 20, 5);
+    attempt_writes("aider", 25, 5);
+    CHECK(output.span_at(loop_id, 0).end == 10);
+    CHECK(output.span_at(loop_id, 9).format == format::claude);
+    CHECK(output.span_at(loop_id, 10).format == format::codex);
+    CHECK(output.span_at(loop_id, 10).end == 15);
+    CHECK(output.span_at(loop_id, 15).format == format::gemini);
+    CHECK(output.span_at(loop_id, 15).end == 20);
+    CHECK(output.span_at(loop_id, 22).format == format::text);
+    CHECK(output.span_at(loop_id, 22).end == open_end);
+    // A ralphd started afresh reads the same from the attempts table.
+    ralph::output_log fresh{fixture.io, db, fixture.health, fixture.tmp.dir.path / "output",
+                            [](std::int64_t, std::int64_t) {}};
+    CHECK(fresh.span_at(loop_id, 12).format == format::codex);
+    CHECK(fresh.span_at(loop_id, 12).end == 15);
 }
