@@ -428,10 +428,9 @@ bool bool_member(const json& object, std::string_view key) {
 
 std::string cut_text(std::string_view input, std::size_t max_bytes) {
     bool cut = input.size() > max_bytes;
-    if (cut) input = input.substr(0, text::utf8_complete_prefix(input.substr(0, max_bytes)));
-    std::string out = text::to_valid_utf8(input);
+    std::string out = text::to_valid_utf8(text::utf8_head(input, max_bytes));
     if (out.size() > max_bytes) {  // replacement characters made it longer
-        out.resize(text::utf8_complete_prefix(std::string_view(out).substr(0, max_bytes)));
+        out.resize(text::utf8_head(out, max_bytes).size());
         cut = true;
     }
     if (cut) out += "…";

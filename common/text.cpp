@@ -258,6 +258,12 @@ std::size_t utf8_complete_prefix(std::string_view bytes) {
     return size;
 }
 
+std::string_view utf8_head(std::string_view bytes, std::size_t limit) {
+    if (bytes.size() <= limit) return bytes;
+    bytes = bytes.substr(0, limit);
+    return bytes.substr(0, utf8_complete_prefix(bytes));
+}
+
 std::int64_t now_ms() {
     using namespace std::chrono;
     return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();

@@ -45,6 +45,8 @@ std::string to_valid_utf8(std::string_view bytes);
 // Length of `bytes` without a multi-byte UTF-8 sequence cut off at its end, so that a chunk
 // boundary never splits a character (which to_valid_utf8 would turn into two U+FFFD).
 std::size_t utf8_complete_prefix(std::string_view bytes);
+// The first `limit` bytes of `bytes` at most, without a character cut off at their end.
+std::string_view utf8_head(std::string_view bytes, std::size_t limit);
 
 // Milliseconds since the Unix epoch.
 std::int64_t now_ms();

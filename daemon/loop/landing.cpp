@@ -148,12 +148,8 @@ std::string pull_request_body(const proto::loop_info& loop,
         body += fmt::format("- judge {}: {} accepted, {} rejected\n", loop.spec.judge, accepted,
                             rejected);
     if (!last_reasons.empty())
-        body +=
-            "\nThe judge's last reasons to reject:\n\n" +
-            last_reasons.substr(
-                0, text::utf8_complete_prefix(
-                       std::string_view(last_reasons).substr(0, max_pull_request_quote_bytes))) +
-            "\n";
+        body += "\nThe judge's last reasons to reject:\n\n" +
+                std::string(text::utf8_head(last_reasons, max_pull_request_quote_bytes)) + "\n";
     if (!notes.empty()) body += "\n## The loop's last notes\n\n" + notes + "\n";
     return body;
 }

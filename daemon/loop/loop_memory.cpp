@@ -95,14 +95,9 @@ std::vector<std::string_view> find_blocks(std::string_view text, std::string_vie
 // The raw text is cut first so that a huge block is never copied whole.
 std::string bounded_text(std::string_view bytes, std::size_t limit) {
     bytes = text::trim(bytes);
-    if (bytes.size() > limit) {
-        bytes = bytes.substr(0, limit);
-        bytes = bytes.substr(0, text::utf8_complete_prefix(bytes));
-    }
-    std::string out = text::to_valid_utf8(bytes);
+    std::string out = text::to_valid_utf8(text::utf8_head(bytes, limit));
     // Each invalid byte became a 3-byte U+FFFD: cut again.
-    if (out.size() > limit)
-        out.resize(text::utf8_complete_prefix(std::string_view(out).substr(0, limit)));
+    out.resize(text::utf8_head(out, limit).size());
     return std::string(text::trim(out));
 }
 

@@ -52,8 +52,7 @@ std::string describe_failure(proto::termination how, const std::string& error) {
 std::string first_line(const std::string& text) {
     std::string line(text::first_line(text));
     if (line.size() > max_summary_bytes) {
-        line.resize(
-            text::utf8_complete_prefix(std::string_view(line).substr(0, max_summary_bytes)));
+        line.resize(text::utf8_head(line, max_summary_bytes).size());
         line += "…";
     }
     return line;

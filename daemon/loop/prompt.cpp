@@ -74,8 +74,7 @@ excerpt read_head(const fs::path& workspace, const fs::path& path, std::size_t l
     result.text = read_at(fd.get(), 0, limit + 1);
     if (result.text.size() > limit) {
         result.cut = true;
-        result.text.resize(
-            text::utf8_complete_prefix(std::string_view(result.text).substr(0, limit)));
+        result.text.resize(text::utf8_head(result.text, limit).size());
     }
     return result;
 }

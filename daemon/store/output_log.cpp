@@ -97,10 +97,9 @@ void output_log::index(std::int64_t loop_id, std::int64_t attempt_id, output_str
 }
 
 void output_log::attempt_writes(std::int64_t loop_id, std::int64_t attempt_id) {
-    const auto cached = attempts_.find(loop_id);
-    if (cached != attempts_.end() &&
-        (cached->second.empty() || cached->second.back().attempt_id != attempt_id))
-        attempts_.erase(cached);
+    const auto cached = spans_.find(loop_id);
+    if (cached != spans_.end() && cached->second.last_attempt_id != attempt_id)
+        spans_.erase(cached);
 }
 
 void output_log::schedule_flush() {
@@ -178,28 +177,27 @@ std::string output_log::read(std::int64_t loop_id, std::int64_t offset,
 }
 
 output_log::output_span output_log::span_at(std::int64_t loop_id, std::int64_t offset) const {
-    auto cached = attempts_.find(loop_id);
-    if (cached == attempts_.end()) {
-        std::vector<attempt_span_start> starts;
-        for (const auto& start : db_.attempt_starts(loop_id))
-            starts.push_back({start.output_start, start.attempt_id, format_of_agent(start.agent)});
-        cached = attempts_.emplace(loop_id, std::move(starts)).first;
+    auto cached = spans_.find(loop_id);
+    if (cached == spans_.end()) {
+        format_spans spans;
+        for (const auto& attempt : db_.attempt_starts(loop_id)) {
+            const agent_stream::format format = format_of_agent(attempt.agent);
+            auto& starts = spans.starts;
+            // An attempt that began where this one does wrote nothing.
+            if (!starts.empty() && starts.back().offset == attempt.output_start) starts.pop_back();
+            if (starts.empty() || starts.back().format != format)
+                starts.push_back({attempt.output_start, format});
+            spans.last_attempt_id = attempt.attempt_id;
+        }
+        cached = spans_.emplace(loop_id, std::move(spans)).first;
     }
-    const std::vector<attempt_span_start>& starts = cached->second;
-    // The last attempt that began at or before `offset` wrote it (one that wrote nothing began
-    // where the next one did).
+    const auto& starts = cached->second.starts;
     const auto next = std::upper_bound(
         starts.begin(), starts.end(), offset,
-        [](std::int64_t at, const attempt_span_start& start) { return at < start.offset; });
+        [](std::int64_t at, const format_spans::start& start) { return at < start.offset; });
     output_span span;
     span.format = next == starts.begin() ? agent_stream::format::text : std::prev(next)->format;
-    // The span goes on over the next attempts of the same format (and those that wrote nothing).
-    auto other = next;
-    while (other != starts.end() &&
-           (other->format == span.format ||
-            (std::next(other) != starts.end() && std::next(other)->offset == other->offset)))
-        ++other;
-    span.end = other == starts.end() ? std::numeric_limits<std::int64_t>::max() : other->offset;
+    span.end = next == starts.end() ? std::numeric_limits<std::int64_t>::max() : next->offset;
     return span;
 }
 

@@ -77,7 +77,7 @@ class output_log {
     // have been flushed before its rows were deleted.
     void forget(std::int64_t loop_id) {
         committed_.erase(loop_id);
-        attempts_.erase(loop_id);
+        spans_.erase(loop_id);
     }
 
   private:
@@ -89,15 +89,19 @@ class output_log {
         std::int64_t length;
         std::int64_t ts_ms;
     };
-    // Where an attempt's output begins, as span_at reads it.
-    struct attempt_span_start {
-        std::int64_t offset;
-        std::int64_t attempt_id;
-        agent_stream::format format;
+    // A loop's output as span_at reads it: where each span of one format begins (each in
+    // another format than the one before), and the last attempt the spans know of.
+    struct format_spans {
+        struct start {
+            std::int64_t offset;
+            agent_stream::format format;
+        };
+        std::vector<start> starts;
+        std::int64_t last_attempt_id = 0;
     };
     void schedule_flush();
-    // The attempt writes the loop's output: the cached starts are dropped (read again from the
-    // attempts table when next needed) unless it is the last of them.
+    // The attempt writes the loop's output: the cached spans are dropped (read again from the
+    // attempts table when next needed) unless they know it.
     void attempt_writes(std::int64_t loop_id, std::int64_t attempt_id);
 
     net::io_context& io_;
@@ -110,8 +114,8 @@ class output_log {
     std::vector<pending_chunk> pending_;
     std::int64_t pending_bytes_ = 0;
     mutable std::map<std::int64_t, std::int64_t> committed_;  // cache of loops.output_bytes
-    // Cache of the attempts' output starts (attempts.output_start), per loop read since.
-    mutable std::map<std::int64_t, std::vector<attempt_span_start>> attempts_;
+    // Made from the attempts' output_start and agent, per loop read since.
+    mutable std::map<std::int64_t, format_spans> spans_;
 };
 
 }  // namespace ralph

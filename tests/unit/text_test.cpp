@@ -126,6 +126,11 @@ TEST_CASE("utf8: a complete prefix never ends inside a multi-byte character") {
     CHECK(utf8_complete_prefix("a\xF0\x9F\x98") == 1);  // cut inside a 4-byte emoji
     CHECK(utf8_complete_prefix("\xC3") == 0);
     CHECK(utf8_complete_prefix("") == 0);
+    using ralph::text::utf8_head;
+    CHECK(utf8_head("a\xE2\x9C\x93z", 10) == "a\xE2\x9C\x93z");  // short enough: whole
+    CHECK(utf8_head("a\xE2\x9C\x93z", 4) == "a\xE2\x9C\x93");
+    CHECK(utf8_head("a\xE2\x9C\x93z", 3) == "a");  // never inside ✓
+    CHECK(utf8_head("abc", 0).empty());
 }
 
 TEST_CASE("time: ISO 8601 is parsed with or without seconds, fraction and zone") {
