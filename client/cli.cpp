@@ -33,6 +33,7 @@ constexpr command_entry commands[] = {
     {"gc", register_gc_command},
     {"top", register_top_command},
     {"doctor", register_doctor_command},
+    {"notify", register_notify_command},
     {"mcp", register_mcp_command},
     {"completion", register_completion_command},
     {"man-page", register_man_page_command},

@@ -1,5 +1,7 @@
 #include "daemon/daemon.hpp"
 
+#include "daemon/notify/notification.hpp"
+
 #include "common/paths.hpp"
 #include "common/process_info.hpp"
 #include "common/text.hpp"
@@ -32,6 +34,7 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
           [this] {
               output_.flush();
               take_up_loops();
+              notices_.deliver();
           }),
       output_(
           io, db_, health_, state_dir(options_.db_path).output_dir(),
@@ -39,32 +42,31 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
       reaper_(io),
       hooks_(io, blocking_, reaper_, options_.hooks, options_.agent_env,
              [this](std::int64_t loop_id) { return sandbox_hidden(loop_id); }),
-      runner_ctx_{io,
-                  blocking_,
-                  db_,
-                  clock_,
-                  gate_,
-                  output_,
-                  health_,
-                  reaper_,
-                  state_dir(options_.db_path),
-                  options_.shim_program,
-                  {},
-                  options_.kill_grace,
-                  options_.binaries,
-                  options_.agent_env,
-                  options_.rate_limit_margin,
-                  options_.rate_limit_wait,
-                  [this](std::int64_t loop_id, proto::loop_state state) {
-                      // Reading the loop (and parsing its spec) only for watchers and hooks.
-                      const bool ended = proto::is_terminal(state);
-                      if (!ended && !hub_.watched(loop_id)) return;
-                      proto::loop_info loop = db_.get_loop(loop_id);
-                      hub_.state_changed(loop);
-                      // Every end state passes here once, whoever set it (runner or scheduler).
-                      if (ended) hooks_.loop_ended(loop);
-                  },
-                  [this](std::int64_t loop_id) { return sandbox_hidden(loop_id); }},
+      notices_(io, db_, clock_, options_.webhooks),
+      runner_ctx_{
+          io,
+          blocking_,
+          db_,
+          clock_,
+          gate_,
+          output_,
+          health_,
+          reaper_,
+          state_dir(options_.db_path),
+          options_.shim_program,
+          {},
+          options_.kill_grace,
+          options_.binaries,
+          options_.agent_env,
+          options_.rate_limit_margin,
+          options_.rate_limit_wait,
+          [this](std::int64_t loop_id, proto::loop_state state) { state_changed(loop_id, state); },
+          [this](std::int64_t loop_id, proto::loop_event event, const std::string& reason,
+                 std::int64_t resume_at, bool notable_wait) {
+              return change_state(loop_id, event, reason, resume_at, notable_wait);
+          },
+          notices_,
+          [this](std::int64_t loop_id) { return sandbox_hidden(loop_id); }},
       scheduler_(runner_ctx_),
       services_{db_,
                 scheduler_,
@@ -86,6 +88,7 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
                                    {}},
                 io,
                 reaper_,
+                notices_,
                 [this](bool leave_running) {
                     // Stopping closes every session: give the reply to daemon.shutdown a moment
                     // to reach its client first (a WebSocket reply is written asynchronously).
@@ -128,6 +131,32 @@ loop_files ralphd::forget_loop(std::int64_t loop_id) {
                       runner_ctx_.state.scratch_of(loop_id)};
 }
 
+proto::loop_state ralphd::change_state(std::int64_t loop_id, proto::loop_event event,
+                                       const std::string& reason, std::int64_t resume_at,
+                                       bool notable_wait) {
+    const std::int64_t now = clock_.now_ms();
+    proto::loop_state state{};
+    // The notification is in the outbox if and only if the change is committed.
+    db_.in_transaction([&] {
+        state = db_.set_state(loop_id, event, reason, resume_at, now);
+        if (!is_notified(state, notable_wait)) return;
+        const proto::loop_info loop = db_.get_loop(loop_id);
+        notices_.add(state_notification(loop, notable_wait, now), loop.spec.notify);
+    });
+    state_changed(loop_id, state);
+    return state;
+}
+
+void ralphd::state_changed(std::int64_t loop_id, proto::loop_state state) {
+    // Reading the loop (and parsing its spec) only for watchers and hooks.
+    const bool ended = proto::is_terminal(state);
+    if (!ended && !hub_.watched(loop_id)) return;
+    proto::loop_info loop = db_.get_loop(loop_id);
+    hub_.state_changed(loop);
+    // Every end state passes here once, whoever set it (runner or scheduler).
+    if (ended) hooks_.loop_ended(loop);
+}
+
 std::vector<std::filesystem::path> ralphd::sandbox_hidden(std::int64_t loop_id) {
     std::vector<std::filesystem::path> hidden{options_.socket_path.parent_path(),
                                               runner_ctx_.state.root()};
@@ -146,6 +175,8 @@ void ralphd::reload(const daemon_options& options) {
     options_.rate_limit_wait = runner_ctx_.rate_limit_wait = options.rate_limit_wait;
     options_.hooks = options.hooks;
     hooks_.set_settings(options.hooks);
+    options_.webhooks = options.webhooks;
+    notices_.set_targets(options.webhooks);
     if (options.max_concurrent) {
         store_max_concurrent(*options.max_concurrent);
         scheduler_.schedule();  // more slots may start queued loops now
@@ -207,13 +238,18 @@ std::vector<ralphd::adoption> ralphd::recover() {
         if (!attempt_dirs.contains(entry.path())) std::filesystem::remove_all(entry.path(), ec);
     std::set<std::int64_t> adopted_loops;
     for (const auto& a : adopted) adopted_loops.insert(a.loop_id);
+    std::int64_t requeued = 0;
     for (const auto& loop :
          db_.list_loops({proto::loop_state::running, proto::loop_state::waiting}, 0)) {
         if (adopted_loops.contains(loop.id) || scheduler_.is_running(loop.id)) continue;
         db_.set_state(loop.id, proto::loop_event::requeue,
                       "ralphd stopped unexpectedly; continues with its next iteration", 0, now);
         spdlog::info("loop {}: re-queued after an unexpected stop of ralphd", loop.id);
+        // A loop parked in `waiting` by the scheduler is left so by every stop: not news.
+        if (loop.state == proto::loop_state::running) ++requeued;
     }
+    if (!adopted.empty() || requeued > 0)
+        notices_.add(recovery_notification(std::int64_t(adopted.size()), requeued, now));
     return adopted;
 }
 
@@ -237,6 +273,7 @@ void ralphd::start() {
     server_->start();
     health_.check();
     take_up_loops();
+    notices_.deliver();
     spdlog::info("ralphd {} ready on {} (database {})", proto::daemon_version,
                  options_.socket_path.string(), options_.db_path.string());
     ::sd_notify(0, "READY=1");
@@ -262,6 +299,7 @@ void ralphd::shutdown(bool leave_running) {
     if (server_) server_->stop();
     const auto finish = [this] {
         hooks_.shutdown([this] {
+            notices_.shutdown();
             output_.flush();
             spdlog::info("ralphd stopped");
             io_.stop();

@@ -8,6 +8,7 @@
 #include "daemon/clock.hpp"
 #include "daemon/loop/hooks.hpp"
 #include "daemon/loop/loop_runner.hpp"
+#include "daemon/notify/notifier.hpp"
 #include "daemon/process/child_reaper.hpp"
 #include "daemon/rpc/methods.hpp"
 #include "daemon/rpc/registry.hpp"
@@ -42,6 +43,7 @@ struct daemon_options {
     std::chrono::milliseconds rate_limit_margin{60000};  // --rate-limit-margin
     std::chrono::milliseconds rate_limit_wait{60000};    // --rate-limit-wait
     hook_settings hooks;                                 // --on-done, --notify, --hook-timeout
+    std::vector<std::string> webhooks;                   // --notify URL (parsed once in main)
     std::filesystem::path shim_program;                  // ralph-shim, found next to ralphd
     bool cgroups = true;  // --cgroups auto: a cgroup per attempt where ralphd can create one
 };
@@ -89,6 +91,11 @@ class ralphd {
     std::vector<std::filesystem::path> sandbox_hidden(std::int64_t loop_id);
     // method_services::forget_loop.
     loop_files forget_loop(std::int64_t loop_id);
+    // runner_context::change_state and on_state.
+    proto::loop_state change_state(std::int64_t loop_id, proto::loop_event event,
+                                   const std::string& reason, std::int64_t resume_at,
+                                   bool notable_wait);
+    void state_changed(std::int64_t loop_id, proto::loop_state state);
 
     net::io_context& io_;
     daemon_options options_;
@@ -104,6 +111,7 @@ class ralphd {
     output_log output_;
     child_reaper reaper_;
     hook_runner hooks_;
+    notifier notices_;
     runner_context runner_ctx_;
     scheduler scheduler_;
     rpc::method_registry registry_;

@@ -8,6 +8,7 @@
 #include "common/shim_protocol.hpp"
 #include "common/text.hpp"
 #include "daemon/daemon.hpp"
+#include "daemon/notify/webhook.hpp"
 #include "proto/version.hpp"
 
 #include <fcntl.h>
@@ -77,6 +78,9 @@ std::function<std::string(const std::string&)> seconds_up_to(double max, bool ze
     };
 }
 
+// `--notify desktop`; `notify = true` in a config file written for the flag it was before.
+bool is_desktop(const std::string& target) { return target == "desktop" || target == "true"; }
+
 // ralphd's settings as given: the command-line flags over the config file (CLI11 reads both).
 // Parsed at start and again at each SIGHUP, from the same argv, so the flags keep winning.
 struct command_line {
@@ -93,7 +97,7 @@ struct command_line {
     double rate_limit_wait_s = 60;
     std::string on_done;
     double hook_timeout_s = 60;
-    bool notify = false;
+    std::vector<std::string> notify;  // "desktop" (or "true": the older flag's form) and URLs
     std::string cgroups = "auto";
     bool print_man_page = false;
 
@@ -164,8 +168,22 @@ void command_line::define(CLI::App& app) {
                    "each agent's shim ends its own descendants instead")
         ->capture_default_str()
         ->check(CLI::IsMember({"auto", "off"}));
-    app.add_flag("--notify", notify,
-                 "Desktop notification (notify-send, when on PATH) when a loop ends");
+    app.add_option("--notify", notify,
+                   "Push notifications to this webhook (http(s)://..., or FORMAT+https://... with "
+                   "FORMAT ntfy, slack, discord, telegram or generic) when a loop ends, waits for "
+                   "a usage limit or a budget, or has its completion rejected, and when ralphd "
+                   "took up running loops; `desktop`: a desktop notification (notify-send) when "
+                   "a loop ends (repeatable)")
+        ->type_name("URL|desktop")
+        ->allow_extra_args(false)
+        ->each([](const std::string& target) {
+            if (is_desktop(target)) return;
+            try {
+                ralph::parse_webhook_target(target);
+            } catch (const std::invalid_argument& e) {
+                throw CLI::ValidationError("--notify", e.what());
+            }
+        });
     app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
         ->capture_default_str()
         ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
@@ -194,7 +212,12 @@ ralph::daemon_options command_line::options() const {
     options.rate_limit_margin = std::chrono::milliseconds(std::llround(rate_limit_margin_s * 1000));
     options.rate_limit_wait = std::chrono::milliseconds(std::llround(rate_limit_wait_s * 1000));
     options.hooks.on_done = on_done;
-    options.hooks.notify = notify;
+    for (const auto& target : notify) {
+        if (is_desktop(target))
+            options.hooks.notify = true;
+        else
+            options.webhooks.push_back(target);
+    }
     options.hooks.time_limit = std::chrono::milliseconds(std::llround(hook_timeout_s * 1000));
     options.hooks.shutdown_grace = options.kill_grace;
     options.cgroups = cgroups == "auto";
@@ -225,8 +248,8 @@ std::filesystem::path socket_to_listen_on(const std::filesystem::path& socket) {
     return socket;
 }
 
-void warn_if_notify_send_is_missing(bool notify) {
-    if (notify && ralph::notify_send_program().empty())
+void warn_if_notify_send_is_missing(const ralph::daemon_options& options) {
+    if (options.hooks.notify && ralph::notify_send_program().empty())
         spdlog::warn("--notify: notify-send is not on PATH; no desktop notification until it is");
 }
 
@@ -251,7 +274,7 @@ void reload_config(ralph::ralphd& daemon, command_line& running, int argc, char*
         fresh.test_clock_start_ms = running.test_clock_start_ms;
         ralph::logging::setup("ralphd", fresh.log_level, fresh.log_file);
         daemon.reload(options);
-        warn_if_notify_send_is_missing(fresh.notify);
+        warn_if_notify_send_is_missing(options);
         running = std::move(fresh);
         const std::string config = app.get_config_ptr()->as<std::string>();
         spdlog::info("SIGHUP: configuration reloaded ({})",
@@ -281,7 +304,7 @@ int main(int argc, char** argv) {
         if (::access(options.shim_program.c_str(), X_OK) != 0)
             throw std::runtime_error("cannot run " + options.shim_program.string() +
                                      ", which runs every agent (install it next to ralphd)");
-        warn_if_notify_send_is_missing(line.notify);
+        warn_if_notify_send_is_missing(options);
         // systemd socket activation hands us the listening socket as fd 3.
         if (::sd_listen_fds(1) == 1)
             options.listen_fd = SD_LISTEN_FDS_START;

@@ -119,6 +119,27 @@ void to_json(nlohmann::json& j, const budget_state& r) {
     j = {{"now", time_to_json(r.now)}, {"limits", r.limits}, {"use", r.use}, {"holds", r.holds}};
 }
 
+void from_json(const nlohmann::json& j, notify_test_request& r) {
+    const auto& obj = params_object(j);
+    read_required(obj, "url", r.url);
+}
+void to_json(nlohmann::json& j, const notify_test_request& r) { j = {{"url", r.url}}; }
+
+void from_json(const nlohmann::json& j, notify_test_result& r) {
+    r.target = read_or<std::string>(j, "target", "");
+    r.format = read_or<std::string>(j, "format", "");
+    r.delivered = read_or<bool>(j, "delivered", false);
+    r.status = read_or<int>(j, "status", 0);
+    r.error = read_or<std::string>(j, "error", "");
+}
+void to_json(nlohmann::json& j, const notify_test_result& r) {
+    j = {{"target", r.target},
+         {"format", r.format},
+         {"delivered", r.delivered},
+         {"status", r.status},
+         {"error", r.error}};
+}
+
 void from_json(const nlohmann::json& j, clock_request& r) {
     const auto& obj = params_object(j);
     read_field(obj, "set_ms", r.set_ms);

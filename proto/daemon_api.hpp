@@ -114,6 +114,25 @@ struct budget_state {
 void from_json(const nlohmann::json& j, budget_state& r);
 void to_json(nlohmann::json& j, const budget_state& r);
 
+// notify.test (ralphctl notify test URL): a sample notification sent to the URL at once.
+struct notify_test_request {
+    std::string url;
+    bool operator==(const notify_test_request&) const = default;
+};
+void from_json(const nlohmann::json& j, notify_test_request& r);
+void to_json(nlohmann::json& j, const notify_test_request& r);
+
+struct notify_test_result {
+    std::string target;  // the URL, redacted (redacted_url)
+    std::string format;  // generic, ntfy, slack, discord, telegram
+    bool delivered = false;
+    int status = 0;     // the receiver's HTTP status; 0 = no answer
+    std::string error;  // why it was not delivered
+    bool operator==(const notify_test_result&) const = default;
+};
+void from_json(const nlohmann::json& j, notify_test_result& r);
+void to_json(nlohmann::json& j, const notify_test_result& r);
+
 // debug.clock (a daemon started with --test-clock): set the wall clock, then advance it.
 struct clock_request {
     std::optional<std::int64_t> set_ms;

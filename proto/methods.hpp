@@ -122,6 +122,12 @@ struct budget_set {
     using request = budget_changes;
     using result = budget_state;
 };
+// Sends a sample push notification to a URL at once (not through the outbox).
+struct notify_test {
+    static constexpr const char* name = "notify.test";
+    using request = notify_test_request;
+    using result = notify_test_result;
+};
 // Only on a daemon started with --test-clock: shifts its wall clock.
 struct debug_clock {
     static constexpr const char* name = "debug.clock";
@@ -146,7 +152,8 @@ using all_methods =
     std::tuple<daemon_info, daemon_shutdown, loop_submit, loop_list, loop_get, loop_cancel,
                loop_pause, loop_resume, loop_merge, loop_pr, loop_iterations, loop_steer,
                loop_events, loop_output, loop_tail, events_subscribe, agents_list, scheduler_get,
-               scheduler_set, budget_get, budget_set, debug_clock, history_report, history_gc>;
+               scheduler_set, budget_get, budget_set, notify_test, debug_clock, history_report,
+               history_gc>;
 
 }  // namespace ralph::proto::method
 

@@ -155,6 +155,7 @@ void from_json(const nlohmann::json& j, submit_params& p) {
     read_field(obj, "max_tokens", p.max_tokens);
     read_field(obj, "max_cost_usd", p.max_cost_usd);
     read_field(obj, "on_done", p.on_done);
+    read_field(obj, "notify", p.notify);
     read_field(obj, "worktree", p.worktree);
     read_field(obj, "sandbox", p.sandbox);
     read_field(obj, "sandbox_offline", p.sandbox_offline);
@@ -211,6 +212,7 @@ void to_json(nlohmann::json& j, const submit_params& p) {
     j["max_tokens"] = p.max_tokens;
     j["max_cost_usd"] = p.max_cost_usd;
     j["on_done"] = p.on_done;
+    j["notify"] = p.notify;
     j["worktree"] = p.worktree;
     j["sandbox"] = p.sandbox;
     j["sandbox_offline"] = p.sandbox_offline;
@@ -265,11 +267,21 @@ submit_params as_judge(const submit_params& spec) {
     return judge;
 }
 
+std::string redacted_url(const std::string& url) {
+    const auto scheme_end = url.find("://");
+    if (scheme_end == std::string::npos) return "…";
+    const auto authority_end = url.find_first_of("/?#", scheme_end + 3);
+    if (authority_end == std::string::npos) return url;
+    return url.substr(0, authority_end) + "/…";
+}
+
 void to_json(nlohmann::json& j, const loop_info& loop) {
     j = loop.spec;
     j.erase("env");
     nlohmann::json& env_names = j["env_names"] = nlohmann::json::array();
     for (const auto& entry : loop.spec.env) env_names.push_back(entry.first);
+    nlohmann::json& notify = j["notify"] = nlohmann::json::array();
+    for (const auto& url : loop.spec.notify) notify.push_back(redacted_url(url));
     j["id"] = loop.id;
     j["state"] = to_string(loop.state);
     j["stop_reason"] = loop.stop_reason;

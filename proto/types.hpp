@@ -143,6 +143,9 @@ struct submit_params {
     std::int64_t max_tokens = 0;  // input + output, summed over its attempts
     double max_cost_usd = 0;
     std::string on_done;  // hook run when the loop ends (split into words, no shell)
+    // Webhooks this loop's push notifications go to, besides ralphd --notify's (secrets: the
+    // API gives them redacted, redacted_url).
+    std::vector<std::string> notify;
     // Run in a new git worktree of the workspace's repository (SPEC §5). The daemon fills in the
     // worktree_* fields at submit and sets `workspace` to the directory of the worktree that
     // matches the submitted one: the loop runs there, and one-loop-per-workspace applies to it.
@@ -215,8 +218,13 @@ struct loop_info {
     bool operator==(const loop_info&) const = default;
 };
 
+// A URL without what may be a secret (a webhook's token in its path or query, SECURITY.md):
+// "scheme://host[:port]/…".
+std::string redacted_url(const std::string& url);
+
 // The API's form of a loop: the spec flattened into the object, but for `env`, whose values may
-// be secrets: "env_names" lists its names only (SECURITY.md); from_json gives them empty values.
+// be secrets: "env_names" lists its names only (SECURITY.md); from_json gives them empty values;
+// and `notify`, whose URLs are given redacted (redacted_url).
 void to_json(nlohmann::json& j, const loop_info& loop);
 void from_json(const nlohmann::json& j, loop_info& loop);
 // The fields of a loop's summary, as loop.list gives it: identity, state, limits and counters,

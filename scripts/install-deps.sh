@@ -8,6 +8,7 @@ packages=(
     build-essential g++ pkg-config meson ninja-build cmake
     libboost-dev nlohmann-json3-dev libsqlitecpp-dev libsqlite3-dev libspdlog-dev libfmt-dev
     libcli11-dev doctest-dev libsystemd-dev libgit2-dev
+    libssl-dev ca-certificates openssl  # HTTPS webhooks; the tests' own CA (openssl req)
     python3 git curl procps sqlite3
     systemd       # systemd-analyze, to check the unit files
     zsh fish      # to test ralphctl's completion scripts for them (bash is there already)

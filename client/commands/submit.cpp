@@ -257,6 +257,12 @@ void register_submit_command(CLI::App& app, client_context& ctx) {
     git->add_option("--on-done", spec.on_done,
                     "Command run when the loop ends, with its outcome in RALPH_* variables "
                     "(split into words, no shell)");
+    git->add_option("--notify", spec.notify,
+                    "Webhook for this loop's push notifications, besides ralphd --notify's "
+                    "(http(s)://..., or FORMAT+https://... with FORMAT ntfy, slack, discord, "
+                    "telegram or generic; repeatable)")
+        ->type_name("URL")
+        ->allow_extra_args(false);
     attempts
         ->add_option("--stall-after", spec.stall_iterations,
                      "Stop as stalled after N iterations without progress (0 = never)")

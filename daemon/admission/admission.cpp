@@ -78,7 +78,7 @@ admission::verdict wait_for_budgets(const std::vector<proto::budget_use>& uses) 
     for (const auto& use : uses)
         if (use.frees_at > 0 && use.frees_at > result.until_ms)
             result = {admission::verdict::kind::wait, "waiting for the " + describe_budget(use),
-                      use.frees_at};
+                      use.frees_at, true};
     return result;
 }
 
@@ -205,7 +205,7 @@ admission::verdict admission::for_agents(const std::vector<std::string>& agents,
         if (!hold) return {};
         if (earliest.go() || hold->until_ms < earliest.until_ms)
             earliest = {verdict::kind::wait, "waiting for the reset of the " + hold->reason,
-                        hold->until_ms};
+                        hold->until_ms, true};
     }
     return earliest;
 }

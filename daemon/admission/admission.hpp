@@ -46,6 +46,9 @@ class admission {
         kind what = kind::go;
         std::string reason;
         std::int64_t until_ms = 0;
+        // A wait for a usage limit's reset or a budget, which a push notification tells (not
+        // the time window, which the user chose).
+        bool notable = false;
         bool go() const { return what == kind::go; }
     };
 

@@ -12,6 +12,8 @@
 #include "daemon/loop/landing.hpp"
 #include "daemon/loop/loop_memory.hpp"
 #include "daemon/loop/prompt.hpp"
+#include "daemon/notify/notification.hpp"
+#include "daemon/notify/notifier.hpp"
 #include "daemon/off_thread.hpp"
 #include "daemon/process/attempt_process.hpp"
 #include "daemon/process/child_reaper.hpp"
@@ -56,6 +58,15 @@ std::string first_line(const std::string& text) {
         line += "…";
     }
     return line;
+}
+
+// The last line of `text` that is not blank, as first_line cuts it: what a failed check said
+// last.
+std::string last_line(const std::string& text) {
+    std::string_view rest = text;
+    while (!rest.empty() && std::isspace(static_cast<unsigned char>(rest.back())))
+        rest.remove_suffix(1);
+    return first_line(std::string(rest.substr(rest.find_last_of('\n') + 1)));
 }
 
 constexpr std::size_t max_verify_output_bytes = 16 << 10;
@@ -166,11 +177,15 @@ void loop_runner::watch_inactivity(std::chrono::milliseconds limit) {
     });
 }
 
+void loop_runner::notify_rejection(std::int64_t iteration, const std::string& why) {
+    const proto::loop_info loop = ctx_.db.get_loop(loop_id_);
+    ctx_.notices.add(rejection_notification(loop, iteration, why, ctx_.clock.now_ms()),
+                     loop.spec.notify);
+}
+
 void loop_runner::set_state(proto::loop_event event, const std::string& reason,
-                            std::int64_t resume_at) {
-    const proto::loop_state state =
-        ctx_.db.set_state(loop_id_, event, reason, resume_at, ctx_.clock.now_ms());
-    ctx_.on_state(loop_id_, state);
+                            std::int64_t resume_at, bool notable_wait) {
+    ctx_.change_state(loop_id_, event, reason, resume_at, notable_wait);
 }
 
 awaitable<void> loop_runner::run() {
@@ -337,6 +352,9 @@ awaitable<void> loop_runner::run_iterations() {
                                 outcome.agent, rejections, first_line(outcome.verdict_reasons)));
                 co_return;
             }
+            if (outcome.verdict == "reject")
+                notify_rejection(iteration, fmt::format("judge {} rejected it: {}", outcome.agent,
+                                                        first_line(outcome.verdict_reasons)));
         } else if (outcome.completion_signal && iteration >= spec.min_iterations) {
             const std::string reason =
                 fmt::format("{} in iteration {}", outcome.completion_rule, iteration);
@@ -420,7 +438,7 @@ bool loop_runner::leave_unless_admitted(const proto::loop_info& loop) {
         case admission::verdict::kind::wait:
             spdlog::info("loop {}: {} until {}", loop_id_, verdict.reason,
                          text::format_iso8601(verdict.until_ms));
-            set_state(proto::loop_event::wait, verdict.reason, verdict.until_ms);
+            set_state(proto::loop_event::wait, verdict.reason, verdict.until_ms, verdict.notable);
             break;
         case admission::verdict::kind::end:
             set_state(proto::loop_event::exhaust, verdict.reason);
@@ -1034,6 +1052,9 @@ awaitable<void> loop_runner::assess(const proto::loop_info& loop, const std::str
         !spec.verify_command.empty() && !co_await verify(loop, attempt)) {
         spdlog::info("loop {}: {} not accepted: --verify exited {}", loop_id_,
                      outcome.completion_rule, attempt.verify_exit.value_or(-1));
+        notify_rejection(attempt.iteration,
+                         fmt::format("--verify exited {}: {}", attempt.verify_exit.value_or(-1),
+                                     last_line(attempt.verify_output)));
         outcome.completion_rule.clear();
     }
     attempt.completion_signal = !outcome.completion_rule.empty();

@@ -51,6 +51,7 @@ class admission;
 class wall_clock;
 class output_log;
 class storage_health;
+class notifier;
 class child_reaper;
 class attempt_process;
 enum class output_stream;
@@ -84,9 +85,17 @@ struct runner_context {
     env_policy agent_env;                         // which of ralphd's variables agents get
     std::chrono::milliseconds rate_limit_margin;  // added to a usage limit's stated reset
     std::chrono::milliseconds rate_limit_wait;    // when no reset is stated (doubles, ≤ 1 h)
-    // Every state change, after commit. Takes the id and new state: the loop is read only if
-    // someone watches it or it ended (hooks).
+    // A new loop and every state change, after commit. Takes the id and new state: the loop is
+    // read only if someone watches it or it ended (hooks).
     std::function<void(std::int64_t loop_id, proto::loop_state state)> on_state;
+    // Every state change of a loop: applies `event` (store::set_state) and commits it with the
+    // push notifications it causes (notify/notification: an end state, or a wait when
+    // `notable_wait`, for a usage limit or a budget), then calls on_state. Returns the new state.
+    std::function<proto::loop_state(std::int64_t loop_id, proto::loop_event event,
+                                    const std::string& reason, std::int64_t resume_at,
+                                    bool notable_wait)>
+        change_state;
+    notifier& notices;  // push notifications that are not a state change (a rejection)
     // What a --sandbox of the loop hides (sandbox::layout::hidden): ralph's own directories and
     // the workspaces of the other loops that have not ended.
     std::function<std::vector<std::filesystem::path>(std::int64_t loop_id)> sandbox_hidden;
@@ -252,8 +261,11 @@ class loop_runner {
     std::int64_t rate_limit_backoff_ms(std::int64_t iteration);
     // Sleeps in state `waiting` until now + seconds (or until cancel/stop).
     awaitable<void> wait(double seconds, const std::string& reason);
-    // Applies `event` to the loop's state (proto/state_machine) and tells ctx_.on_state.
-    void set_state(proto::loop_event event, const std::string& reason, std::int64_t resume_at = 0);
+    // Applies `event` to the loop's state (ctx_.change_state).
+    void set_state(proto::loop_event event, const std::string& reason, std::int64_t resume_at = 0,
+                   bool notable_wait = false);
+    // A push notification: the claim of completion of `iteration` was rejected, `why`.
+    void notify_rejection(std::int64_t iteration, const std::string& why);
     // If a cancel or a daemon stop came, records the loop's resulting state and returns true.
     bool finish_if_stopped();
     // Ends the running agent (through its shim) or --verify check: SIGTERM, SIGKILL after the

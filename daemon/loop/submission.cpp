@@ -2,6 +2,7 @@
 
 #include "common/paths.hpp"
 #include "common/text.hpp"
+#include "daemon/notify/webhook.hpp"
 #include "daemon/process/process.hpp"
 #include "daemon/process/sandbox.hpp"
 #include "daemon/workspace/workspace.hpp"
@@ -28,6 +29,7 @@ using proto::error_kind;
 using proto::rpc_error;
 
 constexpr std::size_t max_idempotency_key_bytes = 256;
+constexpr std::size_t max_loop_webhooks = 8;  // submit --notify
 
 [[noreturn]] void invalid(const std::string& message) {
     throw rpc_error(error_kind::invalid_params, message);
@@ -65,6 +67,13 @@ void check_bounds(const proto::submit_params& spec) {
     if (spec.max_iterations > 0 && spec.min_iterations > spec.max_iterations)
         invalid("params.min_iterations: must not exceed max_iterations");
     if (!(spec.timeout_s > 0)) invalid("params.timeout_s: must be positive");
+    if (spec.notify.size() > max_loop_webhooks)
+        invalid(fmt::format("params.notify: at most {} URLs", max_loop_webhooks));
+    for (const auto& url : spec.notify) try {
+            parse_webhook_target(url);
+        } catch (const std::invalid_argument& e) {
+            invalid(std::string("params.notify: ") + e.what());
+        }
     check_range("timeout_s", spec.timeout_s, 0, proto::max_duration_s);
     check_range("delay_s", spec.delay_s, 0, proto::max_duration_s);
     check_range("max_retries", spec.max_retries, 0, proto::max_count);

@@ -1,13 +1,35 @@
-// daemon.info and daemon.shutdown.
+// daemon.info, daemon.shutdown and notify.test.
 #include "common/asio.hpp"
 #include "daemon/admission/admission.hpp"
+#include "daemon/notify/notification.hpp"
+#include "daemon/notify/notifier.hpp"
 #include "daemon/rpc/methods.hpp"
 #include "daemon/rpc/registry.hpp"
 #include "daemon/store/storage_health.hpp"
 #include "daemon/store/store.hpp"
+#include "proto/errors.hpp"
 #include "proto/methods.hpp"
 
 namespace ralph::rpc {
+namespace {
+
+// A bad URL is an error; a receiver that does not take the notification is an answer.
+awaitable<proto::notify_test_result> send_test(const proto::notify_test_request& request,
+                                               method_services& services) {
+    webhook_target target;
+    try {
+        target = parse_webhook_target(request.url);
+    } catch (const std::invalid_argument& e) {
+        throw proto::rpc_error(proto::error_kind::invalid_params,
+                               std::string("params.url: ") + e.what());
+    }
+    nlohmann::json event = test_notification(services.clock.now_ms());
+    const post_result sent = co_await services.notices.send_now(target, event);
+    co_return proto::notify_test_result{proto::redacted_url(target.url), target.format,
+                                        sent.delivered(), sent.status, sent.error};
+}
+
+}  // namespace
 
 void register_daemon_methods(method_registry& registry, method_services& services) {
     registry.add<proto::method::daemon_info>([&services](const proto::no_params&, call_context&) {
@@ -21,6 +43,10 @@ void register_daemon_methods(method_registry& registry, method_services& service
         [&services](const proto::shutdown_request& request, call_context&) {
             services.request_shutdown(request.leave_running);
             return proto::done{};
+        });
+    registry.add<proto::method::notify_test>(
+        [&services](const proto::notify_test_request& request, call_context&) {
+            return send_test(request, services);
         });
 }
 

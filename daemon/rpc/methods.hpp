@@ -18,6 +18,7 @@ class wall_clock;
 class output_log;
 class storage_health;
 class child_reaper;
+class notifier;
 }  // namespace ralph
 
 namespace ralph::rpc {
@@ -41,6 +42,7 @@ struct method_services {
     // Where loop.pr runs git push and gh (loop/landing.hpp).
     net::io_context& io;
     child_reaper& reaper;
+    notifier& notices;  // notify.test's sending
     // Stops ralphd after the reply is on its way, leaving the agents running or not.
     std::function<void(bool leave_running)> request_shutdown;
     // gc_context::forget_loop: for history.gc, once the loop's rows are gone.

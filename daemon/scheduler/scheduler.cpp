@@ -85,7 +85,8 @@ void scheduler::schedule_now() {
         if (next_wake == 0 || when < next_wake) next_wake = when;
     };
     auto park = [&](std::int64_t loop_id, const admission::verdict& verdict) {
-        set_state(loop_id, proto::loop_event::wait, verdict.reason, verdict.until_ms);
+        set_state(loop_id, proto::loop_event::wait, verdict.reason, verdict.until_ms,
+                  verdict.notable);
         wake_by(verdict.until_ms);
     };
     // Parked loops (waiting without a runner) whose time has come are queued again.
@@ -154,10 +155,8 @@ void scheduler::wake_at(std::int64_t when) {
 }
 
 void scheduler::set_state(std::int64_t loop_id, proto::loop_event event, const std::string& reason,
-                          std::int64_t resume_at) {
-    const proto::loop_state state =
-        ctx_.db.set_state(loop_id, event, reason, resume_at, ctx_.clock.now_ms());
-    ctx_.on_state(loop_id, state);
+                          std::int64_t resume_at, bool notable_wait) {
+    ctx_.change_state(loop_id, event, reason, resume_at, notable_wait);
 }
 
 void scheduler::start(std::int64_t loop_id, const std::string& workspace) {

@@ -62,7 +62,7 @@ class scheduler {
     void launch(std::unique_ptr<loop_runner> runner, const std::string& workspace);
     void finished(std::int64_t loop_id);
     void set_state(std::int64_t loop_id, proto::loop_event event, const std::string& reason,
-                   std::int64_t resume_at);
+                   std::int64_t resume_at, bool notable_wait = false);
     // The loop, or rpc_error(invalid_state) naming the action when it has ended.
     proto::loop_info unended_loop(std::int64_t loop_id, const char* action);
     // Runs schedule() at epoch ms `when` (0: no parked loop, no timer).

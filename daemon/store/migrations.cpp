@@ -166,6 +166,20 @@ ALTER TABLE loops ADD COLUMN base_tree TEXT NOT NULL DEFAULT '';
         R"sql(
 ALTER TABLE loops ADD COLUMN landing TEXT NOT NULL DEFAULT '';
 )sql",
+        // 9 → 10: push notifications not yet delivered (ralphd --notify URL, submit --notify):
+        // the outbox, one row per event and target, deleted once the target took it. An id is
+        // never given again (AUTOINCREMENT): receivers de-duplicate by it.
+        R"sql(
+CREATE TABLE notifications (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    target TEXT NOT NULL,                -- the URL it goes to
+    body TEXT NOT NULL,                  -- the event, JSON: the generic format without its id
+    created_at INTEGER NOT NULL,         -- epoch ms
+    tries INTEGER NOT NULL DEFAULT 0,
+    last_error TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX notifications_by_target ON notifications (target, id);
+)sql",
     };
     return migrations;
 }

@@ -740,6 +740,51 @@ void store::set_setting(const std::string& key, const nlohmann::json& value) {
 
 void store::probe_write(std::int64_t now_ms) { set_setting("storage_probe", now_ms); }
 
+void store::add_notification(const std::string& target, const std::string& body,
+                             std::int64_t now_ms) {
+    query q = prepared("INSERT INTO notifications (target, body, created_at) VALUES (?, ?, ?)");
+    q.bind(1, target);
+    q.bind(2, body);
+    q.bind(3, now_ms);
+    q.exec();
+}
+
+std::vector<std::string> store::notification_targets() {
+    query q = prepared("SELECT DISTINCT target FROM notifications ORDER BY target");
+    std::vector<std::string> targets;
+    while (q.executeStep()) targets.push_back(q.getColumn(0).getString());
+    return targets;
+}
+
+std::optional<store::outbox_entry> store::next_notification(const std::string& target) {
+    query q = prepared(
+        "SELECT id, body, created_at, tries FROM notifications WHERE target = ? "
+        "ORDER BY id LIMIT 1");
+    q.bind(1, target);
+    if (!q.executeStep()) return std::nullopt;
+    return outbox_entry{q.getColumn(0).getInt64(), target, q.getColumn(1).getString(),
+                        q.getColumn(2).getInt64(), q.getColumn(3).getInt64()};
+}
+
+void store::remove_notification(std::int64_t id) {
+    query q = prepared("DELETE FROM notifications WHERE id = ?");
+    q.bind(1, id);
+    q.exec();
+}
+
+void store::notification_failed(std::int64_t id, const std::string& error) {
+    query q = prepared("UPDATE notifications SET tries = tries + 1, last_error = ? WHERE id = ?");
+    q.bind(1, error);
+    q.bind(2, id);
+    q.exec();
+}
+
+void store::in_transaction(const std::function<void()>& work) {
+    SQLite::Transaction tx(db_);
+    work();
+    tx.commit();
+}
+
 std::vector<unfinished_attempt> store::unfinished_attempts() {
     query q = prepared(
         "SELECT id, loop_id, iteration, pid, process_start_time FROM attempts "

@@ -148,6 +148,26 @@ class store {
     // Every hold that lasts past now_ms, soonest end first.
     std::vector<std::pair<std::string, agent_hold>> agent_holds(std::int64_t now_ms);
 
+    // ---- push notifications not yet delivered (notify/notifier): the outbox
+    struct outbox_entry {
+        std::int64_t id = 0;
+        std::string target;
+        std::string body;  // JSON
+        std::int64_t created_at = 0;
+        std::int64_t tries = 0;
+    };
+    void add_notification(const std::string& target, const std::string& body, std::int64_t now_ms);
+    // The targets that have a notification waiting.
+    std::vector<std::string> notification_targets();
+    // The oldest notification waiting for `target`.
+    std::optional<outbox_entry> next_notification(const std::string& target);
+    // Delivered (or given up): the row goes.
+    void remove_notification(std::int64_t id);
+    void notification_failed(std::int64_t id, const std::string& error);
+
+    // Runs `work` (store calls that start no transaction of their own) in one transaction.
+    void in_transaction(const std::function<void()>& work);
+
     // A small write that changes nothing of meaning (storage_health's probe).
     void probe_write(std::int64_t now_ms);
 

@@ -69,7 +69,7 @@ class MergeTest(LandingTestCase):
                          "loop %d: already in main\n" % ended["id"])
 
     def test_a_conflict_at_completion_changes_nothing_and_is_in_the_notification(self):
-        d = self.new_daemon_unstarted(extra_args=["--notify"])
+        d = self.new_daemon_unstarted(extra_args=["--notify", "desktop"])
         # notify-send is tests/agents/hook.py, which records its arguments.
         notified = os.path.join(d.root, "notified")
         bin_dir = os.path.join(d.root, "notify-bin")

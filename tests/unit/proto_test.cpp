@@ -52,6 +52,7 @@ proto::submit_params sample() {
     p.judge_command = "review {prompt_file}";
     p.judge_max_rejections = 5;
     p.env = {{"API_KEY", "secret"}};
+    p.notify = {"https://hooks.example.org"};  // nothing to redact: the loop's JSON has it whole
     p.prompt = "Implement SPECS.md";
     p.completion_phrase = "DONE";
     p.max_iterations = 40;
@@ -262,6 +263,14 @@ proto::budget_state sample() {
             {10, 100, 1'000'000, 20.5},
             {{"iterations_per_hour", 0, 10, 10, 3'600'000, t0 + 60'000}},
             {{"claude", t0 + 3'600'000, "usage limit"}}};
+}
+template <>
+proto::notify_test_request sample() {
+    return {"ntfy+https://ntfy.example.org/night"};
+}
+template <>
+proto::notify_test_result sample() {
+    return {"https://ntfy.example.org/…", "ntfy", false, 503, "answered 503 Service Unavailable"};
 }
 template <>
 proto::clock_request sample() {

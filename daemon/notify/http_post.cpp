@@ -1,0 +1,113 @@
+#include "daemon/notify/http_post.hpp"
+
+#include "common/beast.hpp"
+#include "proto/version.hpp"
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/host_name_verification.hpp>
+#include <boost/beast/ssl.hpp>
+#include <openssl/ssl.h>
+
+#include <fmt/format.h>
+
+#include <charconv>
+
+namespace ralph {
+namespace {
+
+namespace http = beast::http;
+using tcp = net::ip::tcp;
+
+// What a receiver answers is read up to this size (its body is not used).
+constexpr std::uint64_t max_answer_bytes = 64 << 10;
+
+post_result failure(std::string what) { return {0, std::move(what), {}}; }
+
+std::chrono::seconds retry_after_of(const http::response<http::string_body>& answer) {
+    auto it = answer.find(http::field::retry_after);
+    if (it == answer.end()) return {};
+    const std::string_view text = to_std(it->value());
+    unsigned seconds = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
+    if (ec != std::errc() || end != text.data() + text.size()) return {};
+    return std::chrono::seconds(std::min(seconds, 3600u));
+}
+
+// Writes the request and reads the answer on a connected `stream` (TCP or TLS).
+template <typename Stream>
+awaitable<post_result> exchange(Stream& stream, const webhook_target& target,
+                                const webhook_request& request) {
+    http::request<http::string_body> post{http::verb::post, request.path, 11};
+    const bool default_port = target.port == (target.tls ? "443" : "80");
+    const bool ipv6 = target.host.find(':') != std::string::npos;
+    post.set(http::field::host, fmt::format("{}{}{}{}", ipv6 ? "[" : "", target.host,
+                                             ipv6 ? "]" : "",
+                                             default_port ? "" : ":" + target.port));
+    post.set(http::field::user_agent, std::string("ralphd/") + proto::daemon_version);
+    post.set(http::field::content_type, request.content_type);
+    for (const auto& [name, value] : request.headers) post.set(name, value);
+    post.set(http::field::connection, "close");
+    post.body() = request.body;
+    post.prepare_payload();
+    boost::system::error_code ec;
+    co_await http::async_write(stream, post, net::redirect_error(use_awaitable, ec));
+    if (ec) co_return failure("cannot send: " + ec.message());
+    beast::flat_buffer buffer;
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(max_answer_bytes);
+    co_await http::async_read(stream, buffer, parser, net::redirect_error(use_awaitable, ec));
+    if (ec) co_return failure("no answer: " + ec.message());
+    const auto& answer = parser.get();
+    post_result result{int(answer.result_int()), "", retry_after_of(answer)};
+    if (!result.delivered())
+        result.error = fmt::format("answered {} {}", result.status, to_std(answer.reason()));
+    co_return result;
+}
+
+}  // namespace
+
+net::ssl::context verifying_tls_context() {
+    net::ssl::context tls(net::ssl::context::tls_client);
+    tls.set_default_verify_paths();
+    tls.set_verify_mode(net::ssl::verify_peer);
+    return tls;
+}
+
+awaitable<post_result> post_webhook(const webhook_target& target, const webhook_request& request,
+                                    net::ssl::context& tls, std::chrono::milliseconds timeout) {
+    auto executor = co_await net::this_coro::executor;
+    boost::system::error_code ec;
+    tcp::resolver resolver(executor);
+    const tcp::resolver::results_type addresses = co_await resolver.async_resolve(
+        target.host, target.port, net::redirect_error(use_awaitable, ec));
+    if (ec) co_return failure(fmt::format("cannot resolve {}: {}", target.host, ec.message()));
+    if (!target.tls) {
+        beast::tcp_stream stream(executor);
+        stream.expires_after(timeout);
+        co_await stream.async_connect(addresses, net::redirect_error(use_awaitable, ec));
+        if (ec) co_return failure("cannot connect: " + ec.message());
+        post_result result = co_await exchange(stream, target, request);
+        stream.socket().shutdown(tcp::socket::shutdown_both, ec);
+        co_return result;
+    }
+    beast::ssl_stream<beast::tcp_stream> stream(executor, tls);
+    beast::get_lowest_layer(stream).expires_after(timeout);
+    // The name the server's certificate must have, and (for a name, not an address) SNI.
+    stream.set_verify_callback(net::ssl::host_name_verification(target.host));
+    boost::system::error_code not_an_address;
+    net::ip::make_address(target.host, not_an_address);
+    if (not_an_address && !SSL_set_tlsext_host_name(stream.native_handle(), target.host.c_str()))
+        co_return failure("cannot set the TLS server name");
+    co_await beast::get_lowest_layer(stream).async_connect(addresses,
+                                                            net::redirect_error(use_awaitable, ec));
+    if (ec) co_return failure("cannot connect: " + ec.message());
+    co_await stream.async_handshake(net::ssl::stream_base::client,
+                                    net::redirect_error(use_awaitable, ec));
+    if (ec) co_return failure("TLS: " + ec.message());
+    post_result result = co_await exchange(stream, target, request);
+    // The answer is read; a receiver that closes without a TLS shutdown changes nothing.
+    beast::get_lowest_layer(stream).close();
+    co_return result;
+}
+
+}  // namespace ralph

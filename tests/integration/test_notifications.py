@@ -1,0 +1,334 @@
+"""Push notifications end to end (ralphd --notify URL, submit --notify URL, ralphctl notify test)
+against local receivers: HTTP servers of this test on 127.0.0.1, and an HTTPS one whose
+certificate a test CA made here signs (ralphd trusts it through SSL_CERT_FILE).
+
+Every event — a loop completed, exhausted, failed, stalled, cancelled, waiting for a budget, its
+completion rejected by --verify, and ralphd taking up a running loop after kill -9 — reaches every
+format with its body (generic JSON, ntfy, Slack, Discord, Telegram). A receiver that is down gets
+every notification once it is up, in order, each id once (a duplicate only with its id); ralphd
+killed with SIGKILL before delivering delivers after its restart; HTTPS verifies the server's
+certificate (a certificate of another CA is refused); a loop's own URL gets that loop's events
+only and is shown redacted; bad URLs are refused with a clear message."""
+
+import http.server
+import json
+import os
+import shutil
+import sqlite3
+import ssl
+import subprocess
+import tempfile
+import threading
+
+from harness import (DaemonTestCase, RpcError, agent_command, main, scaled, wait_until,
+                     write_text)
+
+FORMAT_PATHS = {
+    "generic": "/generic",
+    "slack": "/slack",
+    "discord": "/discord",
+    "telegram": "/botTOKEN/sendMessage?chat_id=42",
+    "ntfy": "/ntfy/night",
+}
+
+
+class Receiver:
+    """An HTTP(S) server on 127.0.0.1 that records every POST as a dict (path, headers, body as
+    JSON) and answers 200. stop() closes its socket (connections are refused); start() listens
+    again on the same port."""
+
+    def __init__(self, tls=None):
+        self.tls = tls
+        self.port = 0
+        self.posts = []
+        self.lock = threading.Lock()
+        self.server = None
+        self.start()
+
+    def start(self):
+        receiver = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                length = int(self.headers.get("Content-Length", "0"))
+                body = self.rfile.read(length)
+                with receiver.lock:
+                    receiver.posts.append({"path": self.path, "headers": dict(self.headers),
+                                           "body": json.loads(body)})
+                self.send_response(200)
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"ok")
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self.port = self.server.server_address[1]
+        if self.tls:
+            self.server.socket = self.tls.wrap_socket(self.server.socket, server_side=True)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+    def url(self, path, format_prefix=""):
+        scheme = "https" if self.tls else "http"
+        return "%s%s://127.0.0.1:%d%s" % (format_prefix, scheme, self.port, path)
+
+    def received(self, path_start=""):
+        with self.lock:
+            return [p for p in self.posts if p["path"].startswith(path_start)]
+
+
+def make_certificates(directory):
+    """A test CA and a certificate it signs for 127.0.0.1; and a self-signed one of another
+    "CA" for 127.0.0.1 that ralphd must refuse."""
+    def openssl(*args):
+        subprocess.run(["openssl", *args], cwd=directory, check=True, capture_output=True)
+    key = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    openssl("req", "-x509", *key, "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
+            "-subj", "/CN=ralph test CA")
+    openssl("req", *key, "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=127.0.0.1")
+    write_text(os.path.join(directory, "san.ext"), "subjectAltName=IP:127.0.0.1\n")
+    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+            "-CAcreateserial", "-out", "server.pem", "-days", "2", "-extfile", "san.ext")
+    openssl("req", "-x509", *key, "-keyout", "rogue.key", "-out", "rogue.pem", "-days", "2",
+            "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1")
+
+
+def server_context(directory, name):
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(os.path.join(directory, name + ".pem"),
+                            os.path.join(directory, name + ".key"))
+    return context
+
+
+class NotificationTest(DaemonTestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        cls.certs = tempfile.mkdtemp(prefix="ralph-certs-")
+        make_certificates(cls.certs)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.certs, True)
+
+    def receiver(self, tls=None):
+        r = Receiver(tls)
+        self.addCleanup(r.stop)
+        return r
+
+    def notify_daemon(self, urls, **kwargs):
+        args = []
+        for url in urls:
+            args += ["--notify", url]
+        env = {"SSL_CERT_FILE": os.path.join(self.certs, "ca.pem")}
+        return self.daemon(extra_args=args, env=env, **kwargs)
+
+    def wait_posts(self, receiver, path, count, timeout=30):
+        return wait_until(lambda: len(receiver.received(path)) >= count and
+                          receiver.received(path), timeout,
+                          "%d notification(s) at %s (got %r)" % (count, path,
+                                                                  receiver.received(path)))
+
+    def events_at(self, receiver, path):
+        return [p["headers"].get("X-Ralph-Event") for p in receiver.received(path)]
+
+    def test_every_event_reaches_every_format(self):
+        r = self.receiver()
+        urls = [r.url(path, "" if name == "generic" else name + "+")
+                for name, path in FORMAT_PATHS.items()]
+        d = self.notify_daemon(urls)
+        ws = d.workspace()
+        expected = []
+
+        def run(state, command, **params):
+            loop = d.submit(ws, command, **params)
+            d.wait_state(loop["id"], state)
+            expected.append(("loop." + state, loop["id"]))
+            self.wait_posts(r, "/generic", len(expected))
+            return loop
+
+        run("completed", agent_command("count-to-complete.sh", "1"), name="done")
+        run("failed", agent_command("fail.sh", "3"))
+        run("exhausted", agent_command("never-complete.sh"), max_iterations=1)
+        run("stalled", agent_command("fail.sh", "4"), max_retries=5, stall_failures=2)
+        # --verify rejects the claim of completion: a rejection, then the loop runs out.
+        os.remove(os.path.join(ws, ".count-to-complete"))
+        rejected = d.submit(ws, agent_command("count-to-complete.sh", "1"), max_iterations=1,
+                            verify_command="/bin/false")
+        d.wait_state(rejected["id"], "exhausted")
+        expected += [("loop.rejected", rejected["id"]), ("loop.exhausted", rejected["id"])]
+        self.wait_posts(r, "/generic", len(expected))
+        # The loop's own budget: one iteration an hour. It waits for it; then it is cancelled.
+        waiting = d.submit(ws, agent_command("never-complete.sh"), max_iterations=3,
+                           iterations_per_hour=1)
+        d.wait_state(waiting["id"], "waiting")
+        expected.append(("loop.waiting", waiting["id"]))
+        self.wait_posts(r, "/generic", len(expected))
+        d.call("loop.cancel", {"id": waiting["id"]})
+        expected.append(("loop.cancelled", waiting["id"]))
+        self.wait_posts(r, "/generic", len(expected))
+        # ralphd killed while an agent runs: the next one adopts it and says so.
+        running = d.submit(ws, agent_command("sleep.sh", "60"))
+        d.wait_state(running["id"], "running")
+        wait_until(lambda: d.attempts(running["id"]) and d.attempts(running["id"])[0]["pid"],
+                   10, "the agent to run")
+        d.kill9()
+        d.start()
+        expected.append(("daemon.recovered", None))
+        self.wait_posts(r, "/generic", len(expected))
+        d.call("loop.cancel", {"id": running["id"]})
+        d.wait_state(running["id"], "cancelled")
+        expected.append(("loop.cancelled", running["id"]))
+
+        generic = self.wait_posts(r, "/generic", len(expected))
+        self.assertEqual([(p["body"]["event"], (p["body"]["loop"] or {}).get("id"))
+                          for p in generic], expected)
+        ids = [p["body"]["id"] for p in generic]
+        self.assertEqual(ids, sorted(set(ids)), "ids increase, each once")
+        for post in generic:
+            body = post["body"]
+            self.assertEqual(body["schema_version"], 1)
+            self.assertEqual(post["headers"]["X-Ralph-Notification-Id"], str(body["id"]))
+            self.assertEqual(post["headers"]["Content-Type"], "application/json")
+            self.assertTrue(body["title"] and body["text"] and body["time"] and body["host"])
+            if body["event"] not in ("loop.rejected", "daemon.recovered"):
+                self.assertEqual(body["event"], "loop." + body["loop"]["state"])
+        done = generic[0]["body"]
+        self.assertEqual(done["loop"]["name"], "done")
+        self.assertIn("completion signal <promise>COMPLETE</promise>", done["text"])
+        self.assertEqual(generic[4]["body"]["iteration"], 1)
+        self.assertIn("--verify exited 1", generic[4]["body"]["text"])
+        self.assertIn("waiting for the", generic[6]["body"]["text"])
+        self.assertEqual(generic[8]["body"]["adopted"], 1)
+
+        # The other formats: the same events, in the same order, in their own bodies.
+        count = len(expected)
+        for name in ("slack", "discord", "telegram"):
+            self.wait_posts(r, FORMAT_PATHS[name].split("?")[0], count)
+        slack = r.received("/slack")
+        self.assertEqual(self.events_at(r, "/slack"), [e for e, _ in expected])
+        self.assertEqual(list(slack[0]["body"]), ["text"])
+        self.assertTrue(slack[0]["body"]["text"].startswith('*loop %d "done" completed*\n'
+                                                            % expected[0][1]))
+        discord = r.received("/discord")
+        self.assertEqual(list(discord[0]["body"]), ["content"])
+        self.assertTrue(discord[0]["body"]["content"].startswith("**loop"))
+        telegram = r.received("/botTOKEN/sendMessage")
+        self.assertEqual(telegram[0]["path"], FORMAT_PATHS["telegram"])
+        self.assertEqual(telegram[0]["body"]["chat_id"], "42")
+        self.assertIn("completed", telegram[0]["body"]["text"])
+        # ntfy: JSON publishing to the server's root, the topic in the body.
+        ntfy = self.wait_posts(r, "/ntfy/", count)
+        self.assertEqual({p["path"] for p in ntfy}, {"/ntfy/"})
+        self.assertEqual(ntfy[0]["body"]["topic"], "night")
+        self.assertEqual(ntfy[0]["body"]["tags"], ["white_check_mark"])
+        self.assertEqual(ntfy[1]["body"]["priority"], 4)  # failed
+        self.assertIn('"done" completed', ntfy[0]["body"]["title"])
+
+    def test_receiver_down_gets_everything_in_order_once_up(self):
+        r = self.receiver()
+        d = self.notify_daemon([r.url("/hook")])
+        r.stop()
+        ws = d.workspace()
+        ids = []
+        for n in range(3):
+            loop = d.submit(ws, agent_command("never-complete.sh"), max_iterations=1,
+                            name="l%d" % n)
+            d.wait_state(loop["id"], "exhausted")
+            ids.append(loop["id"])
+        wait_until(lambda: "not delivered" in d.log_text(), 20, "a failed delivery logged")
+        self.assertEqual(r.received(), [])
+        r.start()
+        posts = self.wait_posts(r, "/hook", 3)
+        self.assertEqual([p["body"]["loop"]["id"] for p in posts], ids)
+        ids_sent = [p["body"]["id"] for p in posts]
+        self.assertEqual(ids_sent, sorted(set(ids_sent)))
+        # The URL's path is a secret: the log names the host and port only.
+        self.assertIn("http://127.0.0.1:%d/…" % r.port, d.log_text())
+        self.assertNotIn("/hook", d.log_text())
+
+    def test_sigkill_before_delivery_delivers_after_restart(self):
+        r = self.receiver()
+        d = self.notify_daemon([r.url("/hook")])
+        r.stop()
+        ws = d.workspace()
+        loop = d.submit(ws, agent_command("count-to-complete.sh", "1"))
+        d.wait_state(loop["id"], "completed")
+        wait_until(lambda: "not delivered" in d.log_text(), 20, "a failed delivery logged")
+        d.kill9()
+        with sqlite3.connect(d.db) as db:
+            rows = db.execute("SELECT id, target, tries FROM notifications").fetchall()
+        self.assertEqual(len(rows), 1)
+        self.assertEqual(rows[0][1], r.url("/hook"))
+        self.assertGreaterEqual(rows[0][2], 1)
+        r.start()
+        d.start()
+        posts = self.wait_posts(r, "/hook", 1)
+        self.assertEqual(posts[0]["body"]["id"], rows[0][0])
+        self.assertEqual(posts[0]["body"]["event"], "loop.completed")
+        wait_until(lambda: not sqlite3.connect(d.db).execute(
+            "SELECT count(*) FROM notifications").fetchone()[0], 10, "the outbox to empty")
+
+    def test_https_verifies_the_receiver(self):
+        good = self.receiver(server_context(self.certs, "server"))
+        rogue = self.receiver(server_context(self.certs, "rogue"))
+        d = self.notify_daemon([good.url("/hook")])
+        loop = d.submit(d.workspace(), agent_command("count-to-complete.sh", "1"))
+        d.wait_state(loop["id"], "completed")
+        posts = self.wait_posts(good, "/hook", 1)
+        self.assertEqual(posts[0]["body"]["event"], "loop.completed")
+        # ralphctl notify test: delivered to the good one, refused for the rogue certificate.
+        sent = d.ctl_json("notify", "test", good.url("/probe"))
+        self.assertEqual(sent["notify"]["delivered"], True)
+        self.assertEqual(sent["notify"]["status"], 200)
+        self.assertEqual(good.received("/probe")[0]["body"]["event"], "test")
+        proc = d.ctl("notify", "test", rogue.url("/probe"), check=False)
+        self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+        self.assertIn("not delivered: TLS: certificate verify failed", proc.stdout)
+        self.assertEqual(rogue.received(), [])
+
+    def test_a_loops_own_url_and_bad_urls(self):
+        shared = self.receiver()
+        own = self.receiver()
+        d = self.notify_daemon([shared.url("/all")])
+        ws = d.workspace()
+        mine = d.ctl_submit(ws, "p", "--agent", "command", "--command",
+                            agent_command("count-to-complete.sh", "1"), "--max-iterations", "1",
+                            "--notify", own.url("/secret-token"), name="mine")
+        d.wait_state(mine["id"], "completed")
+        other = d.submit(ws, agent_command("never-complete.sh"), max_iterations=1)
+        d.wait_state(other["id"], "exhausted")
+        self.wait_posts(shared, "/all", 2)
+        self.assertEqual([p["body"]["loop"]["id"] for p in self.wait_posts(own, "/", 1)],
+                         [mine["id"]])
+        # A webhook's URL is a secret: the API and `show` give it redacted.
+        self.assertEqual(d.get(mine["id"])["notify"], ["http://127.0.0.1:%d/…" % own.port])
+        self.assertNotIn("secret-token", d.ctl("show", mine["id"]).stdout)
+        with self.assertRaises(RpcError) as refused:
+            d.submit(ws, "true", notify=["ftp://example.org/x"])
+        self.assertEqual(refused.exception.code, -32602)
+        self.assertIn("params.notify: a notification URL is http:// or https://",
+                      refused.exception.message)
+        with self.assertRaises(RpcError) as refused:
+            d.submit(ws, "true", notify=["telegram+https://api.telegram.org/botX/sendMessage"])
+        self.assertIn("no chat", refused.exception.message)
+        proc = d.ctl("notify", "test", "https://user:pw@example.org/x", check=False)
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn("no user or password", proc.stderr)
+        # ralphd itself refuses a bad --notify before it starts.
+        bad = subprocess.run([d.program, "--notify", "slack+mailto://x", "--socket",
+                              os.path.join(d.root, "other.sock"), "--db",
+                              os.path.join(d.root, "other.db")], capture_output=True, text=True,
+                             timeout=scaled(10), env=d.env)
+        self.assertNotEqual(bad.returncode, 0)
+        self.assertIn("--notify", bad.stderr + bad.stdout)
+        self.assertIn("http:// or https://", bad.stderr + bad.stdout)
+
+
+if __name__ == "__main__":
+    main()
