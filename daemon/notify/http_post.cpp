@@ -3,10 +3,10 @@
 #include "common/beast.hpp"
 #include "proto/version.hpp"
 
+#include <openssl/ssl.h>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/host_name_verification.hpp>
 #include <boost/beast/ssl.hpp>
-#include <openssl/ssl.h>
 
 #include <fmt/format.h>
 
@@ -40,9 +40,9 @@ awaitable<post_result> exchange(Stream& stream, const webhook_target& target,
     http::request<http::string_body> post{http::verb::post, request.path, 11};
     const bool default_port = target.port == (target.tls ? "443" : "80");
     const bool ipv6 = target.host.find(':') != std::string::npos;
-    post.set(http::field::host, fmt::format("{}{}{}{}", ipv6 ? "[" : "", target.host,
-                                             ipv6 ? "]" : "",
-                                             default_port ? "" : ":" + target.port));
+    post.set(http::field::host,
+             fmt::format("{}{}{}{}", ipv6 ? "[" : "", target.host, ipv6 ? "]" : "",
+                         default_port ? "" : ":" + target.port));
     post.set(http::field::user_agent, std::string("ralphd/") + proto::daemon_version);
     post.set(http::field::content_type, request.content_type);
     for (const auto& [name, value] : request.headers) post.set(name, value);
@@ -99,7 +99,7 @@ awaitable<post_result> post_webhook(const webhook_target& target, const webhook_
     if (not_an_address && !SSL_set_tlsext_host_name(stream.native_handle(), target.host.c_str()))
         co_return failure("cannot set the TLS server name");
     co_await beast::get_lowest_layer(stream).async_connect(addresses,
-                                                            net::redirect_error(use_awaitable, ec));
+                                                           net::redirect_error(use_awaitable, ec));
     if (ec) co_return failure("cannot connect: " + ec.message());
     co_await stream.async_handshake(net::ssl::stream_base::client,
                                     net::redirect_error(use_awaitable, ec));

@@ -38,15 +38,15 @@ std::string loop_title(const proto::loop_info& loop, std::string_view what) {
 
 // "3/30 iterations · 12345 tokens · $0.42"
 std::string loop_figures(const proto::loop_info& loop) {
-    std::string figures = fmt::format("{}/{} iterations · {} tokens", loop.iterations,
-                                      loop.spec.max_iterations,
-                                      loop.usage.input_tokens + loop.usage.output_tokens);
+    std::string figures =
+        fmt::format("{}/{} iterations · {} tokens", loop.iterations, loop.spec.max_iterations,
+                    loop.usage.input_tokens + loop.usage.output_tokens);
     if (loop.usage.cost_usd) figures += fmt::format(" · ${:.2f}", *loop.usage.cost_usd);
     return figures;
 }
 
-nlohmann::json loop_body(const std::string& event, const proto::loop_info& loop,
-                         std::string title, std::string text, std::int64_t now_ms) {
+nlohmann::json loop_body(const std::string& event, const proto::loop_info& loop, std::string title,
+                         std::string text, std::int64_t now_ms) {
     nlohmann::json body = event_body(event, std::move(title), std::move(text), now_ms);
     body["loop"] = proto::summary_json(loop);
     return body;

@@ -97,7 +97,7 @@ awaitable<void> notifier::deliver_to(const std::string& url) {
         boost::system::error_code ec;
         co_await timer.async_wait(net::redirect_error(net::use_awaitable, ec));
     }
-    if (stopped_) co_return;  // the timers stay until ralphd goes
+    if (stopped_) co_return;                   // the timers stay until ralphd goes
     deliveries_.erase(deliveries_.find(url));  // `url` with it
     // What was added for this target after its outbox was found empty.
     deliver();
@@ -114,15 +114,15 @@ awaitable<std::optional<std::chrono::milliseconds>> notifier::try_next(
     const post_result result = co_await post_webhook(target, request, tls_, post_timeout);
     if (result.delivered()) {
         db_.remove_notification(entry->id);
-        spdlog::debug("notification {} ({}) delivered to {}", entry->id,
-                      event.value("event", ""), proto::redacted_url(target.url));
+        spdlog::debug("notification {} ({}) delivered to {}", entry->id, event.value("event", ""),
+                      proto::redacted_url(target.url));
         co_return std::chrono::milliseconds(0);
     }
     if (clock_.now_ms() - entry->created_at > give_up_after_ms) {
         db_.remove_notification(entry->id);
         spdlog::error("notification {} ({}) to {}: given up after {} tries over 24 hours, last: {}",
-                      entry->id, event.value("event", ""), proto::redacted_url(target.url), entry->tries + 1,
-                      result.error);
+                      entry->id, event.value("event", ""), proto::redacted_url(target.url),
+                      entry->tries + 1, result.error);
         co_return std::chrono::milliseconds(0);
     }
     db_.notification_failed(entry->id, result.error);

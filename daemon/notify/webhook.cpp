@@ -62,7 +62,10 @@ std::string chat_text(const nlohmann::json& event, const char* bold, std::size_t
 }
 
 webhook_request json_request(const std::string& path, const nlohmann::json& body) {
-    return {path, "application/json", body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), {}};
+    return {path,
+            "application/json",
+            body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+            {}};
 }
 
 // ntfy's tags (emoji shortcodes) and priority by event.
@@ -111,8 +114,9 @@ const std::vector<webhook_format>& formats() {
         {"telegram", "api.telegram.org", "",
          [](const webhook_target& target) {
              return query_parameter(target, "chat_id").empty()
-                        ? std::string("no chat: https://api.telegram.org/botTOKEN/sendMessage"
-                                      "?chat_id=CHAT")
+                        ? std::string(
+                              "no chat: https://api.telegram.org/botTOKEN/sendMessage"
+                              "?chat_id=CHAT")
                         : std::string();
          },
          [](const webhook_target& target, const nlohmann::json& event) {
@@ -149,7 +153,8 @@ webhook_target parse_webhook_target(const std::string& url) {
     webhook_target target;
     target.url = url;
     for (unsigned char c : url)
-        if (c <= 0x20 || c == 0x7f) invalid("a notification URL has no spaces or control characters");
+        if (c <= 0x20 || c == 0x7f)
+            invalid("a notification URL has no spaces or control characters");
     const auto scheme_end = url.find("://");
     if (scheme_end == std::string::npos)
         invalid("a notification URL is http(s)://HOST/PATH or FORMAT+https://HOST/PATH");
@@ -216,7 +221,8 @@ webhook_request webhook_request_for(const webhook_target& target, const nlohmann
     webhook_request request = format_named(target.format).request(target, event);
     // Every format: what lets a receiver drop a notification it has had already.
     request.headers.emplace_back("X-Ralph-Event", string_field(event, "event"));
-    if (event.contains("id")) request.headers.emplace_back("X-Ralph-Notification-Id", event["id"].dump());
+    if (event.contains("id"))
+        request.headers.emplace_back("X-Ralph-Notification-Id", event["id"].dump());
     return request;
 }
 

@@ -1,7 +1,7 @@
 // Push-notification targets (daemon/notify/webhook): which URLs are taken, in which format, and
 // the request each format makes of an event; and the events of daemon/notify/notification.
-#include "daemon/notify/notification.hpp"
 #include "daemon/notify/webhook.hpp"
+#include "daemon/notify/notification.hpp"
 
 #include <doctest/doctest.h>
 
@@ -23,9 +23,13 @@ std::string refusal(const std::string& url) {
 }
 
 nlohmann::json event() {
-    return {{"schema_version", 1}, {"id", 17},           {"event", "loop.failed"},
-            {"title", "loop 3 \"api\" failed"}, {"text", "iteration 2 failed 1 time(s)"},
-            {"loop", nullptr},      {"link", nullptr}};
+    return {{"schema_version", 1},
+            {"id", 17},
+            {"event", "loop.failed"},
+            {"title", "loop 3 \"api\" failed"},
+            {"text", "iteration 2 failed 1 time(s)"},
+            {"loop", nullptr},
+            {"link", nullptr}};
 }
 
 }  // namespace
