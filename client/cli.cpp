@@ -34,6 +34,7 @@ constexpr command_entry commands[] = {
     {"top", register_top_command},
     {"doctor", register_doctor_command},
     {"notify", register_notify_command},
+    {"web", register_web_command},
     {"mcp", register_mcp_command},
     {"completion", register_completion_command},
     {"man-page", register_man_page_command},

@@ -20,6 +20,22 @@
 #include <system_error>
 
 namespace ralph {
+namespace {
+
+// "http://ADDRESS:PORT" of ralphd --listen (the machine's name for a wildcard address); "" without.
+std::string web_base_url(const std::string& address, unsigned port) {
+    if (address.empty()) return {};
+    std::string host = address;
+    if (address == "0.0.0.0" || address == "::") {
+        char name[256] = {};
+        host = ::gethostname(name, sizeof name - 1) == 0 ? name : "localhost";
+    } else if (address.find(':') != std::string::npos) {
+        host = "[" + address + "]";
+    }
+    return "http://" + host + ":" + std::to_string(port);
+}
+
+}  // namespace
 
 ralphd::ralphd(net::io_context& io, daemon_options options)
     : io_(io),
@@ -43,6 +59,7 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
       hooks_(io, blocking_, reaper_, options_.hooks, options_.agent_env,
              [this](std::int64_t loop_id) { return sandbox_hidden(loop_id); }),
       notices_(io, db_, clock_, options_.webhooks),
+      web_(state_dir(options_.db_path).web_token_file(), options_.listen_port),
       runner_ctx_{
           io,
           blocking_,
@@ -89,6 +106,7 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
                 io,
                 reaper_,
                 notices_,
+                [this](bool rotate) { return web_login(rotate); },
                 [this](bool leave_running) {
                     // Stopping closes every session: give the reply to daemon.shutdown a moment
                     // to reach its client first (a WebSocket reply is written asynchronously).
@@ -121,6 +139,15 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
     if (clock_.adjustable())
         spdlog::warn("test clock: debug.clock may shift this daemon's time (now {})",
                      text::format_iso8601(clock_.now_ms()));
+}
+
+proto::web_info ralphd::web_login(bool rotate) {
+    if (rotate) {
+        web_.rotate();
+        spdlog::info("web: the token was replaced (web.rotate_token)");
+    }
+    const std::string base = web_base_url(options_.listen_address, options_.listen_port);
+    return {web_.token(), base.empty() ? "" : base + "/login?token=" + web_.token()};
 }
 
 loop_files ralphd::forget_loop(std::int64_t loop_id) {
@@ -266,10 +293,12 @@ void ralphd::take_up_loops() {
 }
 
 void ralphd::start() {
-    server_context context{registry_, hub_, output_, options_.limits};
+    server_context context{registry_, hub_, output_, options_.limits, &web_};
     server_ = options_.listen_fd >= 0
                   ? std::make_unique<server>(io_, context, options_.listen_fd)
                   : std::make_unique<server>(io_, context, options_.socket_path);
+    if (!options_.listen_address.empty())
+        server_->listen_tcp(options_.listen_address, options_.listen_port);
     server_->start();
     health_.check();
     take_up_loops();

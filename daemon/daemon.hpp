@@ -15,6 +15,7 @@
 #include "daemon/scheduler/scheduler.hpp"
 #include "daemon/server/server.hpp"
 #include "daemon/server/subscriber_hub.hpp"
+#include "daemon/server/web_gate.hpp"
 #include "daemon/store/gc.hpp"
 #include "daemon/store/output_log.hpp"
 #include "daemon/store/storage_health.hpp"
@@ -45,7 +46,9 @@ struct daemon_options {
     hook_settings hooks;                                 // --on-done, --notify, --hook-timeout
     std::vector<std::string> webhooks;                   // --notify URL (parsed once in main)
     std::filesystem::path shim_program;                  // ralph-shim, found next to ralphd
-    bool cgroups = true;  // --cgroups auto: a cgroup per attempt where ralphd can create one
+    bool cgroups = true;         // --cgroups auto: a cgroup per attempt where ralphd can create one
+    std::string listen_address;  // --listen ADDRESS:PORT: an IP address; "" = no TCP listener
+    unsigned listen_port = 0;
 };
 
 class ralphd {
@@ -91,6 +94,8 @@ class ralphd {
     std::vector<std::filesystem::path> sandbox_hidden(std::int64_t loop_id);
     // method_services::forget_loop.
     loop_files forget_loop(std::int64_t loop_id);
+    // method_services::web_login.
+    proto::web_info web_login(bool rotate);
     // runner_context::change_state and on_state.
     proto::loop_state change_state(std::int64_t loop_id, proto::loop_event event,
                                    const std::string& reason, std::int64_t resume_at,
@@ -112,6 +117,7 @@ class ralphd {
     child_reaper reaper_;
     hook_runner hooks_;
     notifier notices_;
+    web_gate web_;
     runner_context runner_ctx_;
     scheduler scheduler_;
     rpc::method_registry registry_;

@@ -11,6 +11,7 @@
 #include "daemon/notify/webhook.hpp"
 #include "proto/version.hpp"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
@@ -78,6 +79,36 @@ std::function<std::string(const std::string&)> seconds_up_to(double max, bool ze
     };
 }
 
+// --listen's ADDRESS:PORT (`[v6]:PORT` for IPv6; `localhost` is 127.0.0.1): the address and the
+// port, or an error message.
+struct listen_endpoint {
+    std::string address;
+    unsigned port = 0;
+    std::string error;
+};
+listen_endpoint parse_listen(const std::string& text) {
+    listen_endpoint result;
+    const auto colon = text.rfind(':');
+    std::string host = colon == std::string::npos ? "" : text.substr(0, colon);
+    const std::string port = colon == std::string::npos ? "" : text.substr(colon + 1);
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+        host = host.substr(1, host.size() - 2);
+    if (host == "localhost") host = "127.0.0.1";
+    unsigned char address[sizeof(in6_addr)];
+    const bool ip = ::inet_pton(AF_INET, host.c_str(), address) == 1 ||
+                    ::inet_pton(AF_INET6, host.c_str(), address) == 1;
+    char* end = nullptr;
+    const unsigned long number = std::strtoul(port.c_str(), &end, 10);
+    if (!ip || port.empty() || *end != '\0' || number == 0 || number > 65535)
+        result.error =
+            "expected ADDRESS:PORT with an IP address (or localhost) and a port from 1 "
+            "to 65535, e.g. 127.0.0.1:7177, got '" +
+            text + "'";
+    result.address = host;
+    result.port = unsigned(number);
+    return result;
+}
+
 // `--notify desktop`; `notify = true` in a config file written for the flag it was before.
 bool is_desktop(const std::string& target) { return target == "desktop" || target == "true"; }
 
@@ -98,6 +129,7 @@ struct command_line {
     std::string on_done;
     double hook_timeout_s = 60;
     std::vector<std::string> notify;  // "desktop" (or "true": the older flag's form) and URLs
+    std::string listen;               // ADDRESS:PORT, "" = none
     std::string cgroups = "auto";
     bool print_man_page = false;
 
@@ -184,6 +216,12 @@ void command_line::define(CLI::App& app) {
                 throw CLI::ValidationError("--notify", e.what());
             }
         });
+    app.add_option("--listen", listen,
+                   "Also serve the API (and the web dashboard) on TCP at ADDRESS:PORT, e.g. "
+                   "127.0.0.1:7177, to those with the web token (ralphctl web); an address "
+                   "other machines reach is their risk as well: see the README")
+        ->type_name("ADDRESS:PORT")
+        ->check([](const std::string& text) { return parse_listen(text).error; });
     app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
         ->capture_default_str()
         ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
@@ -221,6 +259,11 @@ ralph::daemon_options command_line::options() const {
     options.hooks.time_limit = std::chrono::milliseconds(std::llround(hook_timeout_s * 1000));
     options.hooks.shutdown_grace = options.kill_grace;
     options.cgroups = cgroups == "auto";
+    if (!listen.empty()) {
+        const listen_endpoint endpoint = parse_listen(listen);
+        options.listen_address = endpoint.address;
+        options.listen_port = endpoint.port;
+    }
     // Installed and built next to ralphd: the one that belongs to this ralphd.
     options.shim_program =
         std::filesystem::read_symlink("/proc/self/exe").parent_path() / ralph::shim::program_name;
@@ -265,13 +308,15 @@ void reload_config(ralph::ralphd& daemon, command_line& running, int argc, char*
         ralph::daemon_options options = fresh.options();
         const ralph::daemon_options before = running.options();
         if (options.socket_path != before.socket_path || options.db_path != before.db_path ||
-            fresh.test_clock_start_ms != running.test_clock_start_ms)
+            fresh.test_clock_start_ms != running.test_clock_start_ms ||
+            fresh.listen != running.listen)
             spdlog::warn(
-                "SIGHUP: the socket, the database and the test clock change only at "
+                "SIGHUP: the socket, --listen, the database and the test clock change only at "
                 "the next start");
         fresh.socket_path = running.socket_path;
         fresh.db_path = running.db_path;
         fresh.test_clock_start_ms = running.test_clock_start_ms;
+        fresh.listen = running.listen;
         ralph::logging::setup("ralphd", fresh.log_level, fresh.log_file);
         daemon.reload(options);
         warn_if_notify_send_is_missing(options);

@@ -3,6 +3,7 @@
 // is spelled here and nowhere else:
 //   ralph.db, ralph.db-wal, ralph.db-shm   the database (SQLite, WAL)
 //   ralph.db.lock                          one daemon per database (flock)
+//   web-token                              the secret of ralphd --listen (server/web_gate)
 //   output/<loop>.log                      each loop's output, append-only (store/output_log)
 //   prompts/<loop>.prompt.md               each loop's current prompt (loop/loop_runner)
 //   tmp/loop-<loop>/                       the private TMPDIR of an attempt that gets one
@@ -27,6 +28,7 @@ class state_dir {
     const std::filesystem::path& database() const { return database_; }
     std::filesystem::path root() const { return database_.parent_path(); }
     std::filesystem::path lock_file() const { return database_.string() + ".lock"; }
+    std::filesystem::path web_token_file() const { return root() / "web-token"; }
 
     std::filesystem::path output_dir() const { return root() / "output"; }
     static std::string output_file_name(std::int64_t loop_id) {

@@ -140,6 +140,12 @@ void to_json(nlohmann::json& j, const notify_test_result& r) {
          {"error", r.error}};
 }
 
+void from_json(const nlohmann::json& j, web_info& r) {
+    r.token = read_or<std::string>(j, "token", "");
+    r.url = read_or<std::string>(j, "url", "");
+}
+void to_json(nlohmann::json& j, const web_info& r) { j = {{"token", r.token}, {"url", r.url}}; }
+
 void from_json(const nlohmann::json& j, clock_request& r) {
     const auto& obj = params_object(j);
     read_field(obj, "set_ms", r.set_ms);

@@ -133,6 +133,15 @@ struct notify_test_result {
 void from_json(const nlohmann::json& j, notify_test_result& r);
 void to_json(nlohmann::json& j, const notify_test_result& r);
 
+// web.info and web.rotate_token: the token of ralphd's TCP listener and its login URL.
+struct web_info {
+    std::string token;
+    std::string url;  // http://ADDRESS:PORT/login?token=...; "" without ralphd --listen
+    bool operator==(const web_info&) const = default;
+};
+void from_json(const nlohmann::json& j, web_info& r);
+void to_json(nlohmann::json& j, const web_info& r);
+
 // debug.clock (a daemon started with --test-clock): set the wall clock, then advance it.
 struct clock_request {
     std::optional<std::int64_t> set_ms;

@@ -128,6 +128,17 @@ struct notify_test {
     using request = notify_test_request;
     using result = notify_test_result;
 };
+// The web token and the login URL of ralphd --listen; rotate_token replaces the token first.
+struct web_info {
+    static constexpr const char* name = "web.info";
+    using request = no_params;
+    using result = proto::web_info;
+};
+struct web_rotate_token {
+    static constexpr const char* name = "web.rotate_token";
+    using request = no_params;
+    using result = proto::web_info;
+};
 // Only on a daemon started with --test-clock: shifts its wall clock.
 struct debug_clock {
     static constexpr const char* name = "debug.clock";
@@ -152,8 +163,8 @@ using all_methods =
     std::tuple<daemon_info, daemon_shutdown, loop_submit, loop_list, loop_get, loop_cancel,
                loop_pause, loop_resume, loop_merge, loop_pr, loop_iterations, loop_steer,
                loop_events, loop_output, loop_tail, events_subscribe, agents_list, scheduler_get,
-               scheduler_set, budget_get, budget_set, notify_test, debug_clock, history_report,
-               history_gc>;
+               scheduler_set, budget_get, budget_set, notify_test, web_info, web_rotate_token,
+               debug_clock, history_report, history_gc>;
 
 }  // namespace ralph::proto::method
 

@@ -38,6 +38,7 @@ void register_doctor_command(CLI::App& app, client_context& ctx);
 void register_completion_command(CLI::App& app, client_context& ctx);
 void register_mcp_command(CLI::App& app, client_context& ctx);
 void register_notify_command(CLI::App& app, client_context& ctx);
+void register_web_command(CLI::App& app, client_context& ctx);
 void register_top_command(CLI::App& app, client_context& ctx);
 // Not in --help: the build writes ralphctl.1 with `ralphctl man-page`.
 void register_man_page_command(CLI::App& app, client_context& ctx);

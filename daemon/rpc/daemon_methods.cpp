@@ -1,4 +1,4 @@
-// daemon.info, daemon.shutdown and notify.test.
+// daemon.info, daemon.shutdown, notify.test, web.info and web.rotate_token.
 #include "common/asio.hpp"
 #include "daemon/admission/admission.hpp"
 #include "daemon/notify/notification.hpp"
@@ -48,6 +48,10 @@ void register_daemon_methods(method_registry& registry, method_services& service
         [&services](const proto::notify_test_request& request, call_context&) {
             return send_test(request, services);
         });
+    registry.add<proto::method::web_info>(
+        [&services](const proto::no_params&, call_context&) { return services.web_login(false); });
+    registry.add<proto::method::web_rotate_token>(
+        [&services](const proto::no_params&, call_context&) { return services.web_login(true); });
 }
 
 }  // namespace ralph::rpc

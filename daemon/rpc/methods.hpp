@@ -5,6 +5,7 @@
 #include "daemon/agents/agent.hpp"
 #include "daemon/state_dir.hpp"
 #include "daemon/store/gc.hpp"
+#include "proto/daemon_api.hpp"
 #include "proto/types.hpp"
 
 #include <filesystem>
@@ -43,6 +44,9 @@ struct method_services {
     net::io_context& io;
     child_reaper& reaper;
     notifier& notices;  // notify.test's sending
+    // web.info and web.rotate_token: the web token (replaced first when `rotate`) and the login
+    // URL of ralphd --listen (server/web_gate).
+    std::function<proto::web_info(bool rotate)> web_login;
     // Stops ralphd after the reply is on its way, leaving the agents running or not.
     std::function<void(bool leave_running)> request_shutdown;
     // gc_context::forget_loop: for history.gc, once the loop's rows are gone.

@@ -22,6 +22,17 @@
 
 namespace ralph {
 
+// The socket of an API connection: from the Unix socket, or from a TCP listener (ralphd --listen).
+using api_stream = net::generic::stream_protocol;
+using api_socket = api_stream::socket;
+
+// Where a connection came from: the Unix socket (its peer's uid was checked), or TCP, whose
+// requests pass the web gate (web_gate.hpp); `address` is the peer's IP address then.
+struct api_peer {
+    bool tcp = false;
+    std::string address;
+};
+
 // A live HTTP or WebSocket session.
 class connection {
   public:
@@ -102,12 +113,25 @@ struct shared_state {
     server_context context;
     connection_set connections;
     tail_pacer pacer;
+    std::uint64_t next_connection_id = 1;  // of every listener
 };
 
-// Server and Ralph-Protocol headers, on every HTTP response and the WebSocket handshake.
+// What the web pages may load and do: only this server's own files and connections; no inline
+// script or style, no frame, no plugin, no other site as a form's target.
+inline constexpr const char* content_security_policy =
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
+    "frame-ancestors 'none'";
+
+// Server and Ralph-Protocol headers, and the browser's security policy, on every HTTP response
+// and the WebSocket handshake.
 inline void set_server_headers(beast::http::fields& fields) {
     fields.set(beast::http::field::server, std::string("ralphd/") + proto::daemon_version);
     fields.set(proto::protocol_header, std::to_string(proto::protocol_version));
+    fields.set("Content-Security-Policy", content_security_policy);
+    fields.set("X-Content-Type-Options", "nosniff");
+    fields.set("Referrer-Policy", "no-referrer");
+    fields.set("X-Frame-Options", "DENY");
 }
 
 }  // namespace ralph

@@ -3,6 +3,7 @@
 #include "daemon/server/http_session.hpp"
 
 #include "daemon/server/http_rpc.hpp"
+#include "daemon/server/web_gate.hpp"
 #include "daemon/server/websocket_session.hpp"
 
 #include <spdlog/spdlog.h>
@@ -22,9 +23,9 @@ constexpr std::chrono::seconds linger_time{2};
 
 }  // namespace
 
-http_session::http_session(std::shared_ptr<shared_state> state, local_stream::socket socket,
-                           std::uint64_t id)
-    : connection(id), state_(std::move(state)), stream_(std::move(socket)) {
+http_session::http_session(std::shared_ptr<shared_state> state, api_socket socket, std::uint64_t id,
+                           api_peer peer)
+    : connection(id), state_(std::move(state)), peer_(std::move(peer)), stream_(std::move(socket)) {
     state_->connections.add(this);
 }
 
@@ -46,6 +47,11 @@ awaitable<void> http_session::serve() {
             if (!req) break;
 
             touch();
+            if (std::optional<http_response> refused = co_await gate_answer(*req)) {
+                refused->keep_alive(req->keep_alive());
+                if (!co_await send(std::move(*refused)) || !req->keep_alive()) break;
+                continue;
+            }
             if (beast::websocket::is_upgrade(*req) && path_of(req->target()) == rpc_path) {
                 spdlog::debug("connection {}: WebSocket upgrade", id());
                 const server_limits& limits = state_->context.limits;
@@ -74,7 +80,7 @@ awaitable<void> http_session::serve() {
         spdlog::warn("connection {}: {}", id(), e.what());
     }
     beast::error_code ignored;
-    stream_.socket().shutdown(local_stream::socket::shutdown_send, ignored);
+    stream_.socket().shutdown(api_socket::shutdown_send, ignored);
     close();
 }
 
@@ -114,12 +120,27 @@ awaitable<std::optional<http_request>> http_session::read_request() {
 
 awaitable<void> http_session::discard_input() {
     beast::error_code ec;
-    stream_.socket().shutdown(local_stream::socket::shutdown_send, ec);
+    stream_.socket().shutdown(api_socket::shutdown_send, ec);
     std::vector<char> scratch(64 * 1024);
     stream_.expires_after(linger_time);
     while (!ec)
         co_await stream_.async_read_some(net::buffer(scratch),
                                          net::redirect_error(use_awaitable, ec));
+}
+
+awaitable<std::optional<http_response>> http_session::gate_answer(const http_request& req) {
+    if (!peer_.tcp) co_return std::nullopt;
+    if (!state_->context.gate)  // a TCP listener without a gate: a bug, and nothing is served
+        throw std::logic_error("a TCP connection without the web gate");
+    web_gate::verdict verdict =
+        state_->context.gate->check(req, peer_.address, std::chrono::steady_clock::now());
+    if (verdict.delay.count() > 0) {
+        net::steady_timer wait(stream_.get_executor());
+        wait.expires_after(verdict.delay);
+        beast::error_code ec;
+        co_await wait.async_wait(net::redirect_error(use_awaitable, ec));
+    }
+    co_return std::move(verdict.answer);
 }
 
 awaitable<bool> http_session::send(http_response res) {

@@ -1,6 +1,7 @@
-// One HTTP/1.1 connection: reads requests with bounded header and body, answers POST /rpc
-// through the registry, keeps the connection alive between requests until it idles out, and
-// hands a GET /rpc WebSocket upgrade over to a websocket_session.
+// One HTTP/1.1 connection: reads requests with bounded header and body, has those of a TCP
+// connection pass the web gate (web_gate.hpp), answers POST /rpc through the registry, keeps the
+// connection alive between requests until it idles out, and hands a GET /rpc WebSocket upgrade
+// over to a websocket_session.
 #pragma once
 
 #include "common/beast.hpp"
@@ -15,8 +16,8 @@ namespace ralph {
 
 class http_session : public connection, public std::enable_shared_from_this<http_session> {
   public:
-    http_session(std::shared_ptr<shared_state> state, local_stream::socket socket,
-                 std::uint64_t id);
+    http_session(std::shared_ptr<shared_state> state, api_socket socket, std::uint64_t id,
+                 api_peer peer);
     ~http_session() override;
 
     void start();
@@ -33,9 +34,13 @@ class http_session : public connection, public std::enable_shared_from_this<http
     awaitable<void> discard_input();
     // Writes a response; false when the peer is gone.
     awaitable<bool> send(http_response res);
+    // A TCP connection's request that the web gate answers itself (a refusal, the login), after
+    // the delay it asks for; nullopt when it may be served.
+    awaitable<std::optional<http_response>> gate_answer(const http_request& req);
 
     std::shared_ptr<shared_state> state_;
-    beast::basic_stream<local_stream> stream_;
+    api_peer peer_;
+    beast::basic_stream<api_stream> stream_;
     beast::flat_buffer buffer_;
 };
 

@@ -18,6 +18,7 @@ class method_registry;
 }
 class subscriber_hub;
 class output_log;
+class web_gate;
 
 struct server_limits {
     std::size_t max_body_bytes = 1 << 20;  // one HTTP body or WebSocket message
@@ -36,6 +37,7 @@ struct server_context {
     subscriber_hub& hub;
     output_log& output;
     server_limits limits;
+    web_gate* gate = nullptr;  // what TCP connections pass (listen_tcp); null without one
 };
 
 class server {
@@ -47,6 +49,10 @@ class server {
     // Adopts an already listening socket (systemd socket activation).
     server(net::io_context& io, server_context context, int listening_fd);
     ~server();
+
+    // Also listens on `address`:`port` (ralphd --listen), for connections that pass
+    // context.gate. Throws std::runtime_error when it cannot.
+    void listen_tcp(const std::string& address, unsigned port);
 
     void start();  // begins accepting
     void stop();   // stops accepting and closes every session

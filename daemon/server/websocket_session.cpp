@@ -60,8 +60,8 @@ std::string serialize_output_notification(std::int64_t loop_id, std::int64_t off
     return message;
 }
 
-websocket_session::websocket_session(std::shared_ptr<shared_state> state,
-                                     local_stream::socket socket, std::uint64_t id)
+websocket_session::websocket_session(std::shared_ptr<shared_state> state, api_socket socket,
+                                     std::uint64_t id)
     : connection(id), state_(std::move(state)), ws_(std::move(socket)), wake_(ws_.get_executor()) {
     state_->connections.add(this);
 }

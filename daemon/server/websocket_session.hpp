@@ -42,8 +42,7 @@ class websocket_session : public connection,
                           public tail_sink,
                           public std::enable_shared_from_this<websocket_session> {
   public:
-    websocket_session(std::shared_ptr<shared_state> state, local_stream::socket socket,
-                      std::uint64_t id);
+    websocket_session(std::shared_ptr<shared_state> state, api_socket socket, std::uint64_t id);
     ~websocket_session() override;
 
     // Completes the handshake answering `upgrade`, then serves the session.
@@ -86,7 +85,7 @@ class websocket_session : public connection,
     void wake_writer() { wake_.cancel(); }
 
     std::shared_ptr<shared_state> state_;
-    beast::websocket::stream<local_stream::socket> ws_;
+    beast::websocket::stream<api_socket> ws_;
     net::steady_timer wake_;  // the idle writer waits on it; cancelled when there is work
     std::deque<std::string> outbox_;
     std::uint64_t outbox_sent_ = 0;         // messages taken from the front of outbox_ so far

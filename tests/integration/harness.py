@@ -388,11 +388,14 @@ class WebSocket:
 
     GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
-    def __init__(self, socket_path, path="/rpc", timeout=30):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    def __init__(self, address, path="/rpc", timeout=30, headers=None):
+        """`address`: a Unix socket's path, or (host, port) for TCP (ralphd --listen), which then
+        is the Host header; `headers`: more of them (a Cookie, an Origin)."""
+        tcp = isinstance(address, tuple)
+        self.sock = socket.socket(socket.AF_INET if tcp else socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             self.sock.settimeout(scaled(timeout))
-            self.sock.connect(socket_path)
+            self.sock.connect(address)
         except BaseException:
             self.sock.close()
             raise
@@ -400,9 +403,12 @@ class WebSocket:
         self.closed = False
         self.data_frames = 0  # text, binary and continuation frames received
         key = base64.b64encode(os.urandom(16))
-        self.sock.sendall(b"GET " + path.encode() + b" HTTP/1.1\r\nHost: ralph\r\n"
-                          b"Upgrade: websocket\r\nConnection: Upgrade\r\n"
-                          b"Sec-WebSocket-Key: " + key + b"\r\nSec-WebSocket-Version: 13\r\n\r\n")
+        host = ("%s:%d" % address) if tcp else "ralph"
+        extra = "".join("%s: %s\r\n" % item for item in (headers or {}).items())
+        self.sock.sendall(b"GET " + path.encode() + b" HTTP/1.1\r\nHost: " + host.encode() +
+                          b"\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+                          extra.encode() + b"Sec-WebSocket-Key: " + key +
+                          b"\r\nSec-WebSocket-Version: 13\r\n\r\n")
         while b"\r\n\r\n" not in self.buf:
             self._fill()
         head, self.buf = self.buf.split(b"\r\n\r\n", 1)

@@ -273,6 +273,10 @@ proto::notify_test_result sample() {
     return {"https://ntfy.example.org/…", "ntfy", false, 503, "answered 503 Service Unavailable"};
 }
 template <>
+proto::web_info sample() {
+    return {std::string(64, 'a'), "http://127.0.0.1:7177/login?token=" + std::string(64, 'a')};
+}
+template <>
 proto::clock_request sample() {
     return {t0, 60'000};
 }

@@ -1,0 +1,78 @@
+// `ralphctl web [--open] [--rotate-token]` (web.info, web.rotate_token): the login URL of
+// ralphd's TCP listener (ralphd --listen), which carries the web token: opening it gives the
+// browser a cookie instead, and the token leaves the address bar. Without a TCP listener, how to
+// reach the Unix socket from another machine (ssh -L), where no token is needed. --open starts
+// xdg-open on the URL; --rotate-token replaces the token first (browsers must log in again).
+// With --json {"web": {"token": ..., "url": ...}}.
+#include "client/commands/commands.hpp"
+
+#include "client/connection.hpp"
+#include "client/output.hpp"
+#include "common/paths.hpp"
+#include "proto/methods.hpp"
+
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <memory>
+
+extern char** environ;
+
+namespace ralph::client {
+namespace {
+
+struct web_options {
+    bool open = false;
+    bool rotate = false;
+};
+
+void open_in_browser(const std::string& url) {
+    const char* path = std::getenv("PATH");
+    const std::string program = paths::find_executable("xdg-open", path ? path : "").string();
+    if (program.empty())
+        throw client_error(exit_code::failure, "--open: xdg-open is not on PATH",
+                           "Open the URL above in your browser.");
+    const char* argv[] = {program.c_str(), url.c_str(), nullptr};
+    pid_t pid = 0;
+    if (::posix_spawn(&pid, program.c_str(), nullptr, nullptr, const_cast<char**>(argv), environ) !=
+        0)
+        throw client_error(exit_code::failure, "--open: cannot start " + program);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+}
+
+int run_web(const client_context& ctx, const web_options& options) {
+    connection daemon(ctx.socket);
+    const proto::web_info web = options.rotate ? daemon.call<proto::method::web_rotate_token>({})
+                                               : daemon.call<proto::method::web_info>({});
+    if (ctx.json) {
+        print_json({{"web", web}});
+    } else if (!web.url.empty()) {
+        fmt::print("{}\n", web.url);
+    } else {
+        fmt::print(
+            "ralphd serves no TCP (start it with --listen 127.0.0.1:7177). From another machine, "
+            "forward its socket and open http://localhost:7177/ (no token needed):\n"
+            "  ssh -L 7177:{} HOST\n",
+            ctx.socket);
+    }
+    if (options.open && !web.url.empty()) open_in_browser(web.url);
+    return exit_code::ok;
+}
+
+}  // namespace
+
+void register_web_command(CLI::App& app, client_context& ctx) {
+    auto options = std::make_shared<web_options>();
+    auto* cmd = app.add_subcommand(
+        "web", "Print the web dashboard's login URL (ralphd --listen), with its token");
+    cmd->add_flag("--open", options->open, "Open it in the browser (xdg-open)");
+    cmd->add_flag("--rotate-token", options->rotate,
+                  "Replace the token first: logged-in browsers must log in again");
+    cmd->callback([&ctx, options] { ctx.exit_code = run_web(ctx, *options); });
+}
+
+}  // namespace ralph::client

@@ -1,0 +1,111 @@
+// The web gate's rules on requests built here (server/web_gate): the Host forms it takes and
+// refuses, the Origin rule, where the token may come from, and the token file.
+#include "daemon/server/web_gate.hpp"
+
+#include "tests/support/files.hpp"
+
+#include <doctest/doctest.h>
+
+#include <sys/stat.h>
+
+namespace http = boost::beast::http;
+using ralph::web_gate;
+
+namespace {
+
+ralph::http_request request(http::verb verb, const std::string& target, const std::string& host) {
+    ralph::http_request req{verb, target, 11};
+    req.set(http::field::host, host);
+    return req;
+}
+
+int status_of(web_gate& gate, const ralph::http_request& req) {
+    const auto verdict = gate.check(req, "192.0.2.7", web_gate::clock::now());
+    return verdict.answer ? int(verdict.answer->result_int()) : 0;  // 0: served
+}
+
+}  // namespace
+
+TEST_CASE("web gate: Host must name this server with its port") {
+    ralph::test::temp_dir dir;
+    web_gate gate(dir.path / "web-token", 7177);
+    const std::string bearer = "Bearer " + gate.token();
+    auto with_host = [&](const std::string& host) {
+        auto req = request(http::verb::post, "/rpc", host);
+        req.set(http::field::authorization, bearer);
+        return status_of(gate, req);
+    };
+    CHECK(with_host("127.0.0.1:7177") == 0);
+    CHECK(with_host("[::1]:7177") == 0);
+    CHECK(with_host("LOCALHOST:7177") == 0);
+    CHECK(with_host("10.1.2.3:7177") == 0);  // an address cannot be rebound
+    CHECK(with_host("evil.example:7177") == 403);
+    CHECK(with_host("127.0.0.1") == 403);  // no port: 80 is not ours
+    CHECK(with_host("127.0.0.1:71770") == 403);
+    CHECK(with_host("[::1:7177") == 403);
+    CHECK(with_host("") == 403);
+}
+
+TEST_CASE("web gate: Origin, credentials and the login") {
+    ralph::test::temp_dir dir;
+    web_gate gate(dir.path / "web-token", 80);
+    auto post = request(http::verb::post, "/rpc", "localhost:80");
+    CHECK(status_of(gate, post) == 401);
+    post.set(http::field::cookie, "a=b; ralph_token=" + gate.token() + "; c=d");
+    CHECK(status_of(gate, post) == 0);
+    post.set(http::field::origin, "http://LOCALHOST:80");
+    CHECK(status_of(gate, post) == 0);
+    post.set(http::field::origin, "http://localhost:80.evil.example");
+    CHECK(status_of(gate, post) == 403);
+    post.set(http::field::origin, "null");
+    CHECK(status_of(gate, post) == 403);
+    // A GET with another Origin changes nothing: it is only refused without the token.
+    auto get = request(http::verb::get, "/rpc", "localhost:80");
+    get.set(http::field::origin, "http://evil.example");
+    CHECK(status_of(gate, get) == 401);
+    auto login = request(http::verb::get, "/login?x=1&token=" + gate.token(), "localhost:80");
+    const auto verdict = gate.check(login, "192.0.2.7", web_gate::clock::now());
+    REQUIRE(verdict.answer);
+    CHECK(verdict.answer->result() == http::status::see_other);
+    CHECK((*verdict.answer)[http::field::location] == "/");
+    // A token in the query opens the login only, not the API.
+    auto query = request(http::verb::post, "/rpc?token=" + gate.token(), "localhost:80");
+    CHECK(status_of(gate, query) == 401);
+}
+
+TEST_CASE("web gate: the token file is kept, made when missing or damaged, and rotated") {
+    ralph::test::temp_dir dir;
+    const auto file = dir.path / "web-token";
+    std::string first;
+    {
+        web_gate gate(file, 1);
+        first = gate.token();
+    }
+    CHECK(web_gate(file, 1).token() == first);
+    struct stat st {};
+    REQUIRE(::stat(file.c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) == 0600);
+    ralph::test::write_file(file, "short\n");
+    web_gate gate(file, 1);
+    CHECK(gate.token().size() == 64);
+    CHECK(gate.token() != first);
+    const std::string before = gate.token();
+    gate.rotate();
+    CHECK(gate.token() != before);
+    CHECK(ralph::test::read_file(file) == gate.token() + "\n");
+}
+
+TEST_CASE("web gate: more than 10 failures a minute from an address slow its logins down") {
+    ralph::test::temp_dir dir;
+    web_gate gate(dir.path / "web-token", 80);
+    auto wrong = request(http::verb::get, "/login?token=" + std::string(64, '0'), "localhost:80");
+    const auto start = web_gate::clock::now();
+    for (int i = 0; i < 10; ++i) CHECK(gate.check(wrong, "a", start).delay.count() == 0);
+    CHECK(gate.check(wrong, "a", start) .delay == std::chrono::seconds(1));
+    CHECK(gate.check(wrong, "a", start).delay == std::chrono::seconds(2));
+    CHECK(gate.check(wrong, "b", start).delay.count() == 0);  // another address
+    // A minute later the count starts over.
+    CHECK(gate.check(wrong, "a", start + std::chrono::seconds(61)).delay.count() == 0);
+    for (int i = 0; i < 20; ++i) gate.check(wrong, "c", start);
+    CHECK(gate.check(wrong, "c", start).delay == web_gate::max_delay);
+}
