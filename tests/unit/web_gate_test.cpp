@@ -101,7 +101,7 @@ TEST_CASE("web gate: more than 10 failures a minute from an address slow its log
     auto wrong = request(http::verb::get, "/login?token=" + std::string(64, '0'), "localhost:80");
     const auto start = web_gate::clock::now();
     for (int i = 0; i < 10; ++i) CHECK(gate.check(wrong, "a", start).delay.count() == 0);
-    CHECK(gate.check(wrong, "a", start) .delay == std::chrono::seconds(1));
+    CHECK(gate.check(wrong, "a", start).delay == std::chrono::seconds(1));
     CHECK(gate.check(wrong, "a", start).delay == std::chrono::seconds(2));
     CHECK(gate.check(wrong, "b", start).delay.count() == 0);  // another address
     // A minute later the count starts over.
