@@ -18,7 +18,7 @@ namespace {
 namespace http = beast::http;
 using tcp = net::ip::tcp;
 
-// What a receiver answers is read up to this size (its body is not used).
+// What a receiver answers is read up to this size; only its status is used.
 constexpr std::uint64_t max_answer_bytes = 64 << 10;
 
 post_result failure(std::string what) { return {0, std::move(what), {}}; }
@@ -56,7 +56,8 @@ awaitable<post_result> exchange(Stream& stream, const webhook_target& target,
     http::response_parser<http::string_body> parser;
     parser.body_limit(max_answer_bytes);
     co_await http::async_read(stream, buffer, parser, net::redirect_error(use_awaitable, ec));
-    if (ec) co_return failure("no answer: " + ec.message());
+    // The status decides: a body past the limit, or cut short, changes nothing.
+    if (ec && !parser.is_header_done()) co_return failure("no answer: " + ec.message());
     const auto& answer = parser.get();
     post_result result{int(answer.result_int()), "", retry_after_of(answer)};
     if (!result.delivered())

@@ -37,8 +37,9 @@ class Receiver:
     JSON) and answers 200. stop() closes its socket (connections are refused); start() listens
     again on the same port."""
 
-    def __init__(self, tls=None):
+    def __init__(self, tls=None, answer=b"ok"):
         self.tls = tls
+        self.answer = answer
         self.port = 0
         self.posts = []
         self.lock = threading.Lock()
@@ -56,9 +57,9 @@ class Receiver:
                     receiver.posts.append({"path": self.path, "headers": dict(self.headers),
                                            "body": json.loads(body)})
                 self.send_response(200)
-                self.send_header("Content-Length", "2")
+                self.send_header("Content-Length", str(len(receiver.answer)))
                 self.end_headers()
-                self.wfile.write(b"ok")
+                self.wfile.write(receiver.answer)
 
             def log_message(self, *args):
                 pass
@@ -116,8 +117,8 @@ class NotificationTest(DaemonTestCase):
     def tearDownClass(cls):
         shutil.rmtree(cls.certs, True)
 
-    def receiver(self, tls=None):
-        r = Receiver(tls)
+    def receiver(self, tls=None, answer=b"ok"):
+        r = Receiver(tls, answer)
         self.addCleanup(r.stop)
         return r
 
@@ -317,6 +318,10 @@ class NotificationTest(DaemonTestCase):
         with self.assertRaises(RpcError) as refused:
             d.submit(ws, "true", notify=["telegram+https://api.telegram.org/botX/sendMessage"])
         self.assertIn("no chat", refused.exception.message)
+        # A receiver whose answer is larger than ralphd reads (64 KiB): its status decides.
+        chatty = self.receiver(answer=b"x" * (1 << 20))
+        self.assertEqual(d.ctl_json("notify", "test", chatty.url("/big"))["notify"]["status"],
+                         200)
         proc = d.ctl("notify", "test", "https://user:pw@example.org/x", check=False)
         self.assertEqual(proc.returncode, 1)
         self.assertIn("no user or password", proc.stderr)
