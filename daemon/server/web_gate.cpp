@@ -41,7 +41,7 @@ bool well_formed(const std::string& token) {
 }
 
 bool same_secret(std::string_view given, const std::string& token) {
-    return given.size() == token.size() &&
+    return !token.empty() && given.size() == token.size() &&
            CRYPTO_memcmp(given.data(), token.data(), token.size()) == 0;
 }
 
@@ -80,7 +80,19 @@ web_gate::web_gate(std::filesystem::path token_file, unsigned port)
     if (::gethostname(name, sizeof name - 1) == 0) host_name_ = lower(name);
     std::ifstream in(token_file_);
     std::getline(in, token_);
-    if (!well_formed(token_)) rotate();
+    if (well_formed(token_)) return;
+    token_.clear();
+    if (port_ == 0) return;  // made when a listener needs it
+    try {
+        rotate();
+    } catch (const std::exception& e) {
+        // A full disk must not keep ralphd from starting (it runs degraded): TCP refuses every
+        // request until a token can be written.
+        spdlog::error(
+            "web: {}; every request on TCP is refused until ralphctl web "
+            "--rotate-token can write one",
+            e.what());
+    }
 }
 
 void web_gate::rotate() {

@@ -3,7 +3,8 @@
 // check instead: server.cpp.)
 //
 // - The token: a random secret (32 bytes, in hex) in <state>/web-token, 0600, made at the first
-//   start and replaced by rotate() (web.rotate_token: ralphctl web --rotate-token).
+//   start with a listener and replaced by rotate() (web.rotate_token: ralphctl web
+//   --rotate-token). When none can be written (a full disk), every TCP request is refused (401).
 // - Host must name this server by an IP address, `localhost` or the machine's name, with the
 //   listening port: a page whose own name an attacker points at 127.0.0.1 (DNS rebinding) sends
 //   its name, and is refused (403).
@@ -35,14 +36,14 @@ class web_gate {
     static constexpr std::size_t failures_allowed = 10;  // per address and minute
     static constexpr std::chrono::seconds max_delay{10};
 
-    // Reads the token of `token_file`, or makes one there. `port`: the listening port, which
-    // the Host of every request must name. Throws std::runtime_error when the file cannot be
-    // read or written.
+    // Reads the token of `token_file`; with a listener (`port`, which the Host of every request
+    // must name; 0 = none) makes one there when there is none.
     web_gate(std::filesystem::path token_file, unsigned port);
 
+    // "" when there is none (no listener yet, or it could not be written).
     const std::string& token() const { return token_; }
     // A new token, written to the file (0600) and used from now on: cookies of the old one no
-    // longer work.
+    // longer work. Throws std::runtime_error when the file cannot be written.
     void rotate();
 
     struct verdict {

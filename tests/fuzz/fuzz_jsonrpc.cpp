@@ -4,7 +4,8 @@
 // stream that hands them over in pieces the input chooses; each request is answered by
 // answer_request (POST /rpc → rpc::method_registry::handle_text) or refused by
 // answer_read_error. The registry has a typed handler for the request type of every method of
-// proto/methods.hpp, answering what it read.
+// proto/methods.hpp, answering what it read. Each request also passes the web gate of a TCP
+// connection (server/web_gate) with a known token.
 //
 // Input: a mode byte, 8 bytes choosing the pieces, then either the raw bytes of the connection
 // (odd mode) or a request body, sent as a well-formed POST /rpc (even mode: mutations of the
@@ -14,10 +15,13 @@
 // has a Content-Length equal to its body; every JSON reply is valid JSON (UTF-8 included) and
 // valid JSON-RPC 2.0; a request with an id gets a reply, with that id when the request is valid;
 // a batch gets no more replies than members and at least one per member with an id; a typed
-// handler sees the integers that were sent (a value it cannot hold is refused, never changed).
+// handler sees the integers that were sent (a value it cannot hold is refused, never changed);
+// the gate lets no request through that does not carry the token, and its own answers are
+// 303, 401 or 403 with an empty body.
 #include "common/beast.hpp"
 #include "daemon/rpc/registry.hpp"
 #include "daemon/server/http_rpc.hpp"
+#include "daemon/server/web_gate.hpp"
 #include "fuzz_input.hpp"
 #include "proto/errors.hpp"
 #include "proto/methods.hpp"
@@ -32,6 +36,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -277,6 +283,39 @@ void check_answer(const http_request& req, const http_response& res) {
                 "an error body is not valid JSON", body);
 }
 
+// The web gate of a TCP listener on port 7177 whose token is `known_token`.
+constexpr std::string_view known_token =
+    "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+std::filesystem::path gate_directory;  // removed at exit
+web_gate& gate() {
+    static web_gate instance = [] {
+        char directory[] = "/tmp/fuzz-web-gate-XXXXXX";
+        gate_directory = ::mkdtemp(directory);
+        std::atexit([] { std::filesystem::remove_all(gate_directory); });
+        const std::filesystem::path file = gate_directory / "token";
+        std::ofstream(file) << known_token << "\n";
+        return web_gate(file, 7177);
+    }();
+    return instance;
+}
+
+void check_gate(const http_request& req) {
+    const web_gate::verdict verdict = gate().check(req, "192.0.2.1", web_gate::clock::now());
+    std::string request_text;
+    for (const auto& field : req) request_text += std::string(to_std(field.value())) + "\n";
+    request_text += std::string(to_std(req.target()));
+    fuzz::check(verdict.answer.has_value() || request_text.find(known_token) != std::string::npos,
+                "the web gate let a request without the token through");
+    if (!verdict.answer) return;
+    const auto status = verdict.answer->result();
+    fuzz::check(status == http::status::see_other || status == http::status::unauthorized ||
+                    status == http::status::forbidden,
+                "the web gate answered with another status");
+    fuzz::check(
+        verdict.answer->body().empty() && (*verdict.answer)[http::field::content_length] == "0",
+        "the web gate's answer has a body");
+}
+
 // Serves one connection as http_session::serve does; returns how many requests were answered.
 std::size_t serve(piece_stream& stream) {
     const server_limits limits;
@@ -295,6 +334,7 @@ std::size_t serve(piece_stream& stream) {
             return answered;
         }
         const http_request req = parser.release();
+        check_gate(req);
         // The daemon hands a WebSocket upgrade over to a websocket_session.
         if (beast::websocket::is_upgrade(req) && path_of(req.target()) == rpc_path) return answered;
         const http_response res = test::run_awaitable(answer_request(req, registry()));

@@ -95,6 +95,23 @@ TEST_CASE("web gate: the token file is kept, made when missing or damaged, and r
     CHECK(ralph::test::read_file(file) == gate.token() + "\n");
 }
 
+TEST_CASE("web gate: no token without a listener, or when none can be written: all refused") {
+    ralph::test::temp_dir dir;
+    web_gate idle(dir.path / "web-token", 0);
+    CHECK(idle.token().empty());
+    CHECK_FALSE(std::filesystem::exists(dir.path / "web-token"));
+    web_gate full_disk(dir.path / "no-such-directory" / "web-token", 80);  // no throw
+    CHECK(full_disk.token().empty());
+    auto req = request(http::verb::post, "/rpc", "localhost:80");
+    req.set(http::field::authorization, "Bearer ");
+    CHECK(status_of(full_disk, req) == 401);
+    req.set(http::field::cookie, "ralph_token=");
+    req.erase(http::field::authorization);
+    CHECK(status_of(full_disk, req) == 401);
+    CHECK(status_of(full_disk, request(http::verb::get, "/login?token=", "localhost:80")) == 401);
+    CHECK_THROWS_AS(full_disk.rotate(), std::runtime_error);
+}
+
 TEST_CASE("web gate: more than 10 failures a minute from an address slow its logins down") {
     ralph::test::temp_dir dir;
     web_gate gate(dir.path / "web-token", 80);
