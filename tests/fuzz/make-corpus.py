@@ -118,6 +118,9 @@ EDGE_BODIES = [
 ]
 
 
+GATE_TOKEN = b"0123456789abcdef" * 4  # fuzz_jsonrpc.cpp's known_token
+
+
 def jsonrpc_seeds():
     bodies = list(json_request_bodies()) + EDGE_BODIES
     for body in bodies:
@@ -136,6 +139,13 @@ def jsonrpc_seeds():
         b"GET /rpc HTTP/1.1\r\nHost: ralph\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
         b"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n",
         b"DELETE /other?x=1 HTTP/1.1\r\nHost: ralph\r\nContent-Length: 0\r\n\r\n",
+        # The web gate's ways in (fuzz_jsonrpc's gate listens on 7177 with the token below).
+        b"GET /login?token=%s HTTP/1.1\r\nHost: 127.0.0.1:7177\r\n\r\n" % GATE_TOKEN,
+        b"POST /rpc HTTP/1.1\r\nHost: [::1]:7177\r\nOrigin: http://[::1]:7177\r\n"
+        b"Cookie: a=b; ralph_token=%s\r\nContent-Length: %d\r\n\r\n" % (GATE_TOKEN, len(info))
+        + info,
+        b"POST /rpc HTTP/1.1\r\nHost: localhost:7177\r\nAuthorization: Bearer %s\r\n"
+        b"Content-Length: %d\r\n\r\n" % (GATE_TOKEN, len(info)) + info,
     ]
     for connection in raw:
         yield b"\x01" + PIECES[1] + connection
