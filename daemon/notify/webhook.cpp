@@ -166,7 +166,7 @@ webhook_target parse_webhook_target(const std::string& url) {
         const auto names = webhook_formats();
         if (std::find(names.begin(), names.end(), format) == names.end())
             invalid(fmt::format("no notification format {} (one of {})", format,
-                                fmt::join(names, ", ")));
+                                text::join_words(names, ", ")));
     }
     if (scheme != "http" && scheme != "https")
         invalid("a notification URL is http:// or https://, not " + scheme + "://");

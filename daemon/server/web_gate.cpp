@@ -31,7 +31,11 @@ std::string new_token() {
     if (::getrandom(bytes, sizeof bytes, 0) != sizeof bytes)
         throw std::runtime_error(std::string("cannot make a web token: ") + std::strerror(errno));
     std::string hex;
-    for (unsigned char b : bytes) hex += fmt::format("{:02x}", b);
+    constexpr std::string_view digits = "0123456789abcdef";
+    for (unsigned char b : bytes) {
+        hex += digits[b >> 4];
+        hex += digits[b & 15];
+    }
     return hex;
 }
 
