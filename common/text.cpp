@@ -1,7 +1,10 @@
 #include "common/text.hpp"
 
+#include <unistd.h>
 #include <array>
 #include <charconv>
+
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -18,6 +21,31 @@ std::string join_words(const std::vector<std::string>& words, std::string_view s
         joined += word;
     }
     return joined;
+}
+
+std::string ascii_lower(std::string_view text) {
+    std::string lowered(text);
+    for (char& c : lowered)
+        if (c >= 'A' && c <= 'Z') c = char(c - 'A' + 'a');
+    return lowered;
+}
+
+std::string_view parameter_value(std::string_view list, std::string_view name, char separator) {
+    while (!list.empty()) {
+        std::string_view pair = list.substr(0, list.find(separator));
+        list.remove_prefix(std::min(list.size(), pair.size() + 1));
+        while (!pair.empty() && pair.front() == ' ') pair.remove_prefix(1);
+        if (pair.size() > name.size() && pair.substr(0, name.size()) == name &&
+            pair[name.size()] == '=')
+            return pair.substr(name.size() + 1);
+    }
+    return {};
+}
+
+std::string host_name() {
+    char name[256] = {};
+    if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "localhost";
+    return name;
 }
 
 std::vector<std::string> split_command_words(std::string_view command) {

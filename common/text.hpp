@@ -48,6 +48,14 @@ std::size_t utf8_complete_prefix(std::string_view bytes);
 // The first `limit` bytes of `bytes` at most, without a character cut off at their end.
 std::string_view utf8_head(std::string_view bytes, std::size_t limit);
 
+// `text` with A-Z made a-z; other bytes (UTF-8 included) as they are, whatever the locale.
+std::string ascii_lower(std::string_view text);
+// The value of `name` in a list of name=value pairs split by `separator` (a query string:
+// '&'; a Cookie header: ';', blanks after it skipped); "" when it is not there.
+std::string_view parameter_value(std::string_view list, std::string_view name, char separator);
+// This machine's name (gethostname), "localhost" when it has none.
+std::string host_name();
+
 // Milliseconds since the Unix epoch.
 std::int64_t now_ms();
 // "2026-11-22T10:11:12.345Z"; an empty string for 0 (never happened).

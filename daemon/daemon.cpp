@@ -27,8 +27,7 @@ std::string web_base_url(const std::string& address, unsigned port) {
     if (address.empty()) return {};
     std::string host = address;
     if (address == "0.0.0.0" || address == "::") {
-        char name[256] = {};
-        host = ::gethostname(name, sizeof name - 1) == 0 ? name : "localhost";
+        host = text::host_name();
     } else if (address.find(':') != std::string::npos) {
         host = "[" + address + "]";
     }

@@ -4,18 +4,10 @@
 #include "proto/state_machine.hpp"
 #include "proto/version.hpp"
 
-#include <unistd.h>
-
 #include <fmt/format.h>
 
 namespace ralph {
 namespace {
-
-std::string host_name() {
-    char name[256] = {};
-    if (::gethostname(name, sizeof name - 1) != 0) return "localhost";
-    return name;
-}
 
 nlohmann::json event_body(const std::string& event, std::string title, std::string text,
                           std::int64_t now_ms) {
@@ -23,7 +15,7 @@ nlohmann::json event_body(const std::string& event, std::string title, std::stri
     body["schema_version"] = notification_schema_version;
     body["event"] = event;
     body["time"] = text::format_iso8601(now_ms);
-    body["host"] = host_name();
+    body["host"] = text::host_name();
     body["daemon_version"] = proto::daemon_version;
     body["title"] = std::move(title);
     body["text"] = std::move(text);
@@ -86,7 +78,8 @@ nlohmann::json recovery_notification(std::int64_t adopted, std::int64_t requeued
                                      std::int64_t now_ms) {
     nlohmann::json body = event_body(
         "daemon.recovered",
-        fmt::format("ralphd on {} took up {} running loop(s)", host_name(), adopted + requeued),
+        fmt::format("ralphd on {} took up {} running loop(s)", text::host_name(),
+                    adopted + requeued),
         fmt::format("left by an earlier ralphd (or a storage fault): {} agent(s) still running "
                     "were adopted, {} loop(s) go on with their next iteration",
                     adopted, requeued),
@@ -98,7 +91,7 @@ nlohmann::json recovery_notification(std::int64_t adopted, std::int64_t requeued
 
 nlohmann::json test_notification(std::int64_t now_ms) {
     return event_body("test", "ralph: a test notification",
-                      fmt::format("ralphctl notify test, sent by ralphd on {}", host_name()),
+                      fmt::format("ralphctl notify test, sent by ralphd on {}", text::host_name()),
                       now_ms);
 }
 

@@ -33,15 +33,8 @@ std::string string_field(const nlohmann::json& event, const char* name) {
 std::string query_parameter(const webhook_target& target, std::string_view name) {
     const auto question = target.path.find('?');
     if (question == std::string::npos) return {};
-    std::string_view query = std::string_view(target.path).substr(question + 1);
-    while (!query.empty()) {
-        const std::string_view pair = query.substr(0, query.find('&'));
-        if (pair.substr(0, name.size()) == name && pair.size() > name.size() &&
-            pair[name.size()] == '=')
-            return std::string(pair.substr(name.size() + 1));
-        query.remove_prefix(std::min(query.size(), pair.size() + 1));
-    }
-    return {};
+    return std::string(
+        text::parameter_value(std::string_view(target.path).substr(question + 1), name, '&'));
 }
 
 // The path of the target without its query: ntfy's topic is its last segment.
@@ -133,12 +126,6 @@ const webhook_format& format_named(const std::string& name) {
     throw std::logic_error("no webhook format " + name);
 }
 
-std::string lower(std::string text) {
-    std::transform(text.begin(), text.end(), text.begin(),
-                   [](unsigned char c) { return char(std::tolower(c)); });
-    return text;
-}
-
 [[noreturn]] void invalid(const std::string& why) { throw std::invalid_argument(why); }
 
 }  // namespace
@@ -158,7 +145,7 @@ webhook_target parse_webhook_target(const std::string& url) {
     const auto scheme_end = url.find("://");
     if (scheme_end == std::string::npos)
         invalid("a notification URL is http(s)://HOST/PATH or FORMAT+https://HOST/PATH");
-    std::string scheme = lower(url.substr(0, scheme_end));
+    std::string scheme = text::ascii_lower(url.substr(0, scheme_end));
     std::string format;
     if (const auto plus = scheme.find('+'); plus != std::string::npos) {
         format = scheme.substr(0, plus);
@@ -194,7 +181,7 @@ webhook_target parse_webhook_target(const std::string& url) {
         if (colon != std::string::npos) port = authority.substr(colon + 1);
     }
     if (target.host.empty()) invalid("a notification URL names no host");
-    target.host = lower(target.host);
+    target.host = text::ascii_lower(target.host);
     if (port.empty()) {
         target.port = target.tls ? "443" : "80";
     } else {

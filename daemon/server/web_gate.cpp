@@ -1,5 +1,6 @@
 #include "daemon/server/web_gate.hpp"
 
+#include "common/text.hpp"
 #include "daemon/server/connection.hpp"
 
 #include <fcntl.h>
@@ -49,26 +50,6 @@ bool same_secret(std::string_view given, const std::string& token) {
            CRYPTO_memcmp(given.data(), token.data(), token.size()) == 0;
 }
 
-std::string lower(std::string_view text) {
-    std::string result(text);
-    std::transform(result.begin(), result.end(), result.begin(),
-                   [](unsigned char c) { return char(std::tolower(c)); });
-    return result;
-}
-
-// The value of `name` in a query string or a Cookie header (`separator` '&' or ';').
-std::string_view parameter(std::string_view list, std::string_view name, char separator) {
-    while (!list.empty()) {
-        std::string_view pair = list.substr(0, list.find(separator));
-        list.remove_prefix(std::min(list.size(), pair.size() + 1));
-        while (!pair.empty() && pair.front() == ' ') pair.remove_prefix(1);
-        if (pair.size() > name.size() && pair.substr(0, name.size()) == name &&
-            pair[name.size()] == '=')
-            return pair.substr(name.size() + 1);
-    }
-    return {};
-}
-
 http_response bare_reply(http::status status, unsigned version) {
     http_response res{status, version};
     set_server_headers(res);
@@ -80,8 +61,7 @@ http_response bare_reply(http::status status, unsigned version) {
 
 web_gate::web_gate(std::filesystem::path token_file, unsigned port)
     : token_file_(std::move(token_file)), port_(port) {
-    char name[256] = {};
-    if (::gethostname(name, sizeof name - 1) == 0) host_name_ = lower(name);
+    host_name_ = text::ascii_lower(text::host_name());
     std::ifstream in(token_file_);
     std::getline(in, token_);
     if (well_formed(token_)) return;
@@ -127,7 +107,7 @@ web_gate::credential web_gate::credential_of(const http_request& req) const {
         const std::string_view value = to_std(it->value());
         if (value.substr(0, 7) == "Bearer ") given = value.substr(7);
     } else if (auto cookie = req.find(http::field::cookie); cookie != req.end()) {
-        given = parameter(to_std(cookie->value()), cookie_name, ';');
+        given = text::parameter_value(to_std(cookie->value()), cookie_name, ';');
     }
     if (given.empty()) return credential::none;
     return same_secret(given, token_) ? credential::right : credential::wrong;
@@ -151,9 +131,8 @@ bool web_gate::host_allowed(std::string_view host) const {
     if (port != ":" + std::to_string(port_)) return false;
     boost::system::error_code not_an_address;
     net::ip::make_address(std::string(name), not_an_address);
-    const std::string lowered = lower(name);
-    return !not_an_address || lowered == "localhost" ||
-           (!host_name_.empty() && lowered == host_name_);
+    const std::string lowered = text::ascii_lower(name);
+    return !not_an_address || lowered == "localhost" || lowered == host_name_;
 }
 
 std::size_t web_gate::failures_of(const std::string& address, clock::time_point now) {
@@ -188,8 +167,8 @@ web_gate::verdict web_gate::check(const http_request& req, const std::string& ad
     const bool changes = req.method() != http::verb::get && req.method() != http::verb::head;
     if (changes || beast::websocket::is_upgrade(req)) {
         auto origin = req.find(http::field::origin);
-        if (origin != req.end() &&
-            lower(to_std(origin->value())) != lower("http://" + std::string(host))) {
+        if (origin != req.end() && text::ascii_lower(to_std(origin->value())) !=
+                                       text::ascii_lower("http://" + std::string(host))) {
             spdlog::warn("web: refused a request from {} sent by the page of {}", address,
                          to_std(origin->value()));
             result.answer = bare_reply(http::status::forbidden, version);
@@ -203,7 +182,7 @@ web_gate::verdict web_gate::check(const http_request& req, const std::string& ad
         const auto question = target.find('?');
         const std::string_view query =
             question == std::string_view::npos ? std::string_view() : target.substr(question + 1);
-        const std::string_view token = parameter(query, "token", '&');
+        const std::string_view token = text::parameter_value(query, "token", '&');
         given = token.empty()                ? credential::none
                 : same_secret(token, token_) ? credential::right
                                              : credential::wrong;

@@ -210,3 +210,18 @@ TEST_CASE("time: a point in time is an age before now or an ISO 8601 time") {
                          std::invalid_argument);
     CHECK_THROWS_AS(parse_time_or_age("-2h", now), std::invalid_argument);
 }
+
+TEST_CASE("ascii_lower: A-Z only, whatever the bytes around them") {
+    CHECK(ralph::text::ascii_lower("LocalHost:7177") == "localhost:7177");
+    CHECK(ralph::text::ascii_lower("ÉTÉ") == "Ét\xc3\x89");
+}
+
+TEST_CASE("parameter_value: a query string's or a cookie's pair by name") {
+    using ralph::text::parameter_value;
+    CHECK(parameter_value("a=1&token=xyz&b=2", "token", '&') == "xyz");
+    CHECK(parameter_value("tokens=1&token=", "token", '&') == "");
+    CHECK(parameter_value("x_token=1", "token", '&') == "");
+    CHECK(parameter_value("a=b;  ralph_token=t; c=d", "ralph_token", ';') == "t");
+    CHECK(parameter_value("token", "token", '&') == "");
+    CHECK(parameter_value("", "token", '&') == "");
+}
