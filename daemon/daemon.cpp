@@ -77,6 +77,9 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
           options_.rate_limit_margin,
           options_.rate_limit_wait,
           [this](std::int64_t loop_id, proto::loop_state state) { state_changed(loop_id, state); },
+          [this](std::int64_t loop_id) {
+              if (hub_.has_event_watchers()) hub_.counters_changed(db_.get_loop(loop_id));
+          },
           [this](std::int64_t loop_id, proto::loop_event event, const std::string& reason,
                  std::int64_t resume_at, bool notable_wait) {
               return change_state(loop_id, event, reason, resume_at, notable_wait);
@@ -101,7 +104,8 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
                                    clock_.now_ms(),
                                    1,
                                    {},
-                                   {}},
+                                   {},
+                                   text::host_name()},
                 io,
                 reaper_,
                 notices_,

@@ -165,6 +165,7 @@ void from_json(const nlohmann::json& j, output_request& r) {
     read_field(obj, "max_bytes", r.max_bytes);
     read_field(obj, "encoding", r.encoding);
     read_field(obj, "output", r.output);
+    read_field(obj, "render", r.render);
     if (r.offset) check_range("offset", *r.offset, 0, max_int);
     if (r.last_lines) check_range(field_name::last_lines, *r.last_lines, 0, max_int);
     check_range("max_bytes", r.max_bytes, 1, max_output_page);
@@ -177,6 +178,7 @@ void to_json(nlohmann::json& j, const output_request& r) {
          {"max_bytes", r.max_bytes},
          {"encoding", r.encoding},
          {"output", r.output}};
+    if (r.render) j["render"] = true;
     if (r.offset) j["offset"] = *r.offset;
     if (r.last_lines) j[field_name::last_lines] = *r.last_lines;
 }
@@ -225,10 +227,12 @@ void from_json(const nlohmann::json& j, output_notification& n) {
     n.data = read_or<std::string>(j, "data", "");
     n.encoding = read_or<std::string>(j, "encoding", "utf8");
     n.format = read_or<std::string>(j, "format", "text");
+    if (j.contains("text")) n.text = j.at("text").get<std::string>();
 }
 void to_json(nlohmann::json& j, const output_notification& n) {
     j = {{"id", n.id},     {"offset", n.offset},     {"length", n.length},
          {"data", n.data}, {"encoding", n.encoding}, {"format", n.format}};
+    if (n.text) j["text"] = *n.text;
 }
 
 void from_json(const nlohmann::json& j, state_notification& n) {

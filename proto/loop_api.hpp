@@ -135,6 +135,7 @@ struct output_request {
     std::int64_t max_bytes = 1 << 20;        // loop.output only; at most 4 MiB
     std::string encoding = "utf8";           // "utf8" (invalid bytes replaced) or "base64" (exact)
     bool output = true;                      // loop.tail only: false = state notifications only
+    bool render = false;  // loop.tail only: notifications also carry the bytes rendered (`text`)
     bool operator==(const output_request&) const = default;
 };
 void from_json(const nlohmann::json& j, output_request& r);
@@ -183,6 +184,9 @@ struct output_notification {
     std::string data;
     std::string encoding = "utf8";
     std::string format = "text";  // as output_page's: one attempt's bytes
+    // loop.tail with render: the bytes made readable as `ralphctl tail` shows them (a structured
+    // stream's events, text as it is); a last notification of length 0 may carry only this.
+    std::optional<std::string> text;
     bool operator==(const output_notification&) const = default;
 };
 void from_json(const nlohmann::json& j, output_notification& n);

@@ -580,7 +580,8 @@ void to_json(nlohmann::json& j, const daemon_info& info) {
                        {"started_at", time_to_json(info.started_at)},
                        {"max_concurrent", info.max_concurrent},
                        {"loops_by_state", info.loops_by_state},
-                       {"storage", info.storage}};
+                       {"storage", info.storage},
+                       {"host", info.host}};
 }
 
 void from_json(const nlohmann::json& j, daemon_info& info) {
@@ -593,6 +594,7 @@ void from_json(const nlohmann::json& j, daemon_info& info) {
     info.max_concurrent = read_or<std::int64_t>(j, "max_concurrent", 1);
     info.loops_by_state = read_or<std::map<std::string, std::int64_t>>(j, "loops_by_state", {});
     info.storage = read_or<storage_status>(j, "storage", {});
+    info.host = read_or<std::string>(j, "host", "");
 }
 
 void to_json(nlohmann::json& j, const scheduler_settings& s) {

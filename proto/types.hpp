@@ -387,6 +387,7 @@ struct daemon_info {
     std::int64_t max_concurrent = 1;
     std::map<std::string, std::int64_t> loops_by_state;
     storage_status storage;
+    std::string host;  // the machine's name
     bool operator==(const daemon_info&) const = default;
 };
 

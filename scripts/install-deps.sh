@@ -16,6 +16,8 @@ packages=(
     task-spooler  # the tsp baseline of the benchmarks
     clang libclang-rt-14-dev  # the libFuzzer targets of tests/fuzz (scripts/fuzz.sh), the Clang build
     clang-format  # scripts/format.sh --check in CI
+    libjs-chart.js  # the dashboard's charts, built into ralphd
+    chromium nodejs  # the dashboard's browser tests (puppeteer-core, from npm by scripts/test.sh)
 )
 
 missing=()
@@ -25,6 +27,11 @@ for pkg in "${packages[@]}"; do
         missing+=("$pkg")
     fi
 done
+
+# npm comes with some builds of nodejs (NodeSource's) and is Debian's package `npm` otherwise.
+if ! command -v npm >/dev/null 2>&1; then
+    missing+=(npm)
+fi
 
 if ((${#missing[@]} == 0)); then
     echo "install-deps: all ${#packages[@]} packages are installed" >&2

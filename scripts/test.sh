@@ -28,4 +28,9 @@ for arg in "$@"; do
 done
 
 "$root/scripts/build.sh" "$@"
+# puppeteer-core for the dashboard's browser tests, as package-lock.json pins it (npm's registry).
+browser="$root/tests/browser"
+if [[ ! $browser/node_modules/.package-lock.json -nt $browser/package-lock.json ]]; then
+    npm ci --prefix "$browser" --no-audit --no-fund --loglevel=error
+fi
 meson test -C "$dir" --print-errorlogs "${extra[@]}"

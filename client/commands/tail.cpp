@@ -152,10 +152,10 @@ void print_persisted(const client_context& ctx, const std::vector<std::int64_t>&
             if (!end) end = page.end_offset;
             if (page.next_offset > page.offset) {
                 if (ctx.json)
-                    print_event(
-                        proto::notification::loop_output,
-                        proto::output_notification{id, page.offset, page.next_offset - page.offset,
-                                                   page.data, page.encoding, page.format});
+                    print_event(proto::notification::loop_output,
+                                proto::output_notification{
+                                    id, page.offset, page.next_offset - page.offset, page.data,
+                                    page.encoding, page.format, std::nullopt});
                 else
                     writer.write(proto::decode_output(page.data, page.encoding), page.format);
             }

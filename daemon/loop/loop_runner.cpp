@@ -335,6 +335,7 @@ awaitable<void> loop_runner::run_iterations() {
         identical_failures_ = 0;
         last_failure_.clear();
         ctx_.db.set_iterations(loop_id_, iteration, ctx_.clock.now_ms());
+        ctx_.on_counters(loop_id_);
         if (outcome.kind == proto::attempt_kind::judge) {
             if (outcome.verdict == "accept") {
                 const std::string reason =
@@ -859,6 +860,7 @@ awaitable<loop_runner::attempt_outcome> loop_runner::record(const proto::loop_in
     attempt.ended_at =
         process.exit() ? on_clock(ctx_.clock, process.exit()->ended_at_ms) : ctx_.clock.now_ms();
     ctx_.db.finish_attempt(attempt, last_rows);
+    ctx_.on_counters(loop_id_);
     std::error_code ignored;
     std::filesystem::remove_all(ctx_.state.attempt_dir(attempt.id), ignored);
     if (attempt.kind == proto::attempt_kind::judge)

@@ -88,6 +88,9 @@ struct runner_context {
     // A new loop and every state change, after commit. Takes the id and new state: the loop is
     // read only if someone watches it or it ended (hooks).
     std::function<void(std::int64_t loop_id, proto::loop_state state)> on_state;
+    // An attempt or an iteration ended: the loop's counters (attempts, iterations, tokens,
+    // cost) changed in the store while its state did not (events.subscribe hears it).
+    std::function<void(std::int64_t loop_id)> on_counters;
     // Every state change of a loop: applies `event` (store::set_state) and commits it with the
     // push notifications it causes (notify/notification: an end state, or a wait when
     // `notable_wait`, for a usage limit or a budget), then calls on_state. Returns the new state.

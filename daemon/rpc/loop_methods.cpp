@@ -207,6 +207,7 @@ void register_loop_methods(method_registry& registry, method_services& services)
         tail.offset = start_offset(request, services.output);
         tail.output = request.output;
         tail.encoding = request.encoding;
+        tail.render = request.render;
         ctx.session->add_tail(tail);
         return proto::tail_started{request.id, tail.offset, tail.loop.state};
     });

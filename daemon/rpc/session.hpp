@@ -17,6 +17,7 @@ struct tail_request {
     std::int64_t offset = 0;  // first byte to send
     bool output = true;       // false: only loop.state notifications
     std::string encoding = "utf8";
+    bool render = false;    // each loop.output also carries the bytes rendered readably
     proto::loop_info loop;  // the loop as it was when the subscription started
 };
 

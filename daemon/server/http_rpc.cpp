@@ -3,6 +3,7 @@
 
 #include "daemon/rpc/registry.hpp"
 #include "daemon/server/connection.hpp"
+#include "daemon/server/web_pages.hpp"
 #include "proto/errors.hpp"
 
 #include <cstdint>
@@ -58,10 +59,11 @@ std::string_view path_of(beast::string_view target) {
 
 awaitable<http_response> answer_request(const http_request& req,
                                         const rpc::method_registry& registry) {
+    if (std::optional<http_response> page = answer_page(req)) co_return std::move(*page);
     if (path_of(req.target()) != rpc_path)
-        co_return error_reply(
-            http::status::not_found, req.version(),
-            "no such path: " + std::string(to_std(req.target())) + "; the API is POST /rpc");
+        co_return error_reply(http::status::not_found, req.version(),
+                              "no such path: " + std::string(to_std(req.target())) +
+                                  "; the API is POST /rpc, the dashboard is at /");
     if (req.method() != http::verb::post) {
         http_response res = error_reply(http::status::method_not_allowed, req.version(),
                                         "/rpc takes POST, or GET with a WebSocket upgrade");

@@ -32,8 +32,9 @@ void bound_request_parser(http_request_parser& parser, const server_limits& limi
 // The path of a request target, without its query string.
 std::string_view path_of(beast::string_view target);
 
-// The answer to a request read whole: POST /rpc is handled by `registry` (200 with the reply,
-// 204 for notifications only); any other path is 404, any other method 405. The caller sets
+// The answer to a request read whole: GET of a dashboard file is that file (web_pages.hpp);
+// POST /rpc is handled by `registry` (200 with the reply, 204 for notifications only); any
+// other path is 404, any other method on /rpc 405. The caller sets
 // keep-alive from the request. (A GET /rpc WebSocket upgrade is the caller's to take first.)
 // `req` must outlive the call.
 awaitable<http_response> answer_request(const http_request& req,

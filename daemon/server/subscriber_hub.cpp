@@ -44,6 +44,10 @@ void subscriber_hub::output_committed(std::int64_t loop_id, std::int64_t end) {
 
 void subscriber_hub::state_changed(const proto::loop_info& loop) {
     for_each_watcher(watchers_, loop.id, [&](tail_sink* sink) { sink->on_state(loop); });
+    counters_changed(loop);
+}
+
+void subscriber_hub::counters_changed(const proto::loop_info& loop) {
     // A sink may leave (be closed) from inside a call: iterate over a copy and re-check.
     const std::vector<tail_sink*> sinks(event_watchers_.begin(), event_watchers_.end());
     for (tail_sink* sink : sinks)

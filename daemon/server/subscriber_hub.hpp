@@ -26,6 +26,10 @@ class subscriber_hub {
 
     void output_committed(std::int64_t loop_id, std::int64_t end);
     void state_changed(const proto::loop_info& loop);
+    // The loop's counters changed without a state change (an attempt or iteration ended): only
+    // the sessions subscribed to events hear it.
+    void counters_changed(const proto::loop_info& loop);
+    bool has_event_watchers() const { return !event_watchers_.empty(); }
     void loop_removed(std::int64_t loop_id);
     // Whether any session watches the loop, by tail or by events.
     bool watched(std::int64_t loop_id) const {

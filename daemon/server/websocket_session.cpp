@@ -41,7 +41,8 @@ std::string state_notification(const proto::loop_info& loop, bool final) {
 // in its (sorted) order (a unit test compares the two).
 std::string serialize_output_notification(std::int64_t loop_id, std::int64_t offset,
                                           std::string_view piece, const std::string& encoding,
-                                          std::string_view format) {
+                                          std::string_view format,
+                                          const std::optional<std::string>& rendered) {
     std::string message = R"({"jsonrpc":"2.0","method":")";
     message += proto::notification::loop_output;
     message += R"(","params":{"data":)";
@@ -56,7 +57,9 @@ std::string serialize_output_notification(std::int64_t loop_id, std::int64_t off
     message += R"(,"encoding":")" + encoding + R"(","format":")";
     message += format;
     message += R"(","id":)" + std::to_string(loop_id) + R"(,"length":)" +
-               std::to_string(piece.size()) + R"(,"offset":)" + std::to_string(offset) + "}}";
+               std::to_string(piece.size()) + R"(,"offset":)" + std::to_string(offset);
+    if (rendered) message += R"(,"text":)" + rpc::serialize(json(*rendered));
+    message += "}}";
     return message;
 }
 
@@ -247,16 +250,31 @@ std::optional<std::string> websocket_session::next_tail_message(std::int64_t loo
         if (bytes.empty())
             throw std::runtime_error("output of loop " + std::to_string(loop_id) +
                                      " ends before its committed end");
-        const std::size_t length = proto::sendable_length(bytes, tail.encoding);
-        std::string message = serialize_output_notification(
-            loop_id, tail.offset, std::string_view(bytes.data(), length), tail.encoding,
-            agent_stream::to_string(span.format));
+        // A rendered piece ends on a whole character, whatever the encoding of the bytes.
+        const std::size_t length =
+            proto::sendable_length(bytes, tail.renderer ? "utf8" : tail.encoding);
+        const std::string_view piece(bytes.data(), length);
+        const std::string_view format = agent_stream::to_string(span.format);
+        std::optional<std::string> rendered;
+        if (tail.renderer) rendered = text::to_valid_utf8(tail.renderer->render(piece, format));
+        std::string message = serialize_output_notification(loop_id, tail.offset, piece,
+                                                            tail.encoding, format, rendered);
         tail.offset += static_cast<std::int64_t>(length);
         last_served_ = loop_id;
         return message;
     }
 
     if (proto::is_terminal(tail.loop.state) && (!tail.output || tail.offset >= end)) {
+        if (tail.renderer) {
+            // What the renderer held (a last line without a newline), before the end.
+            std::optional<std::string> rest = text::to_valid_utf8(tail.renderer->finish());
+            tail.renderer.reset();
+            if (!rest->empty()) {
+                last_served_ = loop_id;
+                return serialize_output_notification(loop_id, tail.offset, {}, tail.encoding,
+                                                     "text", rest);
+            }
+        }
         std::string message = state_notification(tail.loop, true);
         state_->context.hub.leave(loop_id, this);
         tails_.erase(loop_id);
@@ -303,8 +321,14 @@ void websocket_session::add_tail(const tail_request& request) {
         throw proto::rpc_error(
             proto::error_kind::limit_exceeded,
             "a session may tail at most " + std::to_string(max_tails) + " loops");
-    tails_.emplace(request.loop_id,
-                   cursor{request.offset, request.output, request.encoding, request.loop, {}});
+    tails_.emplace(request.loop_id, cursor{request.offset,
+                                           request.output,
+                                           request.encoding,
+                                           request.render && request.output
+                                               ? std::make_unique<agent_stream::output_renderer>()
+                                               : nullptr,
+                                           request.loop,
+                                           {}});
     state_->context.hub.join(request.loop_id, this);
     // The writer runs only after the current request's reply is queued, so that reply is sent
     // before the first notification of this tail.

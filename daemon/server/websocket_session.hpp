@@ -17,6 +17,7 @@
 // - once closed, the session is in no hub list.
 #pragma once
 
+#include "common/agent_stream.hpp"
 #include "common/beast.hpp"
 #include "daemon/server/connection.hpp"
 #include "daemon/server/subscriber_hub.hpp"
@@ -32,11 +33,12 @@
 namespace ralph {
 
 // The text of a loop.output notification of `piece` at `offset`, bytes of an attempt whose
-// output is in `format` (proto::output_notification), written out directly: the same as
-// serializing the notification, without copying the bytes.
+// output is in `format`, with `rendered` as its `text` when given (proto::output_notification),
+// written out directly: the same as serializing the notification, without copying the bytes.
 std::string serialize_output_notification(std::int64_t loop_id, std::int64_t offset,
                                           std::string_view piece, const std::string& encoding,
-                                          std::string_view format);
+                                          std::string_view format,
+                                          const std::optional<std::string>& rendered);
 
 class websocket_session : public connection,
                           public tail_sink,
@@ -62,6 +64,8 @@ class websocket_session : public connection,
         std::int64_t offset = 0;  // next byte of the loop's output to send
         bool output = true;
         std::string encoding;
+        // loop.tail with render: what makes the bytes readable; null once it said its last.
+        std::unique_ptr<agent_stream::output_renderer> renderer;
         proto::loop_info loop;                                // latest known state of the loop
         std::chrono::steady_clock::time_point next_chunk_at;  // paced: not before
     };

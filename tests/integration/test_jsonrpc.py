@@ -163,8 +163,14 @@ class JsonRpcTest(DaemonTestCase):
                 self.assertEqual(message["method"], "loop.changed", message)
                 self.assertEqual(message["params"]["id"], done["id"])
                 changes.append(message["params"])
-            self.assertEqual([c["state"] for c in changes],
+            states = [c["state"] for c in changes]
+            self.assertEqual([s for i, s in enumerate(states) if i == 0 or states[i - 1] != s],
                              ["queued", "running", "waiting", "running", "completed"])
+            # Counters come as an attempt and then its iteration end, with no state change.
+            first_wait = states.index("waiting")
+            self.assertEqual([(c["state"], c["attempts"], c["iterations"])
+                              for c in changes[first_wait - 2:first_wait]],
+                             [("running", 1, 0), ("running", 1, 1)])
             self.assertEqual(changes[-1]["iterations"], 2)
             self.assertEqual(changes[-1]["name"], "two-steps")
             self.assertIsNotNone(changes[-1]["finished_at"])

@@ -161,7 +161,8 @@ proto::daemon_info sample() {
             t0,
             2,
             {{"queued", 1}},
-            {"degraded", "disk full", "free space", t0, 3}};
+            {"degraded", "disk full", "free space", t0, 3},
+            "box"};
 }
 
 template <>
@@ -364,7 +365,9 @@ TEST_CASE("proto: the data of an error reads back as it was written") {
 }
 
 TEST_CASE("proto: the notifications read back as they were written") {
-    const proto::output_notification output{7, 100, 5, "aGVsbG8=", "base64", "codex"};
+    proto::output_notification output{7, 100, 5, "aGVsbG8=", "base64", "codex", std::nullopt};
+    CHECK(nlohmann::json(output).get<proto::output_notification>() == output);
+    output.text = "● Read main.cpp";
     CHECK(nlohmann::json(output).get<proto::output_notification>() == output);
     const proto::state_notification state{7, proto::loop_state::stalled, "no progress", 3, true};
     CHECK(nlohmann::json(state).get<proto::state_notification>() == state);
@@ -373,12 +376,23 @@ TEST_CASE("proto: the notifications read back as they were written") {
 TEST_CASE("proto: the hand-written loop.output notification is the serialized one") {
     for (const char* encoding : {"base64", "utf8"}) {
         const std::string piece = "hello \xE2\x9C\x93\n";
-        const proto::output_notification typed{
-            7,        100,     std::int64_t(piece.size()), proto::encode_output(piece, encoding),
-            encoding, "claude"};
-        CHECK(ralph::serialize_output_notification(7, 100, piece, encoding, "claude") ==
+        const proto::output_notification typed{7,
+                                               100,
+                                               std::int64_t(piece.size()),
+                                               proto::encode_output(piece, encoding),
+                                               encoding,
+                                               "claude",
+                                               std::nullopt};
+        CHECK(
+            ralph::serialize_output_notification(7, 100, piece, encoding, "claude", std::nullopt) ==
+            ralph::rpc::serialize(
+                ralph::rpc::make_notification(proto::notification::loop_output, typed)));
+        proto::output_notification rendered = typed;
+        rendered.text = "● Write \"notes\" â";
+        CHECK(ralph::serialize_output_notification(7, 100, piece, encoding, "claude",
+                                                   rendered.text) ==
               ralph::rpc::serialize(
-                  ralph::rpc::make_notification(proto::notification::loop_output, typed)));
+                  ralph::rpc::make_notification(proto::notification::loop_output, rendered)));
     }
 }
 

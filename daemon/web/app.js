@@ -1,0 +1,646 @@
+// ralph's dashboard: one page with three views, chosen by the URL's fragment: the loops (#/),
+// one loop (#/loop/ID) and the morning report (#/report). Everything comes from ralphd's
+// JSON-RPC API (proto/API.md): calls are POST /rpc; live changes come over a WebSocket on /rpc
+// (events.subscribe, loop.tail), never by polling. The DOM is built with el(); text is always
+// set as text, never parsed as HTML. Charts are Debian's Chart.js.
+'use strict';
+
+const endedStates = ['completed', 'exhausted', 'failed', 'stalled', 'cancelled'];
+const liveStates = ['queued', 'running', 'waiting', 'paused'];
+
+// ---- the DOM
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs || {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (name.startsWith('on')) node.addEventListener(name.slice(2), value);
+    else if (name === 'className') node.className = value;
+    else node.setAttribute(name, value === true ? '' : String(value));
+  }
+  for (const child of children.flat(Infinity)) {
+    if (child === undefined || child === null || child === false) continue;
+    node.append(child instanceof Node ? child : String(child));
+  }
+  return node;
+}
+
+function stateBadge(loop) {
+  return el('span', {className: 'state ' + loop.state, title: loop.stop_reason || null}, loop.state);
+}
+
+// ---- numbers and times
+
+const parseTime = (text) => (text ? Date.parse(text) : null);
+
+function fmtTokens(n) {
+  if (!n) return '0';
+  if (n >= 1e6) return (n / 1e6).toFixed(1) + 'M';
+  if (n >= 1e3) return (n / 1e3).toFixed(1) + 'k';
+  return String(n);
+}
+
+function fmtCost(usd) {
+  return usd === null || usd === undefined ? '—' : '$' + usd.toFixed(usd < 1 ? 3 : 2);
+}
+
+function fmtDuration(seconds) {
+  if (seconds === null || seconds === undefined || seconds < 0) return '—';
+  const s = Math.round(seconds);
+  const pad = (n) => String(n).padStart(2, '0');
+  if (s >= 3600) return `${Math.floor(s / 3600)}h ${pad(Math.floor((s % 3600) / 60))}m`;
+  if (s >= 60) return `${Math.floor(s / 60)}m ${pad(s % 60)}s`;
+  return `${s}s`;
+}
+
+function fmtClock(ms) {
+  const d = new Date(ms);
+  return d.toLocaleTimeString([], {hour: '2-digit', minute: '2-digit'});
+}
+
+function fmtSeconds(ms) {
+  return new Date(ms).toLocaleTimeString([], {hour: '2-digit', minute: '2-digit', second: '2-digit'});
+}
+
+function fmtTime(text) {
+  return text ? new Date(parseTime(text)).toLocaleString() : '—';
+}
+
+function elapsed(loop, now) {
+  const start = parseTime(loop.started_at);
+  if (start === null) return null;
+  const end = parseTime(loop.finished_at) ?? now;
+  return (end - start) / 1000;
+}
+
+function iterationText(loop) {
+  return `${loop.iterations}/${loop.max_iterations > 0 ? loop.max_iterations : '∞'}`;
+}
+
+// ---- the API
+
+class RpcError extends Error {
+  constructor(error) {
+    super(`error ${error.code}: ${error.message}`);
+    this.code = error.code;
+    this.data = error.data;
+  }
+}
+
+let nextCallId = 1;
+
+async function call(method, params) {
+  const res = await fetch('/rpc', {
+    method: 'POST',
+    headers: {'Content-Type': 'application/json'},
+    body: JSON.stringify({jsonrpc: '2.0', id: nextCallId++, method, params: params || {}}),
+    credentials: 'same-origin',
+  });
+  if (res.status === 401) throw new Error('not logged in: open the URL `ralphctl web` prints');
+  const reply = await res.json();
+  if (reply.error) throw new RpcError(reply.error);
+  return reply.result;
+}
+
+// One WebSocket JSON-RPC session: calls answered by id, notifications to `onNotification`.
+// `onLost` runs when the connection ends unless close() ended it.
+class Session {
+  constructor(onNotification, onLost) {
+    const scheme = location.protocol === 'https:' ? 'wss://' : 'ws://';
+    this.ws = new WebSocket(scheme + location.host + '/rpc');
+    this.pending = new Map();
+    this.closing = false;
+    this.opened = new Promise((resolve, reject) => {
+      this.ws.addEventListener('open', () => resolve());
+      this.ws.addEventListener('error', () => reject(new Error('no WebSocket to ralphd')));
+    });
+    this.ws.addEventListener('message', (event) => {
+      const message = JSON.parse(event.data);
+      if (message.id !== undefined && this.pending.has(message.id)) {
+        const {resolve, reject} = this.pending.get(message.id);
+        this.pending.delete(message.id);
+        if (message.error) reject(new RpcError(message.error));
+        else resolve(message.result);
+      } else if (message.method) {
+        onNotification(message.method, message.params);
+      }
+    });
+    this.ws.addEventListener('close', () => {
+      for (const {reject} of this.pending.values()) reject(new Error('connection to ralphd lost'));
+      this.pending.clear();
+      if (!this.closing) onLost();
+    });
+  }
+
+  async call(method, params) {
+    await this.opened;
+    const id = nextCallId++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, {resolve, reject});
+      this.ws.send(JSON.stringify({jsonrpc: '2.0', id, method, params: params || {}}));
+    });
+  }
+
+  close() {
+    this.closing = true;
+    this.ws.close();
+  }
+}
+
+// ---- views
+// A view draws itself into <main> and returns what to undo when another one replaces it.
+
+const main = document.getElementById('main');
+const connection = document.getElementById('connection');
+let current = null;  // {leave()} of the view shown
+let reconnect = null;
+
+function setLive(live) {
+  connection.className = 'connection ' + (live ? 'live' : 'down');
+  connection.title = live ? 'live updates' : 'connection to ralphd lost: retrying';
+}
+
+// The live connection ended: show it, and draw the view afresh a little later.
+function connectionLost() {
+  setLive(false);
+  clearTimeout(reconnect);
+  reconnect = setTimeout(route, 2000);
+}
+
+function showError(where, error) {
+  where.replaceChildren(el('p', {className: 'error'}, error.message));
+}
+
+async function route() {
+  clearTimeout(reconnect);
+  if (current) current.leave();
+  current = null;
+  const hash = location.hash || '#/';
+  for (const link of document.querySelectorAll('nav a'))
+    link.classList.toggle('current', link.getAttribute('href') === (hash.startsWith('#/loop/') ? '#/' : hash));
+  main.replaceChildren(el('p', {className: 'muted'}, 'Loading…'));
+  const loop = /^#\/loop\/(\d+)$/.exec(hash);
+  try {
+    if (loop) current = await loopView(Number(loop[1]));
+    else if (hash.startsWith('#/report')) current = await reportView();
+    else current = await loopsView();
+  } catch (error) {
+    showError(main, error);
+  }
+}
+
+// Buttons for what may be done to a loop in its state; errors go to `message`.
+function loopActions(loop, message, done) {
+  const act = (method, label, className) =>
+    el('button', {
+      className,
+      'data-action': method,
+      onclick: async (event) => {
+        event.preventDefault();
+        message.replaceChildren();
+        try {
+          await call(method, {id: loop.id});
+          if (done) done();
+        } catch (error) {
+          showError(message, error);
+        }
+      },
+    }, label);
+  if (endedStates.includes(loop.state)) return [];
+  return [
+    loop.state === 'paused' ? act('loop.resume', 'Resume') : act('loop.pause', 'Pause'),
+    act('loop.cancel', 'Cancel', 'danger'),
+  ];
+}
+
+// ---- the loops
+
+async function loopsView() {
+  const loops = new Map();  // id → summary, the latest known
+  let host = '';
+  let shown = false;  // the table is on the page
+  const message = el('div', {id: 'message'});
+  const body = el('tbody');
+  const session = new Session((method, params) => {
+    if (method !== 'loop.changed') return;
+    loops.set(params.id, params);
+    if (shown) draw();
+  }, connectionLost);
+
+  function row(loop, now) {
+    return el('tr', {'data-id': loop.id, 'data-state': loop.state},
+      el('td', {className: 'num'}, el('a', {href: '#/loop/' + loop.id}, loop.id)),
+      el('td', {}, el('a', {href: '#/loop/' + loop.id}, loop.name)),
+      el('td', {}, stateBadge(loop)),
+      el('td', {className: 'num'}, iterationText(loop)),
+      el('td', {className: 'num elapsed'}, fmtDuration(elapsed(loop, now))),
+      el('td', {className: 'num'}, fmtTokens((loop.input_tokens || 0) + (loop.output_tokens || 0))),
+      el('td', {className: 'num'}, fmtCost(loop.cost_usd)),
+      el('td', {className: 'path wide'}, loop.workspace),
+      el('td', {className: 'wide'}, host),
+      el('td', {className: 'actions'}, loopActions(loop, message)));
+  }
+
+  function draw() {
+    const now = Date.now();
+    const sorted = [...loops.values()].sort((a, b) => b.id - a.id);
+    body.replaceChildren(...sorted.map((loop) => row(loop, now)));
+    if (!sorted.length)
+      body.append(el('tr', {}, el('td', {colspan: 10, className: 'muted'}, 'No loop yet.')));
+  }
+
+  // Subscribe first, then list: no change can fall between the two.
+  await session.call('events.subscribe');
+  setLive(true);
+  const [info, active, ended] = await Promise.all([
+    call('daemon.info'),
+    call('loop.list', {states: liveStates}),
+    call('loop.list', {states: endedStates, limit: 50}),
+  ]);
+  host = info.host;
+  document.getElementById('daemon').textContent = `${info.host} · ralphd ${info.version}`;
+  for (const loop of [...active.loops, ...ended.loops])
+    if (!loops.has(loop.id)) loops.set(loop.id, loop);
+
+  main.replaceChildren(
+    el('h1', {}, 'Loops'),
+    submitForm(message),
+    message,
+    el('div', {className: 'scroll'}, el('table', {id: 'loops'},
+      el('thead', {}, el('tr', {},
+        el('th', {className: 'num'}, 'id'), el('th', {}, 'name'), el('th', {}, 'state'),
+        el('th', {className: 'num'}, 'iter'), el('th', {className: 'num'}, 'elapsed'),
+        el('th', {className: 'num'}, 'tokens'), el('th', {className: 'num'}, 'cost'),
+        el('th', {className: 'wide'}, 'workspace'), el('th', {className: 'wide'}, 'host'),
+        el('th', {}, ''))),
+      body)));
+  shown = true;
+  draw();
+  // The running loops' elapsed time moves on with the clock, not with the daemon.
+  const ticker = setInterval(() => {
+    const now = Date.now();
+    for (const tr of body.querySelectorAll('tr[data-state="running"]')) {
+      const loop = loops.get(Number(tr.dataset.id));
+      tr.querySelector('.elapsed').textContent = fmtDuration(elapsed(loop, now));
+    }
+  }, 1000);
+  return {leave: () => { clearInterval(ticker); session.close(); }};
+}
+
+function submitForm(message) {
+  const field = (label, input) => el('label', {}, label, input);
+  const workspace = el('input', {name: 'workspace', required: true, placeholder: '/home/me/project'});
+  const name = el('input', {name: 'name', placeholder: 'the workspace\'s name'});
+  const agent = el('select', {name: 'agent'}, el('option', {value: 'command'}, 'command'));
+  const command = el('input', {name: 'command', placeholder: 'for agent command: the program and its arguments'});
+  const prompt = el('textarea', {name: 'prompt', placeholder: 'empty: PROMPT.md in the workspace'});
+  const maxIterations = el('input', {name: 'max_iterations', type: 'number', min: 0, value: 30});
+  call('agents.list').then((result) => {
+    agent.replaceChildren(...result.agents.map((a) => el('option', {value: a.name}, a.name)));
+    agent.value = 'command';
+  }).catch(() => {});
+  const form = el('form', {
+    className: 'stack',
+    id: 'submit',
+    onsubmit: async (event) => {
+      event.preventDefault();
+      message.replaceChildren();
+      const params = {workspace: workspace.value, agent: agent.value,
+                      max_iterations: Number(maxIterations.value)};
+      if (name.value) params.name = name.value;
+      if (command.value) params.command = command.value;
+      if (prompt.value) params.prompt = prompt.value;
+      try {
+        const loop = await call('loop.submit', params);
+        message.replaceChildren(el('p', {}, 'Queued ', el('a', {href: '#/loop/' + loop.id}, `loop ${loop.id}`), '.'));
+      } catch (error) {
+        showError(message, error);
+      }
+    },
+  }, field('Workspace', workspace), field('Name', name), field('Agent', agent),
+     field('Command', command), field('Prompt', prompt), field('Max iterations', maxIterations),
+     el('div', {}, el('button', {type: 'submit'}, 'Submit')));
+  return el('details', {id: 'submit-loop'}, el('summary', {}, 'Submit a loop'), form);
+}
+
+// ---- one loop
+
+async function loopView(id) {
+  const message = el('div', {id: 'message'});
+  const head = el('div');
+  const facts = el('div');
+  const attemptsBody = el('tbody');
+  const diff = el('div', {id: 'diff'});
+  const rendered = el('pre', {className: 'output', id: 'output-rendered'});
+  const raw = el('pre', {className: 'output', id: 'output-raw', hidden: true});
+  const output = el('section', {id: 'output', 'data-offset': 0, 'data-final': 'false'});
+  const decoder = new TextDecoder('utf-8');
+  let loop = await call('loop.get', {id});
+  let refreshing = null;
+
+  // Follows the end of a <pre> only while the reader is at its end.
+  function append(pre, text) {
+    if (!text) return;
+    const atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 8;
+    pre.append(text);
+    if (atEnd) pre.scrollTop = pre.scrollHeight;
+  }
+
+  function onOutput(params) {
+    const bytes = Uint8Array.from(atob(params.data), (c) => c.charCodeAt(0));
+    append(raw, decoder.decode(bytes, {stream: true}));
+    append(rendered, params.text);
+    output.dataset.offset = params.offset + params.length;
+  }
+
+  const session = new Session((method, params) => {
+    if (method === 'loop.output' && params.id === id) onOutput(params);
+    else if (method === 'loop.state' && params.id === id) {
+      if (params.final) {
+        append(raw, decoder.decode());
+        output.dataset.final = 'true';
+      }
+      refresh();
+    } else if (method === 'loop.changed' && params.id === id) {
+      refresh();
+    }
+  }, connectionLost);
+
+  // The loop and its attempts read again (at most one read at a time).
+  function refresh() {
+    if (refreshing) return;
+    refreshing = Promise.all([call('loop.get', {id}), call('loop.iterations', {id})])
+      .then(([got, iterations]) => {
+        loop = got;
+        drawLoop();
+        drawAttempts(iterations.attempts);
+      })
+      .catch((error) => showError(message, error))
+      .finally(() => { refreshing = null; });
+  }
+
+  function drawLoop() {
+    head.replaceChildren(
+      el('h1', {}, `Loop ${loop.id} · ${loop.name} `, stateBadge(loop)),
+      el('p', {id: 'stop-reason'}, loop.stop_reason),
+      el('div', {className: 'actions'}, loopActions(loop, message)));
+    const limits = [
+      ['agent', loop.agent + (loop.model ? ` (${loop.model})` : '')],
+      ['workspace', loop.worktree_path || loop.workspace],
+      ['iterations', `${iterationText(loop)} (at least ${loop.min_iterations})`],
+      ['attempts', `${loop.attempts} (${loop.retries} retries, at most ${loop.max_retries} per iteration)`],
+      ['tokens', `${fmtTokens(loop.input_tokens)} in, ${fmtTokens(loop.output_tokens)} out` +
+                 (loop.max_tokens ? ` of ${fmtTokens(loop.max_tokens)}` : '')],
+      ['cost', fmtCost(loop.cost_usd) + (loop.max_cost_usd ? ` of ${fmtCost(loop.max_cost_usd)}` : '')],
+      ['timeouts', `${fmtDuration(loop.timeout_s)} per attempt, ${loop.inactivity_timeout_s ? fmtDuration(loop.inactivity_timeout_s) + ' silent' : 'no inactivity limit'}`],
+      ['budget', (loop.iterations_per_hour ? `${loop.iterations_per_hour}/hour ` : '') +
+                 (loop.iterations_per_day ? `${loop.iterations_per_day}/day` : '') || 'the global one only'],
+      ['stalls after', `${loop.stall_iterations} iterations without progress, ${loop.stall_failures} identical failures`],
+      ['completion', `<promise>${loop.completion_phrase}</promise>` + (loop.judge ? `, judged by ${loop.judge}` : '') +
+                     (loop.verify_command ? `, verified by ${loop.verify_command}` : '')],
+      ['started', fmtTime(loop.started_at)],
+      ['finished', fmtTime(loop.finished_at)],
+    ];
+    facts.replaceChildren(el('dl', {className: 'facts', id: 'limits'},
+      limits.map(([name, value]) => [el('dt', {}, name), el('dd', {}, value)])));
+    steer.hidden = endedStates.includes(loop.state);
+  }
+
+  function drawAttempts(attempts) {
+    attemptsBody.replaceChildren(...attempts.map((a) => el('tr', {'data-attempt': a.id},
+      el('td', {className: 'num'}, `${a.iteration}.${a.attempt}`),
+      el('td', {}, a.kind === 'judge' ? `judge ${a.agent}` : a.agent),
+      el('td', {}, a.ended_at ? a.termination : 'running'),
+      el('td', {}, a.failure || ''),
+      el('td', {className: 'num'}, fmtDuration(((parseTime(a.ended_at) ?? Date.now()) - parseTime(a.started_at)) / 1000)),
+      el('td', {className: 'num'}, fmtTokens(a.input_tokens + a.output_tokens)),
+      el('td', {className: 'num'}, fmtCost(a.cost_usd)),
+      el('td', {className: 'num'}, `${a.files_changed} +${a.insertions} −${a.deletions}`),
+      el('td', {className: 'summary'}, a.verdict ? `${a.verdict}: ${a.verdict_reasons}` : a.summary || a.error),
+      el('td', {}, a.kind === 'work' && a.ended_at
+        ? el('button', {'data-diff': a.id, onclick: () => showDiff(a)}, 'diff') : ''))));
+  }
+
+  async function showDiff(a) {
+    diff.replaceChildren(el('p', {className: 'muted'}, 'Loading the diff…'));
+    try {
+      const result = await call('loop.diff', {id, attempt: a.id});
+      const lines = result.diff.split('\n').map((line) => {
+        const kind = line.startsWith('@@') ? 'hunk'
+          : line.startsWith('+') && !line.startsWith('+++') ? 'add'
+          : line.startsWith('-') && !line.startsWith('---') ? 'del' : null;
+        return el('span', {className: kind}, line + '\n');
+      });
+      diff.replaceChildren(
+        el('h2', {}, `Iteration ${a.iteration}, attempt ${a.attempt}: what changed`),
+        result.diff ? el('pre', {className: 'diff'}, lines) : el('p', {className: 'muted'}, 'No change.'),
+        el('p', {className: 'muted', hidden: !result.cut}, 'The diff is cut here: it is longer.'));
+      diff.scrollIntoView({block: 'nearest'});
+    } catch (error) {
+      showError(diff, error);
+    }
+  }
+
+  const steerText = el('textarea', {name: 'steer', placeholder: 'A hint for the next iteration'});
+  const steer = el('form', {
+    className: 'stack',
+    id: 'steer',
+    onsubmit: async (event) => {
+      event.preventDefault();
+      message.replaceChildren();
+      try {
+        const result = await call('loop.steer', {id, text: steerText.value});
+        steerText.value = '';
+        message.replaceChildren(el('p', {}, `The hint goes into iteration ${result.next_iteration}.`));
+      } catch (error) {
+        showError(message, error);
+      }
+    },
+  }, el('label', {}, 'Steer', steerText), el('div', {}, el('button', {type: 'submit'}, 'Send')));
+
+  const tabs = el('div', {className: 'tabs'},
+    el('button', {className: 'current', 'data-view': 'rendered', onclick: () => showOutput('rendered')}, 'Rendered'),
+    el('button', {'data-view': 'raw', onclick: () => showOutput('raw')}, 'Raw'));
+  function showOutput(which) {
+    rendered.hidden = which !== 'rendered';
+    raw.hidden = which !== 'raw';
+    for (const button of tabs.children) button.classList.toggle('current', button.dataset.view === which);
+  }
+  output.append(el('h2', {}, 'Output'), tabs, rendered, raw);
+
+  drawLoop();
+  main.replaceChildren(head, message, facts, steer,
+    el('h2', {}, 'Attempts'),
+    el('div', {className: 'scroll'}, el('table', {id: 'attempts'},
+      el('thead', {}, el('tr', {},
+        el('th', {className: 'num'}, '#'), el('th', {}, 'agent'), el('th', {}, 'termination'),
+        el('th', {}, 'failure'), el('th', {className: 'num'}, 'time'),
+        el('th', {className: 'num'}, 'tokens'), el('th', {className: 'num'}, 'cost'),
+        el('th', {className: 'num'}, 'diff stats'), el('th', {}, 'answer'), el('th', {}, ''))),
+      attemptsBody)),
+    diff, output);
+  // The tail replays the output from its first byte, then follows it live; the events say
+  // when an attempt ended.
+  await session.call('loop.tail', {id, encoding: 'base64', render: true});
+  await session.call('events.subscribe');
+  setLive(true);
+  refresh();
+  return {leave: () => session.close()};
+}
+
+// ---- the morning report
+
+const outcomeColours = {
+  exited: '#1a7f37', failed: '#cf222e', crashed: '#cf222e', timeout: '#d29922',
+  spawn_failed: '#cf222e', interrupted: '#8b949e', cancelled: '#8b949e', running: '#2f6feb',
+};
+
+function chartBox(id, title, note) {
+  return el('div', {className: 'chart'}, el('h2', {}, title), note || null,
+    el('div', {className: 'canvas'}, el('canvas', {id})));
+}
+
+async function reportView() {
+  const hours = Number(new URLSearchParams(location.hash.split('?')[1] || '').get('hours')) || 12;
+  const since = new Date(Date.now() - hours * 3600e3).toISOString();
+  const [report, budget] = await Promise.all([call('history.report', {since}), call('budget.get')]);
+  const attemptsOf = await Promise.all(report.loops.map((loop) => call('loop.iterations', {id: loop.id})));
+  const sinceMs = parseTime(report.since);
+  const untilMs = parseTime(report.until);
+  // The time axes start with the window's first attempt, not with an empty evening.
+  const starts = attemptsOf.flatMap((r) => r.attempts).map((a) => parseTime(a.started_at));
+  const earliest = Math.min(untilMs, ...starts);
+  const firstMs = starts.length ? Math.max(sinceMs, earliest - (untilMs - earliest) * 0.05) : sinceMs;
+  const tick = untilMs - firstMs < 600e3 ? fmtSeconds : fmtClock;
+  const label = (loop) => `#${loop.id} ${loop.name}`;
+  const inWindow = (a) => a.ended_at === null || parseTime(a.ended_at) >= sinceMs;
+
+  const t = report.totals;
+  const picker = el('select', {id: 'report-hours', onchange: (e) => { location.hash = '#/report?hours=' + e.target.value; }},
+    [6, 12, 24, 72, 168].map((h) => el('option', {value: h, selected: h === hours}, `last ${h} hours`)));
+  const rows = report.loops.map((loop) => el('tr', {'data-id': loop.id},
+    el('td', {className: 'num'}, el('a', {href: '#/loop/' + loop.id}, loop.id)),
+    el('td', {}, loop.name),
+    el('td', {}, stateBadge(loop)),
+    el('td', {className: 'summary wide'}, loop.stop_reason),
+    el('td', {className: 'num'}, `${loop.iterations} / ${loop.attempts}`),
+    el('td', {className: 'num'}, loop.commits),
+    el('td', {className: 'num'}, `${loop.files_changed} +${loop.insertions} −${loop.deletions}`),
+    el('td', {className: 'num'}, fmtTokens(loop.input_tokens + loop.output_tokens)),
+    el('td', {className: 'num'}, fmtCost(loop.cost_usd)),
+    el('td', {className: 'num'}, fmtDuration(loop.duration_s))));
+
+  main.replaceChildren(
+    el('h1', {}, 'Morning report ', picker),
+    el('p', {className: 'muted'}, `${fmtTime(report.since)} – ${fmtTime(report.until)}`),
+    el('div', {className: 'totals', id: 'totals'},
+      el('span', {}, 'loops ', el('b', {}, t.loops)),
+      el('span', {}, 'attempts ', el('b', {}, t.attempts)),
+      el('span', {}, 'tokens ', el('b', {}, fmtTokens(t.input_tokens + t.output_tokens))),
+      el('span', {}, 'cost ', el('b', {}, fmtCost(t.cost_usd))),
+      el('span', {}, 'agent time ', el('b', {}, fmtDuration(t.agent_time_s))),
+      Object.entries(t.by_state).map(([state, n]) => el('span', {}, state + ' ', el('b', {}, n)))),
+    el('div', {className: 'scroll'}, el('table', {id: 'report-loops'},
+      el('thead', {}, el('tr', {},
+        el('th', {className: 'num'}, 'id'), el('th', {}, 'name'), el('th', {}, 'state'),
+        el('th', {className: 'wide'}, 'why'), el('th', {className: 'num'}, 'iter / att'),
+        el('th', {className: 'num'}, 'commits'), el('th', {className: 'num'}, 'changes'),
+        el('th', {className: 'num'}, 'tokens'), el('th', {className: 'num'}, 'cost'),
+        el('th', {className: 'num'}, 'time'))),
+      el('tbody', {}, rows.length ? rows : el('tr', {}, el('td', {colspan: 10, className: 'muted'}, 'No loop in this window.'))))),
+    el('div', {className: 'charts'},
+      chartBox('chart-usage', 'Tokens and cost per loop'),
+      chartBox('chart-cost', 'Cost and tokens over time'),
+      chartBox('chart-timeline', 'Iterations', el('p', {className: 'muted'}, 'Each attempt, coloured by how it ended.')),
+      chartBox('chart-budget', 'Budgets', budget.use.length ? null
+        : el('p', {className: 'muted'}, 'No budget is set (ralphctl budget set).'))));
+
+  const style = getComputedStyle(document.documentElement);
+  Chart.defaults.color = style.getPropertyValue('--muted').trim();
+  Chart.defaults.borderColor = style.getPropertyValue('--line').trim();
+  Chart.defaults.maintainAspectRatio = false;
+  Chart.defaults.animation = false;
+  const timeAxis = {type: 'linear', min: firstMs, max: untilMs, ticks: {callback: (v) => tick(v), maxTicksLimit: 6}};
+  const charts = [];
+
+  charts.push(new Chart(document.getElementById('chart-usage'), {
+    type: 'bar',
+    data: {
+      labels: report.loops.map(label),
+      datasets: [
+        {label: 'input tokens', data: report.loops.map((l) => l.input_tokens), backgroundColor: '#6ea8fe', stack: 'tokens'},
+        {label: 'output tokens', data: report.loops.map((l) => l.output_tokens), backgroundColor: '#2f6feb', stack: 'tokens'},
+        {label: 'cost (USD)', data: report.loops.map((l) => l.cost_usd ?? 0), backgroundColor: '#d29922', yAxisID: 'cost', stack: 'cost'},
+      ],
+    },
+    options: {scales: {y: {beginAtZero: true, title: {display: true, text: 'tokens'}},
+                       cost: {position: 'right', beginAtZero: true, grid: {drawOnChartArea: false}, title: {display: true, text: 'USD'}}}},
+  }));
+
+  // Each attempt's cost and tokens, added up in the order they ended.
+  const ended = attemptsOf.flatMap((r) => r.attempts).filter((a) => a.ended_at && inWindow(a))
+    .sort((a, b) => parseTime(a.ended_at) - parseTime(b.ended_at));
+  let cost = 0;
+  let tokens = 0;
+  const costPoints = [{x: firstMs, y: 0}];
+  const tokenPoints = [{x: firstMs, y: 0}];
+  for (const a of ended) {
+    cost += a.cost_usd || 0;
+    tokens += a.input_tokens + a.output_tokens;
+    costPoints.push({x: parseTime(a.ended_at), y: Number(cost.toFixed(6))});
+    tokenPoints.push({x: parseTime(a.ended_at), y: tokens});
+  }
+  charts.push(new Chart(document.getElementById('chart-cost'), {
+    type: 'line',
+    data: {datasets: [
+      {label: 'cost (USD)', data: costPoints, stepped: true, borderColor: '#d29922', backgroundColor: '#d29922', yAxisID: 'y'},
+      {label: 'tokens', data: tokenPoints, stepped: true, borderColor: '#2f6feb', backgroundColor: '#2f6feb', yAxisID: 'tokens'},
+    ]},
+    options: {parsing: false, scales: {x: timeAxis, y: {beginAtZero: true, title: {display: true, text: 'USD'}},
+      tokens: {position: 'right', beginAtZero: true, grid: {drawOnChartArea: false}}}},
+  }));
+
+  // One bar per attempt from its start to its end, in its loop's row.
+  const byOutcome = new Map();
+  report.loops.forEach((loop, i) => {
+    for (const a of attemptsOf[i].attempts.filter(inWindow)) {
+      const outcome = a.ended_at ? a.termination : 'running';
+      if (!byOutcome.has(outcome)) byOutcome.set(outcome, []);
+      byOutcome.get(outcome).push({
+        x: [Math.max(parseTime(a.started_at), firstMs), parseTime(a.ended_at) ?? untilMs],
+        y: label(loop),
+      });
+    }
+  });
+  charts.push(new Chart(document.getElementById('chart-timeline'), {
+    type: 'bar',
+    data: {
+      labels: report.loops.map(label),
+      datasets: [...byOutcome].map(([outcome, data]) => ({
+        label: outcome, data, backgroundColor: outcomeColours[outcome] || '#8b949e', grouped: false,
+        minBarLength: 2,
+      })),
+    },
+    options: {indexAxis: 'y', scales: {x: timeAxis}},
+  }));
+
+  // Each budget that is set: how much of its limit its window used.
+  charts.push(new Chart(document.getElementById('chart-budget'), {
+    type: 'bar',
+    data: {
+      labels: budget.use.map((u) => (u.loop_id ? `loop ${u.loop_id} ` : '') + u.name.replaceAll('_', ' ')),
+      datasets: [{label: '% of the limit used', data: budget.use.map((u) => (u.limit > 0 ? (100 * u.used) / u.limit : 0)),
+                  backgroundColor: budget.use.map((u) => (u.used >= u.limit ? '#cf222e' : '#1a7f37'))}],
+    },
+    options: {indexAxis: 'y', scales: {x: {min: 0, suggestedMax: 100}},
+              plugins: {tooltip: {callbacks: {label: (item) => {
+                const u = budget.use[item.dataIndex];
+                return `${u.used} of ${u.limit}`;
+              }}}}},
+  }));
+  setLive(true);
+  return {leave: () => charts.forEach((chart) => chart.destroy())};
+}
+
+window.addEventListener('hashchange', route);
+route();
