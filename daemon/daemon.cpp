@@ -57,7 +57,8 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
       reaper_(io),
       hooks_(io, blocking_, reaper_, options_.hooks, options_.agent_env,
              [this](std::int64_t loop_id) { return sandbox_hidden(loop_id); }),
-      notices_(io, db_, clock_, options_.webhooks),
+      notices_(io, db_, clock_, options_.webhooks,
+               web_base_url(options_.listen_address, options_.listen_port)),
       web_(state_dir(options_.db_path).web_token_file(), options_.listen_port),
       runner_ctx_{
           io,

@@ -20,7 +20,7 @@ nlohmann::json event_body(const std::string& event, std::string title, std::stri
     body["title"] = std::move(title);
     body["text"] = std::move(text);
     body["loop"] = nullptr;
-    body["link"] = nullptr;  // the dashboard's page of the loop, once ralphd serves one on TCP
+    body["link"] = nullptr;  // the dashboard's page of the loop: set by the notifier
     return body;
 }
 

@@ -10,18 +10,25 @@
 namespace ralph {
 
 notifier::notifier(net::io_context& io, store& db, const wall_clock& clock,
-                   std::vector<std::string> targets)
+                   std::vector<std::string> targets, std::string dashboard)
     : io_(io),
       db_(db),
       clock_(clock),
       targets_(std::move(targets)),
+      dashboard_(std::move(dashboard)),
       tls_(verifying_tls_context()) {}
 
 void notifier::add(const nlohmann::json& event, const std::vector<std::string>& loop_targets) {
     std::set<std::string> targets(targets_.begin(), targets_.end());
     targets.insert(loop_targets.begin(), loop_targets.end());
     if (targets.empty()) return;
-    const std::string body = event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    nlohmann::json linked = event;
+    if (!dashboard_.empty())
+        linked["link"] =
+            event.value("loop", nlohmann::json()).is_object()
+                ? dashboard_ + "/#/loop/" + std::to_string(event["loop"]["id"].get<std::int64_t>())
+                : dashboard_ + "/";
+    const std::string body = linked.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     for (const auto& target : targets) db_.add_notification(target, body, clock_.now_ms());
     deliver();
 }

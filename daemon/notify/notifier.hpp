@@ -32,11 +32,14 @@ class store;
 class notifier {
   public:
     // `targets`: the daemon's (ralphd --notify URL), already parsed once (main.cpp).
+    // `dashboard`: the dashboard's address on TCP ("http://HOST:PORT", ralphd --listen), the
+    // events' links lead there; "" = none.
     notifier(net::io_context& io, store& db, const wall_clock& clock,
-             std::vector<std::string> targets);
+             std::vector<std::string> targets, std::string dashboard);
 
     // Adds `event` for the daemon's targets and `loop_targets` (a loop's own), in the caller's
-    // transaction if it has one, and has them delivered once it is committed.
+    // transaction if it has one, and has them delivered once it is committed. Its "link" is
+    // set to the dashboard's page of its loop (or the dashboard) when there is a dashboard.
     void add(const nlohmann::json& event, const std::vector<std::string>& loop_targets = {});
     // Starts delivering what the outbox holds (at start, and when writing works again).
     void deliver();
@@ -65,6 +68,7 @@ class notifier {
     store& db_;
     const wall_clock& clock_;
     std::vector<std::string> targets_;
+    std::string dashboard_;
     net::ssl::context tls_;
     // The targets being delivered to, with the timer of their backoff (cancelled at shutdown).
     std::map<std::string, std::unique_ptr<net::steady_timer>> deliveries_;

@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import sqlite3
 import ssl
 import subprocess
@@ -234,6 +235,19 @@ class NotificationTest(DaemonTestCase):
         self.assertEqual(ntfy[0]["body"]["tags"], ["white_check_mark"])
         self.assertEqual(ntfy[1]["body"]["priority"], 4)  # failed
         self.assertIn('"done" completed', ntfy[0]["body"]["title"])
+
+    def test_links_lead_to_the_dashboard_with_listen(self):
+        r = self.receiver()
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        d = self.notify_daemon([r.url("/generic"), r.url("/ntfy/night", "ntfy+")],
+                               more_args=["--listen", "127.0.0.1:%d" % port])
+        loop = d.submit(d.workspace(), agent_command("count-to-complete.sh", "1"))
+        d.wait_state(loop["id"], "completed")
+        link = "http://127.0.0.1:%d/#/loop/%d" % (port, loop["id"])
+        self.assertEqual(self.wait_posts(r, "/generic", 1)[0]["body"]["link"], link)
+        self.assertEqual(self.wait_posts(r, "/ntfy/", 1)[0]["body"]["click"], link)
 
     def test_receiver_down_gets_everything_in_order_once_up(self):
         r = self.receiver()

@@ -15,7 +15,7 @@ import socket
 import stat
 import time
 
-from harness import DaemonTestCase, WebSocket, main, read_text, scaled
+from harness import DaemonTestCase, UnixHTTPConnection, WebSocket, main, read_text, scaled
 
 
 def free_port():
@@ -90,8 +90,23 @@ class WebGateTest(DaemonTestCase):
             self.assertIn("default-src 'self'", policy)
             self.assertIn("frame-ancestors 'none'", policy)
             self.assertEqual(answer[1]["X-Content-Type-Options"], "nosniff")
-        # The Unix socket needs no token.
+        # The dashboard's page: 401 without the token, served with it.
+        self.assertEqual(self.request("GET", "/")[:3:2], (401, b""))
+        self.assertEqual(self.request("GET", "/app.js")[:3:2], (401, b""))
+        status, headers, body = self.request("GET", "/", headers={"Cookie": cookie.split(";")[0]})
+        self.assertEqual((status, headers["Content-Type"]), (200, "text/html; charset=utf-8"))
+        self.assertIn(b'<script src="/app.js"', body)
+        self.assertIn("script-src 'self'", headers["Content-Security-Policy"])
+        # The Unix socket needs no token, for the API and the pages.
         self.assertEqual(self.d.call("daemon.info")["pid"], self.d.pid)
+        conn = UnixHTTPConnection(self.d.socket, timeout=scaled(30))
+        try:
+            conn.request("GET", "/")
+            page = conn.getresponse()
+            self.assertEqual(page.status, 200)
+            self.assertIn(b"<title>ralph</title>", page.read())
+        finally:
+            conn.close()
 
     def test_host_and_origin_of_other_sites_are_refused(self):
         cookie = self.login_cookie()
