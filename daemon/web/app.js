@@ -7,6 +7,8 @@
 
 const endedStates = ['completed', 'exhausted', 'failed', 'stalled', 'cancelled'];
 const liveStates = ['queued', 'running', 'waiting', 'paused'];
+// A loop page shows the last lines of an output longer than this, not all of it.
+const maxShownBytes = 8 << 20;
 
 // ---- the DOM
 
@@ -87,15 +89,23 @@ class RpcError extends Error {
   }
 }
 
+// ralphd cannot be reached (it restarts, the tunnel dropped): the view is drawn again later.
+class ConnectionLost extends Error {}
+
 let nextCallId = 1;
 
 async function call(method, params) {
-  const res = await fetch('/rpc', {
-    method: 'POST',
-    headers: {'Content-Type': 'application/json'},
-    body: JSON.stringify({jsonrpc: '2.0', id: nextCallId++, method, params: params || {}}),
-    credentials: 'same-origin',
-  });
+  let res;
+  try {
+    res = await fetch('/rpc', {
+      method: 'POST',
+      headers: {'Content-Type': 'application/json'},
+      body: JSON.stringify({jsonrpc: '2.0', id: nextCallId++, method, params: params || {}}),
+      credentials: 'same-origin',
+    });
+  } catch (error) {
+    throw new ConnectionLost(`ralphd does not answer (${error.message})`);
+  }
   if (res.status === 401) throw new Error('not logged in: open the URL `ralphctl web` prints');
   const reply = await res.json();
   if (reply.error) throw new RpcError(reply.error);
@@ -112,7 +122,7 @@ class Session {
     this.closing = false;
     this.opened = new Promise((resolve, reject) => {
       this.ws.addEventListener('open', () => resolve());
-      this.ws.addEventListener('error', () => reject(new Error('no WebSocket to ralphd')));
+      this.ws.addEventListener('error', () => reject(new ConnectionLost('no WebSocket to ralphd')));
     });
     this.ws.addEventListener('message', (event) => {
       const message = JSON.parse(event.data);
@@ -126,7 +136,7 @@ class Session {
       }
     });
     this.ws.addEventListener('close', () => {
-      for (const {reject} of this.pending.values()) reject(new Error('connection to ralphd lost'));
+      for (const {reject} of this.pending.values()) reject(new ConnectionLost('connection to ralphd lost'));
       this.pending.clear();
       if (!this.closing) onLost();
     });
@@ -186,6 +196,7 @@ async function route() {
     else current = await loopsView();
   } catch (error) {
     showError(main, error);
+    if (error instanceof ConnectionLost) connectionLost();
   }
 }
 
@@ -479,9 +490,14 @@ async function loopView(id) {
         el('th', {className: 'num'}, 'diff stats'), el('th', {}, 'answer'), el('th', {}, ''))),
       attemptsBody)),
     diff, output);
-  // The tail replays the output from its first byte, then follows it live; the events say
-  // when an attempt ended.
-  await session.call('loop.tail', {id, encoding: 'base64', render: true});
+  // The tail replays the output from its first byte (of its last lines when it is long), then
+  // follows it live; the events say when an attempt ended.
+  const long = loop.output_bytes > maxShownBytes;
+  const tail = await session.call('loop.tail', {id, encoding: 'base64', render: true,
+                                                ...(long ? {last_lines: 20000} : {})});
+  if (tail.offset > 0)
+    output.insertBefore(el('p', {className: 'muted'}, `The first ${tail.offset} bytes are not shown: ` +
+      `\`ralphctl tail --raw ${id}\` prints them all.`), tabs);
   await session.call('events.subscribe');
   setLive(true);
   refresh();
