@@ -189,7 +189,7 @@ async function route() {
   for (const link of document.querySelectorAll('nav a'))
     link.classList.toggle('current', link.getAttribute('href') === (hash.startsWith('#/loop/') ? '#/' : hash));
   main.replaceChildren(el('p', {className: 'muted'}, 'Loading…'));
-  const loop = /^#\/loop\/(\d+)$/.exec(hash);
+  const loop = /^#\/loop\/(\d+)(\?steer)?$/.exec(hash);
   try {
     if (loop) current = await loopView(Number(loop[1]));
     else if (hash.startsWith('#/report')) current = await reportView();
@@ -221,6 +221,8 @@ function loopActions(loop, message, done) {
   return [
     loop.state === 'paused' ? act('loop.resume', 'Resume') : act('loop.pause', 'Pause'),
     act('loop.cancel', 'Cancel', 'danger'),
+    location.hash.startsWith('#/loop/') ? null
+      : el('a', {href: `#/loop/${loop.id}?steer`, 'data-action': 'steer'}, 'Steer'),
   ];
 }
 
@@ -501,6 +503,7 @@ async function loopView(id) {
   await session.call('events.subscribe');
   setLive(true);
   refresh();
+  if (location.hash.endsWith('?steer')) steerText.focus();
   return {leave: () => session.close()};
 }
 

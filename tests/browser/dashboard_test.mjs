@@ -85,6 +85,11 @@ async function check(name, body) {
   await body();
 }
 
+// Clicks the element once it is there (views draw after their first reads).
+async function click(selector) {
+  await (await page.waitForSelector(selector)).click();
+}
+
 async function shot(name) {
   await page.screenshot({path: join(artifacts, name), fullPage: true});
 }
@@ -120,7 +125,7 @@ try {
   });
 
   await check('the loop page shows the output arriving', async () => {
-    await page.click(`#loops tr[data-id="${liveId}"] td a`);
+    await click(`#loops tr[data-id="${liveId}"] td a`);
     await page.waitForSelector('#output-rendered');
     await page.waitForFunction(() => document.querySelector('#output-rendered')?.textContent.includes('line 1:'));
     const early = await page.$eval('#output-rendered', (pre) => pre.textContent);
@@ -131,7 +136,7 @@ try {
   });
 
   await check('the raw view is byte-exact', async () => {
-    await page.click('button[data-view="raw"]');
+    await click('button[data-view="raw"]');
     assert.equal(await page.$eval('#output-rendered', (pre) => pre.hidden), true);
     const shown = await page.$eval('#output-raw', (pre) => pre.textContent);
     const stored = await rpc('loop.output', {id: liveId, encoding: 'base64', max_bytes: 4194304});
@@ -156,15 +161,27 @@ try {
     await shot('loop-desktop.png');
   });
 
-  await check('cancel from the page ends the agent\'s process group', async () => {
+  await check('pause, resume, steer; cancel from the page ends the agent\'s process group', async () => {
     const id = submit('--workspace', cancelWs, '--name', 'to-cancel',
       '--command', '/bin/sh -c \'sleep 300 & echo started; wait\'');
-    const loop = await waitForState(id, 'running');
-    await page.goto(`${base}/#/loop/${id}`);
-    await page.waitForFunction(() => document.querySelector('#output-rendered')?.textContent.includes('started'));
-    const pid = (await rpc('loop.iterations', {id})).attempts[0].pid;
-    assert.ok(pid > 0 && processGroupAlive(pid), `agent ${pid} of loop ${loop.id} is not running`);
-    await page.click('button[data-action="loop.cancel"]');
+    await waitForState(id, 'running');
+    // Pause and resume from the loops page, then steer and cancel from the loop's.
+    await page.goto(`${base}/#/`);
+    await click(`#loops tr[data-id="${id}"] button[data-action="loop.pause"]`);
+    await page.waitForSelector(`#loops tr[data-id="${id}"][data-state="paused"]`);
+    await click(`#loops tr[data-id="${id}"] button[data-action="loop.resume"]`);
+    await page.waitForSelector(`#loops tr[data-id="${id}"][data-state="running"]`);
+    await click(`#loops tr[data-id="${id}"] a[data-action="steer"]`);
+    await page.waitForSelector('#steer textarea:focus');
+    await page.type('#steer textarea', 'Look at the failing test first.');
+    await click('#steer button[type="submit"]');
+    await page.waitForFunction(() => document.querySelector('#message')?.textContent.includes('goes into iteration'));
+    await page.waitForFunction(() => (document.querySelector('#output-rendered')?.textContent.match(/started/g) || []).length === 2);
+    const attempts = (await rpc('loop.iterations', {id})).attempts;
+    assert.deepEqual(attempts.map((a) => a.termination), ['interrupted', 'running']);
+    const pid = attempts[1].pid;
+    assert.ok(pid > 0 && processGroupAlive(pid), `agent ${pid} of loop ${id} is not running`);
+    await click('button[data-action="loop.cancel"]');
     await page.waitForFunction(() => document.querySelector('h1 .state')?.textContent === 'cancelled');
     const deadline = Date.now() + timeout;
     while (processGroupAlive(pid)) {
@@ -176,21 +193,21 @@ try {
   await check('the submit form gives the API\'s errors and queues a loop', async () => {
     await page.goto(`${base}/#/`);
     await page.waitForSelector('#loops');
-    await page.click('#submit-loop summary');
+    await click('#submit-loop summary');
     await page.type('#submit input[name="workspace"]', '/no/such/dir');
     await page.type('#submit input[name="command"]', '/bin/true');
-    await page.click('#submit button[type="submit"]');
+    await click('#submit button[type="submit"]');
     await page.waitForSelector('#message .error');
     assert.match(await page.$eval('#message .error', (p) => p.textContent), /^error -32003: .*\/no\/such\/dir/);
     await page.$eval('#submit input[name="workspace"]', (input) => { input.value = ''; });
     await page.type('#submit input[name="workspace"]', formWs);
     await page.$eval('#submit input[name="command"]', (input) => { input.value = ''; });
     await page.type('#submit input[name="command"]', '/bin/echo "<promise>COMPLETE</promise>"');
-    await page.click('#submit button[type="submit"]');
+    await click('#submit button[type="submit"]');
     await page.waitForSelector('#message a');
     const id = Number((await page.$eval('#message a', (a) => a.getAttribute('href'))).split('/').pop());
     await page.waitForSelector(`#loops tr[data-id="${id}"][data-state="completed"]`);
-    await page.click('#submit-loop summary');
+    await click('#submit-loop summary');
     await shot('loops-desktop.png');
   });
 
