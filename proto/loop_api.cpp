@@ -14,6 +14,7 @@ namespace {
 constexpr std::int64_t max_int = std::numeric_limits<std::int64_t>::max();
 constexpr std::size_t max_steering_bytes = 64 << 10;
 constexpr std::int64_t max_output_page = 4 << 20;
+constexpr std::int64_t max_diff_bytes = 4 << 20;
 
 loop_state state_or_queued(const nlohmann::json& j) {
     return loop_state_from_string(read_or<std::string>(j, "state", "queued"));
@@ -104,6 +105,31 @@ void from_json(const nlohmann::json& j, attempt_list& r) {
     r.attempts = read_or<std::vector<attempt_info>>(j, "attempts", {});
 }
 void to_json(nlohmann::json& j, const attempt_list& r) { j = {{"attempts", r.attempts}}; }
+
+void from_json(const nlohmann::json& j, diff_request& r) {
+    const auto& obj = params_object(j);
+    read_loop_id(obj, field_name::id, r.id);
+    read_required(obj, "attempt", r.attempt);
+    read_field(obj, "max_bytes", r.max_bytes);
+    check_range("attempt", r.attempt, 1, max_int);
+    check_range("max_bytes", r.max_bytes, 1, max_diff_bytes);
+}
+void to_json(nlohmann::json& j, const diff_request& r) {
+    j = {{field_name::id, r.id}, {"attempt", r.attempt}, {"max_bytes", r.max_bytes}};
+}
+
+void from_json(const nlohmann::json& j, attempt_diff& r) {
+    r.id = read_or<std::int64_t>(j, "id", 0);
+    r.attempt = read_or<std::int64_t>(j, "attempt", 0);
+    r.iteration = read_or<std::int64_t>(j, "iteration", 0);
+    r.diff = read_or<std::string>(j, "diff", "");
+    r.cut = read_or<bool>(j, "cut", false);
+    r.error = read_or<std::string>(j, "error", "");
+}
+void to_json(nlohmann::json& j, const attempt_diff& r) {
+    j = {{"id", r.id},     {"attempt", r.attempt}, {"iteration", r.iteration},
+         {"diff", r.diff}, {"cut", r.cut},         {"error", r.error}};
+}
 
 void from_json(const nlohmann::json& j, steer_request& r) {
     const auto& obj = params_object(j);

@@ -79,6 +79,32 @@ struct attempt_list {
 void from_json(const nlohmann::json& j, attempt_list& r);
 void to_json(nlohmann::json& j, const attempt_list& r);
 
+// loop.diff: what one attempt of the loop changed in its workspace, as a unified diff of at most
+// `max_bytes` (1 MiB by default, at most 4 MiB).
+struct diff_request {
+    std::int64_t id = 0;
+    std::int64_t attempt = 0;  // an attempt id, as loop.iterations gives it
+    std::int64_t max_bytes = 1 << 20;
+    bool operator==(const diff_request&) const = default;
+};
+void from_json(const nlohmann::json& j, diff_request& r);
+void to_json(nlohmann::json& j, const diff_request& r);
+
+struct attempt_diff {
+    std::int64_t id = 0;  // the loop
+    std::int64_t attempt = 0;
+    std::int64_t iteration = 0;
+    std::string diff;  // as `git diff` between the trees before and after it, the workspace's part
+    bool cut = false;  // there was more than max_bytes: `diff` ends at a whole line before
+    // Why there is no diff ("" when there is one, also an empty one): the attempt has no git
+    // snapshots to compare (a judge's, still running, did not succeed, outside git, recorded
+    // before ralph kept their trees), or the repository cannot give the diff.
+    std::string error;
+    bool operator==(const attempt_diff&) const = default;
+};
+void from_json(const nlohmann::json& j, attempt_diff& r);
+void to_json(nlohmann::json& j, const attempt_diff& r);
+
 // loop.steer: a hint for the loop's next iteration (1 byte .. 64 KiB, not blank).
 struct steer_request {
     std::int64_t id = 0;

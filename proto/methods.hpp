@@ -70,6 +70,12 @@ struct loop_iterations {
     using request = loop_id_request;
     using result = attempt_list;
 };
+// What one attempt changed in the loop's workspace: a unified diff.
+struct loop_diff {
+    static constexpr const char* name = "loop.diff";
+    using request = diff_request;
+    using result = attempt_diff;
+};
 struct loop_steer {
     static constexpr const char* name = "loop.steer";
     using request = steer_request;
@@ -161,7 +167,7 @@ struct history_gc {
 // and left out here is missing from both, and one listed here is in both.
 using all_methods =
     std::tuple<daemon_info, daemon_shutdown, loop_submit, loop_list, loop_get, loop_cancel,
-               loop_pause, loop_resume, loop_merge, loop_pr, loop_iterations, loop_steer,
+               loop_pause, loop_resume, loop_merge, loop_pr, loop_iterations, loop_diff, loop_steer,
                loop_events, loop_output, loop_tail, events_subscribe, agents_list, scheduler_get,
                scheduler_set, budget_get, budget_set, notify_test, web_info, web_rotate_token,
                debug_clock, history_report, history_gc>;

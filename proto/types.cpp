@@ -458,6 +458,8 @@ void to_json(nlohmann::json& j, const attempt_info& a) {
         {"summary", a.summary},
         {"head_before", a.head_before},
         {"head_after", a.head_after},
+        {"tree_before", a.tree_before},
+        {"tree_after", a.tree_after},
         {"files_changed", a.files_changed},
         {"insertions", a.insertions},
         {"deletions", a.deletions},
@@ -495,6 +497,8 @@ void from_json(const nlohmann::json& j, attempt_info& a) {
     a.usage = read_usage(j);
     a.head_before = read_or<std::string>(j, "head_before", "");
     a.head_after = read_or<std::string>(j, "head_after", "");
+    a.tree_before = read_or<std::string>(j, "tree_before", "");
+    a.tree_after = read_or<std::string>(j, "tree_after", "");
     a.files_changed = read_or<std::int64_t>(j, "files_changed", 0);
     a.insertions = read_or<std::int64_t>(j, "insertions", 0);
     a.deletions = read_or<std::int64_t>(j, "deletions", 0);

@@ -312,6 +312,10 @@ struct attempt_info {
     // What the attempt did to the workspace (git HEAD, diff stats; file hashes outside git).
     std::string head_before;
     std::string head_after;
+    // The tree ids of the git snapshots before and after it, which loop.diff compares ("" = no
+    // such snapshot: outside git, a judge's, or after an attempt that did not succeed).
+    std::string tree_before;
+    std::string tree_after;
     std::int64_t files_changed = 0;
     std::int64_t insertions = 0;
     std::int64_t deletions = 0;

@@ -652,6 +652,7 @@ awaitable<loop_runner::attempt_outcome> loop_runner::run_attempt(const proto::lo
                                      [&] { return workspace::take_snapshot(workspace_dir); });
     fresh_snapshot_.reset();
     attempt.head_before = before.head;
+    attempt.tree_before = before.tree;
     // What the judge's diff starts from: the workspace at the loop's first iteration.
     if (iteration == 1 && before.is_git && !before.tree.empty())
         ctx_.db.set_loop_base(loop_id_, {before.head, before.tree});
@@ -1024,6 +1025,8 @@ awaitable<void> loop_runner::assess(const proto::loop_info& loop, const std::str
         refused("git snapshots and --commit in " + spec.workspace + ": " + after.refused);
     const workspace::change_stats& changes = result.changes;
     attempt.head_after = after.head;
+    // --commit below moves HEAD, not the tree: tree_after stays the snapshot's.
+    attempt.tree_after = after.tree;
     // Without the snapshot before (an adopted attempt in a plain directory), what changed is
     // unknown: progress stays unknown, which counts as progress. So it does when what changed is
     // known only in part and that part shows no change.

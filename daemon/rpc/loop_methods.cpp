@@ -1,5 +1,5 @@
 // loop.submit, loop.list, loop.get, loop.cancel, loop.pause, loop.resume, loop.merge, loop.pr,
-// loop.steer, loop.iterations, loop.events, loop.output, loop.tail, events.subscribe.
+// loop.steer, loop.iterations, loop.diff, loop.events, loop.output, loop.tail, events.subscribe.
 #include "daemon/agents/agent.hpp"
 #include "daemon/clock.hpp"
 #include "daemon/loop/landing.hpp"
@@ -12,6 +12,7 @@
 #include "daemon/store/output_log.hpp"
 #include "daemon/store/storage_health.hpp"
 #include "daemon/store/store.hpp"
+#include "daemon/workspace/workspace.hpp"
 #include "proto/methods.hpp"
 
 #include <fmt/format.h>
@@ -111,6 +112,66 @@ awaitable<proto::landing_result> land_ended(const proto::loop_id_request& reques
     co_return proto::landing_result{services.db.get_loop(loop.id), landed.landed};
 }
 
+// Why `attempt` has no diff: "" when it has the trees of its git snapshots before and after.
+// Only a work attempt that succeeded (exited) has a snapshot after it (loop_runner::assess).
+std::string missing_snapshots(const proto::attempt_info& attempt) {
+    if (attempt.kind == proto::attempt_kind::judge)
+        return "it is a judge's, which changes nothing in the workspace";
+    if (attempt.how == proto::termination::running) return "it is still running";
+    if (attempt.tree_before.empty())
+        return "ralph kept no git snapshot of the workspace before it (the workspace is not in a "
+               "git work tree that ralph uses, or the attempt was recorded by a ralphd older than "
+               "loop.diff)";
+    if (attempt.how != proto::termination::exited)
+        return "it ended " + std::string(proto::to_string(attempt.how)) +
+               ": ralph snapshots the workspace after an attempt that succeeded only";
+    if (attempt.tree_after.empty()) return "ralph kept no git snapshot of the workspace after it";
+    return {};
+}
+
+// The git snapshot an attempt row keeps: its HEAD and tree id.
+workspace::snapshot git_snapshot(const std::string& head, const std::string& tree) {
+    workspace::snapshot snap;
+    snap.is_git = !tree.empty();
+    snap.head = head;
+    snap.tree = tree;
+    return snap;
+}
+
+// loop.diff: the diff between the trees of the attempt's snapshots, in the loop's workspace (a
+// --worktree loop's is its worktree), on the pool. An attempt without them, or whose trees the
+// repository no longer has (`git gc` prunes them after a while), is an answer with `error`.
+awaitable<proto::attempt_diff> diff_attempt(const proto::diff_request& request,
+                                            method_services& services) {
+    const proto::loop_info loop = services.db.get_loop(request.id);
+    const std::optional<proto::attempt_info> attempt = services.db.find_attempt(request.attempt);
+    if (!attempt)
+        throw rpc_error(error_kind::loop_not_found,
+                        fmt::format("loop {} has no attempt {}", loop.id, request.attempt));
+    if (attempt->loop_id != loop.id)
+        throw rpc_error(error_kind::loop_not_found,
+                        fmt::format("loop {} has no attempt {} (it is loop {}'s)", loop.id,
+                                    request.attempt, attempt->loop_id));
+    proto::attempt_diff result;
+    result.id = loop.id;
+    result.attempt = attempt->id;
+    result.iteration = attempt->iteration;
+    if (const std::string missing = missing_snapshots(*attempt); !missing.empty()) {
+        result.error = fmt::format("attempt {} has no diff: {}", attempt->id, missing);
+        co_return result;
+    }
+    const std::filesystem::path dir = loop.spec.workspace;
+    const workspace::snapshot before = git_snapshot(attempt->head_before, attempt->tree_before);
+    const workspace::snapshot after = git_snapshot(attempt->head_after, attempt->tree_after);
+    const auto limit = static_cast<std::size_t>(request.max_bytes);
+    workspace::patch_text patch = co_await off_thread(
+        services.blocking, [&] { return workspace::diff_snapshots(dir, before, after, limit); });
+    result.diff = std::move(patch.text);
+    result.cut = patch.cut;
+    result.error = std::move(patch.error);
+    co_return result;
+}
+
 }  // namespace
 
 void register_loop_methods(method_registry& registry, method_services& services) {
@@ -160,6 +221,10 @@ void register_loop_methods(method_registry& registry, method_services& services)
             services.db.get_loop(request.id);  // loop_not_found for an unknown id
             return proto::attempt_list{services.db.attempts_of(request.id)};
         });
+
+    registry.add<loop_diff>([&services](const proto::diff_request& request, call_context&) {
+        return diff_attempt(request, services);
+    });
 
     registry.add<loop_steer>([&services](const proto::steer_request& request, call_context&) {
         const store::steering_hint hint =

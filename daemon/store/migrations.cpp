@@ -180,6 +180,13 @@ CREATE TABLE notifications (
 );
 CREATE INDEX notifications_by_target ON notifications (target, id);
 )sql",
+        // 10 → 11: loop.diff: per attempt the tree ids of the workspace's git snapshots before and
+        // after it, which its diff is made from ('' = none: not a git workspace, no snapshot
+        // after the attempt, or recorded before this version).
+        R"sql(
+ALTER TABLE attempts ADD COLUMN tree_before TEXT NOT NULL DEFAULT '';
+ALTER TABLE attempts ADD COLUMN tree_after TEXT NOT NULL DEFAULT '';
+)sql",
     };
     return migrations;
 }

@@ -45,7 +45,7 @@ constexpr const char* attempt_columns =
     "signal, completion_signal, error, output_start, output_end, failure, input_tokens, "
     "output_tokens, cost_usd, turns, tool_calls, summary, head_before, head_after, files_changed, "
     "insertions, deletions, progress, feedback, verify_exit, verify_output, agent, model, kind, "
-    "verdict, verdict_reasons";
+    "verdict, verdict_reasons, tree_before, tree_after";
 
 // Condition on attempts (?1 = loop_id, ?2 = iteration): after the last attempt of an earlier
 // iteration. Attempts are numbered in iteration order, so with `iteration = ?2` it selects the
@@ -127,6 +127,8 @@ proto::attempt_info attempt_from_row(SQLite::Statement& q) {
     a.kind = proto::attempt_kind_from_string(q.getColumn(33).getString());
     a.verdict = q.getColumn(34).getString();
     a.verdict_reasons = q.getColumn(35).getString();
+    a.tree_before = q.getColumn(36).getString();
+    a.tree_after = q.getColumn(37).getString();
     return a;
 }
 
@@ -413,8 +415,8 @@ void store::finish_attempt(const proto::attempt_info& a,
         "input_tokens = ?, output_tokens = ?, cost_usd = ?, turns = ?, "
         "tool_calls = ?, summary = ?, head_before = ?, head_after = ?, "
         "files_changed = ?, insertions = ?, deletions = ?, progress = ?, "
-        "feedback = ?, verify_exit = ?, verify_output = ?, verdict = ?, verdict_reasons = ? "
-        "WHERE id = ?");
+        "feedback = ?, verify_exit = ?, verify_output = ?, verdict = ?, verdict_reasons = ?, "
+        "tree_before = ?, tree_after = ? WHERE id = ?");
     q.bind(1, a.ended_at);
     q.bind(2, std::string(proto::to_string(a.how)));
     if (a.exit_code)
@@ -455,7 +457,9 @@ void store::finish_attempt(const proto::attempt_info& a,
     q.bind(23, a.verify_output);
     q.bind(24, a.verdict);
     q.bind(25, a.verdict_reasons);
-    q.bind(26, a.id);
+    q.bind(26, a.tree_before);
+    q.bind(27, a.tree_after);
+    q.bind(28, a.id);
     q.exec();
     query sums = prepared(
         "UPDATE loops SET input_tokens = input_tokens + ?1, "
@@ -485,11 +489,17 @@ void store::set_attempt_process(std::int64_t attempt_id, std::int64_t pid,
     q.exec();
 }
 
-proto::attempt_info store::get_attempt(std::int64_t attempt_id) {
+std::optional<proto::attempt_info> store::find_attempt(std::int64_t attempt_id) {
     query q = prepared(std::string("SELECT ") + attempt_columns + " FROM attempts WHERE id = ?");
     q.bind(1, attempt_id);
-    if (!q.executeStep()) throw std::runtime_error("no attempt " + std::to_string(attempt_id));
+    if (!q.executeStep()) return std::nullopt;
     return attempt_from_row(q);
+}
+
+proto::attempt_info store::get_attempt(std::int64_t attempt_id) {
+    auto attempt = find_attempt(attempt_id);
+    if (!attempt) throw std::runtime_error("no attempt " + std::to_string(attempt_id));
+    return *attempt;
 }
 
 std::int64_t store::stream_event_count(std::int64_t attempt_id) {

@@ -83,6 +83,7 @@ class store {
     // The agent of a begun attempt runs: its pid (= process group) and start time.
     void set_attempt_process(std::int64_t attempt_id, std::int64_t pid,
                              std::int64_t process_start_time);
+    std::optional<proto::attempt_info> find_attempt(std::int64_t attempt_id);
     // Throws std::runtime_error when there is no such attempt.
     proto::attempt_info get_attempt(std::int64_t attempt_id);
     std::vector<proto::attempt_info> attempts_of(std::int64_t loop_id);

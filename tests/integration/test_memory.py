@@ -1,7 +1,7 @@
 """The loop's memory and judgement end to end (SPEC §3), through the real ralphd and ralphctl:
 completion rules and their stop reasons, min iterations and --verify, notes, feedback and
-.ralph/loop.md, a PROMPT.md the agent edits, stall detection, git snapshots and --commit, the
-dirty check at submit, steering, the init templates run to completion, and the inactivity
+.ralph/loop.md, a PROMPT.md the agent edits, stall detection, git snapshots and --commit, each
+attempt's diff (loop.diff), the dirty check at submit, steering, the init templates run to completion, and the inactivity
 timeout. The agent is tests/agents/scripted-agent.py (it keeps a copy of each prompt it got,
 and of .ralph/loop.md and .ralph/notes.md as they were, under .ralph/agent/), or
 claude-slow-tool.py installed as `claude`."""
@@ -11,8 +11,8 @@ import os
 import tempfile
 import time
 
-from harness import (DaemonTestCase, TERMINAL_STATES, agent_command, agent_path, commit_all, git,
-                     main, read_text, scaled, scripted, write_text)
+from harness import (DaemonTestCase, RpcError, TERMINAL_STATES, agent_command, agent_path,
+                     commit_all, git, main, read_text, scaled, scripted, write_text)
 
 def prompt_of(ws, iteration):
     """The prompt the scripted agent got in `iteration`."""
@@ -379,6 +379,97 @@ class GitTest(MemoryTestCase):
         self.assertEqual([a["progress"] for a in attempts], [True, False])
         self.assertEqual([a["files_changed"] for a in attempts], [1, 0])
         self.assertEqual([a["head_before"] for a in attempts], ["", ""])
+
+    def changed_lines(self, diff):
+        """The added and removed lines of a unified diff, without the file headers."""
+        return [line for line in diff.split("\n")
+                if line[:1] in ("+", "-") and line[:3] not in ("+++", "---")]
+
+    def test_loop_diff_gives_what_each_attempt_changed_and_nothing_else(self):
+        d = self.memory_daemon()
+        # Each iteration changes the tracked file and adds a file git does not track yet.
+        actions = ["1:write=tracked.txt:alpha\\nBETA one\\ngamma\\n",
+                   "1:write=new-1.txt:untracked one\\n",
+                   "2:write=tracked.txt:alpha\\nBETA one\\ngamma\\ndelta two\\n",
+                   "2:write=new-2.txt:untracked two\\n"]
+        expected = {1: ["+untracked one", "-beta", "+BETA one"],  # files in path order
+                    2: ["+untracked two", "+delta two"]}
+        for where in ("checkout", "worktree"):
+            with self.subTest(where=where):
+                ws = d.workspace(where)
+                write_text(os.path.join(ws, "tracked.txt"), "alpha\nbeta\ngamma\n")
+                commit_all(ws)
+                # A --worktree loop's diff is of its worktree, where its agent worked.
+                options = ["-m", "2"] + (["--worktree"] if where == "worktree" else [])
+                final, attempts = self.run_loop(d, ws, actions, *options, name=where)
+                self.assertEqual((final["state"], final["iterations"]), ("exhausted", 2), final)
+                first, second = attempts
+                self.assertRegex(first["tree_before"], "^[0-9a-f]{40}$")
+                self.assertEqual(second["tree_before"], first["tree_after"])
+                self.assertNotIn(second["tree_after"], (first["tree_before"], ""))
+                diffs = {}
+                for attempt in attempts:
+                    diff = d.call("loop.diff", {"id": final["id"], "attempt": attempt["id"]})
+                    self.assertEqual({key: diff[key] for key in
+                                      ("id", "attempt", "iteration", "cut", "error")},
+                                     {"id": final["id"], "attempt": attempt["id"],
+                                      "iteration": attempt["iteration"], "cut": False,
+                                      "error": ""})
+                    diffs[attempt["iteration"]] = diff["diff"]
+                for iteration, lines in expected.items():
+                    self.assertEqual(self.changed_lines(diffs[iteration]), lines, diffs[iteration])
+                self.assertIn("+++ b/new-1.txt\n", diffs[1])
+                self.assertNotIn("new-2.txt", diffs[1])
+                self.assertIn("+++ b/new-2.txt\n", diffs[2])
+                self.assertNotIn("new-1.txt", diffs[2])
+                self.assertNotIn(".ralph/", diffs[1] + diffs[2])
+        # max_bytes cuts the diff at a whole line, and says so.
+        whole = diffs[1]
+        cut = d.call("loop.diff", {"id": final["id"], "attempt": first["id"],
+                                   "max_bytes": len(whole) - 1})
+        self.assertTrue(cut["cut"])
+        self.assertTrue(whole.startswith(cut["diff"]) and cut["diff"].endswith("\n"), cut)
+        self.assertLess(len(cut["diff"]), len(whole))
+        exact = d.call("loop.diff", {"id": final["id"], "attempt": first["id"],
+                                     "max_bytes": len(whole)})
+        self.assertEqual((exact["diff"], exact["cut"]), (whole, False))
+
+        # Outside git there is no diff to give: the answer says why.
+        plain = tempfile.mkdtemp(prefix="plain-", dir=d.work_dir)
+        other, (outside,) = self.run_loop(d, plain, ["write=a.txt:hello\\n"], "-m", "1",
+                                          name="plain")
+        answer = d.call("loop.diff", {"id": other["id"], "attempt": outside["id"]})
+        self.assertEqual((answer["diff"], answer["cut"]), ("", False))
+        self.assertEqual(answer["error"],
+                         "attempt %d has no diff: ralph kept no git snapshot of the workspace "
+                         "before it (the workspace is not in a git work tree that ralph uses, or "
+                         "the attempt was recorded by a ralphd older than loop.diff)"
+                         % outside["id"])
+        # Nor after an attempt that failed: its workspace was not snapshotted after it.
+        failing, (failed,) = self.run_loop(d, d.workspace("failing"), ["exit=3"], "-m", "1",
+                                           name="failing")
+        answer = d.call("loop.diff", {"id": failing["id"], "attempt": failed["id"]})
+        self.assertEqual(answer["error"],
+                         "attempt %d has no diff: it ended failed: ralph snapshots the workspace "
+                         "after an attempt that succeeded only" % failed["id"])
+
+        def refusal(params):
+            with self.assertRaises(RpcError) as refused:
+                d.call("loop.diff", params)
+            return refused.exception.code, refused.exception.message
+
+        self.assertEqual(refusal({"id": final["id"], "attempt": outside["id"]}),
+                         (-32001, "loop %d has no attempt %d (it is loop %d's)"
+                          % (final["id"], outside["id"], other["id"])))
+        self.assertEqual(refusal({"id": final["id"], "attempt": outside["id"] + 1000}),
+                         (-32001, "loop %d has no attempt %d" % (final["id"], outside["id"] + 1000)))
+        self.assertEqual(refusal({"id": other["id"] + 1000, "attempt": first["id"]}),
+                         (-32001, "no loop with id %d" % (other["id"] + 1000)))
+        self.assertEqual(refusal({"id": final["id"]}), (-32602, "params.attempt is required"))
+        for bad in (0, 4 * 1024 * 1024 + 1):
+            self.assertEqual(refusal({"id": final["id"], "attempt": first["id"],
+                                      "max_bytes": bad}),
+                             (-32602, "params.max_bytes: must be in 1..4194304, not %d" % bad))
 
 
 class DirtyWorkspaceTest(MemoryTestCase):

@@ -309,7 +309,7 @@ class CrashTest(SchedulerTestCase):
         loops = d.call("loop.list", {})["loops"]
         self.assertGreater(len(loops), 0)
         with sqlite3.connect(d.db) as db:
-            self.assertEqual(db.execute("PRAGMA user_version").fetchone()[0], 10)
+            self.assertEqual(db.execute("PRAGMA user_version").fetchone()[0], 11)
             # v7: each attempt of before names the agent it ran on, its loop's.
             self.assertEqual(db.execute("SELECT count(*) FROM attempts a JOIN loops l ON "
                                         "a.loop_id = l.id WHERE a.agent != l.agent").fetchone()[0],
@@ -320,6 +320,14 @@ class CrashTest(SchedulerTestCase):
             # v9: no loop of before tried to merge its branch.
             self.assertEqual(db.execute("SELECT count(*) FROM loops WHERE landing != ''")
                              .fetchone()[0], 0)
+            # v11: no attempt of before kept the trees of its snapshots.
+            self.assertEqual(db.execute("SELECT count(*) FROM attempts WHERE tree_before != '' "
+                                        "OR tree_after != ''").fetchone()[0], 0)
+        # So such an attempt has no diff to give, and the answer says why.
+        demo = loops[-1]["id"]
+        answer = d.call("loop.diff", {"id": demo, "attempt": d.attempts(demo)[0]["id"]})
+        self.assertEqual(answer["diff"], "")
+        self.assertIn("kept no git snapshot of the workspace before it", answer["error"])
         self.assertEqual(d.call("budget.get")["use"], [])
 
 

@@ -128,6 +128,8 @@ proto::attempt_info sample() {
     a.summary = "first line";
     a.head_before = "aaa";
     a.head_after = "bbb";
+    a.tree_before = "ccc";
+    a.tree_after = "ddd";
     a.files_changed = 2;
     a.insertions = 10;
     a.deletions = 1;
@@ -201,6 +203,14 @@ proto::loop_detail sample() {
 template <>
 proto::attempt_list sample() {
     return {{sample<proto::attempt_info>()}};
+}
+template <>
+proto::diff_request sample() {
+    return {7, 11, 4096};
+}
+template <>
+proto::attempt_diff sample() {
+    return {7, 11, 3, "diff --git a/a.txt b/a.txt\n", true, ""};
 }
 template <>
 proto::steer_request sample() {

@@ -194,6 +194,9 @@ TEST_CASE("store: attempts are separate rows and unfinished ones are found for r
     a.how = ralph::proto::termination::failed;
     a.exit_code = 3;
     a.ended_at = 20;
+    a.head_before = "head1";
+    a.tree_before = "tree1";
+    a.tree_after = "tree2";
     db.finish_attempt(a);
     ralph::proto::attempt_info retry = a;
     retry.attempt = 2;
@@ -207,6 +210,11 @@ TEST_CASE("store: attempts are separate rows and unfinished ones are found for r
     REQUIRE(attempts.size() == 2);
     CHECK(attempts[0].how == ralph::proto::termination::failed);
     CHECK(attempts[0].exit_code == 3);
+    CHECK(attempts[0].head_before == "head1");
+    CHECK(attempts[0].tree_before == "tree1");
+    CHECK(attempts[0].tree_after == "tree2");
+    CHECK(db.find_attempt(a.id) == attempts[0]);
+    CHECK_FALSE(db.find_attempt(retry.id + 1).has_value());
     CHECK(attempts[1].agent == "codex");
     CHECK(attempts[1].model == "o3");
     auto loop = db.get_loop(loop_id);
@@ -310,6 +318,8 @@ TEST_CASE(
     CHECK(attempts[2].model.empty());
     CHECK(attempts[2].kind == ralph::proto::attempt_kind::work);  // v8: every attempt before
     CHECK(attempts[2].verdict.empty());
+    CHECK(attempts[2].tree_before.empty());  // v11: no snapshot trees were kept before
+    CHECK(attempts[2].tree_after.empty());
     CHECK(db.base_of(loops[3].id).tree.empty());
     CHECK(db.events_of(loops[3].id, 0, 0, 100).empty());
     CHECK(db.output_bytes(loops[2].id) > 0);
