@@ -739,7 +739,12 @@ awaitable<loop_runner::attempt_outcome> loop_runner::resume_attempt(
     std::unique_ptr<agent_stream::parser> parser =
         agent_stream::make_parser(find_agent(loop.spec.agent).output_format(),
                                   read_text_file(ctx_.state.prompt_of(loop_id_)));
+    // The snapshot before is in the attempt's directory (its row gets it with the end).
     const std::optional<workspace::snapshot> before = load_snapshot_before(dir);
+    if (before) {
+        attempt.head_before = before->head;
+        attempt.tree_before = before->tree;
+    }
     const std::optional<int> status = co_await supervise(loop, attempt, process, *parser, true,
                                                          ctx_.db.stream_event_count(attempt.id));
     if (!tmpdir.empty()) {

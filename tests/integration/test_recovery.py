@@ -8,7 +8,7 @@ import random
 import shutil
 import time
 
-from harness import (RALPHD, DaemonTestCase, agent_command, is_alive, main, parse_time,
+from harness import (RALPHD, DaemonTestCase, agent_command, git, is_alive, main, parse_time,
                      read_bytes, slow_counter_output, wait_group_gone, wait_until)
 
 
@@ -96,6 +96,12 @@ class AdoptionTest(DaemonTestCase):
         self.assertEqual([a["iteration"] for a in attempts], [1, 2])
         self.assertEqual(d.output(loop["id"]),
                          slow_counter_output(1, 2) + slow_counter_output(2, 2))
+        # The snapshot before the adopted attempt came with it (in its directory): its diff is
+        # the first run's count.
+        self.assertEqual(attempts[0]["head_before"], git(ws, "rev-parse", "HEAD").strip())
+        diff = d.call("loop.diff", {"id": loop["id"], "attempt": first["id"]})
+        self.assertEqual(diff["error"], "")
+        self.assertIn("--- /dev/null\n+++ b/.slow-counter\n@@ -0,0 +1 @@\n+1\n", diff["diff"])
 
     def test_daemon_stop_ends_the_agents_unless_asked_to_leave_them_running(self):
         d = self.daemon()
