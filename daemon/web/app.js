@@ -446,7 +446,8 @@ async function loopView(id) {
       });
       diff.replaceChildren(
         el('h2', {}, `Iteration ${a.iteration}, attempt ${a.attempt}: what changed`),
-        result.diff ? el('pre', {className: 'diff'}, lines) : el('p', {className: 'muted'}, 'No change.'),
+        result.diff ? el('pre', {className: 'diff'}, lines)
+          : el('p', {className: 'muted'}, result.error || 'No change.'),
         el('p', {className: 'muted', hidden: !result.cut}, 'The diff is cut here: it is longer.'));
       diff.scrollIntoView({block: 'nearest'});
     } catch (error) {

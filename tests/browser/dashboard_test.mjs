@@ -158,6 +158,11 @@ try {
     assert.ok(raw.includes('"type":"assistant"'), raw.slice(0, 300));
     await page.waitForFunction(() => document.querySelectorAll('#attempts tbody tr').length === 2);
     const attempts = (await rpc('loop.iterations', {id: claudeId})).attempts;
+    await click(`button[data-diff="${attempts[1].id}"]`);
+    await page.waitForSelector('#diff pre.diff');
+    const diff = await page.$eval('#diff pre.diff', (pre) => pre.textContent);
+    assert.ok(diff.includes('+run 2') && !diff.includes('+run 1'), diff);
+    assert.equal(await page.$$eval('#diff pre.diff span.add', (lines) => lines.length) > 0, true);
     await shot('loop-desktop.png');
   });
 
