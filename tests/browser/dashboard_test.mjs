@@ -157,6 +157,10 @@ try {
     const raw = await page.$eval('#output-raw', (pre) => pre.textContent);
     assert.ok(raw.includes('"type":"assistant"'), raw.slice(0, 300));
     await page.waitForFunction(() => document.querySelectorAll('#attempts tbody tr').length === 2);
+    const limits = await page.$eval('#limits', (dl) => dl.textContent);
+    assert.match(limits, /iterations2\/30 \(at least 1\)/);
+    assert.match(limits, /tokens400 in, 80 out/);
+    assert.match(await page.$eval('#stop-reason', (p) => p.textContent), /completion signal .* in iteration 2/);
     const attempts = (await rpc('loop.iterations', {id: claudeId})).attempts;
     await click(`button[data-diff="${attempts[1].id}"]`);
     await page.waitForSelector('#diff pre.diff');
