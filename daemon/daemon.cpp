@@ -170,12 +170,29 @@ proto::loop_state ralphd::change_state(std::int64_t loop_id, proto::loop_event e
     // The notification is in the outbox if and only if the change is committed.
     db_.in_transaction([&] {
         state = db_.set_state(loop_id, event, reason, resume_at, now);
-        if (!is_notified(state, notable_wait)) return;
+        if (!is_news(loop_id, state, notable_wait, reason) || !is_notified(state, notable_wait))
+            return;
         const proto::loop_info loop = db_.get_loop(loop_id);
         notices_.add(state_notification(loop, notable_wait, now), loop.spec.notify);
     });
     state_changed(loop_id, state);
     return state;
+}
+
+bool ralphd::is_news(std::int64_t loop_id, proto::loop_state state, bool notable_wait,
+                     const std::string& reason) {
+    if (state == proto::loop_state::queued) return true;  // between two parks: nothing changes
+    if (state != proto::loop_state::waiting || !notable_wait) {
+        announced_waits_.erase(loop_id);
+        return true;
+    }
+    // The cause without its figures: "waiting for the global budget iterations per hour used up".
+    const std::string cause = reason.substr(0, reason.find(" ("));
+    const auto [announced, added] = announced_waits_.try_emplace(loop_id, cause);
+    if (added) return true;
+    if (announced->second == cause) return false;
+    announced->second = cause;
+    return true;
 }
 
 void ralphd::state_changed(std::int64_t loop_id, proto::loop_state state) {

@@ -25,6 +25,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 
@@ -101,6 +102,11 @@ class ralphd {
                                    const std::string& reason, std::int64_t resume_at,
                                    bool notable_wait);
     void state_changed(std::int64_t loop_id, proto::loop_state state);
+    // Whether a loop's change to `state` is news for the push notifications: a loop parked again
+    // for the cause it was announced waiting for (its budget taken again by another loop before
+    // it ran) is not, until it runs or ends. Keeps the announced waits in announced_waits_.
+    bool is_news(std::int64_t loop_id, proto::loop_state state, bool notable_wait,
+                 const std::string& reason);
 
     net::io_context& io_;
     daemon_options options_;
@@ -117,6 +123,7 @@ class ralphd {
     child_reaper reaper_;
     hook_runner hooks_;
     notifier notices_;
+    std::map<std::int64_t, std::string> announced_waits_;  // loop id → the cause announced
     web_gate web_;
     runner_context runner_ctx_;
     scheduler scheduler_;

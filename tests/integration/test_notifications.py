@@ -310,6 +310,31 @@ class NotificationTest(DaemonTestCase):
         posts = self.wait_posts(r, "/hook", 1)
         self.assertEqual([p["body"]["loop"]["name"] for p in posts], ["new"])
 
+    def test_a_loop_parked_again_for_the_same_budget_is_announced_once(self):
+        r = self.receiver()
+        d = self.notify_daemon([r.url("/hook")], more_args=["--test-clock", "0"])
+        d.call("budget.set", {"iterations_per_hour": 1})
+        first = d.submit(d.workspace(), agent_command("never-complete.sh"), max_iterations=3)
+        wait_until(lambda: d.call("loop.get", {"id": first["id"]})["state"] == "waiting", 20,
+                   "the first loop to wait for the budget after its run")
+        second = d.submit(d.workspace(), agent_command("never-complete.sh"), max_iterations=3)
+        parked = d.wait_state(second["id"], "waiting")
+        self.wait_posts(r, "/hook", 2)
+        # An hour on: the first loop runs again and waits again (news: it ran); the second is
+        # parked again for the same budget before it could run (not news).
+        d.call("debug.clock", {"advance_ms": 61 * 60 * 1000})
+        wait_until(lambda: d.call("loop.get", {"id": first["id"]})["attempts"] == 2 and
+                   d.call("loop.get", {"id": first["id"]})["state"] == "waiting", 20,
+                   "the first loop's second run and wait")
+        wait_until(lambda: d.call("loop.get", {"id": second["id"]})["resume_at"] !=
+                   parked["resume_at"], 20, "the second loop parked again")
+        self.assertEqual(d.call("loop.get", {"id": second["id"]})["attempts"], 0)
+        d.call("loop.cancel", {"id": second["id"]})
+        posts = self.wait_posts(r, "/hook", 4)
+        self.assertEqual([(p["body"]["event"], p["body"]["loop"]["id"]) for p in posts],
+                         [("loop.waiting", first["id"]), ("loop.waiting", second["id"]),
+                          ("loop.waiting", first["id"]), ("loop.cancelled", second["id"])])
+
     def test_sighup_takes_new_urls_for_the_next_events(self):
         r = self.receiver()
         d = self.notify_daemon([])
