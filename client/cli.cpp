@@ -36,6 +36,7 @@ constexpr command_entry commands[] = {
     {"notify", register_notify_command},
     {"web", register_web_command},
     {"mcp", register_mcp_command},
+    {"dial-stdio", register_dial_stdio_command},
     {"completion", register_completion_command},
     {"man-page", register_man_page_command},
 };
@@ -59,7 +60,7 @@ void register_commands(CLI::App& app, client_context& ctx, std::string_view word
 std::string_view command_word(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
         const std::string_view arg = argv[i];
-        if (arg == "--socket") {
+        if (arg == "--socket" || arg == "--host") {
             ++i;
         } else if (!arg.starts_with('-')) {
             return arg;
@@ -79,7 +80,9 @@ void define_cli(CLI::App& app, client_context& ctx, std::string_view command) {
     // Global options may also come after the command: `ralphctl list --json`.
     app.fallthrough();
     app.require_subcommand(1);
-    app.add_option("--socket", ctx.socket, "ralphd's socket ($RALPH_SOCKET overrides the default)")
+    app.add_option("--socket,--host", ctx.socket,
+                   "ralphd's socket, or its address: unix://PATH, ssh://[USER@]HOST[:PORT] "
+                   "(over ssh; $RALPH_HOST, else $RALPH_SOCKET, overrides the default)")
         ->capture_default_str();
     app.add_flag("--json", ctx.json, "Print JSON documents instead of human output");
     register_commands(app, ctx, command);

@@ -10,7 +10,8 @@
 
 namespace ralph::client {
 
-// The command word of the arguments: the first that is neither an option nor --socket's value.
+// The command word of the arguments: the first that is neither an option nor --socket's (or
+// --host's) value.
 std::string_view command_word(int argc, char** argv);
 
 // Names `app` and adds the global options and the command named `command`, or every command when

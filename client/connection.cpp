@@ -2,6 +2,7 @@
 #include "client/connection.hpp"
 
 #include "client/output.hpp"
+#include "client/ssh_dial.hpp"
 #include "common/beast.hpp"
 #include "common/paths.hpp"
 #include "proto/version.hpp"
@@ -68,7 +69,13 @@ void check_peer(local_stream::socket& socket, const std::string& path) {
                        "point ralphctl at your daemon with --socket or XDG_RUNTIME_DIR");
 }
 
-local_stream::socket connect_to(net::io_context& io, const std::string& path) {
+// A daemon address's socket path: a plain path, or unix://PATH.
+std::string socket_path_of(const std::string& address) {
+    constexpr std::string_view scheme = "unix://";
+    return address.starts_with(scheme) ? address.substr(scheme.size()) : address;
+}
+
+local_stream::socket connect_to_socket(net::io_context& io, const std::string& path) {
     check_socket_path(path);
     local_stream::socket socket(io);
     try {
@@ -85,12 +92,23 @@ local_stream::socket connect_to(net::io_context& io, const std::string& path) {
     return socket;
 }
 
-client_error lost_connection(const std::string& path, const boost::system::error_code& ec) {
+// The connection to the daemon at `address` (ssh_dial.hpp, or its socket); `ssh` keeps the ssh
+// process of an ssh:// address.
+local_stream::socket connect_to(net::io_context& io, const std::string& address,
+                                std::unique_ptr<ssh_dial>& ssh) {
+    if (!address.starts_with(ssh_scheme)) return connect_to_socket(io, socket_path_of(address));
+    ssh = std::make_unique<ssh_dial>(parse_ssh_address(address));
+    return local_stream::socket(io, local_stream(), ssh->take_socket());
+}
+
+client_error lost_connection(const std::string& address, const boost::system::error_code& ec,
+                             const std::unique_ptr<ssh_dial>& ssh) {
     const bool closed =
         ec == websocket::error::closed || ec == http::error::end_of_stream || ec == net::error::eof;
+    std::string why = closed ? "the daemon closed it" : ec.message();
+    if (ssh) why = ssh->failure();
     return client_error(exit_code::unreachable,
-                        fmt::format("lost the connection to ralphd at {}: {}", path,
-                                    closed ? "the daemon closed it" : ec.message()));
+                        fmt::format("lost the connection to ralphd at {}: {}", address, why));
 }
 
 // Every reply of ralphd names its protocol version; refuse to go on with any other.
@@ -144,9 +162,10 @@ nlohmann::json result_of(nlohmann::json response) {
 
 struct connection::stream {
     net::io_context io;
+    std::unique_ptr<ssh_dial> ssh;  // before the socket: ssh ends after it is closed
     local_stream::socket socket;
     beast::flat_buffer buffer;
-    explicit stream(const std::string& socket_path) : socket(connect_to(io, socket_path)) {}
+    explicit stream(const std::string& address) : socket(connect_to(io, address, ssh)) {}
 };
 
 connection::connection(const std::string& socket_path)
@@ -164,13 +183,13 @@ std::string connection::exchange(std::string_view method, nlohmann::json params)
 
     boost::system::error_code ec;
     http::write(stream_->socket, request, ec);
-    if (ec) throw lost_connection(socket_path_, ec);
+    if (ec) throw lost_connection(socket_path_, ec, stream_->ssh);
 
     http::response_parser<http::string_body> parser;
     // The list of every loop can be megabytes; the daemon is ours, so no limit.
     parser.body_limit(std::numeric_limits<std::uint64_t>::max());
     http::read(stream_->socket, stream_->buffer, parser, ec);
-    if (ec) throw lost_connection(socket_path_, ec);
+    if (ec) throw lost_connection(socket_path_, ec, stream_->ssh);
 
     auto& response = parser.get();
     check_protocol(response, socket_path_);
@@ -183,9 +202,10 @@ std::string connection::exchange(std::string_view method, nlohmann::json params)
 
 struct session::stream {
     net::io_context io;
+    std::unique_ptr<ssh_dial> ssh;  // before the stream: ssh ends after it is closed
     websocket::stream<local_stream::socket> ws;
     beast::flat_buffer buffer;
-    explicit stream(const std::string& socket_path) : ws(connect_to(io, socket_path)) {}
+    explicit stream(const std::string& address) : ws(connect_to(io, address, ssh)) {}
 };
 
 session::session(const std::string& socket_path)
@@ -198,7 +218,7 @@ session::session(const std::string& socket_path)
     if (ec && ec.category() == make_error_code(websocket::error::upgrade_declined).category())
         throw client_error(exit_code::failure,
                            fmt::format("ralphd refused the WebSocket session: {}", ec.message()));
-    if (ec) throw lost_connection(socket_path_, ec);
+    if (ec) throw lost_connection(socket_path_, ec, stream_->ssh);
     check_protocol(response, socket_path_);
     stream_->ws.text(true);
 }
@@ -210,7 +230,7 @@ std::int64_t session::send(std::string_view method, nlohmann::json params) {
     const std::string text = make_request(id, method, std::move(params));
     boost::system::error_code ec;
     stream_->ws.write(net::buffer(text), ec);
-    if (ec) throw lost_connection(socket_path_, ec);
+    if (ec) throw lost_connection(socket_path_, ec, stream_->ssh);
     return id;
 }
 
@@ -218,7 +238,7 @@ std::string_view session::receive() {
     stream_->buffer.clear();
     boost::system::error_code ec;
     stream_->ws.read(stream_->buffer, ec);
-    if (ec) throw lost_connection(socket_path_, ec);
+    if (ec) throw lost_connection(socket_path_, ec, stream_->ssh);
     const auto data = stream_->buffer.cdata();
     return std::string_view(static_cast<const char*>(data.data()), data.size());
 }
@@ -226,6 +246,11 @@ std::string_view session::receive() {
 void session::close() {
     boost::system::error_code ec;
     stream_->ws.close(websocket::close_code::normal, ec);
+}
+
+unique_fd connect_socket(const std::string& socket_path) {
+    net::io_context io;
+    return unique_fd(connect_to_socket(io, socket_path).release());
 }
 
 }  // namespace ralph::client

@@ -9,6 +9,7 @@
 #pragma once
 
 #include "client/output.hpp"
+#include "common/unique_fd.hpp"
 #include "proto/errors.hpp"
 #include "proto/methods.hpp"
 
@@ -39,6 +40,10 @@ class daemon_error : public client_error {
     nlohmann::json data_;
 };
 
+// ralphd's socket at `socket_path`, connected after the same checks as a connection's (its
+// directory and owner, the listening process's user), for `dial-stdio` to bridge.
+unique_fd connect_socket(const std::string& socket_path);
+
 // Parses the text of a reply; anything but a JSON object is a client_error.
 nlohmann::json parse_reply(std::string_view text);
 // The result of a JSON-RPC response; its error as a daemon_error.
@@ -48,7 +53,8 @@ nlohmann::json result_of(nlohmann::json response);
 // they would cost each of them seconds of compiling.
 class connection {
   public:
-    explicit connection(const std::string& socket_path);
+    // `address`: the socket's path, unix://PATH, or ssh://[USER@]HOST[:PORT] (ssh_dial.hpp).
+    explicit connection(const std::string& address);
     ~connection();
 
     // Calls `Method` (proto/methods.hpp) with its request; returns its result.
@@ -75,7 +81,7 @@ class connection {
 
 class session {
   public:
-    explicit session(const std::string& socket_path);
+    explicit session(const std::string& address);  // as connection's
     ~session();
 
     // Sends a request of `Method` (proto/methods.hpp) and returns its id, to match the response

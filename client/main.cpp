@@ -10,6 +10,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 
 namespace {
 
@@ -25,6 +26,7 @@ int main(int argc, char** argv) {
 
     client_context ctx;
     ctx.socket = ralph::paths::default_socket().string();
+    if (const char* host = std::getenv("RALPH_HOST"); host && *host) ctx.socket = host;
     ctx.colour = stdout_wants_colour();
 
     CLI::App app;

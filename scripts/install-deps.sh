@@ -18,6 +18,7 @@ packages=(
     clang-format  # scripts/format.sh --check in CI
     libjs-chart.js  # the dashboard's charts, built into ralphd
     chromium nodejs  # the dashboard's browser tests (puppeteer-core, from npm by scripts/test.sh)
+    openssh-client openssh-server  # ralphctl --host ssh://; a real sshd in the tests
 )
 
 missing=()

@@ -14,7 +14,7 @@ namespace ralph::client {
 
 // What every command gets from the global options.
 struct client_context {
-    std::string socket;   // --socket
+    std::string socket;   // --socket or --host: a socket path, unix://PATH or ssh://[USER@]HOST
     bool json = false;    // --json: one JSON document on stdout instead of human output
     bool colour = false;  // human output may use colours
     int exit_code = 0;    // set by the command that ran
@@ -29,6 +29,7 @@ void register_control_commands(CLI::App& app, client_context& ctx);
 void register_daemon_command(CLI::App& app, client_context& ctx);
 void register_agents_command(CLI::App& app, client_context& ctx);
 void register_steer_command(CLI::App& app, client_context& ctx);
+void register_dial_stdio_command(CLI::App& app, client_context& ctx);
 void register_init_command(CLI::App& app, client_context& ctx);
 void register_scheduler_command(CLI::App& app, client_context& ctx);
 void register_budget_command(CLI::App& app, client_context& ctx);

@@ -276,6 +276,86 @@ def require_root(why="to act as another user"):
         skip_test("needs root " + why)
 
 
+def free_tcp_port():
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class SshServer:
+    """A real OpenSSH server (Debian's sshd) on 127.0.0.1 and a free port, for one test: its host
+    key and the client's key made here with ssh-keygen, its own sshd_config (public-key login of
+    the current user only, no PAM), and a client configuration that trusts that host key alone
+    (StrictHostKeyChecking against the known_hosts written here). `session_env` is set in every
+    session (sshd's SetEnv): e.g. PATH with the build's ralphctl and RALPH_SOCKET of a test
+    daemon. For ralphctl: `address` (ssh://USER@127.0.0.1:PORT) and `ssh_command` (for
+    RALPH_SSH_COMMAND). Needs root (sshd's privilege separation) and /usr/sbin/sshd."""
+
+    SSHD = "/usr/sbin/sshd"
+
+    def __init__(self, parent, session_env):
+        require_root("to run sshd")
+        if not os.access(self.SSHD, os.X_OK):
+            skip_test("needs %s (openssh-server)" % self.SSHD)
+        os.makedirs("/run/sshd", mode=0o755, exist_ok=True)  # its privilege separation dir
+        self.dir = tempfile.mkdtemp(prefix="sshd-", dir=parent)
+        for name in ("host_key", "client_key", "other_key"):
+            subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name, "-f",
+                            os.path.join(self.dir, name)], check=True, stdin=subprocess.DEVNULL)
+        self.port = free_tcp_port()
+        user = pwd_name()
+        shutil.copy(os.path.join(self.dir, "client_key.pub"),
+                    os.path.join(self.dir, "authorized_keys"))
+        env = " ".join("%s=%s" % item for item in session_env.items())
+        write_text(os.path.join(self.dir, "sshd_config"), "\n".join([
+            "Port %d" % self.port, "ListenAddress 127.0.0.1",
+            "HostKey " + os.path.join(self.dir, "host_key"),
+            "AuthorizedKeysFile " + os.path.join(self.dir, "authorized_keys"),
+            "AllowUsers " + user, "PermitRootLogin prohibit-password", "UsePAM no",
+            "PasswordAuthentication no", "KbdInteractiveAuthentication no", "StrictModes no",
+            "PidFile none", "LogLevel VERBOSE", "SetEnv " + env, ""]))
+        with open(os.path.join(self.dir, "host_key.pub")) as f:
+            host_key = " ".join(f.read().split()[:2])
+        write_text(os.path.join(self.dir, "known_hosts"),
+                   "[127.0.0.1]:%d %s\n" % (self.port, host_key))
+        self.ssh_config = os.path.join(self.dir, "ssh_config")
+        self.write_client_config("client_key")
+        self.log = os.path.join(self.dir, "sshd.log")
+        with open(self.log, "wb") as log:
+            self.proc = subprocess.Popen([self.SSHD, "-D", "-e", "-f",
+                                          os.path.join(self.dir, "sshd_config")],
+                                         stdin=subprocess.DEVNULL, stdout=log,
+                                         stderr=subprocess.STDOUT, start_new_session=True)
+        wait_until(self._listening, 10, "sshd to listen on port %d" % self.port)
+        self.address = "ssh://%s@127.0.0.1:%d" % (user, self.port)
+        self.ssh_command = "ssh -F " + self.ssh_config
+
+    def write_client_config(self, key):
+        """The client's configuration, logging in with `key` (client_key is authorized,
+        other_key is not)."""
+        write_text(self.ssh_config, "\n".join([
+            "Host *", "IdentityFile " + os.path.join(self.dir, key), "IdentitiesOnly yes",
+            "UserKnownHostsFile " + os.path.join(self.dir, "known_hosts"),
+            "GlobalKnownHostsFile /dev/null", "StrictHostKeyChecking yes", "LogLevel ERROR", ""]))
+
+    def _listening(self):
+        if self.proc.poll() is not None:
+            raise AssertionError("sshd exited: " + read_text(self.log))
+        with socket.socket() as s:
+            return s.connect_ex(("127.0.0.1", self.port)) == 0
+
+    def stop(self):
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(timeout=10)
+
+
+def pwd_name():
+    import pwd
+    return pwd.getpwuid(os.geteuid()).pw_name
+
+
 def require_bubblewrap():
     """Skips (or fails under CI) unless bwrap can sandbox here."""
     bwrap = shutil.which("bwrap")

@@ -15,20 +15,14 @@ without them the test fails, saying so.
 
 import os
 import shutil
-import socket
 import subprocess
 
-from harness import DaemonTestCase, fake_agent_bin, main, make_workspace, read_text, scaled
+from harness import (DaemonTestCase, fake_agent_bin, free_tcp_port, main, make_workspace,
+                     read_text, scaled)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BROWSER = os.path.join(HERE, "..", "browser")
 CHROMIUM = "/usr/bin/chromium"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class DashboardTest(DaemonTestCase):
@@ -39,7 +33,7 @@ class DashboardTest(DaemonTestCase):
                         "the browser tests need node and %s (scripts/install-deps.sh)" % CHROMIUM)
         self.assertTrue(os.path.isdir(os.path.join(BROWSER, "node_modules", "puppeteer-core")),
                         "run `npm ci --prefix tests/browser` (scripts/test.sh does)")
-        port = free_port()
+        port = free_tcp_port()
         d = self.new_daemon_unstarted(extra_args=["--listen", "127.0.0.1:%d" % port])
         d.env["PATH"] = fake_agent_bin(d.root) + ":" + d.env["PATH"]
         d.start()

@@ -15,15 +15,14 @@ import json
 import os
 import shutil
 import signal
-import socket
 import sqlite3
 import ssl
 import subprocess
 import tempfile
 import threading
 
-from harness import (DaemonTestCase, RpcError, agent_command, main, scaled, wait_until,
-                     write_text)
+from harness import (DaemonTestCase, RpcError, agent_command, free_tcp_port, main, scaled,
+                     wait_until, write_text)
 
 FORMAT_PATHS = {
     "generic": "/generic",
@@ -238,9 +237,7 @@ class NotificationTest(DaemonTestCase):
 
     def test_links_lead_to_the_dashboard_with_listen(self):
         r = self.receiver()
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
+        port = free_tcp_port()
         d = self.notify_daemon([r.url("/generic"), r.url("/ntfy/night", "ntfy+")],
                                more_args=["--listen", "127.0.0.1:%d" % port])
         loop = d.submit(d.workspace(), agent_command("count-to-complete.sh", "1"))

@@ -11,17 +11,11 @@ old one and its cookie stop working); the Unix socket needs no token."""
 import http.client
 import json
 import os
-import socket
 import stat
 import time
 
-from harness import DaemonTestCase, UnixHTTPConnection, WebSocket, main, read_text, scaled
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from harness import (DaemonTestCase, UnixHTTPConnection, WebSocket, free_tcp_port, main,
+                     read_text, scaled)
 
 
 RPC_INFO = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "daemon.info"})
@@ -30,7 +24,7 @@ RPC_INFO = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "daemon.info"})
 class WebGateTest(DaemonTestCase):
 
     def setUp(self):
-        self.port = free_port()
+        self.port = free_tcp_port()
         self.d = self.daemon(extra_args=["--listen", "127.0.0.1:%d" % self.port])
         self.token = read_text(os.path.join(os.path.dirname(self.d.db), "web-token")).strip()
 

@@ -1,0 +1,53 @@
+// `ralphctl --host ssh://[USER@]HOST[:PORT]`: a remote ralphd reached Docker's way. The system's
+// ssh runs `ralphctl dial-stdio` on the host, which bridges its stdin and stdout to the ralphd
+// there; this end of ssh's stdin/stdout is a socket, on which the client speaks the same HTTP and
+// WebSocket as to a local daemon. ssh does the rest: keys, agent, ~/.ssh/config, known hosts,
+// ControlMaster. $RALPH_SSH_COMMAND replaces `ssh` (words split as a shell would, never run
+// through one), as GIT_SSH_COMMAND does for git.
+#pragma once
+
+#include "common/unique_fd.hpp"
+
+#include <sys/types.h>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ralph::client {
+
+inline constexpr std::string_view ssh_scheme = "ssh://";
+
+struct ssh_address {
+    std::string user;  // "" = ssh's choice (~/.ssh/config, else the local user)
+    std::string host;
+    std::string port;  // "" = ssh's choice
+};
+// Parses "ssh://[USER@]HOST[:PORT]" (HOST may be "[v6]"); a client_error (usage) says what is
+// wrong, also for a user or host that ssh would take for an option.
+ssh_address parse_ssh_address(std::string_view address);
+
+// The ssh command that runs `ralphctl dial-stdio` on `address`'s host.
+std::vector<std::string> ssh_dial_command(const ssh_address& address);
+
+// The ssh process of one connection. Its stderr is ralphctl's: ssh's own messages (host key,
+// authentication, "command not found") reach the user as ssh wrote them.
+class ssh_dial {
+  public:
+    explicit ssh_dial(const ssh_address& address);
+    ~ssh_dial();
+    ssh_dial(const ssh_dial&) = delete;
+    ssh_dial& operator=(const ssh_dial&) = delete;
+
+    // This end of ssh's stdin and stdout, for the caller to own.
+    int take_socket() { return socket_.release(); }
+    // Why the connection ended, when ssh did: its exit status (after a short wait for it).
+    std::string failure();
+
+  private:
+    pid_t pid_ = -1;
+    unique_fd socket_;
+    int status_ = -1;  // waitpid's, once ssh was reaped
+};
+
+}  // namespace ralph::client

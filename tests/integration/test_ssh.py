@@ -1,0 +1,111 @@
+"""ralphctl against a ralphd on another host, Docker's way: `--host ssh://USER@HOST:PORT` runs the
+system's ssh, which runs `ralphctl dial-stdio` there (client/ssh_dial.hpp).
+
+A real OpenSSH server (harness.SshServer: sshd on 127.0.0.1, keys made by the test, the client
+trusting that host key only) whose sessions have the build's ralphctl on PATH and RALPH_SOCKET
+of a test daemon. Submit, `tail -f` byte-exact against the daemon's stored output, list and
+cancel go over ssh; `RALPH_HOST` does what `--host` does; `unix://PATH` names a socket; an
+authentication refused, a remote daemon down and a host without ralphctl exit 3 with ssh's or
+the remote ralphctl's own message.
+"""
+
+import base64
+import json
+import os
+
+from harness import DaemonTestCase, SshServer, main, make_workspace, RALPHCTL
+
+BUILD_CLIENT = os.path.dirname(os.path.abspath(RALPHCTL)) if RALPHCTL else ""
+
+
+class SshTest(DaemonTestCase):
+
+    def setUp(self):
+        self.d = self.daemon()
+        self.server = self.ssh_server(self.d, BUILD_CLIENT + ":/usr/bin:/bin")
+
+    def ssh_server(self, d, path):
+        server = SshServer(d.root, {"PATH": path, "RALPH_SOCKET": d.socket})
+        self.addCleanup(server.stop)
+        return server
+
+    def remote(self, *args, server=None, env=None, **kwargs):
+        """ralphctl --host ssh://… ARGS, with the test's ssh configuration."""
+        server = server or self.server
+        more = {"RALPH_SSH_COMMAND": server.ssh_command, "RALPH_SOCKET": None}
+        more.update(env or {})
+        return self.d.ctl("--host", server.address, *args, env=more, check=False, **kwargs)
+
+    def stored_output(self, loop_id):
+        page = self.d.call("loop.output", {"id": loop_id, "encoding": "base64",
+                                           "max_bytes": 4 << 20})
+        return base64.b64decode(page["data"])
+
+    def test_submit_tail_list_cancel_over_ssh(self):
+        ws = make_workspace(self.d.work_dir)
+        # 300 KB of output in many writes, and bytes that are not UTF-8.
+        command = ("/bin/sh -c 'head -c 225000 /dev/urandom | base64; printf \"\\377\\376\\n\"; "
+                   "echo \"<promise>COMPLETE</promise>\"'")
+        submitted = self.remote("--json", "submit", "--workspace", ws, "--command", command,
+                                "--max-iterations", "1")
+        self.assertEqual(submitted.returncode, 0, submitted.stderr)
+        loop_id = json.loads(submitted.stdout)["loop"]["id"]
+        tail = self.remote("tail", "-f", "--raw", str(loop_id), text=False)
+        self.assertEqual(tail.returncode, 0, tail.stderr)
+        self.assertEqual(self.d.get(loop_id)["state"], "completed")
+        stored = self.stored_output(loop_id)
+        self.assertGreater(len(stored), 300000)
+        self.assertEqual(tail.stdout, stored)
+
+        # RALPH_HOST instead of --host; a cancel over ssh is applied once.
+        sleeper = self.d.submit(ws, "/bin/sh -c 'echo started; exec sleep 300'")
+        self.d.wait_state(sleeper["id"], "running")
+        env = {"RALPH_SSH_COMMAND": self.server.ssh_command, "RALPH_SOCKET": None,
+               "RALPH_HOST": self.server.address}
+        listed = self.d.ctl("--json", "list", env=env, check=False)
+        self.assertEqual(listed.returncode, 0, listed.stderr)
+        self.assertEqual({loop["id"] for loop in json.loads(listed.stdout)["loops"]},
+                         {loop_id, sleeper["id"]})
+        cancelled = self.d.ctl("cancel", str(sleeper["id"]), env=env, check=False)
+        self.assertEqual(cancelled.returncode, 0, cancelled.stderr)
+        self.assertEqual(self.d.wait_state(sleeper["id"], "cancelled")["state"], "cancelled")
+        again = self.d.ctl("cancel", str(sleeper["id"]), env=env, check=False)
+        self.assertEqual(again.returncode, 1)
+        self.assertIn("already", again.stderr)
+
+        # unix://PATH is the socket itself.
+        local = self.d.ctl("--host", "unix://" + self.d.socket, "list", check=False,
+                           env={"RALPH_SOCKET": None})
+        self.assertEqual(local.returncode, 0, local.stderr)
+
+    def test_ssh_failures_exit_3_with_ssh_s_message(self):
+        # A key the server does not accept.
+        self.server.write_client_config("other_key")
+        refused = self.remote("list")
+        self.assertEqual(refused.returncode, 3, refused.stderr)
+        self.assertIn("Permission denied", refused.stderr)
+        self.assertIn("ssh exited with status 255", refused.stderr)
+        self.server.write_client_config("client_key")
+
+        # A host where ralphctl is not on PATH.
+        bare = self.ssh_server(self.d, "/usr/bin:/bin")
+        missing = self.remote("list", server=bare)
+        self.assertEqual(missing.returncode, 3, missing.stderr)
+        self.assertIn("ralphctl", missing.stderr)
+        self.assertIn("not found", missing.stderr)
+
+        # The remote daemon is down: the remote ralphctl says so, through ssh.
+        self.d.stop()
+        down = self.remote("list")
+        self.assertEqual(down.returncode, 3, down.stderr)
+        self.assertIn("ralphd is not running", down.stderr)
+        self.assertIn("ssh exited with status 3", down.stderr)
+
+        # An address ssh would take for an option is refused before anything runs.
+        bad = self.d.ctl("--host", "ssh://-oProxyCommand=touch", "list", check=False)
+        self.assertEqual(bad.returncode, 2)
+        self.assertIn("is not a user or host name", bad.stderr)
+
+
+if __name__ == "__main__":
+    main()
