@@ -1,5 +1,6 @@
 #include "client/cli.hpp"
 
+#include "client/hosts.hpp"
 #include "proto/version.hpp"
 
 #include <fmt/format.h>
@@ -35,6 +36,7 @@ constexpr command_entry commands[] = {
     {"doctor", register_doctor_command},
     {"notify", register_notify_command},
     {"web", register_web_command},
+    {"hosts", register_hosts_command},
     {"mcp", register_mcp_command},
     {"dial-stdio", register_dial_stdio_command},
     {"completion", register_completion_command},
@@ -80,10 +82,15 @@ void define_cli(CLI::App& app, client_context& ctx, std::string_view command) {
     // Global options may also come after the command: `ralphctl list --json`.
     app.fallthrough();
     app.require_subcommand(1);
-    app.add_option("--socket,--host", ctx.socket,
-                   "ralphd's socket, or its address: unix://PATH, ssh://[USER@]HOST[:PORT] "
-                   "(over ssh; $RALPH_HOST, else $RALPH_SOCKET, overrides the default)")
-        ->capture_default_str();
+    auto* socket = app.add_option("--socket", ctx.socket,
+                                  "ralphd's socket ($RALPH_SOCKET overrides the default)")
+                       ->capture_default_str();
+    app.add_option("--host", ctx.socket,
+                   "The ralphd to talk to: a name of the hosts file, ssh://[USER@]HOST[:PORT] "
+                   "(over ssh) or unix://PATH ($RALPH_HOST)")
+        ->transform(
+            [&ctx](const std::string& value) { return resolve_host(value, ctx.local_socket); })
+        ->excludes(socket);
     app.add_flag("--json", ctx.json, "Print JSON documents instead of human output");
     register_commands(app, ctx, command);
 }

@@ -2,6 +2,7 @@
 // (CLI11), runs it and turns every failure into a message on stderr and an exit code (SPEC §7):
 // 0 ok, 1 failure, 2 usage error, 3 daemon unreachable, 130 Ctrl-C.
 #include "client/cli.hpp"
+#include "client/hosts.hpp"
 #include "client/output.hpp"
 #include "common/paths.hpp"
 
@@ -25,14 +26,16 @@ int main(int argc, char** argv) {
     std::signal(SIGINT, on_interrupt);
 
     client_context ctx;
-    ctx.socket = ralph::paths::default_socket().string();
-    if (const char* host = std::getenv("RALPH_HOST"); host && *host) ctx.socket = host;
+    ctx.local_socket = ctx.socket = ralph::paths::default_socket().string();
     ctx.colour = stdout_wants_colour();
 
     CLI::App app;
     define_cli(app, ctx, command_word(argc, argv));
 
     try {
+        // $RALPH_HOST is the default; --socket or --host on the command line replaces it.
+        if (const char* host = std::getenv("RALPH_HOST"); host && *host)
+            ctx.socket = resolve_host(host, ctx.local_socket);
         // The chosen command runs inside parse(), from its callback, once all options are read.
         app.parse(argc, argv);
         return ctx.exit_code;

@@ -101,13 +101,22 @@ std::string socket_directory_problem(const fs::path& dir) {
 
 fs::path default_database() { return default_state_directory() / "ralph.db"; }
 
-fs::path default_config() {
+namespace {
+
+// `name` in ralph's configuration directory.
+fs::path config_file(const char* name) {
     if (auto config = env_or_empty("XDG_CONFIG_HOME"); !config.empty())
-        return fs::path(config) / "ralph" / "ralphd.conf";
+        return fs::path(config) / "ralph" / name;
     if (auto home = env_or_empty("HOME"); !home.empty())
-        return fs::path(home) / ".config" / "ralph" / "ralphd.conf";
+        return fs::path(home) / ".config" / "ralph" / name;
     return {};
 }
+
+}  // namespace
+
+fs::path default_config() { return config_file("ralphd.conf"); }
+
+fs::path default_hosts_file() { return config_file("hosts"); }
 
 void make_private_directory(const fs::path& dir) {
     std::error_code ec;

@@ -38,6 +38,9 @@ std::filesystem::path default_database();
 // ralphd's config file: $XDG_CONFIG_HOME/ralph/ralphd.conf, else ~/.config/ralph/ralphd.conf;
 // empty when neither variable is set.
 std::filesystem::path default_config();
+// ralphctl's named hosts (client/hosts.hpp): $XDG_CONFIG_HOME/ralph/hosts, else
+// ~/.config/ralph/hosts; empty when neither variable is set.
+std::filesystem::path default_hosts_file();
 
 // Creates `dir` (and parents) and makes sure the last component is a directory (not a link)
 // owned by us with mode 0700. Throws std::runtime_error naming the directory, its owner and what

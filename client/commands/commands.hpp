@@ -14,10 +14,11 @@ namespace ralph::client {
 
 // What every command gets from the global options.
 struct client_context {
-    std::string socket;   // --socket or --host: a socket path, unix://PATH or ssh://[USER@]HOST
-    bool json = false;    // --json: one JSON document on stdout instead of human output
-    bool colour = false;  // human output may use colours
-    int exit_code = 0;    // set by the command that ran
+    std::string socket;  // --socket or --host: a socket path, unix://PATH or ssh://[USER@]HOST
+    std::string local_socket;  // this machine's daemon (the default socket): host `local`
+    bool json = false;         // --json: one JSON document on stdout instead of human output
+    bool colour = false;       // human output may use colours
+    int exit_code = 0;         // set by the command that ran
 };
 
 void register_submit_command(CLI::App& app, client_context& ctx);
@@ -30,6 +31,7 @@ void register_daemon_command(CLI::App& app, client_context& ctx);
 void register_agents_command(CLI::App& app, client_context& ctx);
 void register_steer_command(CLI::App& app, client_context& ctx);
 void register_dial_stdio_command(CLI::App& app, client_context& ctx);
+void register_hosts_command(CLI::App& app, client_context& ctx);
 void register_init_command(CLI::App& app, client_context& ctx);
 void register_scheduler_command(CLI::App& app, client_context& ctx);
 void register_budget_command(CLI::App& app, client_context& ctx);

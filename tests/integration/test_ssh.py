@@ -13,7 +13,8 @@ import base64
 import json
 import os
 
-from harness import DaemonTestCase, SshServer, main, make_workspace, RALPHCTL
+from harness import (RALPHCTL, DaemonTestCase, SshServer, free_tcp_port, main, make_workspace,
+                     write_text)
 
 BUILD_CLIENT = os.path.dirname(os.path.abspath(RALPHCTL)) if RALPHCTL else ""
 
@@ -77,6 +78,41 @@ class SshTest(DaemonTestCase):
         local = self.d.ctl("--host", "unix://" + self.d.socket, "list", check=False,
                            env={"RALPH_SOCKET": None})
         self.assertEqual(local.returncode, 0, local.stderr)
+
+    def test_named_hosts_and_ralphctl_hosts(self):
+        hosts_file = os.path.join(self.d.config_dir, "ralph", "hosts")
+        os.makedirs(os.path.dirname(hosts_file), exist_ok=True)
+        write_text(hosts_file, "# the fleet\nbuild  %s   # over ssh\n\ngone ssh://127.0.0.1:%d\n"
+                   % (self.server.address, free_tcp_port()))
+        env = {"RALPH_SSH_COMMAND": self.server.ssh_command}
+        loop = self.d.submit(make_workspace(self.d.work_dir), "/bin/echo hi", max_iterations=1)
+        by_name = self.d.ctl("--json", "--host", "build", "list", env=env, check=False)
+        self.assertEqual(by_name.returncode, 0, by_name.stderr)
+        self.assertEqual([l["id"] for l in json.loads(by_name.stdout)["loops"]], [loop["id"]])
+        from_env = self.d.ctl("--json", "list", env=dict(env, RALPH_HOST="build"), check=False)
+        self.assertEqual(from_env.returncode, 0, from_env.stderr)
+
+        hosts = self.d.ctl("--json", "hosts", env=env, check=False)
+        self.assertEqual(hosts.returncode, 3, hosts.stderr)  # one host is down
+        answers = {h["name"]: h for h in json.loads(hosts.stdout)["hosts"]}
+        self.assertEqual(list(answers), ["local", "build", "gone"])
+        self.assertTrue(answers["local"]["reachable"] and answers["build"]["reachable"])
+        self.assertEqual(answers["build"]["daemon"]["pid"], self.d.pid)
+        self.assertIn("demo", answers["build"]["agents"])
+        self.assertEqual(answers["build"]["scheduler"]["paused"], False)
+        self.assertFalse(answers["gone"]["reachable"])
+        self.assertIn("ssh exited with status 255", answers["gone"]["error"])
+        table = self.d.ctl("hosts", env=env, check=False)
+        self.assertRegex(table.stdout, r"(?m)^build +ssh://\S+ +up +\S+ +running +\d+/1 +\S*demo")
+        self.assertRegex(table.stdout, r"(?m)^gone +ssh://\S+ +down +- +- +- +lost the connection")
+
+        unknown = self.d.ctl("--host", "nowhere", "list", env=env, check=False)
+        self.assertEqual(unknown.returncode, 2)
+        self.assertIn("no host named 'nowhere' (known: local, build, gone)", unknown.stderr)
+        write_text(hosts_file, "build\n")
+        broken = self.d.ctl("hosts", env=env, check=False)
+        self.assertEqual(broken.returncode, 2)
+        self.assertIn("hosts:1: expected NAME ADDRESS", broken.stderr)
 
     def test_ssh_failures_exit_3_with_ssh_s_message(self):
         # A key the server does not accept.

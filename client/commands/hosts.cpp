@@ -1,0 +1,105 @@
+// `ralphctl hosts`: every daemon of the hosts file (client/hosts.hpp) and `local`, asked at once
+// (daemon.info, scheduler.get, agents.list), each within hosts_timeout: reachable (or, last,
+// why not), versions, the scheduler's state, loops running of the most that may, the agents
+// found.
+// Exit 3 when a host could not be reached. With --json {"hosts": [...]}.
+#include "client/commands/commands.hpp"
+
+#include "client/connection.hpp"
+#include "client/hosts.hpp"
+#include "client/output.hpp"
+#include "common/text.hpp"
+#include "proto/methods.hpp"
+
+#include <fmt/format.h>
+
+namespace ralph::client {
+namespace {
+
+constexpr std::chrono::seconds hosts_timeout{10};
+
+struct host_status {
+    proto::daemon_info info;
+    proto::scheduler_state scheduler;
+    std::vector<std::string> agents;  // found on the host
+};
+
+host_status ask_host(const host_entry& host) {
+    connection daemon(host.address);
+    host_status status;
+    status.info = daemon.call<proto::method::daemon_info>({});
+    status.scheduler = daemon.call<proto::method::scheduler_get>({});
+    for (const auto& agent : daemon.call<proto::method::agents_list>({}).agents)
+        if (!agent.path.empty()) status.agents.push_back(agent.name);
+    return status;
+}
+
+std::string scheduler_text(const proto::scheduler_state& scheduler) {
+    if (scheduler.settings.paused) return "paused";
+    if (!scheduler.window_open) return "window " + scheduler.settings.window + " closed";
+    return "running";
+}
+
+int run_hosts(const client_context& ctx) {
+    const std::vector<host_entry> hosts = read_hosts(ctx.local_socket);
+    const auto answers = ask_hosts<host_status>(
+        hosts, std::chrono::duration_cast<std::chrono::milliseconds>(hosts_timeout), ask_host);
+    bool all_up = true;
+    for (const auto& answer : answers) all_up = all_up && answer.result.has_value();
+    if (ctx.json) {
+        nlohmann::json list = nlohmann::json::array();
+        for (std::size_t i = 0; i < hosts.size(); ++i) {
+            nlohmann::json entry{{"name", hosts[i].name},
+                                 {"address", hosts[i].address},
+                                 {"reachable", answers[i].result.has_value()},
+                                 {"error", answers[i].error}};
+            if (const auto& status = answers[i].result) {
+                entry["daemon"] = status->info;
+                entry["scheduler"] = status->scheduler;
+                entry["agents"] = status->agents;
+            }
+            list.push_back(std::move(entry));
+        }
+        print_json({{"hosts", std::move(list)}});
+        return all_up ? exit_code::ok : exit_code::unreachable;
+    }
+    table rows({{"HOST"},
+                {"ADDRESS"},
+                {"STATE"},
+                {"VERSION"},
+                {"SCHEDULER"},
+                {"RUNNING", true},
+                {"AGENTS"}});
+    for (std::size_t i = 0; i < hosts.size(); ++i) {
+        rows.add(hosts[i].name);
+        rows.add(hosts[i].address);
+        const auto& status = answers[i].result;
+        if (!status) {
+            rows.add("down", colour::red);
+            rows.add("-");
+            rows.add("-");
+            rows.add("-");
+            rows.add(answers[i].error);
+        } else {
+            rows.add("up", colour::green);
+            rows.add(status->info.version);
+            rows.add(scheduler_text(status->scheduler));
+            rows.add_format("{}/{}", status->scheduler.running, status->info.max_concurrent);
+            rows.add(status->agents.empty() ? "none" : text::join_words(status->agents, ","));
+        }
+    }
+    fmt::memory_buffer out;
+    rows.render(out, ctx.colour);
+    write_stdout(out);
+    return all_up ? exit_code::ok : exit_code::unreachable;
+}
+
+}  // namespace
+
+void register_hosts_command(CLI::App& app, client_context& ctx) {
+    auto* cmd = app.add_subcommand(
+        "hosts", "Every daemon of the hosts file and local: reachable, version, scheduler, agents");
+    cmd->callback([&ctx] { ctx.exit_code = run_hosts(ctx); });
+}
+
+}  // namespace ralph::client
