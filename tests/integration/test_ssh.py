@@ -86,6 +86,7 @@ class SshTest(DaemonTestCase):
                    % (self.server.address, free_tcp_port()))
         env = {"RALPH_SSH_COMMAND": self.server.ssh_command}
         loop = self.d.submit(make_workspace(self.d.work_dir), "/bin/echo hi", max_iterations=1)
+        self.d.wait_state(loop["id"], "exhausted")
         by_name = self.d.ctl("--json", "--host", "build", "list", env=env, check=False)
         self.assertEqual(by_name.returncode, 0, by_name.stderr)
         self.assertEqual([l["id"] for l in json.loads(by_name.stdout)["loops"]], [loop["id"]])
@@ -105,6 +106,18 @@ class SshTest(DaemonTestCase):
         table = self.d.ctl("hosts", env=env, check=False)
         self.assertRegex(table.stdout, r"(?m)^build +ssh://\S+ +up +\S+ +running +\d+/1 +\S*demo")
         self.assertRegex(table.stdout, r"(?m)^gone +ssh://\S+ +down +- +- +- +lost the connection")
+
+        # Every host's loops in one list (here local and build are the same daemon).
+        fleet = self.d.ctl("--json", "list", "--all-hosts", env=env, check=False)
+        self.assertEqual(fleet.returncode, 3, fleet.stderr)
+        listed = json.loads(fleet.stdout)
+        self.assertEqual(sorted((l["host"], l["id"]) for l in listed["loops"]),
+                         [("build", loop["id"]), ("local", loop["id"])])
+        self.assertEqual([u["host"] for u in listed["unreachable"]], ["gone"])
+        self.assertIn("ralphctl: gone (ssh://127.0.0.1:", fleet.stderr)
+        fleet_table = self.d.ctl("list", "--all-hosts", env=env, check=False)
+        self.assertRegex(fleet_table.stdout, r"(?m)^HOST +ID +NAME +STATE")
+        self.assertRegex(fleet_table.stdout, r"(?m)^build +%d +it-loop +exhausted" % loop["id"])
 
         unknown = self.d.ctl("--host", "nowhere", "list", env=env, check=False)
         self.assertEqual(unknown.returncode, 2)
