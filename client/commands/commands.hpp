@@ -16,6 +16,7 @@ namespace ralph::client {
 struct client_context {
     std::string socket;  // --socket or --host: a socket path, unix://PATH or ssh://[USER@]HOST
     std::string local_socket;  // this machine's daemon (the default socket): host `local`
+    std::string id_host;       // the host a qualified loop id named ("" = none)
     bool json = false;         // --json: one JSON document on stdout instead of human output
     bool colour = false;       // human output may use colours
     int exit_code = 0;         // set by the command that ran
@@ -66,6 +67,9 @@ int follow_loops(const client_context& ctx, const std::vector<std::int64_t>& ids
 // Validators shared by the commands (options.cpp); a failure is a usage error (exit 2).
 // A whole number >= 0.
 CLI::Validator non_negative();
+// A loop id: "17", or "HOST:17", loop 17 of a host of the hosts file (as `list --all-hosts`
+// prints it), whose address then replaces ctx.socket; the ids of one command name one host.
+CLI::Validator loop_id(client_context& ctx);
 // "90", "90s", "15m", "2h", "1d": replaced by the number of seconds (give the option
 // type_name("DURATION")).
 CLI::Validator duration_seconds();

@@ -48,7 +48,9 @@ void add_id_command(CLI::App& app, client_context& ctx, const char* name, const 
                     int (*run)(const client_context&, std::int64_t)) {
     auto id = std::make_shared<std::int64_t>(0);
     auto* cmd = app.add_subcommand(name, description);
-    cmd->add_option("id", *id, "Loop id")->required();
+    cmd->add_option("id", *id, "Loop id (HOST:ID for another host's)")
+        ->required()
+        ->transform(loop_id(ctx));
     cmd->callback([&ctx, id, run] { ctx.exit_code = run(ctx, *id); });
 }
 

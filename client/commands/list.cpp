@@ -116,17 +116,21 @@ void print_table(const client_context& ctx, const std::vector<proto::loop_info>&
                  const std::vector<std::string>& hosts = {}) {
     std::vector<table::column> columns;
     if (!hosts.empty()) columns.push_back({"HOST"});
+    columns.push_back({"ID", hosts.empty()});
     for (const table::column& column :
-         {table::column{"ID", true}, table::column{"NAME"}, table::column{"STATE"},
-          table::column{"ITER", true}, table::column{"AGENT"}, table::column{"AGE", true},
-          table::column{"WORKSPACE"}})
+         {table::column{"NAME"}, table::column{"STATE"}, table::column{"ITER", true},
+          table::column{"AGENT"}, table::column{"AGE", true}, table::column{"WORKSPACE"}})
         columns.push_back(column);
     table rows(std::move(columns));
     const std::int64_t now = text::now_ms();
     for (std::size_t i = 0; i < loops.size(); ++i) {
         const proto::loop_info& loop = loops[i];
-        if (!hosts.empty()) rows.add(hosts[i]);
-        rows.add_format("{}", loop.id);
+        if (hosts.empty()) {
+            rows.add_format("{}", loop.id);
+        } else {
+            rows.add(hosts[i]);
+            rows.add_format("{}:{}", hosts[i], loop.id);  // as commands take it
+        }
         rows.add(loop.spec.name.empty() ? "-" : loop.spec.name);
         rows.add(std::string(proto::to_string(loop.state)), state_colour(loop.state));
         if (loop.spec.max_iterations == 0)

@@ -2,6 +2,8 @@
 // converting it, and turns a non-empty answer into a usage error naming the option.
 #include "client/commands/commands.hpp"
 
+#include "client/hosts.hpp"
+#include "client/output.hpp"
 #include "common/text.hpp"
 
 #include <fmt/format.h>
@@ -21,6 +23,34 @@ CLI::Validator non_negative() {
             return {};
         },
         "N>=0");
+}
+
+CLI::Validator loop_id(client_context& ctx) {
+    return CLI::Validator(
+        [&ctx](std::string& value) -> std::string {
+            const auto colon = value.rfind(':');
+            if (colon != std::string::npos) {
+                const std::string host = value.substr(0, colon);
+                if (!ctx.id_host.empty() && ctx.id_host != host)
+                    return fmt::format(
+                        "loops of two hosts ({}, {}) in one command: run it once "
+                        "per host",
+                        ctx.id_host, host);
+                try {
+                    ctx.socket = resolve_host(host, ctx.local_socket);
+                } catch (const client_error& e) {
+                    return e.what();
+                }
+                ctx.id_host = host;
+                value = value.substr(colon + 1);
+            }
+            std::int64_t id = 0;
+            const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), id);
+            if (ec != std::errc() || end != value.data() + value.size())
+                return fmt::format("'{}' is not a loop id (17, or HOST:17)", value);
+            return {};
+        },
+        "ID");
 }
 
 CLI::Validator duration_seconds() {

@@ -293,7 +293,9 @@ void register_show_command(CLI::App& app, client_context& ctx) {
     };
     auto options = std::make_shared<show_options>();
     auto* cmd = app.add_subcommand("show", "Show a loop and its attempts");
-    cmd->add_option("id", options->id, "Loop id")->required();
+    cmd->add_option("id", options->id, "Loop id (HOST:ID for another host's)")
+        ->required()
+        ->transform(loop_id(ctx));
     cmd->add_flag("--events", options->events,
                   "Also list what the agent did: text, tool calls, results, errors, usage");
     cmd->callback([&ctx, options] { ctx.exit_code = run_show(ctx, options->id, options->events); });

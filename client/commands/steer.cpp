@@ -34,7 +34,9 @@ int run_steer(const client_context& ctx, const steer_options& options) {
 void register_steer_command(CLI::App& app, client_context& ctx) {
     auto options = std::make_shared<steer_options>();
     auto* cmd = app.add_subcommand("steer", "Give a running loop a hint for its next iteration");
-    cmd->add_option("id", options->id, "Loop id")->required();
+    cmd->add_option("id", options->id, "Loop id (HOST:ID for another host's)")
+        ->required()
+        ->transform(loop_id(ctx));
     cmd->add_option("text", options->text, "The hint, added once to the next iteration's prompt")
         ->required();
     cmd->callback([&ctx, options] { ctx.exit_code = run_steer(ctx, *options); });

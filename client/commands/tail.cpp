@@ -291,8 +291,11 @@ int follow_loops(const client_context& ctx, const std::vector<std::int64_t>& ids
 void register_tail_command(CLI::App& app, client_context& ctx) {
     auto options = std::make_shared<tail_options>();
     auto* cmd = app.add_subcommand("tail", "Print the output of loops");
-    cmd->add_option("id", options->ids, "Loop ids; several are interleaved with [id] prefixes")
-        ->required();
+    cmd->add_option("id", options->ids,
+                    "Loop ids (HOST:ID for another host's); several are interleaved with [id] "
+                    "prefixes")
+        ->required()
+        ->transform(loop_id(ctx));
     cmd->add_flag("-f,--follow", options->follow,
                   "Keep printing new output until the loops end; exit 0 completed, "
                   "1 exhausted/failed/stalled, 130 cancelled or Ctrl-C");

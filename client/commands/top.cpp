@@ -508,7 +508,9 @@ void register_top_command(CLI::App& app, client_context& ctx) {
         "The live dashboard: every loop, the selected one's last attempt and output; keys to "
         "select, cancel, pause, resume");
     cmd->add_option("id", options->id,
-                    "The loop selected at start (default: the first running one)");
+                    "The loop selected at start (default: the first running one; HOST:ID for "
+                    "another host's)")
+        ->transform(loop_id(ctx));
     cmd->add_option("--interval", options->interval_s, "Seconds between refreshes")
         ->check(CLI::Range(0.1, 3600.0))
         ->capture_default_str();

@@ -117,7 +117,19 @@ class SshTest(DaemonTestCase):
         self.assertIn("ralphctl: gone (ssh://127.0.0.1:", fleet.stderr)
         fleet_table = self.d.ctl("list", "--all-hosts", env=env, check=False)
         self.assertRegex(fleet_table.stdout, r"(?m)^HOST +ID +NAME +STATE")
-        self.assertRegex(fleet_table.stdout, r"(?m)^build +%d +it-loop +exhausted" % loop["id"])
+        self.assertRegex(fleet_table.stdout,
+                         r"(?m)^build +build:%d +it-loop +exhausted" % loop["id"])
+        # The qualified id takes a command to the loop's host.
+        shown = self.d.ctl("--json", "show", "build:%d" % loop["id"], env=env, check=False)
+        self.assertEqual(shown.returncode, 0, shown.stderr)
+        self.assertEqual(json.loads(shown.stdout)["loop"]["id"], loop["id"])
+        tail = self.d.ctl("tail", "build:%d" % loop["id"], env=env, check=False)
+        self.assertEqual((tail.returncode, tail.stdout), (0, "hi\n"), tail.stderr)
+        gone = self.d.ctl("cancel", "gone:%d" % loop["id"], env=env, check=False)
+        self.assertEqual(gone.returncode, 3, gone.stderr)
+        mixed = self.d.ctl("tail", "build:1", "local:1", env=env, check=False)
+        self.assertEqual(mixed.returncode, 2)
+        self.assertIn("loops of two hosts (build, local) in one command", mixed.stderr)
 
         unknown = self.d.ctl("--host", "nowhere", "list", env=env, check=False)
         self.assertEqual(unknown.returncode, 2)

@@ -122,7 +122,8 @@ class TopTest(DaemonTestCase):
         screen.wait_for("cancel loop %d: now" % first["id"])
         d.wait_state(first["id"], ["cancelled"])
         d.wait_output_contains(second["id"], b"iteration 2 of 5 started")
-        shown = screen.wait_for("second-loop  running")
+        # Both rows, whichever frame shows them last (a frame may be read in halves).
+        shown = screen.wait_for("second-loop  running", "first-loop   cancelled")
         self.assertRegex(shown, r"%d\s+first-loop\s+cancelled" % first["id"])
 
         # The selection stayed on the cancelled loop, now below the running one: ↑ selects the
