@@ -6,6 +6,7 @@
 #include "daemon/server/http_rpc.hpp"
 
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -15,7 +16,7 @@ struct web_asset {
     std::string_view path;  // the URL path, "/" for the page itself
     std::string_view content_type;
     std::string_view etag;  // quoted, a hash of the body
-    std::string_view body;
+    std::string body;
 };
 
 // Every file served, generated at build time (web_assets.cpp).
