@@ -164,6 +164,8 @@ const main = document.getElementById('main');
 const connection = document.getElementById('connection');
 let current = null;  // {leave()} of the view shown
 let reconnect = null;
+let routing = false;    // a view is being drawn
+let rerouting = false;  // the address changed meanwhile: draw again once it is done
 
 function setLive(live) {
   connection.className = 'connection ' + (live ? 'live' : 'down');
@@ -181,7 +183,14 @@ function showError(where, error) {
   where.replaceChildren(el('p', {className: 'error'}, error.message));
 }
 
+// Draws the view of the address. One at a time: a change of address while a view reads its
+// data is drawn once that view is done, so no view ever draws over a newer one.
 async function route() {
+  if (routing) {
+    rerouting = true;
+    return;
+  }
+  routing = true;
   clearTimeout(reconnect);
   if (current) current.leave();
   current = null;
@@ -198,10 +207,15 @@ async function route() {
     showError(main, error);
     if (error instanceof ConnectionLost) connectionLost();
   }
+  routing = false;
+  if (rerouting) {
+    rerouting = false;
+    route();
+  }
 }
 
 // Buttons for what may be done to a loop in its state; errors go to `message`.
-function loopActions(loop, message, done) {
+function loopActions(loop, message) {
   const act = (method, label, className) =>
     el('button', {
       className,
@@ -211,7 +225,6 @@ function loopActions(loop, message, done) {
         message.replaceChildren();
         try {
           await call(method, {id: loop.id});
-          if (done) done();
         } catch (error) {
           showError(message, error);
         }
