@@ -95,9 +95,10 @@ local_stream::socket connect_to_socket(net::io_context& io, const std::string& p
 // The connection to the daemon at `address` (ssh_dial.hpp, or its socket); `ssh` keeps the ssh
 // process of an ssh:// address.
 local_stream::socket connect_to(net::io_context& io, const std::string& address,
-                                std::unique_ptr<ssh_dial>& ssh) {
+                                std::unique_ptr<ssh_dial>& ssh,
+                                ssh_messages messages = ssh_messages::shown) {
     if (!address.starts_with(ssh_scheme)) return connect_to_socket(io, socket_path_of(address));
-    ssh = std::make_unique<ssh_dial>(parse_ssh_address(address));
+    ssh = std::make_unique<ssh_dial>(parse_ssh_address(address), messages);
     return local_stream::socket(io, local_stream(), ssh->take_socket());
 }
 
@@ -165,11 +166,12 @@ struct connection::stream {
     std::unique_ptr<ssh_dial> ssh;  // before the socket: ssh ends after it is closed
     local_stream::socket socket;
     beast::flat_buffer buffer;
-    explicit stream(const std::string& address) : socket(connect_to(io, address, ssh)) {}
+    stream(const std::string& address, ssh_messages messages)
+        : socket(connect_to(io, address, ssh, messages)) {}
 };
 
-connection::connection(const std::string& socket_path)
-    : socket_path_(socket_path), stream_(std::make_unique<stream>(socket_path)) {}
+connection::connection(const std::string& address, ssh_messages messages)
+    : socket_path_(address), stream_(std::make_unique<stream>(address, messages)) {}
 
 connection::~connection() = default;
 

@@ -9,6 +9,7 @@
 #pragma once
 
 #include "client/output.hpp"
+#include "client/ssh_dial.hpp"
 #include "common/unique_fd.hpp"
 #include "proto/errors.hpp"
 #include "proto/methods.hpp"
@@ -53,8 +54,9 @@ nlohmann::json result_of(nlohmann::json response);
 // they would cost each of them seconds of compiling.
 class connection {
   public:
-    // `address`: the socket's path, unix://PATH, or ssh://[USER@]HOST[:PORT] (ssh_dial.hpp).
-    explicit connection(const std::string& address);
+    // `address`: the socket's path, unix://PATH, or ssh://[USER@]HOST[:PORT] (ssh_dial.hpp),
+    // where ssh's messages go to stderr, or are `kept` for the error (several hosts at once).
+    explicit connection(const std::string& address, ssh_messages messages = ssh_messages::shown);
     ~connection();
 
     // Calls `Method` (proto/methods.hpp) with its request; returns its result.

@@ -4,6 +4,7 @@
 #include "client/output.hpp"
 #include "common/text.hpp"
 
+#include <fcntl.h>
 #include <spawn.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -83,13 +84,22 @@ std::vector<std::string> ssh_dial_command(const ssh_address& address) {
     return argv;
 }
 
-ssh_dial::ssh_dial(const ssh_address& address) {
+ssh_dial::ssh_dial(const ssh_address& address, ssh_messages messages) {
     int pair[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0)
         throw client_error(exit_code::unreachable,
                            fmt::format("cannot make a socket for ssh: {}", std::strerror(errno)));
     socket_.reset(pair[0]);
     unique_fd theirs(pair[1]);
+    unique_fd their_stderr;
+    if (messages == ssh_messages::kept) {
+        int pipe[2];
+        if (::pipe2(pipe, O_CLOEXEC) != 0)
+            throw client_error(exit_code::unreachable,
+                               fmt::format("cannot make a pipe for ssh: {}", std::strerror(errno)));
+        messages_.reset(pipe[0]);
+        their_stderr.reset(pipe[1]);
+    }
 
     const std::vector<std::string> words = ssh_dial_command(address);
     std::vector<char*> argv;
@@ -99,6 +109,8 @@ ssh_dial::ssh_dial(const ssh_address& address) {
     ::posix_spawn_file_actions_init(&actions);
     ::posix_spawn_file_actions_adddup2(&actions, theirs.get(), STDIN_FILENO);
     ::posix_spawn_file_actions_adddup2(&actions, theirs.get(), STDOUT_FILENO);
+    if (their_stderr.get() >= 0)
+        ::posix_spawn_file_actions_adddup2(&actions, their_stderr.get(), STDERR_FILENO);
     const int error = ::posix_spawnp(&pid_, argv[0], &actions, nullptr, argv.data(), environ);
     ::posix_spawn_file_actions_destroy(&actions);
     if (error != 0)
@@ -125,8 +137,21 @@ std::string ssh_dial::failure() {
     }
     if (status_ < 0) return "ssh still runs";
     if (WIFSIGNALED(status_)) return fmt::format("ssh was killed by signal {}", WTERMSIG(status_));
-    return fmt::format("ssh exited with status {} (its message, if any, is above)",
-                       WEXITSTATUS(status_));
+    if (messages_.get() < 0)
+        return fmt::format("ssh exited with status {} (its message, if any, is above)",
+                           WEXITSTATUS(status_));
+    // ssh has exited: its stderr reads to the end at once (non-blocking, should a child it
+    // left behind still hold the pipe).
+    ::fcntl(messages_.get(), F_SETFL, O_NONBLOCK);
+    std::string said;
+    char buffer[4096];
+    ssize_t n = 0;
+    while (said.size() < 65536 && (n = ::read(messages_.get(), buffer, sizeof buffer)) > 0)
+        said.append(buffer, static_cast<std::size_t>(n));
+    said.erase(said.find_last_not_of("\r\n") + 1);
+    const std::string last = said.substr(said.rfind('\n') + 1);  // npos + 1 = 0: all of it
+    return fmt::format("ssh exited with status {}{}{}", WEXITSTATUS(status_),
+                       last.empty() ? "" : ": ", last);
 }
 
 }  // namespace ralph::client

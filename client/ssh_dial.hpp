@@ -30,24 +30,30 @@ ssh_address parse_ssh_address(std::string_view address);
 // The ssh command that runs `ralphctl dial-stdio` on `address`'s host.
 std::vector<std::string> ssh_dial_command(const ssh_address& address);
 
-// The ssh process of one connection. Its stderr is ralphctl's: ssh's own messages (host key,
-// authentication, "command not found") reach the user as ssh wrote them.
+// Where ssh's own messages (host key, authentication, "command not found") go: to ralphctl's
+// stderr as ssh writes them (one host), or kept for failure() to tell (several hosts at once,
+// whose messages would otherwise mix).
+enum class ssh_messages { shown, kept };
+
+// The ssh process of one connection.
 class ssh_dial {
   public:
-    explicit ssh_dial(const ssh_address& address);
+    ssh_dial(const ssh_address& address, ssh_messages messages);
     ~ssh_dial();
     ssh_dial(const ssh_dial&) = delete;
     ssh_dial& operator=(const ssh_dial&) = delete;
 
     // This end of ssh's stdin and stdout, for the caller to own.
     int take_socket() { return socket_.release(); }
-    // Why the connection ended, when ssh did: its exit status (after a short wait for it).
+    // Why the connection ended, when ssh did: its exit status (after a short wait for it), and
+    // with kept messages the last line ssh wrote.
     std::string failure();
 
   private:
     pid_t pid_ = -1;
     unique_fd socket_;
-    int status_ = -1;  // waitpid's, once ssh was reaped
+    unique_fd messages_;  // kept: the reading end of ssh's stderr
+    int status_ = -1;     // waitpid's, once ssh was reaped
 };
 
 }  // namespace ralph::client

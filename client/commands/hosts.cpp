@@ -25,7 +25,7 @@ struct host_status {
 };
 
 host_status ask_host(const host_entry& host) {
-    connection daemon(host.address);
+    connection daemon(host.address, ssh_messages::kept);
     host_status status;
     status.info = daemon.call<proto::method::daemon_info>({});
     status.scheduler = daemon.call<proto::method::scheduler_get>({});
