@@ -252,7 +252,7 @@ void session::close() {
 
 unique_fd connect_socket(const std::string& socket_path) {
     net::io_context io;
-    return unique_fd(connect_to_socket(io, socket_path).release());
+    return unique_fd(connect_to_socket(io, socket_path_of(socket_path)).release());
 }
 
 }  // namespace ralph::client

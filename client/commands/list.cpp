@@ -168,7 +168,8 @@ int run_list_all_hosts(const client_context& ctx, const list_options& options) {
     const std::vector<proto::list_request> requests = list_requests(options);
     const auto answers = ask_hosts<std::vector<proto::loop_info>>(
         hosts, std::chrono::duration_cast<std::chrono::milliseconds>(all_hosts_timeout),
-        [&requests](const host_entry& host) {
+        // By value: a query still running after the timeout outlives this function.
+        [requests](const host_entry& host) {
             connection daemon(host.address, ssh_messages::kept);
             return fetch_loops(daemon, requests);
         });

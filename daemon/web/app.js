@@ -27,6 +27,14 @@ function el(tag, attrs, ...children) {
   return node;
 }
 
+// A table in a box of its own, which scrolls sideways on a narrow screen. `columns`: [label,
+// className] pairs.
+function scrollTable(id, columns, body) {
+  return el('div', {className: 'scroll'}, el('table', {id},
+    el('thead', {}, el('tr', {}, columns.map(([label, className]) => el('th', {className}, label)))),
+    body));
+}
+
 function stateBadge(loop) {
   return el('span', {className: 'state ' + loop.state, title: loop.stop_reason || null}, loop.state);
 }
@@ -292,14 +300,9 @@ async function loopsView() {
     el('h1', {}, 'Loops'),
     submitForm(message),
     message,
-    el('div', {className: 'scroll'}, el('table', {id: 'loops'},
-      el('thead', {}, el('tr', {},
-        el('th', {className: 'num'}, 'id'), el('th', {}, 'name'), el('th', {}, 'state'),
-        el('th', {className: 'num'}, 'iter'), el('th', {className: 'num'}, 'elapsed'),
-        el('th', {className: 'num'}, 'tokens'), el('th', {className: 'num'}, 'cost'),
-        el('th', {className: 'wide'}, 'workspace'), el('th', {className: 'wide'}, 'host'),
-        el('th', {}, ''))),
-      body)));
+    scrollTable('loops', [['id', 'num'], ['name'], ['state'], ['iter', 'num'],
+                          ['elapsed', 'num'], ['tokens', 'num'], ['cost', 'num'],
+                          ['workspace', 'wide'], ['host', 'wide'], ['']], body));
   shown = true;
   draw();
   // The running loops' elapsed time moves on with the clock, not with the daemon.
@@ -498,13 +501,9 @@ async function loopView(id) {
   drawLoop();
   main.replaceChildren(head, message, facts, steer,
     el('h2', {}, 'Attempts'),
-    el('div', {className: 'scroll'}, el('table', {id: 'attempts'},
-      el('thead', {}, el('tr', {},
-        el('th', {className: 'num'}, '#'), el('th', {}, 'agent'), el('th', {}, 'termination'),
-        el('th', {}, 'failure'), el('th', {className: 'num'}, 'time'),
-        el('th', {className: 'num'}, 'tokens'), el('th', {className: 'num'}, 'cost'),
-        el('th', {className: 'num'}, 'diff stats'), el('th', {}, 'answer'), el('th', {}, ''))),
-      attemptsBody)),
+    scrollTable('attempts', [['#', 'num'], ['agent'], ['termination'], ['failure'],
+                             ['time', 'num'], ['tokens', 'num'], ['cost', 'num'],
+                             ['diff stats', 'num'], ['answer'], ['']], attemptsBody),
     diff, output);
   // The tail replays the output from its first byte (of its last lines when it is long), then
   // follows it live; the events say when an attempt ended.
@@ -573,14 +572,10 @@ async function reportView() {
       el('span', {}, 'cost ', el('b', {}, fmtCost(t.cost_usd))),
       el('span', {}, 'agent time ', el('b', {}, fmtDuration(t.agent_time_s))),
       Object.entries(t.by_state).map(([state, n]) => el('span', {}, state + ' ', el('b', {}, n)))),
-    el('div', {className: 'scroll'}, el('table', {id: 'report-loops'},
-      el('thead', {}, el('tr', {},
-        el('th', {className: 'num'}, 'id'), el('th', {}, 'name'), el('th', {}, 'state'),
-        el('th', {className: 'wide'}, 'why'), el('th', {className: 'num'}, 'iter / att'),
-        el('th', {className: 'num'}, 'commits'), el('th', {className: 'num'}, 'changes'),
-        el('th', {className: 'num'}, 'tokens'), el('th', {className: 'num'}, 'cost'),
-        el('th', {className: 'num'}, 'time'))),
-      el('tbody', {}, rows.length ? rows : el('tr', {}, el('td', {colspan: 10, className: 'muted'}, 'No loop in this window.'))))),
+    scrollTable('report-loops', [['id', 'num'], ['name'], ['state'], ['why', 'wide'],
+                                 ['iter / att', 'num'], ['commits', 'num'], ['changes', 'num'],
+                                 ['tokens', 'num'], ['cost', 'num'], ['time', 'num']],
+      el('tbody', {}, rows.length ? rows : el('tr', {}, el('td', {colspan: 10, className: 'muted'}, 'No loop in this window.')))),
     el('div', {className: 'charts'},
       chartBox('chart-usage', 'Tokens and cost per loop'),
       chartBox('chart-cost', 'Cost and tokens over time'),

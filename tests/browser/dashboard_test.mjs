@@ -117,8 +117,10 @@ try {
   let liveId;
   await check('a loop submitted by ralphctl appears without a reload and changes state live', async () => {
     await page.evaluate(() => { window.notReloaded = true; });
-    liveId = submit('--workspace', liveWs, '--name', 'live-output', '--max-iterations', '1',
-      '--command', '/bin/sh -c \'for i in 1 2 3 4 5 6; do echo "line $i: ✓ naïve ünïcödé"; sleep 0.4; done; echo "<promise>COMPLETE</promise>"\'');
+    // Hostile text in the name and the output: shown as text, never run (the raw view's
+    // byte-exact check below fails too if markup were parsed).
+    liveId = submit('--workspace', liveWs, '--name', '<img src=x onerror=window.pwned=1>', '--max-iterations', '1',
+      '--command', '/bin/sh -c \'echo "<img src=x onerror=window.pwned=1><script>window.pwned=1</script>"; for i in 1 2 3 4 5 6; do echo "line $i: ✓ naïve ünïcödé"; sleep 0.4; done; echo "<promise>COMPLETE</promise>"\'');
     await page.waitForSelector(`#loops tr[data-id="${liveId}"]`);
     await page.waitForSelector(`#loops tr[data-id="${liveId}"][data-state="running"]`);
     assert.equal(await page.evaluate(() => window.notReloaded), true);
@@ -133,6 +135,9 @@ try {
     await page.waitForFunction(() => document.querySelector('#output-rendered')?.textContent.includes('line 6:'));
     await page.waitForSelector('#output[data-final="true"]');
     await page.waitForFunction(() => document.querySelector('h1 .state')?.textContent === 'completed');
+    assert.equal(await page.evaluate(() => document.querySelectorAll('main img, main script').length), 0);
+    assert.equal(await page.evaluate(() => window.pwned), undefined);
+    assert.ok((await page.$eval('h1', (h) => h.textContent)).includes('<img src=x onerror=window.pwned=1>'));
   });
 
   await check('the raw view is byte-exact', async () => {

@@ -20,6 +20,7 @@ import hashlib
 import http.client
 import json
 import os
+import pwd
 import shlex
 import shutil
 import signal
@@ -352,7 +353,6 @@ class SshServer:
 
 
 def pwd_name():
-    import pwd
     return pwd.getpwuid(os.geteuid()).pw_name
 
 
