@@ -5,6 +5,7 @@
 #include "client/ssh_dial.hpp"
 #include "common/beast.hpp"
 #include "common/paths.hpp"
+#include "common/ssh_command.hpp"
 #include "proto/version.hpp"
 
 #include <sys/socket.h>
@@ -98,7 +99,7 @@ local_stream::socket connect_to(net::io_context& io, const std::string& address,
                                 std::unique_ptr<ssh_dial>& ssh,
                                 ssh_messages messages = ssh_messages::shown) {
     if (!address.starts_with(ssh_scheme)) return connect_to_socket(io, socket_path_of(address));
-    ssh = std::make_unique<ssh_dial>(parse_ssh_address(address), messages);
+    ssh = std::make_unique<ssh_dial>(address, messages);
     return local_stream::socket(io, local_stream(), ssh->take_socket());
 }
 

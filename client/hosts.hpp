@@ -1,9 +1,9 @@
-// ralphctl's named hosts: the hosts file ($XDG_CONFIG_HOME/ralph/hosts, paths.hpp) names the
-// daemons ralphctl may reach, one per line, `NAME ADDRESS` (ADDRESS: ssh://[USER@]HOST[:PORT],
-// unix://PATH or a socket path; `#` starts a comment). `local` is always there: this machine's
-// daemon at the default socket. `--host NAME` takes a name; `ralphctl hosts` asks
-// every host at once.
+// ralphctl's named hosts: those of the hosts file (common/hosts_file.hpp), and `local`, this
+// machine's daemon at the default socket. `--host NAME` takes a name; `ralphctl hosts` and
+// --all-hosts ask every host at once.
 #pragma once
+
+#include "common/hosts_file.hpp"
 
 #include <chrono>
 #include <condition_variable>
@@ -17,11 +17,6 @@
 #include <vector>
 
 namespace ralph::client {
-
-struct host_entry {
-    std::string name;
-    std::string address;
-};
 
 // `local` (at `local_address`), then the hosts file's hosts in its order. A client_error (usage)
 // names the line of a malformed file; a missing file is no error.

@@ -2,7 +2,7 @@
 #include "client/ssh_dial.hpp"
 
 #include "client/output.hpp"
-#include "common/text.hpp"
+#include "common/ssh_command.hpp"
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -21,70 +21,15 @@
 extern char** environ;
 
 namespace ralph::client {
-namespace {
 
-[[noreturn]] void bad_address(std::string_view address, std::string_view why) {
-    throw client_error(exit_code::usage, fmt::format("--host {}: {}", address, why),
-                       "write it as ssh://[USER@]HOST[:PORT], e.g. ssh://me@buildbox:2222");
-}
-
-bool is_digits(std::string_view text) {
-    return !text.empty() && text.find_first_not_of("0123456789") == std::string_view::npos;
-}
-
-}  // namespace
-
-ssh_address parse_ssh_address(std::string_view address) {
-    if (!address.starts_with(ssh_scheme)) bad_address(address, "not an ssh:// address");
-    std::string_view rest = address.substr(ssh_scheme.size());
-    ssh_address result;
-    if (const auto at = rest.rfind('@'); at != std::string_view::npos) {
-        result.user = rest.substr(0, at);
-        rest = rest.substr(at + 1);
-        if (result.user.empty()) bad_address(address, "the user before @ is empty");
+ssh_dial::ssh_dial(std::string_view address, ssh_messages messages) {
+    std::vector<std::string> words;
+    try {
+        words = ssh_dial_command(parse_ssh_address(address));
+    } catch (const std::invalid_argument& e) {
+        throw client_error(exit_code::usage, fmt::format("--host {}", e.what()),
+                           "write it as ssh://[USER@]HOST[:PORT], e.g. ssh://me@buildbox:2222");
     }
-    if (rest.starts_with('[')) {  // [v6]:port
-        const auto close = rest.find(']');
-        if (close == std::string_view::npos) bad_address(address, "no ] after the IPv6 address");
-        result.host = rest.substr(1, close - 1);
-        rest = rest.substr(close + 1);
-        if (!rest.empty() && !rest.starts_with(':')) bad_address(address, "text after ]");
-        if (!rest.empty()) result.port = rest.substr(1);
-    } else if (const auto colon = rest.find(':'); colon != std::string_view::npos) {
-        result.host = rest.substr(0, colon);
-        result.port = rest.substr(colon + 1);
-    } else {
-        result.host = rest;
-    }
-    if (result.host.empty()) bad_address(address, "no host");
-    if (!result.port.empty() && !is_digits(result.port))
-        bad_address(address, "the port is not a number");
-    for (const std::string* part : {&result.user, &result.host})
-        if (part->starts_with('-') || part->find_first_of(" \t\r\n/\\'\"") != std::string::npos)
-            bad_address(address, "'" + *part + "' is not a user or host name");
-    return result;
-}
-
-std::vector<std::string> ssh_dial_command(const ssh_address& address) {
-    std::vector<std::string> argv{"ssh"};
-    if (const char* command = std::getenv("RALPH_SSH_COMMAND"); command && *command) {
-        try {
-            argv = text::split_command_words(command);
-        } catch (const std::invalid_argument& e) {
-            throw client_error(exit_code::usage, fmt::format("RALPH_SSH_COMMAND: {}", e.what()));
-        }
-        if (argv.empty()) throw client_error(exit_code::usage, "RALPH_SSH_COMMAND has no word");
-    }
-    // No password prompt or host-key question in the middle of a command: ssh fails instead,
-    // saying why. -T: no terminal, the channel carries bytes as they are.
-    argv.insert(argv.end(), {"-o", "BatchMode=yes", "-T"});
-    if (!address.port.empty()) argv.insert(argv.end(), {"-p", address.port});
-    if (!address.user.empty()) argv.insert(argv.end(), {"-l", address.user});
-    argv.insert(argv.end(), {"--", address.host, "ralphctl", "dial-stdio"});
-    return argv;
-}
-
-ssh_dial::ssh_dial(const ssh_address& address, ssh_messages messages) {
     int pair[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0)
         throw client_error(exit_code::unreachable,
@@ -101,7 +46,6 @@ ssh_dial::ssh_dial(const ssh_address& address, ssh_messages messages) {
         their_stderr.reset(pipe[1]);
     }
 
-    const std::vector<std::string> words = ssh_dial_command(address);
     std::vector<char*> argv;
     for (const auto& word : words) argv.push_back(const_cast<char*>(word.c_str()));
     argv.push_back(nullptr);
@@ -136,22 +80,7 @@ std::string ssh_dial::failure() {
         std::this_thread::sleep_for(10ms);
     }
     if (status_ < 0) return "ssh still runs";
-    if (WIFSIGNALED(status_)) return fmt::format("ssh was killed by signal {}", WTERMSIG(status_));
-    if (messages_.get() < 0)
-        return fmt::format("ssh exited with status {} (its message, if any, is above)",
-                           WEXITSTATUS(status_));
-    // ssh has exited: its stderr reads to the end at once (non-blocking, should a child it
-    // left behind still hold the pipe).
-    ::fcntl(messages_.get(), F_SETFL, O_NONBLOCK);
-    std::string said;
-    char buffer[4096];
-    ssize_t n = 0;
-    while (said.size() < 65536 && (n = ::read(messages_.get(), buffer, sizeof buffer)) > 0)
-        said.append(buffer, static_cast<std::size_t>(n));
-    said.erase(said.find_last_not_of("\r\n") + 1);
-    const std::string last = said.substr(said.rfind('\n') + 1);  // npos + 1 = 0: all of it
-    return fmt::format("ssh exited with status {}{}{}", WEXITSTATUS(status_),
-                       last.empty() ? "" : ": ", last);
+    return describe_ssh_exit(status_, messages_.get());
 }
 
 }  // namespace ralph::client

@@ -1,9 +1,7 @@
-// `ralphctl --host ssh://[USER@]HOST[:PORT]`: a remote ralphd reached Docker's way. The system's
-// ssh runs `ralphctl dial-stdio` on the host, which bridges its stdin and stdout to the ralphd
-// there; this end of ssh's stdin/stdout is a socket, on which the client speaks the same HTTP and
-// WebSocket as to a local daemon. ssh does the rest: keys, agent, ~/.ssh/config, known hosts,
-// ControlMaster. $RALPH_SSH_COMMAND replaces `ssh` (words split as a shell would, never run
-// through one), as GIT_SSH_COMMAND does for git.
+// `ralphctl --host ssh://[USER@]HOST[:PORT]`: a remote ralphd reached Docker's way
+// (common/ssh_command.hpp). This end of ssh's stdin/stdout is a socket, on which the client
+// speaks the same HTTP and WebSocket as to a local daemon. ssh does the rest: keys, agent,
+// ~/.ssh/config, known hosts, ControlMaster.
 #pragma once
 
 #include "common/unique_fd.hpp"
@@ -16,20 +14,6 @@
 
 namespace ralph::client {
 
-inline constexpr std::string_view ssh_scheme = "ssh://";
-
-struct ssh_address {
-    std::string user;  // "" = ssh's choice (~/.ssh/config, else the local user)
-    std::string host;
-    std::string port;  // "" = ssh's choice
-};
-// Parses "ssh://[USER@]HOST[:PORT]" (HOST may be "[v6]"); a client_error (usage) says what is
-// wrong, also for a user or host that ssh would take for an option.
-ssh_address parse_ssh_address(std::string_view address);
-
-// The ssh command that runs `ralphctl dial-stdio` on `address`'s host.
-std::vector<std::string> ssh_dial_command(const ssh_address& address);
-
 // Where ssh's own messages (host key, authentication, "command not found") go: to ralphctl's
 // stderr as ssh writes them (one host), or kept for failure() to tell (several hosts at once,
 // whose messages would otherwise mix).
@@ -38,7 +22,9 @@ enum class ssh_messages { shown, kept };
 // The ssh process of one connection.
 class ssh_dial {
   public:
-    ssh_dial(const ssh_address& address, ssh_messages messages);
+    // Starts ssh towards `address` (ssh://[USER@]HOST[:PORT]: common/ssh_command.hpp); a
+    // client_error (usage) for an address or RALPH_SSH_COMMAND that is not right.
+    ssh_dial(std::string_view address, ssh_messages messages);
     ~ssh_dial();
     ssh_dial(const ssh_dial&) = delete;
     ssh_dial& operator=(const ssh_dial&) = delete;

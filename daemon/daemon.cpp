@@ -5,6 +5,7 @@
 #include "common/paths.hpp"
 #include "common/process_info.hpp"
 #include "common/text.hpp"
+#include "daemon/peers/peer_holds.hpp"
 #include "daemon/process/attempt_process.hpp"
 #include "daemon/process/cgroups.hpp"
 #include "daemon/process/process.hpp"
@@ -42,7 +43,7 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
       clock_(options_.test_clock, options_.test_clock_start_ms),
       db_(options_.db_path),
       checkpointer_(db_, options_.db_path),
-      gate_(db_),
+      gate_(db_, options_.account),
       health_(
           io, db_,
           {state_dir(options_.db_path).output_dir(), state_dir(options_.db_path).attempts_dir()},
@@ -86,7 +87,8 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
               return change_state(loop_id, event, reason, resume_at, notable_wait);
           },
           notices_,
-          [this](std::int64_t loop_id) { return sandbox_hidden(loop_id); }},
+          [this](std::int64_t loop_id) { return sandbox_hidden(loop_id); },
+          [this](const proto::agent_hold& hold) { record_hold(hold); }},
       scheduler_(runner_ctx_),
       services_{db_,
                 scheduler_,
@@ -106,7 +108,9 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
                                    1,
                                    {},
                                    {},
-                                   text::host_name()},
+                                   options_.host_name,
+                                   options_.account,
+                                   {}},
                 io,
                 reaper_,
                 notices_,
@@ -119,7 +123,25 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
                         if (!ec) shutdown(leave_running);
                     });
                 },
-                [this](std::int64_t loop_id) { return forget_loop(loop_id); }},
+                [this](std::int64_t loop_id) { return forget_loop(loop_id); },
+                [this](const proto::agent_hold& hold, const std::string& from) {
+                    return learn_hold(hold, from);
+                },
+                [this] { return holds_in_force(); },
+                [this] {
+                    std::vector<proto::peer_status> peers;
+                    for (const auto& peer : peers_) peers.push_back(peer->status());
+                    return peers;
+                }},
+      peer_ctx_{io,
+                blocking_,
+                reaper_,
+                options_.host_name,
+                [this] { return holds_in_force(); },
+                [this](const proto::agent_hold& hold, const std::string& from) {
+                    return learn_hold(hold, from);
+                },
+                [this] { return clock_.now_ms(); }},
       shutdown_delay_(io),
       watchdog_timer_(io) {
     paths::make_private_directory(runner_ctx_.state.prompt_dir());
@@ -139,6 +161,9 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
     rpc::register_agent_methods(registry_, services_);
     rpc::register_history_methods(registry_, services_);
     rpc::register_scheduler_methods(registry_, services_);
+    rpc::register_peer_methods(registry_, services_);
+    for (const auto& peer : options_.peers)
+        peers_.push_back(std::make_unique<peer_link>(peer_ctx_, peer.name, peer.address));
     if (options_.max_concurrent) store_max_concurrent(*options_.max_concurrent);
     if (clock_.adjustable())
         spdlog::warn("test clock: debug.clock may shift this daemon's time (now {})",
@@ -323,6 +348,7 @@ void ralphd::start() {
     server_->start();
     health_.check();
     take_up_loops();
+    for (auto& peer : peers_) peer->start();
     notices_.deliver();
     spdlog::info("ralphd {} ready on {} (database {})", proto::daemon_version,
                  options_.socket_path.string(), options_.db_path.string());
@@ -332,6 +358,27 @@ void ralphd::start() {
     std::uint64_t watchdog_usec = 0;
     if (::sd_watchdog_enabled(0, &watchdog_usec) > 0)
         ping_watchdog(std::chrono::microseconds(watchdog_usec / 2));
+}
+
+bool ralphd::record_hold(const proto::agent_hold& hold) {
+    if (!db_.hold_agent(hold)) return false;
+    spdlog::info("{} is held for account {} until {}{}", hold.agent, hold.account,
+                 text::format_iso8601(hold.until),
+                 hold.origin.empty() ? "" : " (learnt from " + hold.origin + ")");
+    const proto::agent_hold told = hold_as_told(hold, options_.host_name);
+    hub_.hold_taken(told);
+    for (auto& peer : peers_) peer->tell(told);
+    return true;
+}
+
+bool ralphd::learn_hold(const proto::agent_hold& hold, const std::string& from) {
+    return record_hold(accepted_peer_hold(hold, from, clock_.now_ms()));
+}
+
+std::vector<proto::agent_hold> ralphd::holds_in_force() {
+    std::vector<proto::agent_hold> holds = db_.agent_holds(clock_.now_ms());
+    for (auto& hold : holds) hold = hold_as_told(std::move(hold), options_.host_name);
+    return holds;
 }
 
 void ralphd::ping_watchdog(std::chrono::microseconds interval) {
@@ -347,6 +394,7 @@ void ralphd::shutdown(bool leave_running) {
     shutting_down_ = true;
     ::sd_notify(0, "STOPPING=1");
     if (server_) server_->stop();
+    for (auto& peer : peers_) peer->stop();
     const auto finish = [this] {
         hooks_.shutdown([this] {
             notices_.shutdown();

@@ -4,11 +4,13 @@
 #pragma once
 
 #include "common/asio.hpp"
+#include "common/hosts_file.hpp"
 #include "daemon/admission/admission.hpp"
 #include "daemon/clock.hpp"
 #include "daemon/loop/hooks.hpp"
 #include "daemon/loop/loop_runner.hpp"
 #include "daemon/notify/notifier.hpp"
+#include "daemon/peers/peer_link.hpp"
 #include "daemon/process/child_reaper.hpp"
 #include "daemon/rpc/methods.hpp"
 #include "daemon/rpc/registry.hpp"
@@ -50,6 +52,9 @@ struct daemon_options {
     bool cgroups = true;         // --cgroups auto: a cgroup per attempt where ralphd can create one
     std::string listen_address;  // --listen ADDRESS:PORT: an IP address; "" = no TCP listener
     unsigned listen_port = 0;
+    std::string host_name;            // --host-name: the daemon's name (daemon.info, its peers)
+    std::string account = "default";  // --account: whose usage limits hold the agents
+    std::vector<host_entry> peers;    // --peer NAME, with its address from the hosts file
 };
 
 class ralphd {
@@ -97,6 +102,14 @@ class ralphd {
     loop_files forget_loop(std::int64_t loop_id);
     // method_services::web_login.
     proto::web_info web_login(bool rotate);
+    // runner_context::record_hold, and a hold learnt from a peer: records it in the ledger and,
+    // when it is news, tells the peers (their links and the sessions of theirs linked here).
+    // Returns whether it was news.
+    bool record_hold(const proto::agent_hold& hold);
+    // method_services::learn_hold and peer_context::learn.
+    bool learn_hold(const proto::agent_hold& hold, const std::string& from);
+    // The holds in force as peers are told them.
+    std::vector<proto::agent_hold> holds_in_force();
     // runner_context::change_state and on_state.
     proto::loop_state change_state(std::int64_t loop_id, proto::loop_event event,
                                    const std::string& reason, std::int64_t resume_at,
@@ -129,6 +142,8 @@ class ralphd {
     scheduler scheduler_;
     rpc::method_registry registry_;
     rpc::method_services services_;
+    peer_context peer_ctx_;
+    std::vector<std::unique_ptr<peer_link>> peers_;
     std::unique_ptr<server> server_;
     net::steady_timer shutdown_delay_;
     net::steady_timer watchdog_timer_;

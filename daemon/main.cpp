@@ -3,9 +3,11 @@
 // daemon.shutdown; SIGHUP reloads the configuration.
 #include "common/asio.hpp"
 #include "common/cli_docs.hpp"
+#include "common/hosts_file.hpp"
 #include "common/logging.hpp"
 #include "common/paths.hpp"
 #include "common/shim_protocol.hpp"
+#include "common/ssh_command.hpp"
 #include "common/text.hpp"
 #include "daemon/daemon.hpp"
 #include "daemon/notify/webhook.hpp"
@@ -22,6 +24,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <functional>
@@ -112,6 +115,49 @@ listen_endpoint parse_listen(const std::string& text) {
 // `--notify desktop`; `notify = true` in a config file written for the flag it was before.
 bool is_desktop(const std::string& target) { return target == "desktop" || target == "true"; }
 
+// The check of a name given to ralphd (--host-name, --account): 1 to 64 letters, digits and
+// `._-`, so that it reads well in a log line and cannot be taken for anything else.
+std::function<std::string(const std::string&)> name_check(const char* option) {
+    return [option](const std::string& text) -> std::string {
+        const bool fits = !text.empty() && text.size() <= 64 &&
+                          text.find_first_not_of(
+                              "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                              "0123456789._-") == std::string::npos;
+        return fits ? ""
+                    : fmt::format(
+                          "{}: expected 1 to 64 letters, digits, '.', '_' or '-', "
+                          "got '{}'",
+                          option, text);
+    };
+}
+
+// --peer's names, with their addresses from the hosts file.
+std::vector<ralph::host_entry> resolve_peers(const std::vector<std::string>& names) {
+    if (names.empty()) return {};
+    const std::filesystem::path file = ralph::paths::default_hosts_file();
+    const std::vector<ralph::host_entry> hosts = ralph::read_hosts_file(file);
+    std::vector<ralph::host_entry> peers;
+    for (const auto& name : names) {
+        const auto host = std::find_if(hosts.begin(), hosts.end(),
+                                       [&](const auto& entry) { return entry.name == name; });
+        if (host == hosts.end())
+            throw std::invalid_argument(
+                fmt::format("--peer {}: {} names no such host", name, file.string()));
+        try {
+            ralph::parse_ssh_address(host->address);
+        } catch (const std::invalid_argument& e) {
+            throw std::invalid_argument(
+                fmt::format("--peer {}: a peer is reached over ssh (ssh://[USER@]HOST[:PORT]): {}",
+                            name, e.what()));
+        }
+        if (std::any_of(peers.begin(), peers.end(),
+                        [&](const auto& peer) { return peer.name == name; }))
+            throw std::invalid_argument(fmt::format("--peer {}: given twice", name));
+        peers.push_back(*host);
+    }
+    return peers;
+}
+
 // ralphd's settings as given: the command-line flags over the config file (CLI11 reads both).
 // Parsed at start and again at each SIGHUP, from the same argv, so the flags keep winning.
 struct command_line {
@@ -131,11 +177,14 @@ struct command_line {
     std::vector<std::string> notify;  // "desktop" (or "true": the older flag's form) and URLs
     std::string listen;               // ADDRESS:PORT, "" = none
     std::string cgroups = "auto";
+    std::string host_name;  // "" = the machine's name
+    std::string account = "default";
+    std::vector<std::string> peers;  // names of the hosts file
     bool print_man_page = false;
 
     void define(CLI::App& app);
     // The daemon's options (all but listen_fd); throws std::invalid_argument for an unknown agent
-    // name in --agent-binary.
+    // name in --agent-binary and a --peer that the hosts file does not name with an ssh address.
     ralph::daemon_options options() const;
 };
 
@@ -222,6 +271,21 @@ void command_line::define(CLI::App& app) {
                    "other machines reach is their risk as well: see the README")
         ->type_name("ADDRESS:PORT")
         ->check([](const std::string& text) { return parse_listen(text).error; });
+    app.add_option("--host-name", host_name,
+                   "This daemon's name for its peers, in daemon.info and on the dashboard "
+                   "(default: the machine's host name)")
+        ->check(name_check("--host-name"));
+    app.add_option("--account", account,
+                   "Whose subscriptions this daemon's agents use: a usage limit holds an agent "
+                   "for its account, here and on the peers of the same account")
+        ->capture_default_str()
+        ->check(name_check("--account"));
+    app.add_option("--peer", peers,
+                   "Share usage-limit holds with the ralphd of this host of the hosts file "
+                   "($XDG_CONFIG_HOME/ralph/hosts; an ssh:// address), linked over ssh "
+                   "(repeatable; changes at the next start)")
+        ->type_name("NAME")
+        ->allow_extra_args(false);
     app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
         ->capture_default_str()
         ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
@@ -264,6 +328,9 @@ ralph::daemon_options command_line::options() const {
         options.listen_address = endpoint.address;
         options.listen_port = endpoint.port;
     }
+    options.host_name = host_name.empty() ? ralph::text::host_name() : host_name;
+    options.account = account;
+    options.peers = resolve_peers(peers);
     // Installed and built next to ralphd: the one that belongs to this ralphd.
     options.shim_program =
         std::filesystem::read_symlink("/proc/self/exe").parent_path() / ralph::shim::program_name;
@@ -309,14 +376,18 @@ void reload_config(ralph::ralphd& daemon, command_line& running, int argc, char*
         const ralph::daemon_options before = running.options();
         if (options.socket_path != before.socket_path || options.db_path != before.db_path ||
             fresh.test_clock_start_ms != running.test_clock_start_ms ||
-            fresh.listen != running.listen)
+            fresh.listen != running.listen || fresh.host_name != running.host_name ||
+            fresh.account != running.account || fresh.peers != running.peers)
             spdlog::warn(
-                "SIGHUP: the socket, --listen, the database and the test clock change only at "
-                "the next start");
+                "SIGHUP: the socket, --listen, the database, the test clock, --host-name, "
+                "--account and --peer change only at the next start");
         fresh.socket_path = running.socket_path;
         fresh.db_path = running.db_path;
         fresh.test_clock_start_ms = running.test_clock_start_ms;
         fresh.listen = running.listen;
+        fresh.host_name = running.host_name;
+        fresh.account = running.account;
+        fresh.peers = running.peers;
         ralph::logging::setup("ralphd", fresh.log_level, fresh.log_file);
         daemon.reload(options);
         warn_if_notify_send_is_missing(options);

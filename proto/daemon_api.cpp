@@ -101,13 +101,44 @@ budget_limits apply(const budget_changes& changes, budget_limits limits) {
 }
 
 void from_json(const nlohmann::json& j, agent_hold& r) {
-    r.agent = read_or<std::string>(j, "agent", "");
-    r.until = time_from_json(j, "until");
-    r.reason = read_or<std::string>(j, "reason", "");
+    const auto& obj = params_object(j);
+    read_required(obj, "agent", r.agent);
+    read_field(obj, "account", r.account);
+    r.until = time_from_json(obj, "until");
+    read_field(obj, "reason", r.reason);
+    read_field(obj, "origin", r.origin);
+    if (r.agent.empty() || r.account.empty())
+        throw rpc_error(error_kind::invalid_params, "a hold names its agent and account");
 }
 void to_json(nlohmann::json& j, const agent_hold& r) {
-    j = {{"agent", r.agent}, {"until", time_to_json(r.until)}, {"reason", r.reason}};
+    j = {{"agent", r.agent},
+         {"account", r.account},
+         {"until", time_to_json(r.until)},
+         {"reason", r.reason},
+         {"origin", r.origin}};
 }
+
+void from_json(const nlohmann::json& j, peer_link_request& r) {
+    const auto& obj = params_object(j);
+    read_required(obj, "host", r.host);
+    r.holds = read_or<std::vector<agent_hold>>(obj, "holds", {});
+}
+void to_json(nlohmann::json& j, const peer_link_request& r) {
+    j = {{"host", r.host}, {"holds", r.holds}};
+}
+
+void from_json(const nlohmann::json& j, peer_link_result& r) {
+    r.host = read_or<std::string>(j, "host", "");
+    r.holds = read_or<std::vector<agent_hold>>(j, "holds", {});
+}
+void to_json(nlohmann::json& j, const peer_link_result& r) {
+    j = {{"host", r.host}, {"holds", r.holds}};
+}
+
+void from_json(const nlohmann::json& j, peer_hold_result& r) {
+    r.changed = read_or<bool>(j, "changed", false);
+}
+void to_json(nlohmann::json& j, const peer_hold_result& r) { j = {{"changed", r.changed}}; }
 
 void from_json(const nlohmann::json& j, budget_state& r) {
     r.now = time_from_json(j, "now");

@@ -93,15 +93,48 @@ void to_json(nlohmann::json& j, const budget_changes& r);
 // `limits` with the changes applied.
 budget_limits apply(const budget_changes& changes, budget_limits limits);
 
-// An agent held by a usage limit: no loop on it starts an attempt before `until`.
+// An agent held by a usage limit: no loop on it starts an attempt before `until`. A hold
+// belongs to an account (ralphd --account: the subscription whose limit it is) and is shared
+// with the daemon's peers (ralphd --peer, peer.link); `origin` names the host whose loop hit
+// the limit ("" = this daemon's). Also peer.hold's request: a hold the linked peer learnt.
 struct agent_hold {
     std::string agent;
+    std::string account = "default";
     std::int64_t until = 0;
     std::string reason;
+    std::string origin;
     bool operator==(const agent_hold&) const = default;
 };
 void from_json(const nlohmann::json& j, agent_hold& r);
 void to_json(nlohmann::json& j, const agent_hold& r);
+
+// peer.link: a peer's ledger of usage-limit holds joins this daemon's. The request carries the
+// caller's name for itself and its holds in force, the result this daemon's; from then on the
+// session gets an agent.held notification (an agent_hold) whenever this daemon's ledger takes a
+// new or longer hold, and the caller sends its own with peer.hold.
+struct peer_link_request {
+    std::string host;
+    std::vector<agent_hold> holds;
+    bool operator==(const peer_link_request&) const = default;
+};
+void from_json(const nlohmann::json& j, peer_link_request& r);
+void to_json(nlohmann::json& j, const peer_link_request& r);
+
+struct peer_link_result {
+    std::string host;
+    std::vector<agent_hold> holds;
+    bool operator==(const peer_link_result&) const = default;
+};
+void from_json(const nlohmann::json& j, peer_link_result& r);
+void to_json(nlohmann::json& j, const peer_link_result& r);
+
+// peer.hold's result: whether the hold was news here (not held as long already).
+struct peer_hold_result {
+    bool changed = false;
+    bool operator==(const peer_hold_result&) const = default;
+};
+void from_json(const nlohmann::json& j, peer_hold_result& r);
+void to_json(nlohmann::json& j, const peer_hold_result& r);
 
 // budget.get's and budget.set's result.
 struct budget_state {

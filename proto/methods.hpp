@@ -162,6 +162,19 @@ struct history_gc {
     using result = gc_result;
 };
 
+// ralphd --peer: a peer daemon links its usage-limit ledger to this one (the session then gets
+// agent.held notifications), and tells it the holds it takes afterwards.
+struct peer_link {
+    static constexpr const char* name = "peer.link";
+    using request = peer_link_request;
+    using result = peer_link_result;
+};
+struct peer_hold {
+    static constexpr const char* name = "peer.hold";
+    using request = agent_hold;
+    using result = peer_hold_result;
+};
+
 // Every method, once: the round-trip test of the types (tests/unit/proto_test.cpp) and the
 // fuzzer's registry (tests/fuzz/fuzz_jsonrpc.cpp) take them from here, so a method added above
 // and left out here is missing from both, and one listed here is in both.
@@ -170,7 +183,7 @@ using all_methods =
                loop_pause, loop_resume, loop_merge, loop_pr, loop_iterations, loop_diff, loop_steer,
                loop_events, loop_output, loop_tail, events_subscribe, agents_list, scheduler_get,
                scheduler_set, budget_get, budget_set, notify_test, web_info, web_rotate_token,
-               debug_clock, history_report, history_gc>;
+               debug_clock, history_report, history_gc, peer_link, peer_hold>;
 
 }  // namespace ralph::proto::method
 
@@ -182,5 +195,8 @@ inline constexpr const char* loop_output = "loop.output";
 inline constexpr const char* loop_state = "loop.state";
 // Some loop changed state (sessions that called events.subscribe): its loop.list summary.
 inline constexpr const char* loop_changed = "loop.changed";
+// This daemon's ledger took a new or longer usage-limit hold (sessions that called peer.link):
+// the agent_hold.
+inline constexpr const char* agent_held = "agent.held";
 
 }  // namespace ralph::proto::notification

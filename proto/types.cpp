@@ -585,7 +585,9 @@ void to_json(nlohmann::json& j, const daemon_info& info) {
                        {"max_concurrent", info.max_concurrent},
                        {"loops_by_state", info.loops_by_state},
                        {"storage", info.storage},
-                       {"host", info.host}};
+                       {"host", info.host},
+                       {"account", info.account},
+                       {"peers", info.peers}};
 }
 
 void from_json(const nlohmann::json& j, daemon_info& info) {
@@ -599,6 +601,24 @@ void from_json(const nlohmann::json& j, daemon_info& info) {
     info.loops_by_state = read_or<std::map<std::string, std::int64_t>>(j, "loops_by_state", {});
     info.storage = read_or<storage_status>(j, "storage", {});
     info.host = read_or<std::string>(j, "host", "");
+    info.account = read_or<std::string>(j, "account", "");
+    info.peers = read_or<std::vector<peer_status>>(j, "peers", {});
+}
+
+void to_json(nlohmann::json& j, const peer_status& p) {
+    j = nlohmann::json{{"name", p.name},
+                       {"address", p.address},
+                       {"linked", p.linked},
+                       {"error", p.error},
+                       {"since", time_to_json(p.since)}};
+}
+
+void from_json(const nlohmann::json& j, peer_status& p) {
+    p.name = read_or<std::string>(j, "name", "");
+    p.address = read_or<std::string>(j, "address", "");
+    p.linked = read_or<bool>(j, "linked", false);
+    p.error = read_or<std::string>(j, "error", "");
+    p.since = time_from_json(j, "since");
 }
 
 void to_json(nlohmann::json& j, const scheduler_settings& s) {

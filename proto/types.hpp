@@ -381,6 +381,18 @@ struct storage_status {
 void to_json(nlohmann::json& j, const storage_status& s);
 void from_json(const nlohmann::json& j, storage_status& s);
 
+// A peer of ralphd --peer: its link that shares the usage-limit holds.
+struct peer_status {
+    std::string name;     // in the hosts file
+    std::string address;  // ssh://…
+    bool linked = false;
+    std::string error;       // why it is not linked ("" = linked, or not tried yet)
+    std::int64_t since = 0;  // epoch ms: linked, or unlinked, since then
+    bool operator==(const peer_status&) const = default;
+};
+void to_json(nlohmann::json& j, const peer_status& p);
+void from_json(const nlohmann::json& j, peer_status& p);
+
 struct daemon_info {
     std::string version;
     int protocol_version = 0;
@@ -391,7 +403,9 @@ struct daemon_info {
     std::int64_t max_concurrent = 1;
     std::map<std::string, std::int64_t> loops_by_state;
     storage_status storage;
-    std::string host;  // the machine's name
+    std::string host;     // the daemon's name (ralphd --host-name, else the machine's name)
+    std::string account;  // whose usage limits hold its agents (ralphd --account)
+    std::vector<peer_status> peers;
     bool operator==(const daemon_info&) const = default;
 };
 

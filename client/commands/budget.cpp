@@ -48,9 +48,11 @@ int print_budget(const client_context& ctx, const proto::budget_state& state) {
         }
         t.render(out, ctx.colour);
     }
+    // A hold learnt from a peer (ralphd --peer) says from which host.
     for (const auto& hold : state.holds)
-        fmt::format_to(std::back_inserter(out), "agent {} held until {}: {}\n", hold.agent,
-                       format_local_time(hold.until), hold.reason);
+        fmt::format_to(std::back_inserter(out), "agent {} held until {} (account {}{}{}): {}\n",
+                       hold.agent, format_local_time(hold.until), hold.account,
+                       hold.origin.empty() ? "" : ", from ", hold.origin, hold.reason);
     write_stdout(out);
     return exit_code::ok;
 }

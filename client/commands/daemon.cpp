@@ -1,5 +1,6 @@
-// `ralphctl daemon status` (daemon.info: version, protocol, pid, paths, uptime, loops by state,
-// whether ralphd can write its state and what to do when it cannot; --json {"daemon": {...}}) and
+// `ralphctl daemon status` (daemon.info: version, protocol, pid, paths, uptime, its name, account
+// and peers' links, loops by state, whether ralphd can write its state and what to do when it
+// cannot; --json {"daemon": {...}}) and
 // `ralphctl daemon stop [--leave-running]` (daemon.shutdown: the daemon stops its agents, or leaves
 // them to the next ralphd, and exits; this command does not wait for that). Both exit 3 with a hint
 // when the daemon is not running.
@@ -33,6 +34,18 @@ int run_status(const client_context& ctx) {
     append_field(out, "uptime",
                  info.started_at == 0 ? std::string("-")
                                       : text::format_duration(text::now_ms() - info.started_at));
+    append_field(out, "host", info.host);
+    append_field(out, "account", info.account);
+    // Each --peer's link: linked since when, or why not.
+    for (const auto& peer : info.peers) {
+        const std::string since =
+            peer.since == 0 ? "" : " for " + text::format_duration(text::now_ms() - peer.since);
+        append_field(out, "peer " + peer.name,
+                     peer.linked ? "linked" + since
+                                 : fmt::format("not linked{}: {}", since,
+                                               peer.error.empty() ? "trying" : peer.error),
+                     peer.linked ? colour::none : colour::red, stdout_wants_colour());
+    }
     append_field(out, "concurrency", fmt::format("{}", info.max_concurrent));
     append_field(out, "loops", describe_loop_counts(info.loops_by_state));
     const bool degraded = info.storage.state != "ok";

@@ -131,7 +131,7 @@ std::int64_t next_window_open(const time_window& window, std::int64_t now_ms) {
     return std::int64_t(std::mktime(&opens)) * 1000;
 }
 
-admission::admission(store& db) : db_(db) {
+admission::admission(store& db, std::string account) : db_(db), account_(std::move(account)) {
     if (auto stored = db_.setting(scheduler_key))
         settings_ = stored->get<proto::scheduler_settings>();
     if (auto stored = db_.setting(budget_key)) budgets_ = stored->get<proto::budget_limits>();
@@ -201,11 +201,13 @@ admission::verdict admission::for_agents(const std::vector<std::string>& agents,
                                          std::int64_t now_ms) {
     verdict earliest;
     for (const auto& agent : agents) {
-        const auto hold = db_.agent_hold_of(agent, now_ms);
+        const auto hold = db_.agent_hold_of(agent, account_, now_ms);
         if (!hold) return {};
-        if (earliest.go() || hold->until_ms < earliest.until_ms)
-            earliest = {verdict::kind::wait, "waiting for the reset of the " + hold->reason,
-                        hold->until_ms, true};
+        if (earliest.go() || hold->until < earliest.until_ms)
+            earliest = {verdict::kind::wait,
+                        "waiting for the reset of the " + hold->reason +
+                            (hold->origin.empty() ? "" : ", learnt from " + hold->origin),
+                        hold->until, true};
     }
     return earliest;
 }
@@ -213,7 +215,7 @@ admission::verdict admission::for_agents(const std::vector<std::string>& agents,
 proto::agent_choice admission::pick_agent(const proto::submit_params& spec, std::int64_t now_ms) {
     const std::vector<proto::agent_choice> agents = proto::agents_of(spec);
     for (const auto& choice : agents)
-        if (!db_.agent_hold_of(choice.agent, now_ms)) return choice;
+        if (!db_.agent_hold_of(choice.agent, account_, now_ms)) return choice;
     return agents.front();
 }
 

@@ -3,7 +3,8 @@
 //   - the scheduler's settings: paused, the daily time window (max_concurrent is the
 //     scheduler's own business but is kept here with the rest);
 //   - the global budgets: agent runs per rolling hour and day, tokens and cost per rolling day;
-//   - the usage-limit holds of the agents (store::agent_hold_of, one ledger for every loop);
+//   - the usage-limit holds of the agents under this daemon's account (store::agent_hold_of, one
+//     ledger for every loop, shared with the peers: ralphd --account, --peer);
 //   - the loop's own budgets (runs per hour/day) and caps (tokens, cost).
 // Budgets are computed from the persisted attempts, so a restart resets nothing. The settings
 // and budgets live in the database (table settings) and survive restarts.
@@ -33,8 +34,11 @@ std::int64_t next_window_open(const time_window& window, std::int64_t now_ms);
 
 class admission {
   public:
-    // Loads the stored settings and budgets (defaults when none were ever set).
-    explicit admission(store& db);
+    // Loads the stored settings and budgets (defaults when none were ever set). `account`: whose
+    // usage limits hold this daemon's agents (ralphd --account).
+    admission(store& db, std::string account);
+
+    const std::string& account() const { return account_; }
 
     struct verdict {
         enum class kind {
@@ -83,6 +87,7 @@ class admission {
                                            std::int64_t now_ms);
 
     store& db_;
+    std::string account_;
     proto::scheduler_settings settings_;
     std::optional<time_window> window_;
     proto::budget_limits budgets_;

@@ -299,9 +299,10 @@ awaitable<void> loop_runner::run_iterations() {
                 std::int64_t until = outcome.resets_at_ms > 0
                                          ? outcome.resets_at_ms + ctx_.rate_limit_margin.count()
                                          : ctx_.clock.now_ms() + rate_limit_backoff_ms(iteration);
-                ctx_.db.hold_agent(
-                    outcome.agent, until,
-                    fmt::format("{} usage limit (loop {}: {})", outcome.agent, loop_id_, failure));
+                ctx_.record_hold(
+                    {outcome.agent, ctx_.gate.account(), until,
+                     fmt::format("{} usage limit (loop {}: {})", outcome.agent, loop_id_, failure),
+                     ""});
                 continue;  // leave_unless_admitted parks the loop
             }
             // An adopted judge's failure: the claim it checked is not known to this ralphd; the

@@ -32,6 +32,7 @@
 #include "daemon/process/environment.hpp"
 #include "daemon/process/sandbox.hpp"
 #include "daemon/state_dir.hpp"
+#include "proto/daemon_api.hpp"
 #include "proto/state_machine.hpp"
 #include "proto/types.hpp"
 
@@ -102,6 +103,9 @@ struct runner_context {
     // What a --sandbox of the loop hides (sandbox::layout::hidden): ralph's own directories and
     // the workspaces of the other loops that have not ended.
     std::function<std::vector<std::filesystem::path>(std::int64_t loop_id)> sandbox_hidden;
+    // A usage limit holds an agent (for the daemon's account): recorded in the ledger every loop
+    // obeys, and told to the daemon's peers (ralphd --peer).
+    std::function<void(const proto::agent_hold& hold)> record_hold;
 };
 
 class loop_runner {

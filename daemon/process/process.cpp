@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
 
 namespace ralph {
 namespace {
@@ -70,22 +71,29 @@ spawned_process spawn_process(const spawn_request& request) {
     const std::string& program = request.argv[0];
     const std::string executable = resolve_program(program, request.env, request.cwd);
 
-    int out[2], err[2];
-    make_pipe(out);
+    int out[2] = {-1, -1}, err[2];
+    if (request.stdio_socket < 0) make_pipe(out);
     make_pipe(err);
-    int in = ::open(request.stdin_path.empty() ? "/dev/null" : request.stdin_path.c_str(),
-                    O_RDONLY | O_CLOEXEC);
+    const auto close_all = [&] {
+        for (int fd : {out[0], out[1], err[0], err[1]})
+            if (fd >= 0) ::close(fd);
+    };
+    int in = request.stdio_socket;
     if (in < 0) {
-        int saved = errno;
-        for (int fd : {out[0], out[1], err[0], err[1]}) ::close(fd);
-        throw std::system_error(saved, std::generic_category(),
-                                "cannot open agent stdin " + request.stdin_path);
+        in = ::open(request.stdin_path.empty() ? "/dev/null" : request.stdin_path.c_str(),
+                    O_RDONLY | O_CLOEXEC);
+        if (in < 0) {
+            int saved = errno;
+            close_all();
+            throw std::system_error(saved, std::generic_category(),
+                                    "cannot open agent stdin " + request.stdin_path);
+        }
     }
 
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, in, STDIN_FILENO);
-    posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+    posix_spawn_file_actions_adddup2(&actions, out[1] >= 0 ? out[1] : in, STDOUT_FILENO);
     posix_spawn_file_actions_adddup2(&actions, err[1], STDERR_FILENO);
     posix_spawn_file_actions_addchdir_np(&actions, request.cwd.c_str());
     // The agent gets stdin/stdout/stderr and nothing else: not the listening socket, client
@@ -105,19 +113,20 @@ spawned_process spawn_process(const spawn_request& request) {
     int rc =
         ::posix_spawn(&pid, executable.c_str(), &actions, attr.get(), argv.data(), envp.data());
     posix_spawn_file_actions_destroy(&actions);
-    ::close(in);
-    ::close(out[1]);
-    ::close(err[1]);
+    if (in != request.stdio_socket) ::close(in);
+    for (int* ours : {&out[1], &err[1]})
+        if (*ours >= 0) ::close(std::exchange(*ours, -1));
     if (rc != 0) {
-        ::close(out[0]);
-        ::close(err[0]);
+        close_all();
         throw std::system_error(rc, std::generic_category(),
                                 "cannot run " + program + " in " + request.cwd);
     }
-    ::fcntl(out[0], F_SETFL, O_NONBLOCK);
     ::fcntl(err[0], F_SETFL, O_NONBLOCK);
-    // A larger pipe lets a flooding agent write more per wake-up of the daemon.
-    ::fcntl(out[0], F_SETPIPE_SZ, 1 << 20);
+    if (out[0] >= 0) {
+        ::fcntl(out[0], F_SETFL, O_NONBLOCK);
+        // A larger pipe lets a flooding agent write more per wake-up of the daemon.
+        ::fcntl(out[0], F_SETPIPE_SZ, 1 << 20);
+    }
     spawned_process process{pid, out[0], err[0], process_start_time(pid)};
     return process;
 }

@@ -20,6 +20,9 @@ struct spawn_request {
                                     // is set to cwd (any PWD and OLDPWD in env are dropped)
     std::string cwd;
     std::string stdin_path;  // empty = /dev/null
+    // When set: the process's stdin and stdout, instead of stdin_path and a pipe (one end of a
+    // socketpair, for ssh to carry a peer's session); stdout_fd is then -1.
+    int stdio_socket = -1;
 };
 
 struct spawned_process {

@@ -37,6 +37,7 @@ void register_daemon_methods(method_registry& registry, method_services& service
         info.max_concurrent = services.gate.scheduler_settings().max_concurrent;
         info.loops_by_state = services.db.count_by_state();
         info.storage = services.health.status();
+        info.peers = services.peers();
         return info;
     });
     registry.add<proto::method::daemon_shutdown>(

@@ -51,6 +51,13 @@ struct method_services {
     std::function<void(bool leave_running)> request_shutdown;
     // gc_context::forget_loop: for history.gc, once the loop's rows are gone.
     std::function<loop_files(std::int64_t loop_id)> forget_loop;
+    // The ledger of usage-limit holds shared with peers (daemon/peers): records a hold a peer
+    // sent (`from`: its name, for a hold without origin; peers/peer_holds checks it), true when
+    // it was news; and the holds in force as peers are told them.
+    std::function<bool(const proto::agent_hold& hold, const std::string& from)> learn_hold;
+    std::function<std::vector<proto::agent_hold>()> holds_in_force;
+    // daemon.info's peers: the state of each ralphd --peer link.
+    std::function<std::vector<proto::peer_status>()> peers;
 };
 
 void register_daemon_methods(method_registry& registry, method_services& services);
@@ -59,5 +66,6 @@ void register_agent_methods(method_registry& registry, method_services& services
 // scheduler.get/set, budget.get/set, and debug.clock when the clock is adjustable.
 void register_scheduler_methods(method_registry& registry, method_services& services);
 void register_history_methods(method_registry& registry, method_services& services);
+void register_peer_methods(method_registry& registry, method_services& services);
 
 }  // namespace ralph::rpc

@@ -30,8 +30,8 @@ proto::budget_state budget_state(method_services& services, std::int64_t loop_id
     state.now = services.clock.now_ms();
     std::optional<proto::loop_info> loop;
     if (loop_id != 0) loop = services.db.get_loop(loop_id);
-    for (const auto& [agent, hold] : services.db.agent_holds(state.now))
-        state.holds.push_back({agent, hold.until_ms, hold.reason});
+    for (auto& hold : services.db.agent_holds(state.now))
+        if (hold.account == services.gate.account()) state.holds.push_back(std::move(hold));
     state.limits = services.gate.budgets();
     state.use = services.gate.budget_use(state.now, loop ? &*loop : nullptr);
     return state;

@@ -1,9 +1,11 @@
 // What a method handler may ask of the WebSocket session its call came on: tails of a loop's
-// output (loop.tail) and the state changes of every loop (events.subscribe). The server's
+// output (loop.tail), the state changes of every loop (events.subscribe) and the usage-limit
+// holds this daemon takes (peer.link). The server's
 // WebSocket session implements it; daemon/server/subscriber_hub tells the sessions what
 // changed. Here, with the handlers, so that rpc/ does not depend on server/.
 #pragma once
 
+#include "proto/daemon_api.hpp"
 #include "proto/types.hpp"
 
 #include <cstdint>
@@ -38,6 +40,11 @@ class tail_sink {
     virtual void subscribe_events() = 0;
     // Some loop changed state (only for a session subscribed to events).
     virtual void on_event(const proto::loop_info& loop) = 0;
+    // Starts the subscription to the holds this daemon's ledger takes (peer.link: the session
+    // is a peer's link); throws proto::rpc_error when it has one already or is closing.
+    virtual void subscribe_holds() = 0;
+    // The ledger took a new or longer hold (only for a session subscribed to holds).
+    virtual void on_hold(const proto::agent_hold& hold) = 0;
 };
 
 }  // namespace ralph

@@ -21,6 +21,14 @@ void for_each_watcher(std::map<std::int64_t, std::set<tail_sink*>>& watchers, st
     }
 }
 
+// Calls `fn` on every sink of `sinks` still in it when its turn comes (as for_each_watcher).
+template <typename Fn>
+void for_each_member(std::set<tail_sink*>& sinks, Fn fn) {
+    const std::vector<tail_sink*> copy(sinks.begin(), sinks.end());
+    for (tail_sink* sink : copy)
+        if (sinks.contains(sink)) fn(sink);
+}
+
 }  // namespace
 
 void subscriber_hub::leave(std::int64_t loop_id, tail_sink* sink) {
@@ -32,6 +40,7 @@ void subscriber_hub::leave(std::int64_t loop_id, tail_sink* sink) {
 
 void subscriber_hub::leave_all(tail_sink* sink) {
     event_watchers_.erase(sink);
+    hold_watchers_.erase(sink);
     for (auto it = watchers_.begin(); it != watchers_.end();) {
         it->second.erase(sink);
         it = it->second.empty() ? watchers_.erase(it) : std::next(it);
@@ -48,10 +57,11 @@ void subscriber_hub::state_changed(const proto::loop_info& loop) {
 }
 
 void subscriber_hub::counters_changed(const proto::loop_info& loop) {
-    // A sink may leave (be closed) from inside a call: iterate over a copy and re-check.
-    const std::vector<tail_sink*> sinks(event_watchers_.begin(), event_watchers_.end());
-    for (tail_sink* sink : sinks)
-        if (event_watchers_.contains(sink)) sink->on_event(loop);
+    for_each_member(event_watchers_, [&](tail_sink* sink) { sink->on_event(loop); });
+}
+
+void subscriber_hub::hold_taken(const proto::agent_hold& hold) {
+    for_each_member(hold_watchers_, [&](tail_sink* sink) { sink->on_hold(hold); });
 }
 
 void subscriber_hub::loop_removed(std::int64_t loop_id) {

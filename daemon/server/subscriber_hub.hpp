@@ -20,8 +20,9 @@ class subscriber_hub {
   public:
     void join(std::int64_t loop_id, tail_sink* sink) { watchers_[loop_id].insert(sink); }
     void join_events(tail_sink* sink) { event_watchers_.insert(sink); }
+    void join_holds(tail_sink* sink) { hold_watchers_.insert(sink); }
     void leave(std::int64_t loop_id, tail_sink* sink);
-    // Removes the sink from every loop and from the events (called by a closing session).
+    // Removes the sink from every loop, the events and the holds (called by a closing session).
     void leave_all(tail_sink* sink);
 
     void output_committed(std::int64_t loop_id, std::int64_t end);
@@ -30,6 +31,8 @@ class subscriber_hub {
     // the sessions subscribed to events hear it.
     void counters_changed(const proto::loop_info& loop);
     bool has_event_watchers() const { return !event_watchers_.empty(); }
+    // The daemon's ledger took a hold: the sessions of peer links hear it.
+    void hold_taken(const proto::agent_hold& hold);
     void loop_removed(std::int64_t loop_id);
     // Whether any session watches the loop, by tail or by events.
     bool watched(std::int64_t loop_id) const {
@@ -39,6 +42,7 @@ class subscriber_hub {
   private:
     std::map<std::int64_t, std::set<tail_sink*>> watchers_;
     std::set<tail_sink*> event_watchers_;
+    std::set<tail_sink*> hold_watchers_;
 };
 
 }  // namespace ralph

@@ -7,6 +7,7 @@
 #include "proto/errors.hpp"
 #include "proto/methods.hpp"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
@@ -31,6 +32,15 @@ std::string state_notification(const proto::loop_info& loop, bool final) {
     return rpc::serialize(rpc::make_notification(
         proto::notification::loop_state,
         proto::state_notification{loop.id, loop.state, loop.stop_reason, loop.iterations, final}));
+}
+
+// A second subscription of a kind, or one on a closing session, is refused.
+void check_new_subscription(bool serving, bool subscribed, std::string_view what) {
+    if (!serving)
+        throw proto::rpc_error(proto::error_kind::limit_exceeded, "this session is being closed");
+    if (subscribed)
+        throw proto::rpc_error(proto::error_kind::invalid_params,
+                               fmt::format("this session is subscribed to the {} already", what));
 }
 
 }  // namespace
@@ -302,6 +312,7 @@ void websocket_session::stop_serving() {
     state_->context.hub.leave_all(this);
     tails_.clear();
     events_ = false;
+    holds_ = false;
     outbox_.clear();
     wake_writer();
 }
@@ -362,13 +373,21 @@ void websocket_session::on_state(const proto::loop_info& loop) {
 }
 
 void websocket_session::subscribe_events() {
-    if (!serving_)
-        throw proto::rpc_error(proto::error_kind::limit_exceeded, "this session is being closed");
-    if (events_)
-        throw proto::rpc_error(proto::error_kind::invalid_params,
-                               "this session is subscribed to the events already");
+    check_new_subscription(serving_, events_, "events");
     events_ = true;
     state_->context.hub.join_events(this);
+}
+
+void websocket_session::subscribe_holds() {
+    check_new_subscription(serving_, holds_, "holds");
+    holds_ = true;
+    state_->context.hub.join_holds(this);
+}
+
+void websocket_session::on_hold(const proto::agent_hold& hold) {
+    if (holds_)
+        enqueue(rpc::serialize(
+            rpc::make_notification(proto::notification::agent_held, nlohmann::json(hold))));
 }
 
 void websocket_session::on_event(const proto::loop_info& loop) {

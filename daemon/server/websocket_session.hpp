@@ -58,6 +58,8 @@ class websocket_session : public connection,
     void on_removed(std::int64_t loop_id) override;
     void subscribe_events() override;
     void on_event(const proto::loop_info& loop) override;
+    void subscribe_holds() override;
+    void on_hold(const proto::agent_hold& hold) override;
 
   private:
     struct cursor {
@@ -100,6 +102,7 @@ class websocket_session : public connection,
     std::optional<std::chrono::steady_clock::time_point> paced_until_;
     bool serving_ = true;  // false once closing: no more work is accepted
     bool events_ = false;  // subscribed to every loop's state changes
+    bool holds_ = false;   // subscribed to the ledger's holds (a peer's link)
 };
 
 }  // namespace ralph

@@ -187,6 +187,23 @@ CREATE INDEX notifications_by_target ON notifications (target, id);
 ALTER TABLE attempts ADD COLUMN tree_before TEXT NOT NULL DEFAULT '';
 ALTER TABLE attempts ADD COLUMN tree_after TEXT NOT NULL DEFAULT '';
 )sql",
+        // 11 → 12: ralphd --account and --peer: a usage-limit hold belongs to an account (the
+        // holds recorded before were this daemon's, under the default account) and may have been
+        // learnt from a peer, its origin ('' = recorded here).
+        R"sql(
+CREATE TABLE agent_holds_12 (
+    agent TEXT NOT NULL,
+    account TEXT NOT NULL,
+    until INTEGER NOT NULL,              -- epoch ms; no loop on this agent starts an attempt before
+    reason TEXT NOT NULL,
+    origin TEXT NOT NULL DEFAULT '',     -- the host whose loop hit the limit; '' = this one
+    PRIMARY KEY (agent, account)
+);
+INSERT INTO agent_holds_12 (agent, account, until, reason)
+    SELECT agent, 'default', until, reason FROM agent_holds;
+DROP TABLE agent_holds;
+ALTER TABLE agent_holds_12 RENAME TO agent_holds;
+)sql",
     };
     return migrations;
 }

@@ -685,35 +685,49 @@ std::vector<std::string> store::steering_for(std::int64_t loop_id, std::int64_t 
     return hints;
 }
 
-void store::hold_agent(const std::string& agent, std::int64_t until_ms, const std::string& reason) {
+bool store::hold_agent(const proto::agent_hold& hold) {
     query q = prepared(
-        "INSERT INTO agent_holds (agent, until, reason) VALUES (?1, ?2, ?3) "
-        "ON CONFLICT (agent) DO UPDATE SET until = ?2, reason = ?3 "
+        "INSERT INTO agent_holds (agent, account, until, reason, origin) "
+        "VALUES (?1, ?2, ?3, ?4, ?5) "
+        "ON CONFLICT (agent, account) DO UPDATE SET until = ?3, reason = ?4, origin = ?5 "
         "WHERE excluded.until > agent_holds.until");
-    q.bind(1, agent);
-    q.bind(2, until_ms);
-    q.bind(3, reason);
-    q.exec();
+    q.bind(1, hold.agent);
+    q.bind(2, hold.account);
+    q.bind(3, hold.until);
+    q.bind(4, hold.reason);
+    q.bind(5, hold.origin);
+    return q.exec() > 0;
 }
 
-std::optional<store::agent_hold> store::agent_hold_of(const std::string& agent,
+namespace {
+
+proto::agent_hold read_hold(SQLite::Statement& row) {
+    return {row.getColumn(0).getString(), row.getColumn(1).getString(), row.getColumn(2).getInt64(),
+            row.getColumn(3).getString(), row.getColumn(4).getString()};
+}
+
+}  // namespace
+
+std::optional<proto::agent_hold> store::agent_hold_of(const std::string& agent,
+                                                      const std::string& account,
                                                       std::int64_t now_ms) {
-    query q = prepared("SELECT until, reason FROM agent_holds WHERE agent = ? AND until > ?");
+    query q = prepared(
+        "SELECT agent, account, until, reason, origin FROM agent_holds "
+        "WHERE agent = ? AND account = ? AND until > ?");
     q.bind(1, agent);
-    q.bind(2, now_ms);
+    q.bind(2, account);
+    q.bind(3, now_ms);
     if (!q.executeStep()) return std::nullopt;
-    return agent_hold{q.getColumn(0).getInt64(), q.getColumn(1).getString()};
+    return read_hold(q);
 }
 
-std::vector<std::pair<std::string, store::agent_hold>> store::agent_holds(std::int64_t now_ms) {
+std::vector<proto::agent_hold> store::agent_holds(std::int64_t now_ms) {
     query q = prepared(
-        "SELECT agent, until, reason FROM agent_holds WHERE until > ? "
-        "ORDER BY until");
+        "SELECT agent, account, until, reason, origin FROM agent_holds WHERE until > ? "
+        "ORDER BY until, agent, account");
     q.bind(1, now_ms);
-    std::vector<std::pair<std::string, agent_hold>> result;
-    while (q.executeStep())
-        result.emplace_back(q.getColumn(0).getString(),
-                            agent_hold{q.getColumn(1).getInt64(), q.getColumn(2).getString()});
+    std::vector<proto::agent_hold> result;
+    while (q.executeStep()) result.push_back(read_hold(q));
     return result;
 }
 

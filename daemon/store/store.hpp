@@ -3,6 +3,7 @@
 // Each state change is one transaction. Used only from the io_context thread.
 #pragma once
 
+#include "proto/daemon_api.hpp"
 #include "proto/history.hpp"
 #include "proto/state_machine.hpp"
 #include "proto/types.hpp"
@@ -136,18 +137,16 @@ class store {
     // the iteration gets the same ones and the next iteration none of them.
     std::vector<std::string> steering_for(std::int64_t loop_id, std::int64_t iteration);
 
-    // ---- agents held by a usage limit (one ledger for every loop on the agent)
-    struct agent_hold {
-        std::int64_t until_ms = 0;
-        std::string reason;
-    };
-    // Holds the agent until `until_ms` unless it is already held longer.
-    void hold_agent(const std::string& agent, std::int64_t until_ms, const std::string& reason);
-    // The hold on the agent if it lasts past now_ms.
-    std::optional<agent_hold> agent_hold_of(const std::string& agent, std::int64_t now_ms);
-
+    // ---- agents held by a usage limit: the ledger every loop on the agent obeys, per account,
+    // shared with the daemon's peers (ralphd --peer)
+    // Records the hold unless its agent is held as long or longer for its account already;
+    // true when the ledger changed (news for the peers).
+    bool hold_agent(const proto::agent_hold& hold);
+    // The hold on the agent for the account if it lasts past now_ms.
+    std::optional<proto::agent_hold> agent_hold_of(const std::string& agent,
+                                                   const std::string& account, std::int64_t now_ms);
     // Every hold that lasts past now_ms, soonest end first.
-    std::vector<std::pair<std::string, agent_hold>> agent_holds(std::int64_t now_ms);
+    std::vector<proto::agent_hold> agent_holds(std::int64_t now_ms);
 
     // ---- push notifications not yet delivered (notify/notifier): the outbox
     struct outbox_entry {

@@ -340,6 +340,20 @@ class SshServer:
             "UserKnownHostsFile " + os.path.join(self.dir, "known_hosts"),
             "GlobalKnownHostsFile /dev/null", "StrictHostKeyChecking yes", "LogLevel ERROR", ""]))
 
+    @staticmethod
+    def write_shared_client_config(servers, path):
+        """One client configuration for several servers (a daemon that dials more than one, with
+        one RALPH_SSH_COMMAND): each one's key, and its host key trusted for its port alone."""
+        known_hosts = path + ".known_hosts"
+        write_text(known_hosts, "".join(read_text(os.path.join(server.dir, "known_hosts"))
+                                        for server in servers))
+        write_text(path, "\n".join(
+            ["Host *"] + ["IdentityFile " + os.path.join(server.dir, "client_key")
+                          for server in servers]
+            + ["IdentitiesOnly yes", "UserKnownHostsFile " + known_hosts,
+               "GlobalKnownHostsFile /dev/null", "StrictHostKeyChecking yes", "LogLevel ERROR",
+               ""]))
+
     def _listening(self):
         if self.proc.poll() is not None:
             raise AssertionError("sshd exited: " + read_text(self.log))

@@ -63,7 +63,7 @@ TEST_CASE("a window across midnight") {
 TEST_CASE("a loop runs on its first agent no usage limit holds, and waits for the earliest reset") {
     ralph::test::temp_dir dir;
     ralph::store db(dir.path / "ralph.db");
-    ralph::admission gate(db);
+    ralph::admission gate(db, "default");
     ralph::proto::submit_params spec;
     spec.agent = "claude";
     spec.model = "opus";
@@ -75,7 +75,9 @@ TEST_CASE("a loop runs on its first agent no usage limit holds, and waits for th
     CHECK(gate.pick_agent(spec, 1000) == ralph::proto::agent_choice{"claude", "opus"});
     CHECK(ralph::proto::on_agent(spec, gate.pick_agent(spec, 1000)) == spec);
 
-    db.hold_agent("claude", 9000, "claude usage limit");
+    db.hold_agent({"claude", "default", 9000, "claude usage limit", ""});
+    // Another account's hold of codex holds nothing here.
+    db.hold_agent({"codex", "work", 9000, "codex usage limit", "build1"});
     CHECK(gate.for_agents(agents, 1000).go());
     CHECK(gate.pick_agent(spec, 1000) == ralph::proto::agent_choice{"codex", "o3"});
     const ralph::proto::submit_params on_codex = ralph::proto::on_agent(spec, {"codex", "o3"});
@@ -83,13 +85,15 @@ TEST_CASE("a loop runs on its first agent no usage limit holds, and waits for th
     CHECK(on_codex.model == "o3");
     CHECK(on_codex.args.empty());  // claude's own
 
-    db.hold_agent("codex", 5000, "codex usage limit");
+    db.hold_agent({"codex", "default", 5000, "codex usage limit", ""});
     CHECK(gate.pick_agent(spec, 1000) == ralph::proto::agent_choice{"gemini", ""});
-    db.hold_agent("gemini", 7000, "gemini usage limit");
+    db.hold_agent({"gemini", "default", 7000, "gemini usage limit", "build2"});
     const auto held = gate.for_agents(agents, 1000);
     CHECK(held.what == ralph::admission::verdict::kind::wait);
     CHECK(held.until_ms == 5000);
     CHECK(held.reason == "waiting for the reset of the codex usage limit");
+    CHECK(gate.for_agents({"gemini"}, 1000).reason ==
+          "waiting for the reset of the gemini usage limit, learnt from build2");
     // Past codex's reset codex is free again; past claude's, claude comes first again.
     CHECK(gate.pick_agent(spec, 5000) == ralph::proto::agent_choice{"codex", "o3"});
     CHECK(gate.pick_agent(spec, 9000) == ralph::proto::agent_choice{"claude", "opus"});

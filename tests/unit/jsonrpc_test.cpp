@@ -117,11 +117,14 @@ class recording_sink : public ralph::tail_sink {
     void on_removed(std::int64_t loop_id) override { removed.push_back(loop_id); }
     void subscribe_events() override {}
     void on_event(const ralph::proto::loop_info& loop) override { events.push_back(loop.id); }
+    void subscribe_holds() override {}
+    void on_hold(const ralph::proto::agent_hold& hold) override { holds.push_back(hold.agent); }
 
     std::vector<std::pair<std::int64_t, std::int64_t>> outputs;
     std::vector<std::int64_t> states;
     std::vector<std::int64_t> removed;
     std::vector<std::int64_t> events;
+    std::vector<std::string> holds;
 };
 
 }  // namespace
@@ -537,6 +540,25 @@ TEST_CASE_FIXTURE(
     CHECK_FALSE(hub.watched(3));
     hub.state_changed(loop);
     CHECK(events.events.size() == 3);
+}
+
+TEST_CASE_FIXTURE(hub_with_two_sinks,
+                  "subscriber hub: a peer's link hears the holds taken, nothing else, until it "
+                  "leaves") {
+    recording_sink link;
+    hub.join_holds(&link);
+    CHECK_FALSE(hub.watched(3));
+    ralph::proto::loop_info loop;
+    loop.id = 1;
+    hub.state_changed(loop);
+    hub.hold_taken({"claude", "default", 1000, "limit", ""});
+    CHECK(link.holds == std::vector<std::string>{"claude"});
+    CHECK(link.events.empty());
+    CHECK(link.states.empty());
+    CHECK(a.holds.empty());
+    hub.leave_all(&link);
+    hub.hold_taken({"codex", "default", 1000, "limit", ""});
+    CHECK(link.holds.size() == 1);
 }
 
 TEST_CASE("subscriber hub: a sink removed while the hub notifies is not called afterwards") {

@@ -164,7 +164,10 @@ proto::daemon_info sample() {
             2,
             {{"queued", 1}},
             {"degraded", "disk full", "free space", t0, 3},
-            "box"};
+            "box",
+            "work",
+            {{"build1", "ssh://me@build1", true, "", t0},
+             {"build2", "ssh://build2:2222", false, "ssh exited with status 255", t0}}};
 }
 
 template <>
@@ -273,7 +276,7 @@ proto::budget_state sample() {
     return {t0,
             {10, 100, 1'000'000, 20.5},
             {{"iterations_per_hour", 0, 10, 10, 3'600'000, t0 + 60'000}},
-            {{"claude", t0 + 3'600'000, "usage limit"}}};
+            {{"claude", "default", t0 + 3'600'000, "usage limit", ""}}};
 }
 template <>
 proto::notify_test_request sample() {
@@ -329,6 +332,23 @@ proto::gc_request sample() {
 template <>
 proto::gc_result sample() {
     return {true, t0, true, {1, 2}, {3}, {2}, 10, 20, 4096};
+}
+
+template <>
+proto::agent_hold sample() {
+    return {"claude", "work", t0 + 3'600'000, "claude usage limit (loop 3: …)", "build1"};
+}
+template <>
+proto::peer_link_request sample() {
+    return {"build1", {sample<proto::agent_hold>()}};
+}
+template <>
+proto::peer_link_result sample() {
+    return {"laptop", {sample<proto::agent_hold>(), {"codex", "default", t0, "codex", ""}}};
+}
+template <>
+proto::peer_hold_result sample() {
+    return {true};
 }
 
 template <typename T>

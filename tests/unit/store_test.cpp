@@ -325,7 +325,7 @@ TEST_CASE(
     CHECK(db.output_bytes(loops[2].id) > 0);
     REQUIRE(db.unfinished_attempts().size() == 1);
     CHECK(db.unfinished_attempts()[0].loop_id == loops[1].id);
-    CHECK_FALSE(db.agent_hold_of("claude", 0).has_value());
+    CHECK_FALSE(db.agent_hold_of("claude", "default", 0).has_value());
 }
 
 TEST_CASE("store: an attempt's usage is added to its loop's totals, cost only when reported") {
@@ -358,19 +358,30 @@ TEST_CASE("store: an attempt's usage is added to its loop's totals, cost only wh
     CHECK(attempts[1].summary == "done");
 }
 
-TEST_CASE("store: an agent hold only ever moves later") {
+TEST_CASE("store: an agent hold only ever moves later, per account, and says when it changed") {
     temp_db tmp;
     ralph::store db(tmp.path());
-    db.hold_agent("claude", 5000, "first");
-    db.hold_agent("claude", 3000, "earlier");
-    auto hold = db.agent_hold_of("claude", 1000);
+    CHECK(db.hold_agent({"claude", "default", 5000, "first", ""}));
+    CHECK_FALSE(db.hold_agent({"claude", "default", 3000, "earlier", "build1"}));
+    CHECK_FALSE(db.hold_agent({"claude", "default", 5000, "as long", "build1"}));
+    auto hold = db.agent_hold_of("claude", "default", 1000);
     REQUIRE(hold.has_value());
-    CHECK(hold->until_ms == 5000);
-    CHECK(hold->reason == "first");
-    db.hold_agent("claude", 9000, "later");
-    CHECK(db.agent_hold_of("claude", 1000)->until_ms == 9000);
-    CHECK_FALSE(db.agent_hold_of("claude", 9000).has_value());
-    CHECK_FALSE(db.agent_hold_of("codex", 1000).has_value());
+    CHECK(*hold == ralph::proto::agent_hold{"claude", "default", 5000, "first", ""});
+    CHECK(db.hold_agent({"claude", "default", 9000, "later", "build1"}));
+    CHECK(*db.agent_hold_of("claude", "default", 1000) ==
+          ralph::proto::agent_hold{"claude", "default", 9000, "later", "build1"});
+    CHECK_FALSE(db.agent_hold_of("claude", "default", 9000).has_value());
+    CHECK_FALSE(db.agent_hold_of("codex", "default", 1000).has_value());
+    // Another account's hold is another hold.
+    CHECK_FALSE(db.agent_hold_of("claude", "work", 1000).has_value());
+    CHECK(db.hold_agent({"claude", "work", 2000, "work's", ""}));
+    CHECK(db.agent_hold_of("claude", "work", 1000)->until == 2000);
+    CHECK(db.agent_hold_of("claude", "default", 1000)->until == 9000);
+    const auto all = db.agent_holds(1000);
+    REQUIRE(all.size() == 2);
+    CHECK(all[0].account == "work");  // soonest end first
+    CHECK(all[1].account == "default");
+    CHECK(db.agent_holds(2000).size() == 1);
 }
 
 // ---- history: history.report's and history.gc's queries
