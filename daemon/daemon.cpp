@@ -372,7 +372,9 @@ bool ralphd::record_hold(const proto::agent_hold& hold) {
 }
 
 bool ralphd::learn_hold(const proto::agent_hold& hold, const std::string& from) {
-    return record_hold(accepted_peer_hold(hold, from, clock_.now_ms()));
+    const std::int64_t now = clock_.now_ms();
+    const proto::agent_hold accepted = accepted_peer_hold(hold, from, now);
+    return accepted.until > now && record_hold(accepted);  // a hold that has ended is no news
 }
 
 std::vector<proto::agent_hold> ralphd::holds_in_force() {
