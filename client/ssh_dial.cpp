@@ -65,23 +65,98 @@ ssh_address parse_ssh_address(std::string_view address) {
     return result;
 }
 
-std::vector<std::string> ssh_dial_command(const ssh_address& address) {
-    std::vector<std::string> argv{"ssh"};
-    if (const char* command = std::getenv("RALPH_SSH_COMMAND"); command && *command) {
-        try {
-            argv = text::split_command_words(command);
-        } catch (const std::invalid_argument& e) {
-            throw client_error(exit_code::usage, fmt::format("RALPH_SSH_COMMAND: {}", e.what()));
-        }
-        if (argv.empty()) throw client_error(exit_code::usage, "RALPH_SSH_COMMAND has no word");
+namespace {
+
+// ssh and its own options: $RALPH_SSH_COMMAND's words, or ssh.
+std::vector<std::string> ssh_program() {
+    const char* command = std::getenv("RALPH_SSH_COMMAND");
+    if (!command || !*command) return {"ssh"};
+    std::vector<std::string> argv;
+    try {
+        argv = text::split_command_words(command);
+    } catch (const std::invalid_argument& e) {
+        throw client_error(exit_code::usage, fmt::format("RALPH_SSH_COMMAND: {}", e.what()));
     }
+    if (argv.empty()) throw client_error(exit_code::usage, "RALPH_SSH_COMMAND has no word");
+    return argv;
+}
+
+// `-p PORT -l USER` as the address has them.
+void add_destination_options(std::vector<std::string>& argv, const ssh_address& address) {
+    if (!address.port.empty()) argv.insert(argv.end(), {"-p", address.port});
+    if (!address.user.empty()) argv.insert(argv.end(), {"-l", address.user});
+}
+
+}  // namespace
+
+std::vector<std::string> ssh_ralphctl_command(const ssh_address& address,
+                                              const std::vector<std::string>& args) {
+    std::vector<std::string> argv = ssh_program();
     // No password prompt or host-key question in the middle of a command: ssh fails instead,
     // saying why. -T: no terminal, the channel carries bytes as they are.
     argv.insert(argv.end(), {"-o", "BatchMode=yes", "-T"});
-    if (!address.port.empty()) argv.insert(argv.end(), {"-p", address.port});
-    if (!address.user.empty()) argv.insert(argv.end(), {"-l", address.user});
-    argv.insert(argv.end(), {"--", address.host, "ralphctl", "dial-stdio"});
+    add_destination_options(argv, address);
+    argv.insert(argv.end(), {"--", address.host, "ralphctl"});
+    argv.insert(argv.end(), args.begin(), args.end());
     return argv;
+}
+
+std::string ssh_command_line(const ssh_address& address, const std::vector<std::string>& options) {
+    std::vector<std::string> argv = ssh_program();
+    argv.insert(argv.end(), options.begin(), options.end());
+    add_destination_options(argv, address);
+    argv.push_back(address.host);
+    std::string line;
+    for (const auto& word : argv) line += (line.empty() ? "" : " ") + text::shell_quote(word);
+    return line;
+}
+
+namespace {
+
+// Starts ssh (`words`) with its stdin, stdout and stderr on these descriptors (-1: ralphctl's
+// own); its pid.
+pid_t spawn_ssh(const std::vector<std::string>& words, int in, int out, int err) {
+    std::vector<char*> argv;
+    for (const auto& word : words) argv.push_back(const_cast<char*>(word.c_str()));
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    ::posix_spawn_file_actions_init(&actions);
+    if (in >= 0) ::posix_spawn_file_actions_adddup2(&actions, in, STDIN_FILENO);
+    if (out >= 0) ::posix_spawn_file_actions_adddup2(&actions, out, STDOUT_FILENO);
+    if (err >= 0) ::posix_spawn_file_actions_adddup2(&actions, err, STDERR_FILENO);
+    pid_t pid = -1;
+    const int error = ::posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+    ::posix_spawn_file_actions_destroy(&actions);
+    if (error != 0)
+        throw client_error(exit_code::unreachable,
+                           fmt::format("cannot start {}: {}", words[0], std::strerror(error)),
+                           "install OpenSSH's client, or name yours in RALPH_SSH_COMMAND");
+    return pid;
+}
+
+}  // namespace
+
+int run_remote_ralphctl(const ssh_address& address, const std::vector<std::string>& args) {
+    // Nothing to send: ssh's stdin is empty, so that it never reads ralphctl's.
+    const unique_fd nothing(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    const pid_t pid = spawn_ssh(ssh_ralphctl_command(address, args), nothing.get(), -1, -1);
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    std::string command = "ralphctl";
+    for (const auto& arg : args) command += " " + arg;
+    if (WIFSIGNALED(status))
+        throw client_error(exit_code::unreachable,
+                           fmt::format("cannot run `{}` on {}: ssh was killed by signal {}",
+                                       command, address.host, WTERMSIG(status)));
+    // 255: ssh's own failure; 127: the remote shell found no ralphctl. Either said why above.
+    const int code = WEXITSTATUS(status);
+    if (code == 255 || code == 127)
+        throw client_error(exit_code::unreachable,
+                           fmt::format("cannot run `{}` on {}: ssh exited with status {} (its "
+                                       "message, if any, is above)",
+                                       command, address.host, code));
+    return code;
 }
 
 ssh_dial::ssh_dial(const ssh_address& address, ssh_messages messages) {
@@ -101,22 +176,8 @@ ssh_dial::ssh_dial(const ssh_address& address, ssh_messages messages) {
         their_stderr.reset(pipe[1]);
     }
 
-    const std::vector<std::string> words = ssh_dial_command(address);
-    std::vector<char*> argv;
-    for (const auto& word : words) argv.push_back(const_cast<char*>(word.c_str()));
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    ::posix_spawn_file_actions_init(&actions);
-    ::posix_spawn_file_actions_adddup2(&actions, theirs.get(), STDIN_FILENO);
-    ::posix_spawn_file_actions_adddup2(&actions, theirs.get(), STDOUT_FILENO);
-    if (their_stderr.get() >= 0)
-        ::posix_spawn_file_actions_adddup2(&actions, their_stderr.get(), STDERR_FILENO);
-    const int error = ::posix_spawnp(&pid_, argv[0], &actions, nullptr, argv.data(), environ);
-    ::posix_spawn_file_actions_destroy(&actions);
-    if (error != 0)
-        throw client_error(exit_code::unreachable,
-                           fmt::format("cannot start {}: {}", words[0], std::strerror(error)),
-                           "install OpenSSH's client, or name yours in RALPH_SSH_COMMAND");
+    pid_ = spawn_ssh(ssh_ralphctl_command(address, {"dial-stdio"}), theirs.get(), theirs.get(),
+                     their_stderr.get());
 }
 
 ssh_dial::~ssh_dial() {

@@ -27,8 +27,19 @@ struct ssh_address {
 // wrong, also for a user or host that ssh would take for an option.
 ssh_address parse_ssh_address(std::string_view address);
 
-// The ssh command that runs `ralphctl dial-stdio` on `address`'s host.
-std::vector<std::string> ssh_dial_command(const ssh_address& address);
+// The ssh command that runs `ralphctl ARGS` on `address`'s host (`dial-stdio`: a connection).
+std::vector<std::string> ssh_ralphctl_command(const ssh_address& address,
+                                              const std::vector<std::string>& args);
+
+// Runs `ralphctl ARGS` on `address`'s host through ssh, its output and messages on this
+// ralphctl's stdout and stderr: a command whose work is on that host rather than in its daemon
+// (`doctor`). The remote ralphctl's exit status; a client_error (unreachable) when ssh could not
+// run it there.
+int run_remote_ralphctl(const ssh_address& address, const std::vector<std::string>& args);
+
+// How a person would type ssh to `address` with `options` (e.g. a port forward), for a hint:
+// $RALPH_SSH_COMMAND's words, or ssh.
+std::string ssh_command_line(const ssh_address& address, const std::vector<std::string>& options);
 
 // Where ssh's own messages (host key, authentication, "command not found") go: to ralphctl's
 // stderr as ssh writes them (one host), or kept for failure() to tell (several hosts at once,
