@@ -177,6 +177,17 @@ class SshTest(DaemonTestCase):
         status, body = wait_until(lambda: dashboard_through(port), 10, "the forwarded port")
         self.assertEqual(status, 200)
         self.assertIn(b"<html", body)
+        # A host whose ralphd listens on its own loopback: the URL, and how to forward its port.
+        tcp = free_tcp_port()
+        listening = self.daemon(extra_args=["--listen", "127.0.0.1:%d" % tcp])
+        server = self.ssh_server(listening, BUILD_CLIENT + ":/usr/bin:/bin")
+        url = self.remote("web", server=server)
+        self.assertEqual(url.returncode, 0, url.stderr)
+        self.assertRegex(url.stdout, r"^http://127\.0\.0\.1:%d/login\?token=\w+\n$" % tcp)
+        self.assertIn("that address is %s's own; forward it to this machine first" % server.address,
+                      url.stderr)
+        self.assertIn(" -N -L %d:localhost:%d -p %d -l %s 127.0.0.1\n" % (tcp, tcp, server.port,
+                                                                         user), url.stderr)
 
         # doctor: the host's own ralphctl checks the host.
         doctor = self.remote("--json", "doctor")
