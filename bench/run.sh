@@ -3,8 +3,10 @@
 # first, or point RALPH_BUILD at another meson build directory. Each benchmark starts its own
 # ralphd in a temporary XDG tree and compares against a baseline measured in the same run on the
 # same machine. Prints one result line per goal.
-#   bench/run.sh [flood|submit|iterations|git_iterations|idle|list|latency|tails|snapshots]...
-#   (default: all but snapshots, which needs `ninja -C build bench/snapshot_bench` first)
+#   bench/run.sh [flood|submit|iterations|git_iterations|idle|list|latency|tails|snapshots|
+#                 ssh_list|ssh_all_hosts|ssh_tail]...
+#   (default: all but snapshots, which needs `ninja -C build bench/snapshot_bench` first, and the
+#   ssh ones, which run sshd as the integration tests do: as root, with Debian's openssh-server)
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -15,9 +17,13 @@ ralphctl="$build/client/ralphctl"
 
 tmp=$(mktemp -d /tmp/ralph-bench-XXXXXX)
 daemon_pid=
+# The ssh benchmarks' hosts (start_ssh_host): each's socket, the pids of its ralphd and sshd.
+declare -A host_socket host_daemon host_sshd
+host_sshds=() # their bench/sshd.py processes
 cleanup() {
     # SIGINT: ralphd ends its agents (SIGTERM would leave them running under their shims).
     [[ -n $daemon_pid ]] && kill -INT "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null
+    stop_ssh_hosts
     rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -309,6 +315,263 @@ bench_list() {
     local all_mean=$(( $(ms_since "$t0") / runs ))
     stop_daemon
     echo "list with $n loops: best ${best} ms, mean ${mean} ms over $runs runs (goal < 50 ms); list --all (all $n rows): mean ${all_mean} ms"
+}
+
+# ---- Several machines: remote daemons over ssh (client/ssh_dial.hpp)
+
+# A "remote" host NAME on this machine: a ralphd of its own (XDG tree $tmp/NAME) behind an sshd
+# of its own, the integration tests' (bench/sshd.py: harness.SshServer, keys made for it), whose
+# sessions run this build's ralphctl; its Host block is added to the ssh configuration
+# $tmp/ssh_config, so that ssh://NAME reaches it. host_socket[NAME]: its daemon's socket;
+# host_daemon[NAME]: its ralphd's pid; host_sshd[NAME]: bench/sshd.py's, the ancestor of all
+# of its sshd's processes.
+start_ssh_host() {
+    local name=$1 dir="$tmp/$1"
+    rm -rf "$dir" "$tmp"/*.times # an earlier benchmark's: its host's loops and files, its times
+    mkdir -p "$dir/run" "$dir/state" "$dir/config"
+    chmod 700 "$dir/run"
+    host_socket[$name]="$dir/run/ralph/ralphd.sock"
+    XDG_RUNTIME_DIR="$dir/run" XDG_STATE_HOME="$dir/state" XDG_CONFIG_HOME="$dir/config" \
+        RALPH_SOCKET= "$ralphd" --log-level warn 2>>"$tmp/$name.log" &
+    host_daemon[$name]=$!
+    python3 "$root/bench/sshd.py" "$dir" "$name" "$build/client:/usr/bin:/bin" \
+        "${host_socket[$name]}" $$ >"$dir/host_block" 2>>"$tmp/$name.log" &
+    host_sshd[$name]=$! host_sshds+=($!)
+    for _ in $(seq 200); do
+        [[ -s $dir/sshd.pid ]] && on_host "$name" "$ralphctl" daemon status >/dev/null 2>&1 && break
+        sleep 0.05
+    done
+    on_host "$name" "$ralphctl" daemon status >/dev/null 2>&1 && [[ -s $dir/sshd.pid ]] ||
+        { echo "bench: host $name did not start" >&2; cat "$tmp/$name.log" >&2; exit 1; }
+    cat "$dir/host_block" >>"$tmp/ssh_config"
+}
+# Runs "$@" against host NAME's daemon directly (its socket).
+on_host() { RALPH_SOCKET=${host_socket[$1]} "${@:2}"; }
+stop_ssh_hosts() {
+    local pid control
+    for pid in "${host_daemon[@]}"; do kill -INT "$pid" 2>/dev/null; done
+    ((${#host_sshds[@]} > 0)) && kill -TERM "${host_sshds[@]}" 2>/dev/null
+    for pid in "${host_daemon[@]}" "${host_sshds[@]}"; do wait "$pid" 2>/dev/null || true; done
+    host_daemon=() host_sshd=() host_sshds=()
+    # The ControlMaster processes (ControlPersist): each ends when told through its socket.
+    for control in "$tmp"/cm-*; do
+        [[ -S $control ]] && ssh -o ControlPath="$control" -O exit any >/dev/null 2>&1
+    done
+    rm -f "$tmp/ssh_config"
+}
+# The same configuration with ssh's connection sharing: the first ssh to a host stays as its
+# master (ControlPersist), the next ones run their session over its connection.
+write_control_master_config() {
+    { echo "ControlMaster auto"; echo "ControlPath $tmp/cm-%C"; echo "ControlPersist 600"
+      cat "$tmp/ssh_config"; } >"$tmp/ssh_config_cm"
+}
+# The pid of the ControlMaster of host $2 in configuration $1 ("" without one).
+control_master() { { ssh -F "$1" -O check "$2" 2>&1 || true; } | sed -n 's/.*(pid=\([0-9]*\)).*/\1/p'; }
+# N loops of /bin/true run to their end on host NAME (what `list` then shows).
+seed_loops() {
+    local name=$1 n=$2
+    for i in $(seq $((n - 1))); do
+        on_host "$name" "$ralphctl" submit --workspace "$workspace" --command true -m 1 --delay 0 \
+            "seed $i" >/dev/null
+    done
+    on_host "$name" "$ralphctl" submit --workspace "$workspace" --command true -m 1 --delay 0 \
+        --wait "seed $n" >/dev/null 2>&1 || true # exhausted: exit 1
+}
+
+# Sets $ticks to the CPU time, in clock ticks, that the processes "$@" and all their descendants
+# have used so far (/proc/PID/stat: utime, stime, and cutime, cstime of the children they reaped;
+# a process that ended counts as a zombie until its parent reaps it into its own), and $family
+# to the pids of those descendants.
+cpu_ticks() {
+    # (cat goes on past the processes that end meanwhile, and then fails.)
+    read -r ticks family < <({ cat /proc/[0-9]*/stat 2>/dev/null || true; } | awk -v roots=" $* " '
+        { pid = $1; rest = $0; sub(/^.*\) /, "", rest); split(rest, f, " ")
+          parent[pid] = f[2]; used[pid] = f[12] + f[13] + f[14] + f[15] }
+        END {
+            for (pid in used) {
+                for (p = pid; p != "" && p > 1; p = parent[p])
+                    if (index(roots, " " p " ")) {
+                        total += used[pid]
+                        if (p != pid) family = family "," pid
+                        break
+                    }
+            }
+            print total + 0, family ""
+        }')
+}
+# CPU seen by time_run: "client" is what this shell's children used (ralphctl and the ssh it
+# started, or ssh) and the processes $client_pids (a ControlMaster, which does the client's
+# crypto), "server" the processes $server_pids with their descendants (an sshd listener with its
+# connections' processes, a ralphd).
+client_pids=() server_pids=()
+client_ticks() {
+    local stat own pid
+    read -r -a stat <"/proc/$$/stat"
+    own=$((stat[15] + stat[16]))
+    # A ControlMaster's own (it is nobody's child here): no process started to read it.
+    for pid in "${client_pids[@]}"; do
+        read -r -a stat <"/proc/$pid/stat"
+        own=$((own + stat[13] + stat[14] + stat[15] + stat[16]))
+    done
+    ticks=$own
+}
+server_ticks() { ticks=0 family=; ((${#server_pids[@]} == 0)) || cpu_ticks "${server_pids[@]}"; }
+sorted_pids() { tr ',' '\n' <<<"$1" | sort -n | tr '\n' ' '; }
+# Runs "$@", its output to /dev/null, and appends to the file $times its milliseconds (bash's own
+# clock: no process started to read it) and the client's and the server's CPU ticks.
+time_run() {
+    local ticks family c0 s0 t0 t1 before
+    # The server's first, then the client's: the processes that read the server's are this
+    # shell's children, not to be counted as the client's.
+    server_ticks; s0=$ticks before=$(sorted_pids "$family")
+    client_ticks; c0=$ticks
+    t0=${EPOCHREALTIME/./}
+    "$@" >/dev/null || { echo "bench: '$*' failed" >&2; exit 1; }
+    t1=${EPOCHREALTIME/./}
+    client_ticks; local c1=$ticks
+    # The server's processes of this run end after its client: wait until they have (at most 5 s).
+    for _ in $(seq 100); do
+        server_ticks
+        [[ $(sorted_pids "$family") == "$before" ]] && break
+        sleep 0.05
+    done
+    local s1=$ticks
+    printf '%d.%03d %d %d\n' $(((t1 - t0) / 1000)) $(((t1 - t0) % 1000)) $((c1 - c0)) $((s1 - s0)) >>"$times"
+}
+# Of the runs in file $1: "MEDIAN P90 CLIENT SERVER": the median and the 90th percentile (nearest
+# rank) of their times, and the CPU each took on average on the client's and the server's side;
+# all in ms.
+run_stats() {
+    python3 -c '
+import math, os, sys
+rows = [line.split() for line in open(sys.argv[1])]
+v = sorted(float(r[0]) for r in rows)
+rank = lambda p: v[max(0, math.ceil(p * len(v)) - 1)]
+tick = 1000 / os.sysconf("SC_CLK_TCK")
+cpu = lambda i: sum(int(r[i]) for r in rows) * tick / len(rows)
+print(f"{rank(0.5):.1f} {rank(0.9):.1f} {cpu(1):.1f} {cpu(2):.1f}")' "$1"
+}
+# "median M ms, p90 P ms (CPU: client C ms, server S ms)" of file $1.
+stats_text() {
+    local m p c s
+    read -r m p c s < <(run_stats "$1")
+    echo "median $m ms, p90 $p ms (CPU: client $c ms, server $s ms)"
+}
+median_ms() { local m rest; read -r m rest < <(run_stats "$1"); echo "$m"; }
+calc() { python3 -c "print($1)"; }
+config_label() { [[ $1 == ssh_config_cm ]] && echo "with ControlMaster" || echo "without ControlMaster"; }
+end_ssh_bench() {
+    unset RALPH_SSH_COMMAND
+    client_pids=() server_pids=()
+    stop_ssh_hosts
+}
+# ssh as ralphctl starts it (client/ssh_dial.cpp: BatchMode, no terminal), configuration $1.
+ssh_as_ralphctl() { ssh -F "$1" -o BatchMode=yes -T "${@:2}"; }
+
+# `ralphctl --host ssh://… list` against `ssh HOST true`, the two run alternately, 40 of each;
+# without ControlMaster, then with it.
+bench_ssh_list() {
+    local n=40 times config
+    start_ssh_host h1
+    seed_loops h1 20
+    write_control_master_config
+    server_pids=("${host_sshd[h1]}" "${host_daemon[h1]}")
+    for config in ssh_config ssh_config_cm; do
+        export RALPH_SSH_COMMAND="ssh -F $tmp/$config"
+        # Once untimed: the first connection (with ControlMaster: the master is made here).
+        ssh_as_ralphctl "$tmp/$config" h1 true
+        client_pids=($(control_master "$tmp/$config" h1))
+        local count; count=$("$ralphctl" --host ssh://h1 --json list |
+            python3 -c 'import json,sys; print(len(json.load(sys.stdin)["loops"]))')
+        [[ $count == 20 ]] || { echo "bench: list over ssh showed $count loops, not 20" >&2; exit 1; }
+        for _ in $(seq $n); do
+            times="$tmp/$config.ssh.times" time_run ssh_as_ralphctl "$tmp/$config" h1 true
+            times="$tmp/$config.list.times" time_run "$ralphctl" --host ssh://h1 list
+        done
+        echo "ssh_list, $(config_label "$config"), $n runs each: ssh HOST true $(stats_text "$tmp/$config.ssh.times"); ralphctl --host ssh://HOST list (20 loops) $(stats_text "$tmp/$config.list.times"); ralph adds $(calc "f'{$(median_ms "$tmp/$config.list.times") - $(median_ms "$tmp/$config.ssh.times"):.1f}'") ms (medians)"
+    done
+    end_ssh_bench
+}
+
+# `ralphctl list --all-hosts` over three hosts (each its own ralphd and sshd, named in the hosts
+# file; `local`, always in it, is an idle ralphd on the Unix socket) against the slowest single
+# host's `ralphctl --host NAME list`; each round runs the four commands one after the other, 20
+# rounds; without ControlMaster, then with it.
+bench_ssh_all_hosts() {
+    local n=20 times config name
+    local names=(h1 h2 h3)
+    start_daemon
+    mkdir -p "$XDG_CONFIG_HOME/ralph"
+    for name in "${names[@]}"; do
+        start_ssh_host "$name"
+        seed_loops "$name" 20
+        echo "$name ssh://$name" >>"$XDG_CONFIG_HOME/ralph/hosts"
+        server_pids+=("${host_sshd[$name]}" "${host_daemon[$name]}")
+    done
+    write_control_master_config
+    for config in ssh_config ssh_config_cm; do
+        export RALPH_SSH_COMMAND="ssh -F $tmp/$config"
+        "$ralphctl" list --all-hosts >/dev/null # once untimed (the ControlMasters are made here)
+        client_pids=()
+        for name in "${names[@]}"; do client_pids+=($(control_master "$tmp/$config" "$name")); done
+        local count; count=$("$ralphctl" --json list --all-hosts |
+            python3 -c 'import json,sys; print(len(json.load(sys.stdin)["loops"]))')
+        [[ $count == 60 ]] || { echo "bench: list --all-hosts showed $count loops, not 60" >&2; exit 1; }
+        for _ in $(seq $n); do
+            for name in "${names[@]}"; do
+                times="$tmp/$config.$name.times" time_run "$ralphctl" --host "$name" list
+            done
+            times="$tmp/$config.all.times" time_run "$ralphctl" list --all-hosts
+        done
+        local slowest=0 singles=""
+        for name in "${names[@]}"; do
+            local m; m=$(median_ms "$tmp/$config.$name.times")
+            singles+="$name $m ms, "
+            slowest=$(calc "max($slowest, $m)")
+        done
+        local all; all=$(median_ms "$tmp/$config.all.times")
+        echo "ssh_all_hosts, $(config_label "$config"), $n rounds: --host NAME list, medians: ${singles}h1 in full $(stats_text "$tmp/$config.h1.times"); list --all-hosts (3 hosts and local, 60 loops) $(stats_text "$tmp/$config.all.times"): $(calc "f'{$all / $slowest:.2f}'")x the slowest host (goal <= 1.2)"
+    done
+    end_ssh_bench
+    stop_daemon
+    rm -f "$XDG_CONFIG_HOME/ralph/hosts"
+}
+
+# `ralphctl --host ssh://… tail -f --raw` of a finished loop whose output is 100 MiB against
+# `ssh HOST cat` of its stored output file, alternately, 5 of each, with ControlMaster (the
+# transfer is measured, not the handshake); both byte counts checked each time, and once the
+# bytes themselves (CRC) against the file.
+bench_ssh_tail() {
+    local bytes=$((100 << 20)) runs=5 times
+    local agent="bash -c 'yes \"ralph flood line: the quick brown fox jumps over the lazy dog 0123456789\" | head -c $bytes'"
+    start_ssh_host h1
+    write_control_master_config
+    local config="$tmp/ssh_config_cm"
+    export RALPH_SSH_COMMAND="ssh -F $config"
+    local id; id=$(on_host h1 "$ralphctl" submit --workspace "$workspace" --command "$agent" -m 1 \
+        --delay 0 --wait "flood" 2>/dev/null | awk 'NR == 1 { print $3 }') || true
+    local file="$tmp/h1/state/ralph/output/$id.log"
+    [[ $(stat -c %s "$file") == "$bytes" ]] || { echo "bench: the flood stored $(stat -c %s "$file") bytes, not $bytes" >&2; exit 1; }
+    local want; want=$(cksum <"$file")
+    ssh_as_ralphctl "$config" h1 true # the master
+    client_pids=($(control_master "$config" h1)) server_pids=("${host_sshd[h1]}" "${host_daemon[h1]}")
+    [[ $(ssh_as_ralphctl "$config" h1 cat "$file" | cksum) == "$want" ]] ||
+        { echo "bench: ssh cat did not bring the file's bytes" >&2; exit 1; }
+    [[ $("$ralphctl" --host ssh://h1 tail -f --raw "$id" 2>/dev/null | cksum) == "$want" ]] ||
+        { echo "bench: tail -f --raw over ssh did not bring the file's bytes" >&2; exit 1; }
+    # "$@" | wc -c must count $bytes (the tail's "loop N exhausted" goes to $tmp/tail.err).
+    counted() {
+        local got; got=$("$@" 2>>"$tmp/tail.err" | wc -c)
+        [[ $got == "$bytes" ]] || { echo "bench: '$*' gave $got bytes" >&2; return 1; }
+    }
+    for _ in $(seq $runs); do
+        times="$tmp/tail.cat.times" time_run counted ssh_as_ralphctl "$config" h1 cat "$file"
+        times="$tmp/tail.tail.times" time_run counted "$ralphctl" --host ssh://h1 tail -f --raw "$id"
+    done
+    end_ssh_bench
+    local cat_ms tail_ms; cat_ms=$(median_ms "$tmp/tail.cat.times") tail_ms=$(median_ms "$tmp/tail.tail.times")
+    local mib=$((bytes >> 20))
+    echo "ssh_tail, $mib MiB, $runs runs each: ssh HOST cat FILE $(stats_text "$tmp/tail.cat.times"), $(calc "f'{$mib / $cat_ms * 1000:.0f}'") MiB/s; ralphctl --host ssh://HOST tail -f --raw $(stats_text "$tmp/tail.tail.times"), $(calc "f'{$mib / $tail_ms * 1000:.0f}'") MiB/s: throughput ratio $(calc "f'{$cat_ms / $tail_ms:.2f}'") (goal >= 0.8)"
 }
 
 benches=("$@")

@@ -21,15 +21,81 @@
 extern char** environ;
 
 namespace ralph::client {
+namespace {
 
-ssh_dial::ssh_dial(std::string_view address, ssh_messages messages) {
-    std::vector<std::string> words;
+// What `what` (an ssh address and RALPH_SSH_COMMAND: common/ssh_command.hpp) gives, its
+// std::invalid_argument a client_error (usage).
+template <typename Make>
+auto checked_ssh(Make what) {
     try {
-        words = ssh_dial_command(parse_ssh_address(address));
+        return what();
     } catch (const std::invalid_argument& e) {
         throw client_error(exit_code::usage, fmt::format("--host {}", e.what()),
                            "write it as ssh://[USER@]HOST[:PORT], e.g. ssh://me@buildbox:2222");
     }
+}
+
+// The ssh command that runs `ralphctl ARGS` on the host of `address`.
+std::vector<std::string> remote_ralphctl(std::string_view address,
+                                         const std::vector<std::string>& args) {
+    return checked_ssh([&] { return ssh_ralphctl_command(parse_ssh_address(address), args); });
+}
+
+// Starts ssh (`words`) with its stdin, stdout and stderr on these descriptors (-1: ralphctl's
+// own); its pid.
+pid_t spawn_ssh(const std::vector<std::string>& words, int in, int out, int err) {
+    std::vector<char*> argv;
+    for (const auto& word : words) argv.push_back(const_cast<char*>(word.c_str()));
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    ::posix_spawn_file_actions_init(&actions);
+    if (in >= 0) ::posix_spawn_file_actions_adddup2(&actions, in, STDIN_FILENO);
+    if (out >= 0) ::posix_spawn_file_actions_adddup2(&actions, out, STDOUT_FILENO);
+    if (err >= 0) ::posix_spawn_file_actions_adddup2(&actions, err, STDERR_FILENO);
+    pid_t pid = -1;
+    const int error = ::posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+    ::posix_spawn_file_actions_destroy(&actions);
+    if (error != 0)
+        throw client_error(exit_code::unreachable,
+                           fmt::format("cannot start {}: {}", words[0], std::strerror(error)),
+                           "install OpenSSH's client, or name yours in RALPH_SSH_COMMAND");
+    return pid;
+}
+
+}  // namespace
+
+std::string ssh_command_line(std::string_view address, const std::vector<std::string>& options) {
+    return checked_ssh(
+        [&] { return ralph::ssh_command_line(parse_ssh_address(address), options); });
+}
+
+int run_remote_ralphctl(std::string_view address, const std::vector<std::string>& args) {
+    const std::vector<std::string> words = remote_ralphctl(address, args);
+    const std::string host = parse_ssh_address(address).host;
+    // Nothing to send: ssh's stdin is empty, so that it never reads ralphctl's.
+    const unique_fd nothing(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    const pid_t pid = spawn_ssh(words, nothing.get(), -1, -1);
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    std::string command = "ralphctl";
+    for (const auto& arg : args) command += " " + arg;
+    if (WIFSIGNALED(status))
+        throw client_error(exit_code::unreachable,
+                           fmt::format("cannot run `{}` on {}: ssh was killed by signal {}",
+                                       command, host, WTERMSIG(status)));
+    // 255: ssh's own failure; 127: the remote shell found no ralphctl. Either said why above.
+    const int code = WEXITSTATUS(status);
+    if (code == 255 || code == 127)
+        throw client_error(exit_code::unreachable,
+                           fmt::format("cannot run `{}` on {}: ssh exited with status {} (its "
+                                       "message, if any, is above)",
+                                       command, host, code));
+    return code;
+}
+
+ssh_dial::ssh_dial(std::string_view address, ssh_messages messages) {
+    const std::vector<std::string> words = remote_ralphctl(address, {"dial-stdio"});
     int pair[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0)
         throw client_error(exit_code::unreachable,
@@ -45,22 +111,7 @@ ssh_dial::ssh_dial(std::string_view address, ssh_messages messages) {
         messages_.reset(pipe[0]);
         their_stderr.reset(pipe[1]);
     }
-
-    std::vector<char*> argv;
-    for (const auto& word : words) argv.push_back(const_cast<char*>(word.c_str()));
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    ::posix_spawn_file_actions_init(&actions);
-    ::posix_spawn_file_actions_adddup2(&actions, theirs.get(), STDIN_FILENO);
-    ::posix_spawn_file_actions_adddup2(&actions, theirs.get(), STDOUT_FILENO);
-    if (their_stderr.get() >= 0)
-        ::posix_spawn_file_actions_adddup2(&actions, their_stderr.get(), STDERR_FILENO);
-    const int error = ::posix_spawnp(&pid_, argv[0], &actions, nullptr, argv.data(), environ);
-    ::posix_spawn_file_actions_destroy(&actions);
-    if (error != 0)
-        throw client_error(exit_code::unreachable,
-                           fmt::format("cannot start {}: {}", words[0], std::strerror(error)),
-                           "install OpenSSH's client, or name yours in RALPH_SSH_COMMAND");
+    pid_ = spawn_ssh(words, theirs.get(), theirs.get(), their_stderr.get());
 }
 
 ssh_dial::~ssh_dial() {

@@ -14,6 +14,16 @@
 
 namespace ralph::client {
 
+// Runs `ralphctl ARGS` on the host of `address` (ssh://…) through ssh, its output and messages
+// on this ralphctl's stdout and stderr: a command whose work is on that host rather than in its
+// daemon (`doctor`). The remote ralphctl's exit status; a client_error (unreachable) when ssh
+// could not run it there, (usage) for an address that is not right.
+int run_remote_ralphctl(std::string_view address, const std::vector<std::string>& args);
+
+// How a person would type ssh to the host of `address` with `options` (e.g. a port forward), for
+// a hint (common/ssh_command.hpp); a client_error (usage) for an address that is not right.
+std::string ssh_command_line(std::string_view address, const std::vector<std::string>& options);
+
 // Where ssh's own messages (host key, authentication, "command not found") go: to ralphctl's
 // stderr as ssh writes them (one host), or kept for failure() to tell (several hosts at once,
 // whose messages would otherwise mix).

@@ -21,6 +21,26 @@ bool is_digits(std::string_view text) {
     return !text.empty() && text.find_first_not_of("0123456789") == std::string_view::npos;
 }
 
+// ssh and its own options: $RALPH_SSH_COMMAND's words, or ssh.
+std::vector<std::string> ssh_program() {
+    const char* command = std::getenv("RALPH_SSH_COMMAND");
+    if (command == nullptr || *command == '\0') return {"ssh"};
+    std::vector<std::string> argv;
+    try {
+        argv = text::split_command_words(command);
+    } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(std::string("RALPH_SSH_COMMAND: ") + e.what());
+    }
+    if (argv.empty()) throw std::invalid_argument("RALPH_SSH_COMMAND has no word");
+    return argv;
+}
+
+// `-p PORT -l USER` as the address has them.
+void add_destination_options(std::vector<std::string>& argv, const ssh_address& address) {
+    if (!address.port.empty()) argv.insert(argv.end(), {"-p", address.port});
+    if (!address.user.empty()) argv.insert(argv.end(), {"-l", address.user});
+}
+
 }  // namespace
 
 ssh_address parse_ssh_address(std::string_view address) {
@@ -54,21 +74,24 @@ ssh_address parse_ssh_address(std::string_view address) {
     return result;
 }
 
-std::vector<std::string> ssh_dial_command(const ssh_address& address) {
-    std::vector<std::string> argv{"ssh"};
-    if (const char* command = std::getenv("RALPH_SSH_COMMAND"); command && *command) {
-        try {
-            argv = text::split_command_words(command);
-        } catch (const std::invalid_argument& e) {
-            throw std::invalid_argument(std::string("RALPH_SSH_COMMAND: ") + e.what());
-        }
-        if (argv.empty()) throw std::invalid_argument("RALPH_SSH_COMMAND has no word");
-    }
+std::vector<std::string> ssh_ralphctl_command(const ssh_address& address,
+                                              const std::vector<std::string>& args) {
+    std::vector<std::string> argv = ssh_program();
     argv.insert(argv.end(), {"-o", "BatchMode=yes", "-T"});
-    if (!address.port.empty()) argv.insert(argv.end(), {"-p", address.port});
-    if (!address.user.empty()) argv.insert(argv.end(), {"-l", address.user});
-    argv.insert(argv.end(), {"--", address.host, "ralphctl", "dial-stdio"});
+    add_destination_options(argv, address);
+    argv.insert(argv.end(), {"--", address.host, "ralphctl"});
+    argv.insert(argv.end(), args.begin(), args.end());
     return argv;
+}
+
+std::string ssh_command_line(const ssh_address& address, const std::vector<std::string>& options) {
+    std::vector<std::string> argv = ssh_program();
+    argv.insert(argv.end(), options.begin(), options.end());
+    add_destination_options(argv, address);
+    argv.push_back(address.host);
+    std::string line;
+    for (const auto& word : argv) line += (line.empty() ? "" : " ") + text::shell_quote(word);
+    return line;
 }
 
 std::string describe_ssh_exit(int wait_status, int messages) {

@@ -22,10 +22,16 @@ struct ssh_address {
 // wrong, also for a user or host that ssh would take for an option.
 ssh_address parse_ssh_address(std::string_view address);
 
-// The ssh command that runs `ralphctl dial-stdio` on `address`'s host: in batch mode (no
-// password prompt or host-key question: ssh fails instead, saying why) and without a terminal.
-// std::invalid_argument for a RALPH_SSH_COMMAND that cannot be split into words.
-std::vector<std::string> ssh_dial_command(const ssh_address& address);
+// The ssh command that runs `ralphctl ARGS` on `address`'s host (`dial-stdio`: a connection to
+// its ralphd), in batch mode (no password prompt or host-key question: ssh fails instead, saying
+// why) and without a terminal. std::invalid_argument for a RALPH_SSH_COMMAND that cannot be split
+// into words.
+std::vector<std::string> ssh_ralphctl_command(const ssh_address& address,
+                                              const std::vector<std::string>& args);
+
+// How a person would type ssh to `address` with `options` (e.g. a port forward), for a hint:
+// $RALPH_SSH_COMMAND's words, or ssh, quoted for a shell. std::invalid_argument as above.
+std::string ssh_command_line(const ssh_address& address, const std::vector<std::string>& options);
 
 // Why ssh ended, from its wait status: "ssh exited with status 255: " and the last line it wrote
 // on `messages` (its stderr's reading end, read to the end now), or "ssh was killed by signal

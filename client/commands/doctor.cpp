@@ -4,12 +4,15 @@
 // is on (a user service otherwise stops with the last session); the agents' programs are found
 // on the daemon's PATH, with their versions. Exit 0 when nothing failed (warnings allowed), 1
 // otherwise. --json {"checks": [{"check", "status": "ok"|"warn"|"fail", "detail", "fix"}],
-// "ok": bool}.
+// "ok": bool}. With --host ssh://…, most of these are files of that host: its own ralphctl
+// doctor makes them there, over ssh (exit 3 when ssh cannot run it).
 #include "client/commands/commands.hpp"
 
 #include "client/connection.hpp"
 #include "client/output.hpp"
+#include "client/ssh_dial.hpp"
 #include "common/paths.hpp"
+#include "common/ssh_command.hpp"
 #include "proto/methods.hpp"
 #include "proto/types.hpp"
 #include "proto/version.hpp"
@@ -206,6 +209,15 @@ void check_agents(const client_context& ctx, std::vector<check_result>& results)
 }
 
 int run_doctor(const client_context& ctx) {
+    if (ctx.socket.starts_with(ssh_scheme)) {
+        if (!ctx.json) {
+            fmt::print("{}, checked there by its ralphctl:\n", ctx.socket);
+            std::fflush(stdout);
+        }
+        return run_remote_ralphctl(ctx.socket, ctx.json
+                                                   ? std::vector<std::string>{"--json", "doctor"}
+                                                   : std::vector<std::string>{"doctor"});
+    }
     std::vector<check_result> results;
     const auto info = check_daemon(ctx, results);
     check_socket(ctx, info.has_value(), results);
@@ -246,7 +258,8 @@ void register_doctor_command(CLI::App& app, client_context& ctx) {
     auto* cmd = app.add_subcommand(
         "doctor",
         "Check the daemon, its socket and database, the systemd service and lingering, "
-        "and the agents' programs, and say what to fix");
+        "and the agents' programs, and say what to fix (--host ssh://…: on that host, by its "
+        "ralphctl)");
     cmd->callback([&ctx] { ctx.exit_code = run_doctor(ctx); });
 }
 

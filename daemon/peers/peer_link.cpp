@@ -149,7 +149,7 @@ awaitable<void> peer_link::run() {
 
 awaitable<std::shared_ptr<peer_link::ssh_process>> peer_link::start_ssh(int stdio_socket) {
     spawn_request request;
-    request.argv = ssh_dial_command(parse_ssh_address(address_));
+    request.argv = ssh_ralphctl_command(parse_ssh_address(address_), {"dial-stdio"});
     request.env = own_environment();
     const char* home = std::getenv("HOME");
     request.cwd = home != nullptr && *home == '/' ? home : "/";

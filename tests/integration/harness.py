@@ -287,15 +287,18 @@ def free_tcp_port():
 class SshServer:
     """A real OpenSSH server (Debian's sshd) on 127.0.0.1 and a free port, for one test: its host
     key and the client's key made here with ssh-keygen, its own sshd_config (public-key login of
-    the current user only, no PAM), and a client configuration that trusts that host key alone
+    one user only, no PAM), and a client configuration that trusts that host key alone
     (StrictHostKeyChecking against the known_hosts written here). `session_env` is set in every
     session (sshd's SetEnv): e.g. PATH with the build's ralphctl and RALPH_SOCKET of a test
-    daemon. For ralphctl: `address` (ssh://USER@127.0.0.1:PORT) and `ssh_command` (for
-    RALPH_SSH_COMMAND). Needs root (sshd's privilege separation) and /usr/sbin/sshd."""
+    daemon. `user`: who may log in, the current user by default; another one (a UnixUser) gets
+    the client's key in its home's ~/.ssh/authorized_keys, which sshd reads as that user. For
+    ralphctl: `address` (ssh://USER@127.0.0.1:PORT) and `ssh_command` (for RALPH_SSH_COMMAND);
+    `host_block(NAME)`, this server as one host of a configuration naming several. Needs root
+    (sshd's privilege separation) and /usr/sbin/sshd."""
 
     SSHD = "/usr/sbin/sshd"
 
-    def __init__(self, parent, session_env):
+    def __init__(self, parent, session_env, user=None):
         require_root("to run sshd")
         if not os.access(self.SSHD, os.X_OK):
             skip_test("needs %s (openssh-server)" % self.SSHD)
@@ -305,15 +308,19 @@ class SshServer:
             subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name, "-f",
                             os.path.join(self.dir, name)], check=True, stdin=subprocess.DEVNULL)
         self.port = free_tcp_port()
-        user = pwd_name()
-        shutil.copy(os.path.join(self.dir, "client_key.pub"),
-                    os.path.join(self.dir, "authorized_keys"))
+        self.user = user or pwd_name()
+        authorized_keys = os.path.join(self.dir, "authorized_keys")
+        if self.user != pwd_name():
+            authorized_keys = _authorize_in_home(self.user,
+                                                 os.path.join(self.dir, "client_key.pub"))
+        else:
+            shutil.copy(os.path.join(self.dir, "client_key.pub"), authorized_keys)
         env = " ".join("%s=%s" % item for item in session_env.items())
         write_text(os.path.join(self.dir, "sshd_config"), "\n".join([
             "Port %d" % self.port, "ListenAddress 127.0.0.1",
             "HostKey " + os.path.join(self.dir, "host_key"),
-            "AuthorizedKeysFile " + os.path.join(self.dir, "authorized_keys"),
-            "AllowUsers " + user, "PermitRootLogin prohibit-password", "UsePAM no",
+            "AuthorizedKeysFile " + authorized_keys,
+            "AllowUsers " + self.user, "PermitRootLogin prohibit-password", "UsePAM no",
             "PasswordAuthentication no", "KbdInteractiveAuthentication no", "StrictModes no",
             "PidFile none", "LogLevel VERBOSE", "SetEnv " + env, ""]))
         with open(os.path.join(self.dir, "host_key.pub")) as f:
@@ -329,16 +336,26 @@ class SshServer:
                                          stdin=subprocess.DEVNULL, stdout=log,
                                          stderr=subprocess.STDOUT, start_new_session=True)
         wait_until(self._listening, 10, "sshd to listen on port %d" % self.port)
-        self.address = "ssh://%s@127.0.0.1:%d" % (user, self.port)
+        self.address = "ssh://%s@127.0.0.1:%d" % (self.user, self.port)
         self.ssh_command = "ssh -F " + self.ssh_config
+
+    def _client_options(self, key):
+        return ["IdentityFile " + os.path.join(self.dir, key), "IdentitiesOnly yes",
+                "UserKnownHostsFile " + os.path.join(self.dir, "known_hosts"),
+                "GlobalKnownHostsFile /dev/null", "StrictHostKeyChecking yes", "LogLevel ERROR"]
 
     def write_client_config(self, key):
         """The client's configuration, logging in with `key` (client_key is authorized,
         other_key is not)."""
-        write_text(self.ssh_config, "\n".join([
-            "Host *", "IdentityFile " + os.path.join(self.dir, key), "IdentitiesOnly yes",
-            "UserKnownHostsFile " + os.path.join(self.dir, "known_hosts"),
-            "GlobalKnownHostsFile /dev/null", "StrictHostKeyChecking yes", "LogLevel ERROR", ""]))
+        write_text(self.ssh_config, "\n".join(["Host *"] + self._client_options(key) + [""]))
+
+    def host_block(self, name):
+        """This server as `Host NAME` of an ssh_config that names several (ssh://NAME then
+        reaches it with the authorized key)."""
+        return "\n".join(["Host " + name, "    HostName 127.0.0.1", "    Port %d" % self.port,
+                          "    User " + self.user] +
+                         ["    " + option for option in self._client_options("client_key")] +
+                         [""])
 
     @staticmethod
     def write_shared_client_config(servers, path):
@@ -364,6 +381,78 @@ class SshServer:
         if self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGTERM)
             self.proc.wait(timeout=10)
+
+
+def _authorize_in_home(user, public_key):
+    """`public_key` as the only key of `user`'s ~/.ssh/authorized_keys (theirs, 0600); its path."""
+    entry = pwd.getpwnam(user)
+    ssh_dir = os.path.join(entry.pw_dir, ".ssh")
+    os.makedirs(ssh_dir, mode=0o700, exist_ok=True)
+    path = os.path.join(ssh_dir, "authorized_keys")
+    shutil.copy(public_key, path)
+    os.chmod(path, 0o600)
+    for owned in (ssh_dir, path):
+        os.chown(owned, entry.pw_uid, entry.pw_gid)
+    return path
+
+
+class UnixUser:
+    """A Unix user made for one test (root only): a unique name, a home of its own under a new
+    directory that every user may enter (`home`; `dir` is that directory), a shell, no password
+    (sshd without PAM refuses a locked account: its password is `*`, not `!`). run() and popen()
+    run a program as that user; remove() ends whatever the user still runs and deletes the user
+    and its files."""
+
+    def __init__(self):
+        require_root("to create a user")
+        if shutil.which("useradd") is None:
+            skip_test("needs useradd (passwd)")
+        self.dir = tempfile.mkdtemp(prefix="ralph-user-", dir=_short_tmp_parent())
+        os.chmod(self.dir, 0o755)
+        self.name = "ralph-it-" + os.urandom(4).hex()
+        self.home = os.path.join(self.dir, "home")
+        subprocess.run(["useradd", "--create-home", "--home-dir", self.home, "--shell", "/bin/sh",
+                        "--password", "*", "--user-group", self.name],
+                       check=True, capture_output=True, stdin=subprocess.DEVNULL)
+        entry = pwd.getpwnam(self.name)
+        self.uid, self.gid = entry.pw_uid, entry.pw_gid
+
+    def popen(self, argv, **kwargs):
+        return subprocess.Popen(argv, user=self.uid, group=self.gid, extra_groups=[],
+                                stdin=subprocess.DEVNULL, **kwargs)
+
+    def run(self, argv, **kwargs):
+        return subprocess.run(argv, user=self.uid, group=self.gid, extra_groups=[],
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True, **kwargs)
+
+    def pids(self):
+        """The live processes running as this user."""
+        found = []
+        for pid in all_pids():
+            try:
+                with open("/proc/%d/status" % pid) as f:
+                    uids = next(line for line in f if line.startswith("Uid:")).split()[1:]
+            except (OSError, StopIteration):
+                continue
+            if str(self.uid) in uids and is_alive(pid):
+                found.append(pid)
+        return found
+
+    def remove(self):
+        for pid in self.pids():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        wait_until(lambda: not self.pids(), 10, "the processes of %s to end" % self.name)
+        removed = subprocess.run(["userdel", "--remove", self.name], capture_output=True,
+                                 text=True, stdin=subprocess.DEVNULL)
+        shutil.rmtree(self.dir, ignore_errors=True)
+        try:
+            pwd.getpwnam(self.name)
+        except KeyError:
+            return
+        raise AssertionError("userdel left the user %s: %s" % (self.name, removed.stderr))
 
 
 def pwd_name():

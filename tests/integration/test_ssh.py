@@ -6,17 +6,33 @@ trusting that host key only) whose sessions have the build's ralphctl on PATH an
 of a test daemon. Submit, `tail -f` byte-exact against the daemon's stored output, list and
 cancel go over ssh; `RALPH_HOST` does what `--host` does; `unix://PATH` names a socket; an
 authentication refused, a remote daemon down and a host without ralphctl exit 3 with ssh's or
-the remote ralphctl's own message.
+the remote ralphctl's own message. `web` prints the ssh -L command for the host's socket (run
+here, it forwards the dashboard); `doctor` is the host's own, run there.
 """
 
 import base64
+import http.client
 import json
 import os
+import subprocess
 
 from harness import (RALPHCTL, DaemonTestCase, SshServer, free_tcp_port, main, make_workspace,
-                     write_text)
+                     scaled, wait_until, write_text)
 
 BUILD_CLIENT = os.path.dirname(os.path.abspath(RALPHCTL)) if RALPHCTL else ""
+
+
+def dashboard_through(port):
+    """(status, body) of GET / on 127.0.0.1:PORT; None while nothing answers there."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=scaled(10))
+    try:
+        conn.request("GET", "/")
+        response = conn.getresponse()
+        return response.status, response.read()
+    except (OSError, http.client.HTTPException):
+        return None
+    finally:
+        conn.close()
 
 
 class SshTest(DaemonTestCase):
@@ -142,6 +158,52 @@ class SshTest(DaemonTestCase):
         broken = self.d.ctl("hosts", env=env, check=False)
         self.assertEqual(broken.returncode, 2)
         self.assertIn("hosts:1: expected NAME ADDRESS", broken.stderr)
+
+    def test_web_and_doctor_of_a_remote_host(self):
+        # web: the ssh -L command to run here for the host's socket, which works as printed.
+        web = self.remote("web")
+        self.assertEqual(web.returncode, 0, web.stderr)
+        self.assertIn("ralphd on %s serves no TCP" % self.server.address, web.stdout)
+        command = web.stdout.rstrip("\n").rsplit("\n", 1)[-1].split()
+        user = self.server.address[len("ssh://"):].split("@")[0]
+        self.assertEqual(command, self.server.ssh_command.split() + [
+            "-N", "-L", "7177:" + self.d.socket, "-p", str(self.server.port), "-l", user,
+            "127.0.0.1"])
+        port = free_tcp_port()
+        command[command.index("-L") + 1] = "%d:%s" % (port, self.d.socket)
+        forward = subprocess.Popen(command, stdin=subprocess.DEVNULL)
+        self.addCleanup(forward.wait)
+        self.addCleanup(forward.terminate)
+        status, body = wait_until(lambda: dashboard_through(port), 10, "the forwarded port")
+        self.assertEqual(status, 200)
+        self.assertIn(b"<html", body)
+        # A host whose ralphd listens on its own loopback: the URL, and how to forward its port.
+        tcp = free_tcp_port()
+        listening = self.daemon(extra_args=["--listen", "127.0.0.1:%d" % tcp])
+        server = self.ssh_server(listening, BUILD_CLIENT + ":/usr/bin:/bin")
+        url = self.remote("web", server=server)
+        self.assertEqual(url.returncode, 0, url.stderr)
+        self.assertRegex(url.stdout, r"^http://127\.0\.0\.1:%d/login\?token=\w+\n$" % tcp)
+        self.assertIn("that address is %s's own; forward it to this machine first" % server.address,
+                      url.stderr)
+        self.assertIn(" -N -L %d:localhost:%d -p %d -l %s 127.0.0.1\n" % (tcp, tcp, server.port,
+                                                                         user), url.stderr)
+
+        # doctor: the host's own ralphctl checks the host.
+        doctor = self.remote("--json", "doctor")
+        checks = json.loads(doctor.stdout)
+        self.assertEqual(doctor.returncode, 0 if checks["ok"] else 1, doctor.stderr)
+        daemon = next(c for c in checks["checks"] if c["check"] == "daemon")
+        self.assertEqual(daemon["status"], "ok")
+        self.assertIn("(pid %d) answers on %s" % (self.d.pid, self.d.socket), daemon["detail"])
+        table = self.remote("doctor")
+        self.assertTrue(table.stdout.startswith(self.server.address + ", checked there by its "
+                                                "ralphctl:\n"), table.stdout)
+        bare = self.ssh_server(self.d, "/usr/bin:/bin")
+        missing = self.remote("doctor", server=bare)
+        self.assertEqual(missing.returncode, 3, missing.stderr)
+        self.assertIn("cannot run `ralphctl doctor` on 127.0.0.1: ssh exited with status 127",
+                      missing.stderr)
 
     def test_ssh_failures_exit_3_with_ssh_s_message(self):
         # A key the server does not accept.
