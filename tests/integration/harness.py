@@ -164,6 +164,16 @@ def processes_in_group(pgid):
     return found
 
 
+def child_processes(pid, name=None):
+    """Live (non-zombie) children of a process, those whose command name is `name` if given."""
+    found = []
+    for child in all_pids():
+        stat = proc_stat(child)
+        if stat and stat[1] == pid and stat[0] != "Z" and name in (None, process_name(child)):
+            found.append(child)
+    return found
+
+
 def process_name(pid):
     """The command name of the process (/proc/<pid>/comm), or None when it is gone."""
     try:
