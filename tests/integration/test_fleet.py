@@ -1,5 +1,6 @@
-"""ralphctl over a fleet: the --all-hosts views (list, top --once, report, budget, agents; -H '*'
-is the same) with one host down, and `tail -f` over ssh whose ssh process dies mid-stream.
+"""ralphctl over a fleet: the --all-hosts views (list, top --once and live, report, budget,
+agents; -H '*' is the same) with one host down, and `tail -f` over ssh whose ssh process dies
+mid-stream.
 
 Three hosts in the hosts file: `local` (this machine's test daemon), `build` (a second daemon
 reached through a real sshd, harness.SshServer) and `gone` (an ssh address where nothing
@@ -16,8 +17,8 @@ import signal
 import subprocess
 import time
 
-from harness import (RALPHCTL, DaemonTestCase, SshServer, child_processes, free_tcp_port, main,
-                     make_workspace, read_bytes, scaled, wait_until, write_text)
+from harness import (RALPHCTL, DaemonTestCase, Screen, SshServer, child_processes, free_tcp_port,
+                     main, make_workspace, read_bytes, scaled, wait_until, write_text)
 
 BUILD_CLIENT = os.path.dirname(os.path.abspath(RALPHCTL)) if RALPHCTL else ""
 
@@ -59,7 +60,7 @@ class FleetTest(DaemonTestCase):
         here = self.d.submit(ws, "/bin/echo hi", name="here", max_iterations=1)
         self.d.wait_state(here["id"], "exhausted")
         there = self.build.submit(make_workspace(self.build.work_dir),
-                                  "/bin/sh -c 'echo started; exec sleep 300'", name="there")
+                                  "/bin/sh -c 'echo there-says-hi; exec sleep 300'", name="there")
         self.build.wait_state(there["id"], "running")
         self.build.ctl("budget", "set", "--iterations-per-day", "50")
         expected = [("build", there["id"]), ("local", here["id"])]
@@ -133,6 +134,19 @@ class FleetTest(DaemonTestCase):
         self.assertEqual(refused.returncode, 2, refused.stderr)
         self.assertIn("-H '*' (every host) is for list, agents, budget, report, top only",
                       refused.stderr)
+
+        # The live view: both daemons' rows, the down host in the header, the output of the
+        # selected loop read from build; its keys act on that loop's host.
+        screen = Screen(self.d, "--all-hosts", "--interval", "0.2", env=self.env, columns=160)
+        self.addCleanup(screen.close)
+        screen.wait_for("gone down:", "build:%d" % there["id"], "local:%d" % here["id"],
+                        "── loop build:%d there" % there["id"], "there-says-hi", "q quit")
+        screen.press(b"c")
+        screen.wait_for("cancel loop build:%d: now" % there["id"])
+        self.build.wait_state(there["id"], "cancelled")
+        self.assertEqual(self.d.get(here["id"])["state"], "exhausted")
+        screen.press(b"q")
+        self.assertEqual(screen.wait_exit(), 0)
 
     def test_tail_f_over_ssh_connects_again_when_its_ssh_dies(self):
         flag = os.path.join(self.build.root, "go-on")
