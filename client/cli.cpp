@@ -1,6 +1,8 @@
 #include "client/cli.hpp"
 
 #include "client/hosts.hpp"
+#include "client/output.hpp"
+#include "common/text.hpp"
 #include "proto/version.hpp"
 
 #include <fmt/format.h>
@@ -15,24 +17,25 @@ using register_function = void (*)(CLI::App&, client_context&);
 struct command_entry {
     std::string_view name;
     register_function add;
+    bool fleet_view = false;  // takes --all-hosts (client/fleet.hpp), which -H '*' also means
 };
 constexpr command_entry commands[] = {
     {"submit", register_submit_command},
-    {"list", register_list_command},
+    {"list", register_list_command, true},
     {"show", register_show_command},
     {"tail", register_tail_command},
     {"cancel", register_control_commands},
     {"pause", register_control_commands},
     {"resume", register_control_commands},
     {"daemon", register_daemon_command},
-    {"agents", register_agents_command},
+    {"agents", register_agents_command, true},
     {"steer", register_steer_command},
     {"init", register_init_command},
     {"scheduler", register_scheduler_command},
-    {"budget", register_budget_command},
-    {"report", register_report_command},
+    {"budget", register_budget_command, true},
+    {"report", register_report_command, true},
     {"gc", register_gc_command},
-    {"top", register_top_command},
+    {"top", register_top_command, true},
     {"doctor", register_doctor_command},
     {"notify", register_notify_command},
     {"web", register_web_command},
@@ -57,12 +60,35 @@ void register_commands(CLI::App& app, client_context& ctx, std::string_view word
     }
 }
 
+// `-H '*'`: every host, for the fleet views.
+constexpr std::string_view every_host = "*";
+
+// What --host (-H) names: a daemon, which becomes ctx.socket, or every host.
+void choose_host(client_context& ctx, std::string_view command, const std::string& value) {
+    if (value != every_host) {
+        ctx.socket = resolve_host(value, ctx.local_socket);
+        return;
+    }
+    std::vector<std::string> views;
+    for (const auto& entry : commands) {
+        if (entry.fleet_view && entry.name == command) {
+            ctx.all_hosts = true;
+            return;
+        }
+        if (entry.fleet_view) views.emplace_back(entry.name);
+    }
+    throw client_error(
+        exit_code::usage,
+        fmt::format("-H '*' (every host) is for {} only", text::join_words(views, ", ")),
+        "name one host: -H NAME");
+}
+
 }  // namespace
 
 std::string_view command_word(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
         const std::string_view arg = argv[i];
-        if (arg == "--socket" || arg == "--host") {
+        if (arg == "--socket" || arg == "--host" || arg == "-H") {
             ++i;
         } else if (!arg.starts_with('-')) {
             return arg;
@@ -85,11 +111,12 @@ void define_cli(CLI::App& app, client_context& ctx, std::string_view command) {
     auto* socket = app.add_option("--socket", ctx.socket,
                                   "ralphd's socket ($RALPH_SOCKET overrides the default)")
                        ->capture_default_str();
-    app.add_option("--host", ctx.socket,
-                   "The ralphd to talk to: a name of the hosts file, ssh://[USER@]HOST[:PORT] "
-                   "(over ssh) or unix://PATH ($RALPH_HOST)")
-        ->transform(
-            [&ctx](const std::string& value) { return resolve_host(value, ctx.local_socket); })
+    app.add_option_function<std::string>(
+           "-H,--host",
+           [&ctx, command](const std::string& value) { choose_host(ctx, command, value); },
+           "The ralphd to talk to: a name of the hosts file, ssh://[USER@]HOST[:PORT] (over "
+           "ssh) or unix://PATH ($RALPH_HOST); '*' (quoted): every host, as --all-hosts")
+        ->type_name("HOST")
         ->excludes(socket);
     app.add_flag("--json", ctx.json, "Print JSON documents instead of human output");
     register_commands(app, ctx, command);

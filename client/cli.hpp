@@ -11,7 +11,7 @@
 namespace ralph::client {
 
 // The command word of the arguments: the first that is neither an option nor --socket's (or
-// --host's) value.
+// --host's, -H's) value.
 std::string_view command_word(int argc, char** argv);
 
 // Names `app` and adds the global options and the command named `command`, or every command when

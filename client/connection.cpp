@@ -176,6 +176,8 @@ connection::connection(const std::string& address, ssh_messages messages)
 
 connection::~connection() = default;
 
+bool connection::remote() const { return socket_path_.starts_with(ssh_scheme); }
+
 std::string connection::exchange(std::string_view method, nlohmann::json params) {
     http::request<http::string_body> request{http::verb::post, target, 11};
     request.set(http::field::host, host);

@@ -59,6 +59,10 @@ class connection {
     explicit connection(const std::string& address, ssh_messages messages = ssh_messages::shown);
     ~connection();
 
+    // Whether the daemon is on another machine (an ssh:// address): what it names on its
+    // machine (an agent's program) is not for this one to run.
+    bool remote() const;
+
     // Calls `Method` (proto/methods.hpp) with its request; returns its result.
     template <typename Method>
     typename Method::result call(const typename Method::request& request) {

@@ -1,6 +1,6 @@
 // ralphctl's named hosts: those of the hosts file (common/hosts_file.hpp), and `local`, this
-// machine's daemon at the default socket. `--host NAME` takes a name; `ralphctl hosts` and
-// --all-hosts ask every host at once.
+// machine's daemon at the default socket. `--host NAME` takes a name; `ralphctl hosts` and the
+// --all-hosts views ask every host at once (fleet.hpp).
 #pragma once
 
 #include "common/hosts_file.hpp"

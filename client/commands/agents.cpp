@@ -1,10 +1,14 @@
 // `ralphctl agents`: every agent adapter (agents.list), whether the daemon finds its program,
 // the program's version, and what ralph reads from its output. The version is asked here, by
-// running `PROGRAM --version` with a short timeout, so the daemon never blocks on an agent.
+// running `PROGRAM --version` with a short timeout, so the daemon never blocks on an agent; for
+// a daemon on this machine only (the program of a remote daemon is not this machine's).
 // With --json {"agents": [{...agent_info, "version": "..." | null}]}.
+// --all-hosts: every host's at once (client/fleet.hpp), with a HOST column; in --json each agent
+// has "host", and "unreachable" names the hosts that did not answer.
 #include "client/commands/commands.hpp"
 
 #include "client/connection.hpp"
+#include "client/fleet.hpp"
 #include "client/output.hpp"
 #include "common/text.hpp"
 #include "proto/methods.hpp"
@@ -18,6 +22,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <optional>
 
 extern char** environ;
 
@@ -66,47 +71,86 @@ namespace {
 
 std::string_view yes_no(bool value) { return value ? "yes" : "-"; }
 
-int run_agents(const client_context& ctx) {
-    const auto agents = connection(ctx.socket).call<proto::method::agents_list>({}).agents;
+// A daemon's agents, with their programs' versions ("" = unknown).
+struct agents_found {
+    std::vector<proto::agent_info> agents;
     std::vector<std::string> versions;
-    for (const auto& agent : agents)
-        versions.push_back(agent.path.empty() ? std::string() : program_version(agent.path));
-    if (ctx.json) {
-        nlohmann::json list = nlohmann::json::array();
-        for (std::size_t i = 0; i < agents.size(); ++i) {
-            nlohmann::json entry = agents[i];
-            entry["version"] = versions[i].empty() ? nlohmann::json() : nlohmann::json(versions[i]);
-            list.push_back(std::move(entry));
+};
+
+agents_found find_agents(connection& daemon) {
+    agents_found found{daemon.call<proto::method::agents_list>({}).agents, {}};
+    for (const auto& agent : found.agents)
+        found.versions.push_back(
+            agent.path.empty() || daemon.remote() ? std::string() : program_version(agent.path));
+    return found;
+}
+
+// The agents of the hosts (one, `host` "", or with --all-hosts every host that answered).
+void print_agents(const client_context& ctx, const std::vector<host_result<agents_found>>& hosts) {
+    table rows(with_host_column(ctx.all_hosts, {{"AGENT"},
+                                                {"FOUND"},
+                                                {"VERSION"},
+                                                {"OUTPUT"},
+                                                {"TOKENS"},
+                                                {"COST"},
+                                                {"RATE LIMITS"},
+                                                {"PROGRAM"}}));
+    for (const auto& [host, found] : hosts) {
+        for (std::size_t i = 0; i < found.agents.size(); ++i) {
+            const auto& agent = found.agents[i];
+            if (ctx.all_hosts) rows.add(host);
+            rows.add(agent.name);
+            rows.add(agent.path.empty() ? "no" : "yes",
+                     agent.path.empty() ? colour::red : colour::green);
+            rows.add(found.versions[i].empty() ? "-" : found.versions[i]);
+            rows.add(agent.structured_output ? agent.output_format : "text");
+            rows.add(yes_no(agent.tokens));
+            rows.add(yes_no(agent.cost));
+            rows.add(agent.rate_limit_detection ? "detected" : "guessed");
+            rows.add(!agent.path.empty()     ? agent.path
+                     : agent.program.empty() ? "(--command)"
+                                             : agent.program + " (not on PATH)");
         }
-        print_json({{"agents", std::move(list)}});
-        return exit_code::ok;
-    }
-    table rows({{"AGENT"},
-                {"FOUND"},
-                {"VERSION"},
-                {"OUTPUT"},
-                {"TOKENS"},
-                {"COST"},
-                {"RATE LIMITS"},
-                {"PROGRAM"}});
-    for (std::size_t i = 0; i < agents.size(); ++i) {
-        const auto& agent = agents[i];
-        rows.add(agent.name);
-        rows.add(agent.path.empty() ? "no" : "yes",
-                 agent.path.empty() ? colour::red : colour::green);
-        rows.add(versions[i].empty() ? "-" : versions[i]);
-        rows.add(agent.structured_output ? agent.output_format : "text");
-        rows.add(yes_no(agent.tokens));
-        rows.add(yes_no(agent.cost));
-        rows.add(agent.rate_limit_detection ? "detected" : "guessed");
-        rows.add(!agent.path.empty()     ? agent.path
-                 : agent.program.empty() ? "(--command)"
-                                         : agent.program + " (not on PATH)");
     }
     fmt::memory_buffer out;
     rows.render(out, ctx.colour);
     write_stdout(out);
-    return exit_code::ok;
+}
+
+// The --json list of the hosts' agents; with --all-hosts each has "host".
+nlohmann::json agents_json(const client_context& ctx,
+                           const std::vector<host_result<agents_found>>& hosts) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& [host, found] : hosts) {
+        for (std::size_t i = 0; i < found.agents.size(); ++i) {
+            nlohmann::json entry = found.agents[i];
+            entry["version"] =
+                found.versions[i].empty() ? nlohmann::json() : nlohmann::json(found.versions[i]);
+            if (ctx.all_hosts) entry["host"] = host;
+            list.push_back(std::move(entry));
+        }
+    }
+    return list;
+}
+
+int run_agents(const client_context& ctx) {
+    std::optional<fleet> hosts;
+    std::vector<host_result<agents_found>> answers;
+    if (ctx.all_hosts) {
+        hosts.emplace(ctx.local_socket);
+        answers = hosts->ask_once<agents_found>(find_agents);
+    } else {
+        connection daemon(ctx.socket);
+        answers.push_back({"", find_agents(daemon)});
+    }
+    if (ctx.json) {
+        nlohmann::json document{{"agents", agents_json(ctx, answers)}};
+        if (hosts) return hosts->print_json(std::move(document));
+        print_json(std::move(document));
+        return exit_code::ok;
+    }
+    print_agents(ctx, answers);
+    return hosts ? hosts->exit_code() : exit_code::ok;
 }
 
 }  // namespace
@@ -114,6 +158,7 @@ int run_agents(const client_context& ctx) {
 void register_agents_command(CLI::App& app, client_context& ctx) {
     auto* cmd = app.add_subcommand(
         "agents", "List the agents: found or not, version, what ralph reads from their output");
+    add_all_hosts_flag(*cmd, ctx);
     cmd->callback([&ctx] { ctx.exit_code = run_agents(ctx); });
 }
 

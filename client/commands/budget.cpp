@@ -2,9 +2,12 @@
 // limit and when it frees up; agents held by a usage limit; --json {"budget": {...}}) and
 // `ralphctl budget set [--iterations-per-hour N] [--iterations-per-day N] [--tokens-per-day N]
 // [--cost-per-day USD]` (budget.set; 0 removes a limit; kept across restarts).
+// `budget --all-hosts`: every host's at once (client/fleet.hpp), with a HOST column (a host
+// without budgets: a row "none"); --json {"budgets": [{"host", ...budget}], "unreachable"}.
 #include "client/commands/commands.hpp"
 
 #include "client/connection.hpp"
+#include "client/fleet.hpp"
 #include "client/output.hpp"
 #include "common/text.hpp"
 #include "proto/methods.hpp"
@@ -23,38 +26,77 @@ std::string format_amount(const proto::budget_use& use, double value) {
     return fmt::format("{}", std::int64_t(value));
 }
 
+// The budgets of the hosts (one, or with --all-hosts every host that answered: `host` "" is
+// one host, without a HOST column).
+void print_budgets(const client_context& ctx,
+                   const std::vector<host_result<proto::budget_state>>& hosts) {
+    const bool with_host = ctx.all_hosts;
+    fmt::memory_buffer out;
+    bool none = true;
+    for (const auto& host : hosts) none = none && host.result.use.empty();
+    if (none && !with_host) {
+        fmt::format_to(std::back_inserter(out),
+                       "no budgets set (see `ralphctl budget set --help`)\n");
+    } else {
+        table t(with_host_column(
+            with_host,
+            {{"BUDGET"}, {"OF"}, {"USED", true}, {"LIMIT", true}, {"WINDOW"}, {"FREES UP"}}));
+        for (const auto& host : hosts) {
+            if (host.result.use.empty()) {
+                t.add(host.host);
+                t.add("none");
+                for (int i = 0; i < 5; ++i) t.add("-");
+            }
+            for (const auto& use : host.result.use) {
+                if (with_host) t.add(host.host);
+                std::string name = use.name.substr(0, use.name.rfind("_usd"));  // "cost_per_day"
+                std::replace(name.begin(), name.end(), '_', ' ');
+                t.add(name);
+                t.add(use.loop_id == 0 ? std::string("all loops")
+                                       : fmt::format("loop {}", use.loop_id));
+                t.add(format_amount(use, use.used), use.frees_at > 0 ? colour::red : colour::none);
+                t.add(format_amount(use, use.limit));
+                t.add(text::format_duration(use.window_ms));
+                t.add(use.frees_at > 0 ? format_local_time(use.frees_at) : std::string("-"));
+            }
+        }
+        t.render(out, ctx.colour);
+    }
+    // A hold learnt from a peer (ralphd --peer) says from which host.
+    for (const auto& host : hosts)
+        for (const auto& hold : host.result.holds)
+            fmt::format_to(
+                std::back_inserter(out), "{}{}agent {} held until {} (account {}{}{}): {}\n",
+                host.host, with_host ? ": " : "", hold.agent, format_local_time(hold.until),
+                hold.account, hold.origin.empty() ? "" : ", from ", hold.origin, hold.reason);
+    write_stdout(out);
+}
+
 int print_budget(const client_context& ctx, const proto::budget_state& state) {
     if (ctx.json) {
         print_json({{"budget", state}});
         return exit_code::ok;
     }
-    fmt::memory_buffer out;
-    const auto& uses = state.use;
-    if (uses.empty()) {
-        fmt::format_to(std::back_inserter(out),
-                       "no budgets set (see `ralphctl budget set --help`)\n");
-    } else {
-        table t({{"BUDGET"}, {"OF"}, {"USED", true}, {"LIMIT", true}, {"WINDOW"}, {"FREES UP"}});
-        for (const auto& use : uses) {
-            std::string name = use.name.substr(0, use.name.rfind("_usd"));  // "cost_per_day"
-            std::replace(name.begin(), name.end(), '_', ' ');
-            t.add(name);
-            t.add(use.loop_id == 0 ? std::string("all loops")
-                                   : fmt::format("loop {}", use.loop_id));
-            t.add(format_amount(use, use.used), use.frees_at > 0 ? colour::red : colour::none);
-            t.add(format_amount(use, use.limit));
-            t.add(text::format_duration(use.window_ms));
-            t.add(use.frees_at > 0 ? format_local_time(use.frees_at) : std::string("-"));
-        }
-        t.render(out, ctx.colour);
-    }
-    // A hold learnt from a peer (ralphd --peer) says from which host.
-    for (const auto& hold : state.holds)
-        fmt::format_to(std::back_inserter(out), "agent {} held until {} (account {}{}{}): {}\n",
-                       hold.agent, format_local_time(hold.until), hold.account,
-                       hold.origin.empty() ? "" : ", from ", hold.origin, hold.reason);
-    write_stdout(out);
+    print_budgets(ctx, {{"", state}});
     return exit_code::ok;
+}
+
+// `budget --all-hosts`.
+int print_fleet_budgets(const client_context& ctx) {
+    fleet hosts(ctx.local_socket);
+    const auto answers = hosts.ask_once<proto::budget_state>(
+        [](connection& daemon) { return daemon.call<proto::method::budget_get>({}); });
+    if (ctx.json) {
+        nlohmann::json budgets = nlohmann::json::array();
+        for (const auto& answer : answers) {
+            nlohmann::json budget = answer.result;
+            budget["host"] = answer.host;
+            budgets.push_back(std::move(budget));
+        }
+        return hosts.print_json({{"budgets", std::move(budgets)}});
+    }
+    print_budgets(ctx, answers);
+    return hosts.exit_code();
 }
 
 struct budget_set_options {
@@ -82,9 +124,17 @@ void register_budget_command(CLI::App& app, client_context& ctx) {
     auto* cmd =
         app.add_subcommand("budget", "Show the budgets' use and when they free up, or set them");
     auto loop_id = std::make_shared<std::int64_t>(0);
-    cmd->add_option("--loop", *loop_id, "Also show this loop's own budgets");
-    cmd->callback([&ctx, cmd, loop_id] {
+    auto* loop = cmd->add_option("--loop", *loop_id, "Also show this loop's own budgets");
+    add_all_hosts_flag(*cmd, ctx);
+    cmd->callback([&ctx, cmd, loop, loop_id] {
         if (!cmd->get_subcommands().empty()) return;
+        if (ctx.all_hosts && loop->count() > 0)
+            throw client_error(exit_code::usage, "budget --loop shows one host's loop",
+                               "leave out --all-hosts (and -H '*'), or --loop");
+        if (ctx.all_hosts) {
+            ctx.exit_code = print_fleet_budgets(ctx);
+            return;
+        }
         ctx.exit_code =
             print_budget(ctx, connection(ctx.socket).call<proto::method::budget_get>({*loop_id}));
     });
@@ -108,6 +158,9 @@ void register_budget_command(CLI::App& app, client_context& ctx) {
                         "US dollars the agents reported in any rolling 24 hours")
             ->check(CLI::NonNegativeNumber);
     set->callback([&ctx, options] {
+        if (ctx.all_hosts)
+            throw client_error(exit_code::usage, "budget set changes one host's budgets",
+                               "run it once per host, with --host NAME");
         const proto::budget_changes changes = options->changes();
         if (changes == proto::budget_changes{})
             throw client_error(exit_code::usage, "budget set: nothing to change",

@@ -17,6 +17,7 @@ struct client_context {
     std::string socket;  // --socket or --host: a socket path, unix://PATH or ssh://[USER@]HOST
     std::string local_socket;  // this machine's daemon (the default socket): host `local`
     std::string id_host;       // the host a qualified loop id named ("" = none)
+    bool all_hosts = false;    // --all-hosts or -H '*': every host of the hosts file (fleet.hpp)
     bool json = false;         // --json: one JSON document on stdout instead of human output
     bool colour = false;       // human output may use colours
     int exit_code = 0;         // set by the command that ran

@@ -1,12 +1,12 @@
 // `ralphctl hosts`: every daemon of the hosts file (client/hosts.hpp) and `local`, asked at once
-// (daemon.info, scheduler.get, agents.list), each within hosts_timeout: reachable (or, last,
-// why not), versions, the scheduler's state, loops running of the most that may, the agents
+// (daemon.info, scheduler.get, agents.list; client/fleet.hpp), each within 10 s: reachable (or,
+// last, why not), versions, the scheduler's state, loops running of the most that may, the agents
 // found.
 // Exit 3 when a host could not be reached. With --json {"hosts": [...]}.
 #include "client/commands/commands.hpp"
 
 #include "client/connection.hpp"
-#include "client/hosts.hpp"
+#include "client/fleet.hpp"
 #include "client/output.hpp"
 #include "common/text.hpp"
 #include "proto/methods.hpp"
@@ -16,16 +16,13 @@
 namespace ralph::client {
 namespace {
 
-constexpr std::chrono::seconds hosts_timeout{10};
-
 struct host_status {
     proto::daemon_info info;
     proto::scheduler_state scheduler;
     std::vector<std::string> agents;  // found on the host
 };
 
-host_status ask_host(const host_entry& host) {
-    connection daemon(host.address, ssh_messages::kept);
+host_status ask_host(connection& daemon) {
     host_status status;
     status.info = daemon.call<proto::method::daemon_info>({});
     status.scheduler = daemon.call<proto::method::scheduler_get>({});
@@ -41,11 +38,9 @@ std::string scheduler_text(const proto::scheduler_state& scheduler) {
 }
 
 int run_hosts(const client_context& ctx) {
-    const std::vector<host_entry> hosts = read_hosts(ctx.local_socket);
-    const auto answers = ask_hosts<host_status>(
-        hosts, std::chrono::duration_cast<std::chrono::milliseconds>(hosts_timeout), ask_host);
-    bool all_up = true;
-    for (const auto& answer : answers) all_up = all_up && answer.result.has_value();
+    fleet all(ctx.local_socket);
+    const std::vector<host_entry>& hosts = all.hosts();
+    const auto answers = all.ask<host_status>(ask_host);
     if (ctx.json) {
         nlohmann::json list = nlohmann::json::array();
         for (std::size_t i = 0; i < hosts.size(); ++i) {
@@ -61,7 +56,7 @@ int run_hosts(const client_context& ctx) {
             list.push_back(std::move(entry));
         }
         print_json({{"hosts", std::move(list)}});
-        return all_up ? exit_code::ok : exit_code::unreachable;
+        return all.exit_code();
     }
     table rows({{"HOST"},
                 {"ADDRESS"},
@@ -91,7 +86,7 @@ int run_hosts(const client_context& ctx) {
     fmt::memory_buffer out;
     rows.render(out, ctx.colour);
     write_stdout(out);
-    return all_up ? exit_code::ok : exit_code::unreachable;
+    return all.exit_code();
 }
 
 }  // namespace

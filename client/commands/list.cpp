@@ -8,7 +8,7 @@
 #include "client/commands/commands.hpp"
 
 #include "client/connection.hpp"
-#include "client/hosts.hpp"
+#include "client/fleet.hpp"
 #include "client/output.hpp"
 #include "common/text.hpp"
 #include "proto/methods.hpp"
@@ -16,7 +16,6 @@
 
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <iterator>
 #include <memory>
 #include <optional>
@@ -90,11 +89,7 @@ struct list_options {
     std::vector<std::string> states;
     std::int64_t limit = 0;
     bool all = false;
-    bool all_hosts = false;
 };
-
-// How long `list --all-hosts` waits for the hosts: one that is down delays nothing longer.
-constexpr std::chrono::seconds all_hosts_timeout{10};
 
 // Without --all, --state or --limit: every loop that has not ended, plus the most recent ended
 // ones, so that the list stays short and fast however long the history grows.
@@ -114,23 +109,17 @@ std::vector<proto::list_request> list_requests(const list_options& options) {
 // The table; with `hosts` (--all-hosts: each loop's host, by index), a HOST column first.
 void print_table(const client_context& ctx, const std::vector<proto::loop_info>& loops,
                  const std::vector<std::string>& hosts = {}) {
-    std::vector<table::column> columns;
-    if (!hosts.empty()) columns.push_back({"HOST"});
-    columns.push_back({"ID", hosts.empty()});
-    for (const table::column& column :
-         {table::column{"NAME"}, table::column{"STATE"}, table::column{"ITER", true},
-          table::column{"AGENT"}, table::column{"AGE", true}, table::column{"WORKSPACE"}})
-        columns.push_back(column);
-    table rows(std::move(columns));
+    table rows(with_host_column(!hosts.empty(), {id_column(!hosts.empty()),
+                                                 {"NAME"},
+                                                 {"STATE"},
+                                                 {"ITER", true},
+                                                 {"AGENT"},
+                                                 {"AGE", true},
+                                                 {"WORKSPACE"}}));
     const std::int64_t now = text::now_ms();
     for (std::size_t i = 0; i < loops.size(); ++i) {
         const proto::loop_info& loop = loops[i];
-        if (hosts.empty()) {
-            rows.add_format("{}", loop.id);
-        } else {
-            rows.add(hosts[i]);
-            rows.add_format("{}:{}", hosts[i], loop.id);  // as commands take it
-        }
+        add_host_and_id(rows, hosts.empty() ? std::string_view() : hosts[i], loop.id);
         rows.add(loop.spec.name.empty() ? "-" : loop.spec.name);
         rows.add(std::string(proto::to_string(loop.state)), state_colour(loop.state));
         if (loop.spec.max_iterations == 0)
@@ -160,34 +149,21 @@ std::vector<proto::loop_info> fetch_loops(connection& daemon,
     return loops;
 }
 
-// `list --all-hosts`: every host of the hosts file at once (client/hosts.hpp), the newest loops
-// first whatever their host; a host that did not answer is named on stderr, and the exit code
-// is then 3.
+// `list --all-hosts`: every host at once (client/fleet.hpp), the newest loops first whatever
+// their host.
 int run_list_all_hosts(const client_context& ctx, const list_options& options) {
-    const std::vector<host_entry> hosts = read_hosts(ctx.local_socket);
-    const std::vector<proto::list_request> requests = list_requests(options);
-    const auto answers = ask_hosts<std::vector<proto::loop_info>>(
-        hosts, std::chrono::duration_cast<std::chrono::milliseconds>(all_hosts_timeout),
-        // By value: a query still running after the timeout outlives this function.
-        [requests](const host_entry& host) {
-            connection daemon(host.address, ssh_messages::kept);
+    fleet hosts(ctx.local_socket);
+    const auto answers = hosts.ask_once<std::vector<proto::loop_info>>(
+        [requests = list_requests(options)](connection& daemon) {
             return fetch_loops(daemon, requests);
         });
     struct row {
         const proto::loop_info* loop;
-        std::string host;
+        const std::string* host;
     };
     std::vector<row> rows;
-    bool all_up = true;
-    for (std::size_t i = 0; i < hosts.size(); ++i) {
-        if (!answers[i].result) {
-            all_up = false;
-            fmt::print(stderr, "ralphctl: {} ({}): {}\n", hosts[i].name, hosts[i].address,
-                       answers[i].error);
-            continue;
-        }
-        for (const auto& loop : *answers[i].result) rows.push_back({&loop, hosts[i].name});
-    }
+    for (const auto& answer : answers)
+        for (const auto& loop : answer.result) rows.push_back({&loop, &answer.host});
     std::stable_sort(rows.begin(), rows.end(), [](const row& a, const row& b) {
         return a.loop->created_at > b.loop->created_at;
     });
@@ -195,29 +171,24 @@ int run_list_all_hosts(const client_context& ctx, const list_options& options) {
         nlohmann::json loops = nlohmann::json::array();
         for (const auto& r : rows) {
             nlohmann::json loop = *r.loop;
-            loop["host"] = r.host;
+            loop["host"] = *r.host;
             loops.push_back(std::move(loop));
         }
-        nlohmann::json down = nlohmann::json::array();
-        for (std::size_t i = 0; i < hosts.size(); ++i)
-            if (!answers[i].result)
-                down.push_back({{"host", hosts[i].name}, {"error", answers[i].error}});
-        print_json({{"loops", std::move(loops)}, {"unreachable", std::move(down)}});
-    } else {
-        std::vector<proto::loop_info> loops;
-        std::vector<std::string> names;
-        for (const auto& r : rows) {
-            loops.push_back(*r.loop);
-            names.push_back(r.host);
-        }
-        print_table(ctx, loops, names);
+        return hosts.print_json({{"loops", std::move(loops)}});
     }
-    return all_up ? exit_code::ok : exit_code::unreachable;
+    std::vector<proto::loop_info> loops;
+    std::vector<std::string> names;
+    for (const auto& r : rows) {
+        loops.push_back(*r.loop);
+        names.push_back(*r.host);
+    }
+    print_table(ctx, loops, names);
+    return hosts.exit_code();
 }
 
 int run_list(const client_context& ctx, const list_options& options) {
     using proto::method::loop_list;
-    if (options.all_hosts) return run_list_all_hosts(ctx, options);
+    if (ctx.all_hosts) return run_list_all_hosts(ctx, options);
     const std::vector<proto::list_request> requests = list_requests(options);
     connection daemon(ctx.socket);
     if (ctx.json) {
@@ -271,9 +242,7 @@ void register_list_command(CLI::App& app, client_context& ctx) {
     cmd->add_flag("--all", options->all,
                   "Every loop in the history (default: loops that have not ended, and the 50 "
                   "most recent that have)");
-    cmd->add_flag("--all-hosts", options->all_hosts,
-                  "The loops of every host of the hosts file and local, with a HOST column "
-                  "(a host that does not answer within 10 s is named on stderr; exit 3)");
+    add_all_hosts_flag(*cmd, ctx);
     cmd->callback([&ctx, options] { ctx.exit_code = run_list(ctx, *options); });
 }
 

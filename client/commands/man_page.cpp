@@ -26,11 +26,15 @@ constexpr const char* more_sections =
     ".TP\n1\nA failure; for those three: the loop ended exhausted, failed or stalled.\n"
     ".TP\n2\nA usage error.\n"
     ".TP\n3\nralphd is not running (with a hint how to start it), or the connection to it was "
-    "lost.\n"
+    "lost (tail \\-f over ssh: after 30 s of tries to connect again); with \\-\\-all\\-hosts: "
+    "a host did not answer.\n"
     ".TP\n130\nThe loop was cancelled, or Ctrl\\-C.\n"
     ".SH ENVIRONMENT\n"
     ".TP\nRALPH_SOCKET\nThe daemon's socket (else $XDG_RUNTIME_DIR/ralph/ralphd.sock, else "
     "/tmp/ralph\\-$UID/ralphd.sock); \\-\\-socket overrides it.\n"
+    ".TP\nRALPH_HOST\nThe daemon to talk to, as \\-\\-host (\\-H) takes it: a name of the hosts "
+    "file ($XDG_CONFIG_HOME/ralph/hosts), ssh://[USER@]HOST[:PORT] or unix://PATH.\n"
+    ".TP\nRALPH_SSH_COMMAND\nThe ssh command of ssh:// addresses (default: ssh).\n"
     ".TP\nNO_COLOR\nNo colours, also on a terminal.\n"
     ".SH SEE ALSO\n.BR ralphd (1)\n";
 

@@ -3,9 +3,13 @@
 // iterations, commits, diff stats, tokens, cost and duration, then per loop its stop reason,
 // the `git log` range of its commits, retries and failures, and a totals line. With --json the
 // report as the daemon gives it: {"since", "until", "loops": [...], "totals": {...}}.
+// --all-hosts: every host's report in one (client/fleet.hpp): a HOST column, qualified ids, the
+// totals over all of them; in --json each loop has "host", and "unreachable" names the hosts
+// that did not answer.
 #include "client/commands/commands.hpp"
 
 #include "client/connection.hpp"
+#include "client/fleet.hpp"
 #include "client/output.hpp"
 #include "common/text.hpp"
 #include "proto/history.hpp"
@@ -13,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iterator>
 #include <memory>
 
@@ -51,21 +56,30 @@ std::string describe_verdicts(const std::map<std::string, std::int64_t>& verdict
     return text;
 }
 
-void append_table(fmt::memory_buffer& out, const std::vector<proto::report_loop>& loops,
-                  bool use_colour) {
-    table rows({{"ID", true},
-                {"NAME"},
-                {"STATE"},
-                {"ITER", true},
-                {"TOTAL", true},
-                {"COMMITS", true},
-                {"CHANGES", true},
-                {"TOKENS IN/OUT", true},
-                {"COST", true},
-                {"TIME", true}});
-    for (const auto& loop : loops) {
+// A report's loops, with the host of each (by index; empty: one host).
+struct report_rows {
+    const std::vector<proto::report_loop>& loops;
+    const std::vector<std::string>& hosts;
+    std::string_view host(std::size_t i) const {
+        return hosts.empty() ? std::string_view() : hosts[i];
+    }
+};
+
+void append_table(fmt::memory_buffer& out, const report_rows& report, bool use_colour) {
+    table rows(with_host_column(!report.hosts.empty(), {id_column(!report.hosts.empty()),
+                                                        {"NAME"},
+                                                        {"STATE"},
+                                                        {"ITER", true},
+                                                        {"TOTAL", true},
+                                                        {"COMMITS", true},
+                                                        {"CHANGES", true},
+                                                        {"TOKENS IN/OUT", true},
+                                                        {"COST", true},
+                                                        {"TIME", true}}));
+    for (std::size_t i = 0; i < report.loops.size(); ++i) {
+        const proto::report_loop& loop = report.loops[i];
         const proto::activity& a = loop.activity;
-        rows.add_format("{}", loop.id);
+        add_host_and_id(rows, report.host(i), loop.id);
         rows.add(loop.name.empty() ? "-" : loop.name);
         rows.add(proto::to_string(loop.state), state_colour(loop.state));
         rows.add_format("{}", a.iterations);
@@ -84,10 +98,14 @@ void append_table(fmt::memory_buffer& out, const std::vector<proto::report_loop>
 
 // Under the table, what a row cannot say: why the loop stopped, where its commits are, what
 // went wrong on the way.
-void append_details(fmt::memory_buffer& out, const std::vector<proto::report_loop>& loops) {
-    for (const auto& loop : loops) {
+void append_details(fmt::memory_buffer& out, const report_rows& report) {
+    for (std::size_t i = 0; i < report.loops.size(); ++i) {
+        const proto::report_loop& loop = report.loops[i];
         const proto::activity& a = loop.activity;
-        fmt::format_to(std::back_inserter(out), "\n{} {}: {}\n", loop.id, loop.name,
+        const std::string_view host = report.host(i);
+        fmt::format_to(std::back_inserter(out), "\n{} {}: {}\n",
+                       host.empty() ? fmt::format("{}", loop.id) : qualified_id(host, loop.id),
+                       loop.name,
                        loop.stop_reason.empty() ? std::string(proto::to_string(loop.state))
                                                 : loop.stop_reason);
         if (a.commits > 0 && !loop.head_before.empty() && !loop.head_after.empty())
@@ -130,26 +148,61 @@ void append_totals(fmt::memory_buffer& out, const proto::report& report, bool us
     out.push_back('\n');
 }
 
-int run_report(const client_context& ctx, const std::string& since) {
-    const auto report =
-        connection(ctx.socket).call<proto::method::history_report>({text::parse_iso8601(since)});
-    if (ctx.json) {
-        print_json(report);
-        return exit_code::ok;
-    }
+// Prints the report; `hosts`: each loop's host (--all-hosts), by index.
+void print_report(const client_context& ctx, const proto::report& report,
+                  const std::vector<std::string>& hosts = {}) {
     const std::string window = fmt::format("since {} ({} ago)", format_local_time(report.since),
                                            format_age(report.until - report.since));
     fmt::memory_buffer out;
     if (report.loops.empty()) {
         fmt::format_to(std::back_inserter(out), "No loop was active {}.\n", window);
         write_stdout(out);
-        return exit_code::ok;
+        return;
     }
     fmt::format_to(std::back_inserter(out), "Loops active {}:\n\n", window);
-    append_table(out, report.loops, ctx.colour);
-    append_details(out, report.loops);
+    const report_rows rows{report.loops, hosts};
+    append_table(out, rows, ctx.colour);
+    append_details(out, rows);
     append_totals(out, report, ctx.colour);
     write_stdout(out);
+}
+
+// `report --all-hosts`: one report of every host's loops, in the order of the hosts file.
+int run_report_all_hosts(const client_context& ctx, const std::string& since) {
+    fleet hosts(ctx.local_socket);
+    const auto answers = hosts.ask_once<proto::report>([since](connection& daemon) {
+        return daemon.call<proto::method::history_report>({text::parse_iso8601(since)});
+    });
+    proto::report all;
+    all.since = text::parse_iso8601(since);
+    all.until = all.since;
+    std::vector<std::string> names;
+    for (const auto& answer : answers) {
+        all.until = std::max(all.until, answer.result.until);
+        for (const auto& loop : answer.result.loops) {
+            all.loops.push_back(loop);
+            names.push_back(answer.host);
+        }
+    }
+    proto::add_totals(all);
+    if (ctx.json) {
+        nlohmann::json document = all;
+        for (std::size_t i = 0; i < names.size(); ++i) document["loops"][i]["host"] = names[i];
+        return hosts.print_json(std::move(document));
+    }
+    print_report(ctx, all, names);
+    return hosts.exit_code();
+}
+
+int run_report(const client_context& ctx, const std::string& since) {
+    if (ctx.all_hosts) return run_report_all_hosts(ctx, since);
+    const auto report =
+        connection(ctx.socket).call<proto::method::history_report>({text::parse_iso8601(since)});
+    if (ctx.json) {
+        print_json(report);
+        return exit_code::ok;
+    }
+    print_report(ctx, report);
     return exit_code::ok;
 }
 
@@ -168,6 +221,7 @@ void register_report_command(CLI::App& app, client_context& ctx) {
                        ->type_name("WHEN")
                        ->transform(time_or_age())
                        ->capture_default_str();
+    add_all_hosts_flag(*cmd, ctx);
     cmd->callback([&ctx, since, option] {
         // A given --since was made a time by its validator; the default is an age still.
         if (option->count() == 0)

@@ -11,11 +11,16 @@
 // until its end, so lines of different loops never mix.
 // --json: NDJSON, one line per piece of output or state change, each the notification's params
 // plus "event" ("loop.output" | "loop.state") and "schema_version"; data stays base64.
+// Over ssh (--host ssh://…), a connection that breaks while following (ssh killed, the network
+// or sshd's session gone) is made again, with pauses growing to 5 s for up to 30 s, and each loop
+// followed on from the byte after the last one written: no gap, no byte twice. Its loops are
+// the remote ralphd's and never notice.
 #include "client/commands/commands.hpp"
 
 #include "client/connection.hpp"
 #include "client/output.hpp"
 #include "common/agent_stream.hpp"
+#include "common/ssh_command.hpp"
 #include "proto/methods.hpp"
 #include "proto/types.hpp"
 
@@ -23,9 +28,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <thread>
 
 namespace ralph::client {
 namespace {
@@ -178,6 +185,7 @@ std::string summary(const proto::state_notification& state) {
 struct followed_loop {
     output_writer writer;
     std::int64_t next_offset;  // where its output goes on
+    bool started;              // its loop.tail was answered: next_offset is known
     bool ended;                // its final state has come
 };
 
@@ -191,6 +199,51 @@ std::string resume_hint(const std::map<std::int64_t, followed_loop>& loops) {
             fmt::format("resume with: ralphctl tail -f --from-offset {} {}", loop.next_offset, id);
     }
     return hint;
+}
+
+// Subscribes the session to each loop that has not ended: where its output goes on, or as
+// `selection` says while its first loop.tail was not answered.
+void subscribe(session& daemon, const std::map<std::int64_t, followed_loop>& loops,
+               const tail_selection& selection) {
+    for (const auto& [id, loop] : loops) {
+        if (loop.ended) continue;
+        proto::output_request request = selection_request(id, selection);
+        request.output = selection.output;
+        if (loop.started) {
+            request.offset = loop.next_offset;
+            request.last_lines.reset();
+        }
+        daemon.send<proto::method::loop_tail>(request);
+    }
+}
+
+// How long a broken ssh connection is tried again, and the pauses between the tries.
+constexpr std::chrono::seconds reconnect_for{30};
+constexpr std::chrono::milliseconds first_reconnect_pause{200};
+constexpr std::chrono::milliseconds longest_reconnect_pause{5000};
+
+// A new session subscribed to the loops, after the connection to ctx.socket broke (`lost`).
+// The last failure (with the resume hint) once reconnect_for has passed.
+std::unique_ptr<session> reconnect(const client_context& ctx, const client_error& lost,
+                                   const std::map<std::int64_t, followed_loop>& loops,
+                                   const tail_selection& selection) {
+    fmt::print(stderr, "ralphctl: {}; connecting again\n", lost.what());
+    const auto deadline = std::chrono::steady_clock::now() + reconnect_for;
+    for (auto pause = first_reconnect_pause;;
+         pause = std::min(2 * pause, longest_reconnect_pause)) {
+        std::this_thread::sleep_for(pause);
+        try {
+            auto daemon = std::make_unique<session>(ctx.socket);
+            subscribe(*daemon, loops, selection);
+            fmt::print(stderr, "ralphctl: connected again to {}\n", ctx.socket);
+            return daemon;
+        } catch (const client_error& e) {
+            if (e.code() != exit_code::unreachable ||
+                std::chrono::steady_clock::now() + pause > deadline)
+                throw client_error(e.code(), e.what(),
+                                   selection.output ? resume_hint(loops) : std::string());
+        }
+    }
 }
 
 struct tail_options {
@@ -216,15 +269,15 @@ int run_tail(const client_context& ctx, const tail_options& options) {
 
 int follow_loops(const client_context& ctx, const std::vector<std::int64_t>& ids,
                  const tail_selection& selection) {
-    session daemon(ctx.socket);
+    auto daemon = std::make_unique<session>(ctx.socket);
     std::map<std::int64_t, followed_loop> loops;
-    for (std::int64_t id : ids) {
-        proto::output_request request = selection_request(id, selection);
-        request.output = selection.output;
-        daemon.send<proto::method::loop_tail>(request);
+    for (std::int64_t id : ids)
         loops.emplace(id, followed_loop{output_writer(id, ids.size() > 1, rendered(ctx, selection)),
-                                        selection.offset.value_or(0), false});
-    }
+                                        selection.offset.value_or(0), false, false});
+    subscribe(*daemon, loops, selection);
+    // Only a connection over ssh breaks while its daemon runs on: one to a socket ends when
+    // ralphd stops.
+    const bool reconnects = ctx.socket.starts_with(ssh_scheme);
 
     // The worst outcome wins: cancelled (130) over failed (1) over completed (0).
     int code = exit_code::ok;
@@ -232,10 +285,15 @@ int follow_loops(const client_context& ctx, const std::vector<std::int64_t>& ids
     while (following > 0) {
         nlohmann::json message;
         try {
-            message = parse_output_message(daemon.receive());
+            message = parse_output_message(daemon->receive());
         } catch (const client_error& e) {
+            if (e.code() != exit_code::unreachable) throw;
+            if (reconnects) {
+                daemon = reconnect(ctx, e, loops, selection);
+                continue;
+            }
             // A stopping daemon closes the session without final states: say where to go on.
-            if (e.code() != exit_code::unreachable || !selection.output) throw;
+            if (!selection.output) throw;
             throw client_error(e.code(), e.what(), resume_hint(loops));
         }
         const auto method = message.find("method");
@@ -243,8 +301,10 @@ int follow_loops(const client_context& ctx, const std::vector<std::int64_t>& ids
             // The answer to a loop.tail request; an error (no such loop) ends the command.
             const auto started =
                 result_of(std::move(message)).get<proto::method::loop_tail::result>();
-            if (auto loop = loops.find(started.id); loop != loops.end())
+            if (auto loop = loops.find(started.id); loop != loops.end()) {
                 loop->second.next_offset = started.offset;
+                loop->second.started = true;
+            }
             if (started.state == proto::loop_state::queued ||
                 started.state == proto::loop_state::waiting ||
                 started.state == proto::loop_state::paused)
@@ -284,7 +344,7 @@ int follow_loops(const client_context& ctx, const std::vector<std::int64_t>& ids
             --following;
         }
     }
-    daemon.close();
+    daemon->close();
     return code;
 }
 

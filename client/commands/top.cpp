@@ -12,9 +12,15 @@
 // terminal it takes the alternate screen in raw mode and gives both back however it ends; with
 // --once, or when stdin or stdout is not a terminal, it prints one frame without control sequences
 // and exits (`--json`: the same data as one JSON document).
+// --all-hosts (or -H '*'): every host of the hosts file at once (client/fleet.hpp), on a
+// connection per host kept between refreshes: a header line per host (down ones say why), the
+// rows with a HOST column and qualified ids, the selected loop's output from its host. A host that
+// does not answer within 10 s is shown down (--once: exit 3; --json: "hosts", loops with "host",
+// "unreachable").
 #include "client/commands/commands.hpp"
 
 #include "client/connection.hpp"
+#include "client/fleet.hpp"
 #include "client/output.hpp"
 #include "common/agent_stream.hpp"
 #include "common/text.hpp"
@@ -147,8 +153,10 @@ std::string format_tokens(std::int64_t tokens) {
 // The end of the selected loop's output, as lines, read incrementally.
 class output_view {
   public:
-    void select(std::int64_t id) {
-        if (id == loop_id_) return;
+    // Loop `id` of `host` ("" with one host).
+    void select(const std::string& host, std::int64_t id) {
+        if (id == loop_id_ && host == host_) return;
+        host_ = host;
         loop_id_ = id;
         offset_.reset();
         lines_.clear();
@@ -159,6 +167,7 @@ class output_view {
     }
 
     std::int64_t loop_id() const { return loop_id_; }
+    const std::string& host() const { return host_; }
     const std::deque<std::string>& lines() const { return lines_; }
     const std::string& partial() const { return partial_; }
     const std::optional<proto::attempt_info>& last_attempt() const { return last_attempt_; }
@@ -211,6 +220,7 @@ class output_view {
         partial_.erase(0, start);
     }
 
+    std::string host_;
     std::int64_t loop_id_ = 0;
     std::optional<std::int64_t> offset_;
     std::deque<std::string> lines_;
@@ -220,47 +230,79 @@ class output_view {
     std::optional<proto::attempt_info> last_attempt_;
 };
 
+// What top shows of one host: its daemon and scheduler (the header) and its loops (the rows).
+struct host_frame {
+    proto::daemon_info info;
+    proto::scheduler_state scheduler;
+    std::vector<proto::loop_info> loops;
+};
+
+host_frame read_host_frame(connection& daemon) {
+    host_frame frame;
+    frame.info = daemon.call<proto::method::daemon_info>({});
+    frame.scheduler = daemon.call<proto::method::scheduler_get>({});
+    for (proto::list_request request : recent_loops_requests(ended_rows)) {
+        request.fields = row_fields;
+        auto some = daemon.call<proto::method::loop_list>(request).loops;
+        std::move(some.begin(), some.end(), std::back_inserter(frame.loops));
+    }
+    return frame;
+}
+
 class dashboard {
   public:
+    // The daemon of ctx.socket, or with ctx.all_hosts every host; `selected_id` of
+    // ctx.id_host's (with every host: local's when the id named none).
     dashboard(const client_context& ctx, bool interactive, std::int64_t selected_id)
-        : daemon_(ctx.socket), interactive_(interactive) {
-        output_.select(selected_id);
+        : interactive_(interactive) {
+        if (ctx.all_hosts) {
+            fleet_.emplace(ctx.local_socket);
+            for (const auto& host : fleet_->hosts()) hosts_.push_back({host.name, {}});
+            output_.select(ctx.id_host.empty() ? "local" : ctx.id_host, selected_id);
+        } else {
+            daemon_ = std::make_unique<connection>(ctx.socket);
+            hosts_.push_back({"", {}});
+            output_.select("", selected_id);
+        }
     }
 
-    // Reads everything shown from the daemon.
+    // Reads everything shown from the daemons.
     void refresh(std::size_t screen_lines) {
-        info_ = daemon_.call<proto::method::daemon_info>({});
-        scheduler_ = daemon_.call<proto::method::scheduler_get>({});
-        loops_.clear();
-        for (proto::list_request request : recent_loops_requests(ended_rows)) {
-            request.fields = row_fields;
-            auto some = daemon_.call<proto::method::loop_list>(request).loops;
-            std::move(some.begin(), some.end(), std::back_inserter(loops_));
+        if (fleet_) {
+            auto answers = fleet_->ask<host_frame>(read_host_frame);
+            for (std::size_t i = 0; i < hosts_.size(); ++i)
+                hosts_[i].frame = std::move(answers[i].result);
+        } else {
+            hosts_[0].frame = read_host_frame(*daemon_);
         }
+        rows_.clear();
+        for (std::size_t h = 0; h < hosts_.size(); ++h)
+            if (hosts_[h].frame)
+                for (const auto& loop : hosts_[h].frame->loops) rows_.push_back({h, &loop});
         // Keep the selection on its loop; at first, the first running loop; else the first row.
-        auto selected = std::find_if(loops_.begin(), loops_.end(), [&](const auto& loop) {
-            return loop.id == output_.loop_id();
+        auto selected = std::find_if(rows_.begin(), rows_.end(), [&](const row& r) {
+            return r.loop->id == output_.loop_id() && hosts_[r.host].name == output_.host();
         });
         if (output_.loop_id() == 0)
-            selected = std::find_if(loops_.begin(), loops_.end(), [](const auto& loop) {
-                return loop.state == proto::loop_state::running;
+            selected = std::find_if(rows_.begin(), rows_.end(), [](const row& r) {
+                return r.loop->state == proto::loop_state::running;
             });
-        const std::size_t row =
-            selected != loops_.end() ? std::size_t(selected - loops_.begin()) : 0;
-        select_row(row);
-        if (loops_.empty()) return;
+        select_row(selected != rows_.end() ? std::size_t(selected - rows_.begin()) : 0);
+        connection* daemon = rows_.empty() ? nullptr : daemon_of(rows_[row_].host);
+        if (daemon == nullptr) return;
         try {
-            output_.refresh(daemon_, loops_[row_].attempts, screen_lines);
+            output_.refresh(*daemon, rows_[row_].loop->attempts, screen_lines);
         } catch (const client_error& e) {
-            // E.g. the loop was just removed by gc: say so and go on; a lost daemon ends top.
-            if (e.code() == exit_code::unreachable) throw;
+            // E.g. the loop was just removed by gc: say so and go on; a lost daemon ends top
+            // (of every host: shown down at the next refresh).
+            if (e.code() == exit_code::unreachable && !fleet_) throw;
             status_ = e.what();
         }
     }
 
     void move_selection(int delta) {
-        if (loops_.empty()) return;
-        const auto last = std::int64_t(loops_.size()) - 1;
+        if (rows_.empty()) return;
+        const auto last = std::int64_t(rows_.size()) - 1;
         select_row(std::size_t(std::clamp<std::int64_t>(std::int64_t(row_) + delta, 0, last)));
     }
 
@@ -268,80 +310,170 @@ class dashboard {
     // loop; the outcome goes to the status line.
     template <typename Method>
     void control(std::string_view verb) {
-        if (loops_.empty()) return;
-        const auto id = loops_[row_].id;
+        if (rows_.empty()) return;
+        const std::string loop = loop_name(rows_[row_]);
+        connection* daemon = daemon_of(rows_[row_].host);
+        if (daemon == nullptr) {
+            status_ = fmt::format("{} loop {}: its host is down", verb, loop);
+            return;
+        }
         try {
-            const proto::loop_info loop = daemon_.call<Method>({id});
-            status_ = fmt::format("{} loop {}: now {}", verb, id, proto::to_string(loop.state));
+            const proto::loop_info info = daemon->call<Method>({rows_[row_].loop->id});
+            status_ = fmt::format("{} loop {}: now {}", verb, loop, proto::to_string(info.state));
         } catch (const client_error& e) {
-            status_ = fmt::format("{} loop {}: {}", verb, id, e.what());
+            status_ = fmt::format("{} loop {}: {}", verb, loop, e.what());
         }
     }
 
-    nlohmann::json snapshot() const {
-        // The rows as loop.list gave them: their summary fields.
-        return {{"daemon", info_},
-                {"scheduler", scheduler_},
-                {"loops", nlohmann::json(proto::loop_list{loops_, row_fields}).at("loops")}};
+    // --json: the rows as loop.list gave them (their summary fields) with what the header shows;
+    // returns the exit code.
+    int print_snapshot() const {
+        if (!fleet_) {
+            const host_frame& frame = *hosts_[0].frame;
+            print_json({{"daemon", frame.info},
+                        {"scheduler", frame.scheduler},
+                        {"loops", loops_json(frame.loops)}});
+            return exit_code::ok;
+        }
+        nlohmann::json hosts = nlohmann::json::array();
+        nlohmann::json loops = nlohmann::json::array();
+        for (const auto& host : hosts_) {
+            if (!host.frame) continue;
+            hosts.push_back({{"host", host.name},
+                             {"daemon", host.frame->info},
+                             {"scheduler", host.frame->scheduler}});
+            for (nlohmann::json loop : loops_json(host.frame->loops)) {
+                loop["host"] = host.name;
+                loops.push_back(std::move(loop));
+            }
+        }
+        return fleet_->print_json({{"hosts", std::move(hosts)}, {"loops", std::move(loops)}});
     }
+
+    // With every host: exit_code::unreachable when one did not answer the last refresh.
+    int outcome() const { return fleet_ ? fleet_->exit_code() : exit_code::ok; }
 
     std::string render(screen_size size) const {
         std::vector<std::string> lines;
-        lines.push_back(header());
-        lines.push_back(describe_loop_counts(info_.loops_by_state));
-        if (info_.storage.state != "ok")
-            lines.push_back(
-                fmt::format("storage {} — {}", describe_storage(info_.storage), info_.storage.fix));
+        if (fleet_)
+            add_fleet_header(lines);
+        else
+            add_header(lines, *hosts_[0].frame);
         lines.emplace_back();
         const auto rows = table_lines();
         // The table gets at most half the screen; the selected row stays visible.
         const std::size_t table_rows = std::max<std::size_t>(size.rows / 2, 3) - 1;
         std::size_t first = 0;
         if (row_ + 1 > table_rows) first = row_ + 1 - table_rows;
+        const std::size_t table_header = lines.size();
         lines.push_back(rows.front());
         std::optional<std::size_t> selected_line;
-        for (std::size_t i = first; i < loops_.size() && i - first < table_rows; ++i) {
+        for (std::size_t i = first; i < rows_.size() && i - first < table_rows; ++i) {
             if (i == row_) selected_line = lines.size();
             lines.push_back(rows[i + 1]);
         }
-        if (loops_.empty()) lines.emplace_back("  no loops yet: ralphctl submit …");
+        if (rows_.empty()) lines.emplace_back("  no loops yet: ralphctl submit …");
         lines.emplace_back();
-        if (!loops_.empty()) add_selected(lines, size);
+        if (!rows_.empty()) add_selected(lines, size);
         const std::string keys =
             interactive_ ? "↑/↓ select · c cancel · p pause · r resume · q quit" : std::string();
-        return frame(lines, size, selected_line, keys);
+        return frame(lines, size, selected_line, table_header, keys);
     }
 
   private:
-    void select_row(std::size_t row) {
-        row_ = loops_.empty() ? 0 : std::min(row, loops_.size() - 1);
-        output_.select(loops_.empty() ? 0 : loops_[row_].id);
+    struct host_view {
+        std::string name;                 // "" with one host
+        std::optional<host_frame> frame;  // none: it did not answer the last refresh
+    };
+    // A row: one loop of the frame of hosts_[host].
+    struct row {
+        std::size_t host;
+        const proto::loop_info* loop;
+    };
+
+    static nlohmann::json loops_json(const std::vector<proto::loop_info>& loops) {
+        return nlohmann::json(proto::loop_list{loops, row_fields}).at("loops");
     }
 
-    std::string header() const {
-        const auto& settings = scheduler_.settings;
-        std::string scheduler =
-            settings.paused
-                ? "paused"
-                : fmt::format("{} of {} running", scheduler_.running, settings.max_concurrent);
+    connection* daemon_of(std::size_t host) const {
+        return fleet_ ? fleet_->daemon_of(hosts_[host].name) : daemon_.get();
+    }
+
+    // "17", or with every host "build1:17".
+    std::string loop_name(const row& r) const {
+        return fleet_ ? qualified_id(hosts_[r.host].name, r.loop->id) : std::to_string(r.loop->id);
+    }
+
+    void select_row(std::size_t row) {
+        row_ = rows_.empty() ? 0 : std::min(row, rows_.size() - 1);
+        if (rows_.empty())
+            output_.select(output_.host(), 0);
+        else
+            output_.select(hosts_[rows_[row_].host].name, rows_[row_].loop->id);
+    }
+
+    static std::string describe_scheduler(const proto::scheduler_state& state) {
+        const auto& settings = state.settings;
+        std::string scheduler = settings.paused ? "paused"
+                                                : fmt::format("{} of {} running", state.running,
+                                                              settings.max_concurrent);
         if (!settings.window.empty()) scheduler += fmt::format(", window {}", settings.window);
-        return fmt::format("ralph {} · scheduler {} · {}", info_.version, scheduler,
-                           format_local_time(text::now_ms()));
+        return scheduler;
+    }
+
+    static std::string describe_storage_line(const proto::storage_status& storage) {
+        return fmt::format("storage {} — {}", describe_storage(storage), storage.fix);
+    }
+
+    // One host: ralph's version, the scheduler and the time; the loops per state; the storage
+    // when it is not ok.
+    static void add_header(std::vector<std::string>& lines, const host_frame& frame) {
+        lines.push_back(fmt::format("ralph {} · scheduler {} · {}", frame.info.version,
+                                    describe_scheduler(frame.scheduler),
+                                    format_local_time(text::now_ms())));
+        lines.push_back(describe_loop_counts(frame.info.loops_by_state));
+        if (frame.info.storage.state != "ok")
+            lines.push_back(describe_storage_line(frame.info.storage));
+    }
+
+    // Every host: how many answered and the time; then a line per host.
+    void add_fleet_header(std::vector<std::string>& lines) const {
+        const auto& errors = fleet_->errors();
+        const auto down = std::count_if(errors.begin(), errors.end(),
+                                        [](const std::string& error) { return !error.empty(); });
+        lines.push_back(fmt::format("ralph · {} hosts{} · {}", hosts_.size(),
+                                    down == 0 ? std::string() : fmt::format(", {} down", down),
+                                    format_local_time(text::now_ms())));
+        for (std::size_t i = 0; i < hosts_.size(); ++i) {
+            const host_view& host = hosts_[i];
+            if (!host.frame) {
+                lines.push_back(fmt::format("{} down: {}", host.name, errors[i]));
+                continue;
+            }
+            const proto::daemon_info& info = host.frame->info;
+            std::string line = fmt::format("{} ralph {} · scheduler {} · {}", host.name,
+                                           info.version, describe_scheduler(host.frame->scheduler),
+                                           describe_loop_counts(info.loops_by_state));
+            if (info.storage.state != "ok") line += " · " + describe_storage_line(info.storage);
+            lines.push_back(printable(line));
+        }
     }
 
     // The header line and one line per loop.
     std::vector<std::string> table_lines() const {
-        table t({{"ID", true},
-                 {"NAME"},
-                 {"STATE"},
-                 {"ITER", true},
-                 {"ELAPSED", true},
-                 {"TOKENS", true},
-                 {"COST", true},
-                 {"WORKSPACE"}});
+        const bool with_host = fleet_.has_value();
+        table t(with_host_column(with_host, {id_column(with_host),
+                                             {"NAME"},
+                                             {"STATE"},
+                                             {"ITER", true},
+                                             {"ELAPSED", true},
+                                             {"TOKENS", true},
+                                             {"COST", true},
+                                             {"WORKSPACE"}}));
         const auto now = text::now_ms();
-        for (const auto& loop : loops_) {
-            t.add_format("{}", loop.id);
+        for (const auto& r : rows_) {
+            const proto::loop_info& loop = *r.loop;
+            add_host_and_id(t, hosts_[r.host].name, loop.id);
             t.add(loop.spec.name);
             t.add(std::string(proto::to_string(loop.state)));
             const auto max = loop.spec.max_iterations;
@@ -369,8 +501,8 @@ class dashboard {
 
     // The selected loop: its state, last attempt and the end of its output, to the screen's end.
     void add_selected(std::vector<std::string>& lines, screen_size size) const {
-        const auto& loop = loops_[row_];
-        std::string title = fmt::format("── loop {} {}", loop.id, loop.spec.name);
+        const auto& loop = *rows_[row_].loop;
+        std::string title = fmt::format("── loop {} {}", loop_name(rows_[row_]), loop.spec.name);
         if (!loop.stop_reason.empty()) title += " · " + loop.stop_reason;
         if (loop.resume_at != 0) title += " · goes on at " + format_local_time(loop.resume_at);
         lines.push_back(title + " ──");
@@ -400,8 +532,10 @@ class dashboard {
         for (auto it = shown.rbegin(); it != shown.rend(); ++it) lines.push_back(printable(*it));
     }
 
+    // `table_header`: the index of the table's header line (bold, as the first line).
     std::string frame(const std::vector<std::string>& lines, screen_size size,
-                      std::optional<std::size_t> selected_line, const std::string& keys) const {
+                      std::optional<std::size_t> selected_line, std::size_t table_header,
+                      const std::string& keys) const {
         std::string out;
         if (!interactive_) {
             for (const auto& line : lines) out.append(line).push_back('\n');
@@ -411,7 +545,7 @@ class dashboard {
         const std::size_t body = size.rows > 2 ? size.rows - 2 : size.rows;
         for (std::size_t i = 0; i < lines.size() && i < body; ++i) {
             const bool highlighted = i == selected_line;
-            const bool bold = i == 0 || i == 3;
+            const bool bold = i == 0 || i == table_header;
             if (highlighted) out.append("\x1b[7m");
             if (bold) out.append("\x1b[1m");
             out.append(clip(lines[i], size.columns));
@@ -426,11 +560,11 @@ class dashboard {
         return out;
     }
 
-    connection daemon_;
+    std::unique_ptr<connection> daemon_;  // one host
+    std::optional<fleet> fleet_;          // every host
     bool interactive_;
-    proto::daemon_info info_;
-    proto::scheduler_state scheduler_;
-    std::vector<proto::loop_info> loops_;
+    std::vector<host_view> hosts_;  // one, or the fleet's in its order
+    std::vector<row> rows_;
     std::size_t row_ = 0;
     output_view output_;
     std::string status_;
@@ -467,13 +601,10 @@ int run_top(const client_context& ctx, const top_options& options) {
     if (!interactive) {
         const screen_size size = ::isatty(STDOUT_FILENO) == 1 ? terminal_size() : screen_size{};
         board.refresh(size.rows);
-        if (ctx.json) {
-            print_json(board.snapshot());
-        } else {
-            const std::string frame = board.render(size);
-            std::fwrite(frame.data(), 1, frame.size(), stdout);
-        }
-        return exit_code::ok;
+        if (ctx.json) return board.print_snapshot();
+        const std::string frame = board.render(size);
+        std::fwrite(frame.data(), 1, frame.size(), stdout);
+        return board.outcome();
     }
 
     raw_terminal terminal;
@@ -516,6 +647,7 @@ void register_top_command(CLI::App& app, client_context& ctx) {
         ->capture_default_str();
     cmd->add_flag("--once", options->once,
                   "Print one frame and exit (also when stdin or stdout is not a terminal)");
+    add_all_hosts_flag(*cmd, ctx);
     cmd->callback([&ctx, options] { ctx.exit_code = run_top(ctx, *options); });
 }
 

@@ -16,11 +16,15 @@ can find and kill whatever a failed test left running.
 
 import base64
 import datetime
+import fcntl
 import hashlib
 import http.client
 import json
 import os
+import pty
 import pwd
+import re
+import select
 import shlex
 import shutil
 import signal
@@ -29,6 +33,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import termios
 import threading
 import time
 import unittest
@@ -161,6 +166,16 @@ def processes_in_group(pgid):
         stat = proc_stat(pid)
         if stat and stat[2] == pgid and stat[0] != "Z":
             found.append((pid, proc_cmdline(pid)))
+    return found
+
+
+def child_processes(pid, name=None):
+    """Live (non-zombie) children of a process, those whose command name is `name` if given."""
+    found = []
+    for child in all_pids():
+        stat = proc_stat(child)
+        if stat and stat[1] == pid and stat[0] != "Z" and name in (None, process_name(child)):
+            found.append(child)
     return found
 
 
@@ -469,6 +484,79 @@ def require_bubblewrap():
     if proc.returncode != 0:
         skip_test("bwrap cannot create its namespaces on this machine: " + proc.stderr.strip())
 
+
+
+# --------------------------------------------------------------------------- ralphctl top on a pty
+
+ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+class Screen:
+    """ralphctl top ARGS on the slave side of a pty of rows x columns, with `daemon`'s ralphctl
+    environment (and `env`, as Daemon.ctl takes it); reads what it draws, presses keys."""
+
+    def __init__(self, daemon, *args, rows=30, columns=120, env=None):
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:
+            try:
+                os.execve(RALPHCTL, [RALPHCTL, "top", *args], daemon.ctl_env(env))
+            finally:
+                os._exit(127)
+        fcntl.ioctl(self.fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
+        self.raw = b""
+        self.seen = 0  # wait_for looks at what came after this position
+        self.exit_status = None
+
+    def read_some(self, timeout):
+        ready, _, _ = select.select([self.fd], [], [], timeout)
+        if not ready:
+            return False
+        try:
+            data = os.read(self.fd, 65536)
+        except OSError:  # EIO: the program ended and closed the terminal
+            return False
+        self.raw += data
+        return bool(data)
+
+    def text(self, since=0):
+        return ESCAPES.sub("", self.raw[since:].decode(errors="replace"))
+
+    def wait_for(self, *needles, timeout=15):
+        """Until every needle shows on the screen after the last key press."""
+        deadline = time.time() + scaled(timeout)
+        while True:
+            shown = self.text(self.seen)
+            if all(n in shown for n in needles):
+                return shown
+            if time.time() > deadline:
+                raise AssertionError("top did not show %r; it showed: %r"
+                                     % (needles, shown[-3000:]))
+            self.read_some(0.05)
+
+    def press(self, keys):
+        self.seen = len(self.raw)
+        os.write(self.fd, keys)
+
+    def wait_exit(self, timeout=10):
+        deadline = time.time() + scaled(timeout)
+        while time.time() < deadline:
+            self.read_some(0.05)
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                while self.read_some(0.05):
+                    pass
+                self.exit_status = os.waitstatus_to_exitcode(status)
+                return self.exit_status
+        raise AssertionError("top did not exit; it showed: %r" % self.text()[-2000:])
+
+    def close(self):
+        if self.exit_status is None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+                os.waitpid(self.pid, 0)
+            except OSError:
+                pass
+        os.close(self.fd)
 
 
 # --------------------------------------------------------------------------- HTTP over AF_UNIX

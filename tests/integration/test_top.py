@@ -2,87 +2,9 @@
 the selected loop's output, keys that cancel, pause, resume and quit, the terminal given back),
 and its one-frame forms (--once, stdout not a terminal, --json)."""
 
-import fcntl
-import os
-import pty
-import re
-import select
-import signal
-import struct
 import termios
-import time
 
-from harness import (RALPHCTL, DaemonTestCase, agent_command, main, scaled)
-
-ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-
-
-class Screen:
-    """ralphctl top on the slave side of a pty of rows x columns; reads what it draws."""
-
-    def __init__(self, daemon, *args, rows=30, columns=120):
-        self.pid, self.fd = pty.fork()
-        if self.pid == 0:
-            try:
-                os.execve(RALPHCTL, [RALPHCTL, "top", *args], daemon.ctl_env())
-            finally:
-                os._exit(127)
-        fcntl.ioctl(self.fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
-        self.raw = b""
-        self.seen = 0  # wait_for looks at what came after this position
-        self.exit_status = None
-
-    def read_some(self, timeout):
-        ready, _, _ = select.select([self.fd], [], [], timeout)
-        if not ready:
-            return False
-        try:
-            data = os.read(self.fd, 65536)
-        except OSError:  # EIO: the program ended and closed the terminal
-            return False
-        self.raw += data
-        return bool(data)
-
-    def text(self, since=0):
-        return ESCAPES.sub("", self.raw[since:].decode(errors="replace"))
-
-    def wait_for(self, *needles, timeout=15):
-        """Until every needle shows on the screen after the last key press."""
-        deadline = time.time() + scaled(timeout)
-        while True:
-            shown = self.text(self.seen)
-            if all(n in shown for n in needles):
-                return shown
-            if time.time() > deadline:
-                raise AssertionError("top did not show %r; it showed: %r"
-                                     % (needles, shown[-3000:]))
-            self.read_some(0.05)
-
-    def press(self, keys):
-        self.seen = len(self.raw)
-        os.write(self.fd, keys)
-
-    def wait_exit(self, timeout=10):
-        deadline = time.time() + scaled(timeout)
-        while time.time() < deadline:
-            self.read_some(0.05)
-            pid, status = os.waitpid(self.pid, os.WNOHANG)
-            if pid:
-                while self.read_some(0.05):
-                    pass
-                self.exit_status = os.waitstatus_to_exitcode(status)
-                return self.exit_status
-        raise AssertionError("top did not exit; it showed: %r" % self.text()[-2000:])
-
-    def close(self):
-        if self.exit_status is None:
-            try:
-                os.kill(self.pid, signal.SIGKILL)
-                os.waitpid(self.pid, 0)
-            except OSError:
-                pass
-        os.close(self.fd)
-
+from harness import DaemonTestCase, Screen, agent_command, main
 
 class TopTest(DaemonTestCase):
 
