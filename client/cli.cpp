@@ -1,6 +1,7 @@
 #include "client/cli.hpp"
 
 #include "client/hosts.hpp"
+#include "client/output.hpp"
 #include "proto/version.hpp"
 
 #include <fmt/format.h>
@@ -71,6 +72,19 @@ std::string_view command_word(int argc, char** argv) {
     return {};
 }
 
+std::string host_address(client_context& ctx, const std::string& value, std::string_view command) {
+    ctx.place_anywhere = value == placement_host;
+    if (!ctx.place_anywhere) return resolve_host(value, ctx.local_socket);
+    if (command != "submit")
+        throw client_error(
+            exit_code::usage,
+            fmt::format("--host auto is for submit only (it places the new loop on the host with "
+                        "the most room): {} needs the daemon it acts on",
+                        command.empty() ? "this command" : fmt::format("'{}'", command)),
+            "name it: --host NAME (ralphctl hosts lists them), or no --host for this machine's");
+    return ctx.local_socket;
+}
+
 void define_cli(CLI::App& app, client_context& ctx, std::string_view command) {
     app.name("ralphctl");
     app.description("Submit, watch and manage the Ralph loops run by ralphd.");
@@ -87,9 +101,10 @@ void define_cli(CLI::App& app, client_context& ctx, std::string_view command) {
                        ->capture_default_str();
     app.add_option("--host", ctx.socket,
                    "The ralphd to talk to: a name of the hosts file, ssh://[USER@]HOST[:PORT] "
-                   "(over ssh) or unix://PATH ($RALPH_HOST)")
+                   "(over ssh) or unix://PATH ($RALPH_HOST); for submit also auto: the host "
+                   "with the most room")
         ->transform(
-            [&ctx](const std::string& value) { return resolve_host(value, ctx.local_socket); })
+            [&ctx, command](const std::string& value) { return host_address(ctx, value, command); })
         ->excludes(socket);
     app.add_flag("--json", ctx.json, "Print JSON documents instead of human output");
     register_commands(app, ctx, command);

@@ -38,6 +38,9 @@ std::vector<host_entry> read_hosts(const std::string& local_address) {
         if (!(words >> host.address) || (words >> extra)) bad("expected NAME ADDRESS");
         if (is_address(host.name) || host.name.find(':') != std::string::npos)
             bad("'" + host.name + "' is not a name (no '/' or ':' in it)");
+        if (host.name == placement_host)
+            bad("'auto' is not a host's name: --host auto places a submit on the host with the "
+                "most room");
         if (!is_address(host.address))
             bad("'" + host.address + "' is not an address (ssh://…, unix://… or a path)");
         for (const auto& known : hosts)

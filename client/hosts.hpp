@@ -31,6 +31,10 @@ std::vector<host_entry> read_hosts(const std::string& local_address);
 // the hosts file by name; a client_error (usage) lists the names for an unknown one.
 std::string resolve_host(const std::string& value, const std::string& local_address);
 
+// `--host auto`: not a host but `submit`'s placement on the host with the most room
+// (client/placement.hpp); no host of the hosts file may have this name.
+inline constexpr std::string_view placement_host = "auto";
+
 // One host's answer to ask_hosts: its result, or why there is none.
 template <typename Result>
 struct host_answer {
