@@ -335,10 +335,15 @@ class SshServer:
     def write_client_config(self, key):
         """The client's configuration, logging in with `key` (client_key is authorized,
         other_key is not)."""
-        write_text(self.ssh_config, "\n".join([
-            "Host *", "IdentityFile " + os.path.join(self.dir, key), "IdentitiesOnly yes",
-            "UserKnownHostsFile " + os.path.join(self.dir, "known_hosts"),
-            "GlobalKnownHostsFile /dev/null", "StrictHostKeyChecking yes", "LogLevel ERROR", ""]))
+        write_ssh_client_config(self.ssh_config, [self], key)
+
+    @staticmethod
+    def command_for(servers, path):
+        """An ssh command (for RALPH_SSH_COMMAND) that reaches every one of `servers`, each with
+        its own client key and host key, through one configuration written at `path`: for a
+        test of several hosts."""
+        write_ssh_client_config(path, servers, "client_key")
+        return "ssh -F " + path
 
     def _listening(self):
         if self.proc.poll() is not None:
@@ -350,6 +355,16 @@ class SshServer:
         if self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGTERM)
             self.proc.wait(timeout=10)
+
+
+def write_ssh_client_config(path, servers, key):
+    """An ssh client configuration logging in with each server's `key` and trusting the host
+    keys of `servers` (SshServer) alone."""
+    write_text(path, "\n".join(
+        ["Host *"] + ["IdentityFile " + os.path.join(s.dir, key) for s in servers] +
+        ["IdentitiesOnly yes",
+         "UserKnownHostsFile " + " ".join(os.path.join(s.dir, "known_hosts") for s in servers),
+         "GlobalKnownHostsFile /dev/null", "StrictHostKeyChecking yes", "LogLevel ERROR", ""]))
 
 
 def pwd_name():
