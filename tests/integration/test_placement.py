@@ -141,18 +141,22 @@ class PlacementTest(DaemonTestCase):
         busy = self.local.submit(self.local.workspace("busy"), SLEEP, name="busy")
         self.local.wait_state(busy["id"], "running")
 
-        def placed(name, host, state):
-            out = self.auto_submit(name)
+        def placed(name, host, state, *options):
+            out = self.auto_submit(name, *options)
             self.assertEqual(out["host"], host, out["placement"])
             self.assertEqual(out["loop"]["name"], name)
             self.daemons[host].wait_state(out["loop"]["id"], state)
             return out
 
         # local's one slot runs `busy`; b1 and b2 have one free each: b1, first in the file.
-        one = placed("one", "b1", "running")
+        one = placed("one", "b1", "running", "--idempotency-key", "nightly-one")
         self.assertEqual([(h["host"], h["accepted"], h["capacity"]["free_slots"])
                           for h in one["placement"]], [("local", True, 0), ("b1", True, 1),
                                                        ("b2", True, 1)])
+        # Its retry goes where the key's loop is, though b2 has more room now: nothing new.
+        retry = self.auto_submit("one-again", "--idempotency-key", "nightly-one")
+        self.assertEqual((retry["host"], retry["created"], retry["loop"]["id"]),
+                         ("b1", False, one["loop"]["id"]))
         # b2 alone has a free slot. RALPH_HOST=auto does what --host auto does; the id printed is
         # qualified by its host, as commands take it.
         ws = make_workspace(self.local.work_dir, "two")
