@@ -66,7 +66,7 @@ constexpr std::string_view every_host = "*";
 // What --host (-H) names: a daemon, which becomes ctx.socket, or every host.
 void choose_host(client_context& ctx, std::string_view command, const std::string& value) {
     if (value != every_host) {
-        ctx.socket = resolve_host(value, ctx.local_socket);
+        ctx.socket = host_address(ctx, value, command);
         return;
     }
     std::vector<std::string> views;
@@ -97,6 +97,19 @@ std::string_view command_word(int argc, char** argv) {
     return {};
 }
 
+std::string host_address(client_context& ctx, const std::string& value, std::string_view command) {
+    ctx.place_anywhere = value == placement_host;
+    if (!ctx.place_anywhere) return resolve_host(value, ctx.local_socket);
+    if (command != "submit")
+        throw client_error(
+            exit_code::usage,
+            fmt::format("--host auto is for submit only (it places the new loop on the host with "
+                        "the most room): {} needs the daemon it acts on",
+                        command.empty() ? "this command" : fmt::format("'{}'", command)),
+            "name it: --host NAME (ralphctl hosts lists them), or no --host for this machine's");
+    return ctx.local_socket;
+}
+
 void define_cli(CLI::App& app, client_context& ctx, std::string_view command) {
     app.name("ralphctl");
     app.description("Submit, watch and manage the Ralph loops run by ralphd.");
@@ -115,7 +128,8 @@ void define_cli(CLI::App& app, client_context& ctx, std::string_view command) {
            "-H,--host",
            [&ctx, command](const std::string& value) { choose_host(ctx, command, value); },
            "The ralphd to talk to: a name of the hosts file, ssh://[USER@]HOST[:PORT] (over "
-           "ssh) or unix://PATH ($RALPH_HOST); '*' (quoted): every host, as --all-hosts")
+           "ssh) or unix://PATH ($RALPH_HOST); '*' (quoted): every host, as --all-hosts; for "
+           "submit also auto: the host with the most room")
         ->type_name("HOST")
         ->excludes(socket);
     app.add_flag("--json", ctx.json, "Print JSON documents instead of human output");

@@ -14,6 +14,11 @@ namespace ralph::client {
 // --host's, -H's) value.
 std::string_view command_word(int argc, char** argv);
 
+// What --host or $RALPH_HOST names, for `command`: an address (resolve_host). `auto` makes
+// submit place its loop on the host with the most room (ctx.place_anywhere); for any other
+// command, which acts on a daemon it is told, it is a usage error saying so.
+std::string host_address(client_context& ctx, const std::string& value, std::string_view command);
+
 // Names `app` and adds the global options and the command named `command`, or every command when
 // no command has that name (help, errors). Building every command's options is a third of
 // ralphctl's start-up, and scripts run it often.

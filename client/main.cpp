@@ -2,7 +2,6 @@
 // (CLI11), runs it and turns every failure into a message on stderr and an exit code (SPEC §7):
 // 0 ok, 1 failure, 2 usage error, 3 daemon unreachable, 130 Ctrl-C.
 #include "client/cli.hpp"
-#include "client/hosts.hpp"
 #include "client/output.hpp"
 #include "common/paths.hpp"
 
@@ -35,7 +34,7 @@ int main(int argc, char** argv) {
     try {
         // $RALPH_HOST is the default; --socket or --host on the command line replaces it.
         if (const char* host = std::getenv("RALPH_HOST"); host && *host)
-            ctx.socket = resolve_host(host, ctx.local_socket);
+            ctx.socket = host_address(ctx, host, command_word(argc, argv));
         // The chosen command runs inside parse(), from its callback, once all options are read.
         app.parse(argc, argv);
         return ctx.exit_code;

@@ -30,6 +30,9 @@ std::vector<host_entry> read_hosts_file(const std::filesystem::path& file) {
         if (!is_host_address(host.address))
             bad("'" + host.address + "' is not an address (ssh://…, unix://… or a path)");
         if (host.name == local_host_name) bad("'local' is this machine's daemon, always there");
+        if (host.name == placement_host)
+            bad("'auto' is not a host's name: --host auto places a submit on the host with the "
+                "most room");
         for (const auto& known : hosts)
             if (known.name == host.name) bad("'" + host.name + "' is named twice");
         hosts.push_back(std::move(host));

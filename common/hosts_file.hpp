@@ -12,6 +12,9 @@
 namespace ralph {
 
 inline constexpr std::string_view local_host_name = "local";
+// `ralphctl --host auto`: not a host but `submit`'s placement on the host with the most room
+// (client/placement.hpp); the file cannot name a host so either.
+inline constexpr std::string_view placement_host = "auto";
 
 struct host_entry {
     std::string name;

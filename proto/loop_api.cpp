@@ -53,15 +53,36 @@ void from_json(const nlohmann::json& j, loop_id_request& r) {
 }
 void to_json(nlohmann::json& j, const loop_id_request& r) { j = {{field_name::id, r.id}}; }
 
+void from_json(const nlohmann::json& j, host_capacity& c) {
+    c.max_concurrent = read_or<std::int64_t>(j, "max_concurrent", 1);
+    c.running = read_or<std::int64_t>(j, "running", 0);
+    c.free_slots = read_or<std::int64_t>(j, "free_slots", 0);
+    c.queued = read_or<std::int64_t>(j, "queued", 0);
+    c.agent_held = read_or<bool>(j, "agent_held", false);
+    c.agent_held_until = time_from_json(j, "agent_held_until");
+}
+void to_json(nlohmann::json& j, const host_capacity& c) {
+    j = nlohmann::json::object();
+    j["max_concurrent"] = c.max_concurrent;
+    j["running"] = c.running;
+    j["free_slots"] = c.free_slots;
+    j["queued"] = c.queued;
+    j["agent_held"] = c.agent_held;
+    j["agent_held_until"] = time_to_json(c.agent_held_until);
+}
+
 void from_json(const nlohmann::json& j, submit_result& r) {
     from_json(j, r.loop);
     r.created = read_or<bool>(j, "created", true);
     r.warnings = read_or<std::vector<std::string>>(j, "warnings", {});
+    if (const auto it = j.find("capacity"); it != j.end() && it->is_object())
+        r.capacity = it->get<host_capacity>();
 }
 void to_json(nlohmann::json& j, const submit_result& r) {
     to_json(j, r.loop);
     j["created"] = r.created;
     j["warnings"] = r.warnings;
+    if (r.capacity) j["capacity"] = *r.capacity;
 }
 
 void from_json(const nlohmann::json& j, dirty_workspace& d) {

@@ -24,11 +24,30 @@ struct loop_id_request {
 void from_json(const nlohmann::json& j, loop_id_request& r);
 void to_json(nlohmann::json& j, const loop_id_request& r);
 
-// loop.submit's result: the new loop (or the earlier one of its idempotency key).
+// What a daemon has room for, as loop.submit's dry run answers it (`capacity`): where
+// `ralphctl submit --host auto` places a loop.
+struct host_capacity {
+    std::int64_t max_concurrent = 1;
+    std::int64_t running = 0;     // loops with a runner
+    std::int64_t free_slots = 0;  // max_concurrent - running, at least 0
+    std::int64_t queued = 0;      // loops in state queued: the queue a new loop joins
+    // A usage limit holds every agent the loop may run on (its own and its fallbacks) now: it
+    // would wait until agent_held_until (epoch ms; 0 when not held).
+    bool agent_held = false;
+    std::int64_t agent_held_until = 0;
+    bool operator==(const host_capacity&) const = default;
+};
+void from_json(const nlohmann::json& j, host_capacity& c);
+void to_json(nlohmann::json& j, const host_capacity& c);
+
+// loop.submit's result: the new loop (or the earlier one of its idempotency key). With dry_run:
+// the loop as it would be (id 0, dry_run true; the earlier loop of the key if there is one) and
+// the daemon's capacity.
 struct submit_result {
     loop_info loop;
-    bool created = true;                // false: the loop of an earlier submit with the key
-    std::vector<std::string> warnings;  // for the user (ralphctl prints them on stderr)
+    bool created = true;                    // false: the loop of an earlier submit with the key
+    std::vector<std::string> warnings;      // for the user (ralphctl prints them on stderr)
+    std::optional<host_capacity> capacity;  // dry_run only
     bool operator==(const submit_result&) const = default;
 };
 void from_json(const nlohmann::json& j, submit_result& r);

@@ -169,6 +169,7 @@ void from_json(const nlohmann::json& j, submit_params& p) {
     read_field(obj, "delete_branch", p.delete_branch);
     read_field(obj, "pr", p.pr_remote);
     read_field(obj, field_name::idempotency_key, p.idempotency_key);
+    read_field(obj, "dry_run", p.dry_run);
 }
 
 void to_json(nlohmann::json& j, const submit_params& p) {
@@ -226,6 +227,7 @@ void to_json(nlohmann::json& j, const submit_params& p) {
     j["delete_branch"] = p.delete_branch;
     j["pr"] = p.pr_remote;
     j[field_name::idempotency_key] = p.idempotency_key;
+    if (p.dry_run) j["dry_run"] = true;  // a request's only: no stored loop has it
 }
 
 void usage::add(const usage& other) {

@@ -171,6 +171,10 @@ struct submit_params {
     // A submit with the key of a loop in the history creates nothing and answers that loop
     // (SPEC §7: a script may retry a submit safely); "" = none.
     std::string idempotency_key;
+    // Check everything a submit checks and create nothing (no loop, no row, no file): the result
+    // is the loop as it would be, with id 0, and what the daemon has room for
+    // (submit_result::capacity), for `ralphctl submit --host auto`. A loop's spec never has it.
+    bool dry_run = false;
     bool operator==(const submit_params&) const = default;
 };
 

@@ -21,6 +21,8 @@ struct client_context {
     bool json = false;         // --json: one JSON document on stdout instead of human output
     bool colour = false;       // human output may use colours
     int exit_code = 0;         // set by the command that ran
+    // --host auto: submit places its loop on the host with the most room (client/placement.hpp)
+    bool place_anywhere = false;
 };
 
 void register_submit_command(CLI::App& app, client_context& ctx);

@@ -8,10 +8,17 @@
 // --follow tails the new loop right away (the "submitted" line then goes to stderr); --wait
 // blocks until it ends, printing only its state. Both exit like `tail -f` (SPEC §7); with
 // --json they print the loop object and then the NDJSON events of `tail --json`.
+// --host auto: every host of the hosts file and `local` is asked at once to check the submit
+// without creating anything (loop.submit's dry run, which also tells its capacity); the loop is
+// submitted to the host with the most room (client/placement.hpp) and its id printed qualified
+// by that host (build1:17; --json: `host`, and `placement`, every host's answer). When no host
+// accepts, the error lists each host's reason: exit 1, or 3 when none could be reached.
 #include "client/commands/commands.hpp"
 
 #include "client/connection.hpp"
+#include "client/hosts.hpp"
 #include "client/output.hpp"
+#include "client/placement.hpp"
 #include "proto/errors.hpp"
 #include "proto/methods.hpp"
 #include "proto/types.hpp"
@@ -19,9 +26,11 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <utility>
 
 namespace ralph::client {
@@ -80,6 +89,112 @@ proto::submit_result submit(connection& daemon, proto::submit_params& spec) {
     return daemon.call<loop_submit>(spec);
 }
 
+// --host auto: how long the hosts' dry runs may take; one that is down delays nothing longer.
+constexpr std::chrono::seconds placement_timeout{10};
+
+// A host's answer to the dry run of the submit: the loop as it would be, or why not.
+struct dry_run_answer {
+    std::optional<proto::submit_result> accepted;
+    std::string refusal;
+    proto::error_kind refused_as = proto::error_kind::internal_error;
+};
+
+// Where --host auto put the loop: every host, its answer to the dry run, the one chosen.
+struct placement {
+    std::vector<host_entry> hosts;
+    std::vector<host_answer<dry_run_answer>> answers;  // by index of `hosts`
+    std::size_t chosen = 0;
+};
+
+// Every host's dry run of `spec`, at once (ask_hosts). A refusal is an answer; a host that cannot
+// be reached (or not within placement_timeout) has none.
+std::vector<host_answer<dry_run_answer>> dry_runs(const std::vector<host_entry>& hosts,
+                                                  proto::submit_params spec) {
+    spec.dry_run = true;
+    return ask_hosts<dry_run_answer>(
+        hosts, std::chrono::duration_cast<std::chrono::milliseconds>(placement_timeout),
+        // By value: a query still running after the timeout outlives this function.
+        [spec](const host_entry& host) {
+            connection daemon(host.address, ssh_messages::kept);
+            dry_run_answer answer;
+            try {
+                answer.accepted = daemon.call<proto::method::loop_submit>(spec);
+            } catch (const daemon_error& refusal) {
+                answer.refusal = refusal.what();
+                answer.refused_as = refusal.kind();
+            }
+            // A ralphd older than dry_run took the request for a submit.
+            if (answer.accepted && !answer.accepted->capacity) {
+                answer.refusal = fmt::format(
+                    "its ralphd does not know dry runs (older than this ralphctl) and created "
+                    "loop {}:{}: cancel it",
+                    host.name, answer.accepted->loop.id);
+                answer.accepted.reset();
+            }
+            return answer;
+        });
+}
+
+// No host accepted: one line per host saying why; exit 1, or 3 when no host could be reached.
+[[noreturn]] void refuse_everywhere(const placement& where) {
+    std::string text = "no host accepted the loop:";
+    bool reachable = false;
+    bool dirty = false;
+    for (std::size_t i = 0; i < where.hosts.size(); ++i) {
+        const host_entry& host = where.hosts[i];
+        const auto& answer = where.answers[i];
+        if (answer.result) {
+            reachable = true;
+            dirty = dirty || answer.result->refused_as == proto::error_kind::workspace_dirty;
+            text += fmt::format("\n  {}: {}", host.name, answer.result->refusal);
+        } else {
+            text += fmt::format("\n  {} ({}): not reachable: {}", host.name, host.address,
+                                answer.error);
+        }
+    }
+    throw client_error(reachable ? exit_code::failure : exit_code::unreachable, text,
+                       dirty ? "commit or stash the changes, or submit with --allow-dirty" : "");
+}
+
+// --host auto: the dry runs, then the host with the most room of those that accept.
+placement place(const client_context& ctx, const proto::submit_params& spec) {
+    placement where;
+    where.hosts = read_hosts(ctx.local_socket);
+    where.answers = dry_runs(where.hosts, spec);
+    std::vector<std::optional<placement_offer>> offers;
+    for (const auto& answer : where.answers) {
+        std::optional<placement_offer> offer;
+        if (answer.result && answer.result->accepted) {
+            const proto::submit_result& dry = *answer.result->accepted;
+            // A loop id: the key's loop, which is there already.
+            offer = placement_offer{*dry.capacity, dry.loop.id != 0};
+        }
+        offers.push_back(std::move(offer));
+    }
+    const std::optional<std::size_t> chosen = choose_host(offers);
+    if (!chosen) refuse_everywhere(where);
+    where.chosen = *chosen;
+    return where;
+}
+
+// --json's `placement`: every host's answer to the dry run.
+nlohmann::json placement_json(const placement& where) {
+    nlohmann::json hosts = nlohmann::json::array();
+    for (std::size_t i = 0; i < where.hosts.size(); ++i) {
+        const auto& answer = where.answers[i];
+        const bool accepted = answer.result && answer.result->accepted;
+        nlohmann::json entry{{"host", where.hosts[i].name},
+                             {"address", where.hosts[i].address},
+                             {"reachable", answer.result.has_value()},
+                             {"accepted", accepted},
+                             {"error", answer.result ? answer.result->refusal : answer.error}};
+        entry["capacity"] =
+            accepted ? nlohmann::json(*answer.result->accepted->capacity) : nlohmann::json();
+        hosts.push_back(std::move(entry));
+    }
+    return hosts;
+}
+
 int run_submit(const client_context& ctx, submit_options& options) {
     auto& spec = options.spec;
     spec.workspace = absolute_path(spec.workspace.empty() ? "." : spec.workspace);
@@ -92,19 +207,34 @@ int run_submit(const client_context& ctx, submit_options& options) {
     spec.sandbox_offline = options.sandbox == "offline";
     spec.pr_remote = options.pr == "true" ? proto::default_pr_remote : options.pr;
 
-    connection daemon(ctx.socket);
+    client_context target = ctx;  // the daemon that gets the loop
+    std::optional<placement> placed;
+    if (ctx.place_anywhere) {
+        placed = place(ctx, spec);
+        target.socket = placed->hosts[placed->chosen].address;
+    }
+    connection daemon(target.socket);
     const proto::submit_result submitted = submit(daemon, spec);
     const proto::loop_info& loop = submitted.loop;
     // What the daemon wants the user to know (e.g. changes left behind by --worktree).
     for (const auto& warning : submitted.warnings)
         fmt::print(stderr, "ralphctl: warning: {}\n", warning);
     if (ctx.json) {
-        print_json(
-            {{"loop", loop}, {"created", submitted.created}, {"warnings", submitted.warnings}});
+        nlohmann::json out{
+            {"loop", loop}, {"created", submitted.created}, {"warnings", submitted.warnings}};
+        if (placed) {
+            out["host"] = placed->hosts[placed->chosen].name;
+            out["placement"] = placement_json(*placed);
+        }
+        print_json(std::move(out));
     } else {
         const auto& branch = loop.spec.worktree_branch;
+        // Placed: the id as commands take it, qualified by its host.
+        const std::string id =
+            placed ? fmt::format("{}:{}", placed->hosts[placed->chosen].name, loop.id)
+                   : std::to_string(loop.id);
         // With --follow, stdout is for the loop's output.
-        fmt::print(options.follow ? stderr : stdout, "submitted loop {}{} in {}{}\n", loop.id,
+        fmt::print(options.follow ? stderr : stdout, "submitted loop {}{} in {}{}\n", id,
                    loop.spec.name.empty() ? "" : fmt::format(" ({})", loop.spec.name),
                    loop.spec.workspace,
                    branch.empty() ? "" : fmt::format(" (a new worktree, branch {})", branch));
@@ -113,7 +243,18 @@ int run_submit(const client_context& ctx, submit_options& options) {
     if (!options.follow && !options.wait) return exit_code::ok;
     tail_selection selection;
     selection.output = options.follow;
-    return follow_loops(ctx, {loop.id}, selection);
+    return follow_loops(target, {loop.id}, selection);
+}
+
+// `check` of a path that must exist where the daemon runs, made here only when that is this
+// machine: not over ssh, nor with --host auto, whose host is not chosen yet (its daemon checks).
+CLI::Validator on_this_machine(const client_context& ctx, const CLI::Validator& check) {
+    return CLI::Validator(
+        [&ctx, check](std::string& value) -> std::string {
+            if (ctx.place_anywhere || ctx.socket.starts_with("ssh://")) return {};
+            return check(value);
+        },
+        check.get_description());
 }
 
 CLI::Validator env_assignment() {
@@ -132,7 +273,8 @@ CLI::Validator env_assignment() {
 void register_submit_command(CLI::App& app, client_context& ctx) {
     auto options = std::make_shared<submit_options>();
     auto& spec = options->spec;
-    auto* cmd = app.add_subcommand("submit", "Submit a new loop");
+    auto* cmd = app.add_subcommand(
+        "submit", "Submit a new loop (with --host auto: to the host with the most room)");
     // Sections of --help. (CLI11 also compares a new option's names with those of its own
     // section only, which keeps the start of every submit short.)
     auto* completion = cmd->add_option_group("Completion", "When the loop is done");
@@ -145,7 +287,7 @@ void register_submit_command(CLI::App& app, client_context& ctx) {
                                    "workspace, else the built-in prompt)");
     cmd->add_option("-f,--prompt-file", spec.prompt_file,
                     "File holding the prompt, re-read at every iteration")
-        ->check(CLI::ExistingFile)
+        ->check(on_this_machine(ctx, CLI::ExistingFile))
         ->excludes(prompt);
     cmd->add_option("--agent", spec.agent,
                     "claude, codex, opencode, gemini, aider, kiro, command (any program, see "
@@ -296,8 +438,9 @@ void register_submit_command(CLI::App& app, client_context& ctx) {
         ->add_option("--max-cost", spec.max_cost_usd,
                      "End the loop as exhausted once its agents reported this many US dollars")
         ->check(CLI::NonNegativeNumber);
-    cmd->add_option("--workspace", spec.workspace, "Directory the agent works in (default: .)")
-        ->check(CLI::ExistingDirectory);
+    cmd->add_option("--workspace", spec.workspace,
+                    "Directory the agent works in (default: .), on the daemon's machine")
+        ->check(on_this_machine(ctx, CLI::ExistingDirectory));
     cmd->add_option("--name", spec.name, "Name shown in lists");
     cmd->add_option("--idempotency-key", spec.idempotency_key,
                     "Submit at most once with this key: a submit with the key of a loop in "

@@ -1,5 +1,6 @@
 // loop.submit, loop.list, loop.get, loop.cancel, loop.pause, loop.resume, loop.merge, loop.pr,
 // loop.steer, loop.iterations, loop.diff, loop.events, loop.output, loop.tail, events.subscribe.
+#include "daemon/admission/admission.hpp"
 #include "daemon/agents/agent.hpp"
 #include "daemon/clock.hpp"
 #include "daemon/loop/landing.hpp"
@@ -16,6 +17,8 @@
 #include "proto/methods.hpp"
 
 #include <fmt/format.h>
+
+#include <algorithm>
 
 namespace ralph::rpc {
 namespace {
@@ -48,7 +51,38 @@ std::optional<proto::submit_result> submitted_before(const proto::submit_params&
         false,
         {fmt::format("loop {} was submitted with idempotency key '{}' already: nothing new was "
                      "created",
-                     *id, spec.idempotency_key)}};
+                     *id, spec.idempotency_key)},
+        std::nullopt};
+}
+
+// What this daemon has room for, for a loop on `spec`'s agents: loop.submit's dry run answers it
+// (ralphctl submit --host auto places the loop by it).
+proto::host_capacity capacity_for(const proto::submit_params& spec, method_services& services) {
+    proto::host_capacity room;
+    room.max_concurrent = services.gate.scheduler_settings().max_concurrent;
+    room.running = std::int64_t(services.loops.running_count());
+    room.free_slots = std::max<std::int64_t>(0, room.max_concurrent - room.running);
+    const std::map<std::string, std::int64_t> by_state = services.db.count_by_state();
+    const auto queued = by_state.find(std::string(proto::to_string(proto::loop_state::queued)));
+    room.queued = queued == by_state.end() ? 0 : queued->second;
+    std::vector<std::string> agents;
+    for (const proto::agent_choice& choice : proto::agents_of(spec)) agents.push_back(choice.agent);
+    const admission::verdict held = services.gate.for_agents(agents, services.clock.now_ms());
+    room.agent_held = !held.go();
+    room.agent_held_until = room.agent_held ? held.until_ms : 0;
+    return room;
+}
+
+// A dry run's answer: the loop as the submit would have inserted it (id 0: none was taken; the
+// spec keeps dry_run, so that the answer says what it is), and the daemon's capacity.
+proto::submit_result would_submit(submission checked, method_services& services) {
+    proto::submit_result result;
+    result.loop.spec = std::move(checked.spec);
+    result.loop.created_at = result.loop.updated_at = services.clock.now_ms();
+    result.created = false;
+    result.warnings = std::move(checked.warnings);
+    result.capacity = capacity_for(result.loop.spec, services);
+    return result;
 }
 
 // loop.submit. A submit retried with its key gets the loop it made, unchecked (its workspace may
@@ -56,11 +90,14 @@ std::optional<proto::submit_result> submitted_before(const proto::submit_params&
 // on the pool, and other submits may come meanwhile: one with the same key, answered as a retry,
 // or one that took the id a --worktree loop's worktree was to be named after, which has the
 // checks run again with the next id. What follows the checks runs on the io thread without a
-// pause up to the insert.
+// pause up to the insert. A dry run stops before it: nothing is inserted, created or written.
 awaitable<proto::submit_result> submit(const proto::submit_params& spec,
                                        method_services& services) {
     for (;;) {
-        if (auto earlier = submitted_before(spec, services.db)) co_return std::move(*earlier);
+        if (auto earlier = submitted_before(spec, services.db)) {
+            if (spec.dry_run) earlier->capacity = capacity_for(spec, services);
+            co_return std::move(*earlier);
+        }
         const std::int64_t loop_id = services.db.next_loop_id();
         // Copies: SIGHUP may change the daemon's binaries meanwhile.
         const agent_binaries binaries = services.binaries;
@@ -77,8 +114,9 @@ awaitable<proto::submit_result> submit(const proto::submit_params& spec,
             if (submitted_before(spec, services.db)) continue;
             if (spec.worktree && services.db.next_loop_id() != loop_id) continue;
         }
+        if (spec.dry_run) co_return would_submit(std::move(checked), services);
         co_return proto::submit_result{services.loops.submit(checked.spec), true,
-                                       std::move(checked.warnings)};
+                                       std::move(checked.warnings), std::nullopt};
     }
 }
 

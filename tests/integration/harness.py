@@ -373,18 +373,18 @@ class SshServer:
                          [""])
 
     @staticmethod
-    def write_shared_client_config(servers, path):
-        """One client configuration for several servers (a daemon that dials more than one, with
-        one RALPH_SSH_COMMAND): each one's key, and its host key trusted for its port alone."""
-        known_hosts = path + ".known_hosts"
-        write_text(known_hosts, "".join(read_text(os.path.join(server.dir, "known_hosts"))
-                                        for server in servers))
+    def command_for(servers, path):
+        """An ssh command (for RALPH_SSH_COMMAND) that reaches every one of `servers`, each with
+        its own client key and host key, through one configuration written at `path`: for a
+        test of several hosts (a ralphctl or a ralphd that dials more than one)."""
         write_text(path, "\n".join(
-            ["Host *"] + ["IdentityFile " + os.path.join(server.dir, "client_key")
-                          for server in servers]
-            + ["IdentitiesOnly yes", "UserKnownHostsFile " + known_hosts,
-               "GlobalKnownHostsFile /dev/null", "StrictHostKeyChecking yes", "LogLevel ERROR",
-               ""]))
+            ["Host *"] + ["IdentityFile " + os.path.join(s.dir, "client_key") for s in servers] +
+            ["IdentitiesOnly yes",
+             "UserKnownHostsFile " + " ".join(os.path.join(s.dir, "known_hosts")
+                                              for s in servers),
+             "GlobalKnownHostsFile /dev/null", "StrictHostKeyChecking yes", "LogLevel ERROR",
+             ""]))
+        return "ssh -F " + path
 
     def _listening(self):
         if self.proc.poll() is not None:

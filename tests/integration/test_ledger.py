@@ -32,8 +32,8 @@ class LedgerTest(AgentTestCase):
                                         "RALPH_SOCKET": d.socket})
             self.addCleanup(server.stop)
             self.d[name], self.servers[name] = d, server
-        config = os.path.join(self.d["a"].root, "ssh_config")
-        SshServer.write_shared_client_config(list(self.servers.values()), config)
+        ssh = SshServer.command_for(list(self.servers.values()),
+                                    os.path.join(self.d["a"].root, "ssh_config"))
         hosts = "".join("%s %s\n" % (name, server.address)
                         for name, server in self.servers.items())
         for name, peers in (("a", ("b", "c")), ("b", ("a",)), ("c", ())):
@@ -41,7 +41,7 @@ class LedgerTest(AgentTestCase):
             write_text(os.path.join(d.config_dir, "ralph", "hosts"), hosts)
             for peer in peers:
                 d.extra_args += ["--peer", peer]
-            d.env["RALPH_SSH_COMMAND"] = "ssh -F " + config
+            d.env["RALPH_SSH_COMMAND"] = ssh
             d.start()
 
     def peers_linked(self, d, names):

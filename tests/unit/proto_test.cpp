@@ -78,6 +78,7 @@ proto::submit_params sample() {
     p.delete_branch = true;
     p.pr_remote = "upstream";
     p.idempotency_key = "nightly";
+    p.dry_run = true;
     return p;
 }
 
@@ -176,7 +177,11 @@ proto::loop_id_request sample() {
 }
 template <>
 proto::submit_result sample() {
-    return {sample<proto::loop_info>(), false, {"a warning"}};
+    // A dry run's answer: its loop (dry_run) and the daemon's capacity.
+    return {sample<proto::loop_info>(),
+            false,
+            {"a warning"},
+            proto::host_capacity{4, 3, 1, 2, true, t0 + 4}};
 }
 template <>
 proto::list_request sample() {
@@ -447,6 +452,19 @@ TEST_CASE("proto: a loop's env values never leave the daemon, only their names")
     CHECK_FALSE(wire.contains("env"));
     CHECK(wire.at("env_names") == nlohmann::json::array({"API_KEY"}));
     CHECK(wire.dump().find("secret") == std::string::npos);
+}
+
+TEST_CASE("proto: dry_run is a request's only: a loop's spec and a submit's answer leave it out") {
+    proto::submit_params spec = sample<proto::submit_params>();
+    CHECK(nlohmann::json(spec).at("dry_run") == true);
+    spec.dry_run = false;
+    CHECK_FALSE(nlohmann::json(spec).contains("dry_run"));
+    proto::submit_result real{sample<proto::loop_info>(), true, {}, std::nullopt};
+    real.loop.spec.dry_run = false;
+    const nlohmann::json wire = real;
+    CHECK_FALSE(wire.contains("dry_run"));
+    CHECK_FALSE(wire.contains("capacity"));
+    CHECK_FALSE(wire.get<proto::submit_result>().capacity.has_value());
 }
 
 TEST_CASE("proto: the judge sees the loop on its own agent, model and command, without --arg") {
