@@ -309,7 +309,10 @@ class CrashTest(SchedulerTestCase):
         loops = d.call("loop.list", {})["loops"]
         self.assertGreater(len(loops), 0)
         with sqlite3.connect(d.db) as db:
-            self.assertEqual(db.execute("PRAGMA user_version").fetchone()[0], 11)
+            self.assertEqual(db.execute("PRAGMA user_version").fetchone()[0], 12)
+            # v12: a hold belongs to an account and names where it came from.
+            self.assertEqual([row[1] for row in db.execute("PRAGMA table_info(agent_holds)")],
+                             ["agent", "account", "until", "reason", "origin"])
             # v7: each attempt of before names the agent it ran on, its loop's.
             self.assertEqual(db.execute("SELECT count(*) FROM attempts a JOIN loops l ON "
                                         "a.loop_id = l.id WHERE a.agent != l.agent").fetchone()[0],
