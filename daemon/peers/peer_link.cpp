@@ -91,9 +91,7 @@ struct peer_link::session {
 
 peer_link::peer_link(peer_context& ctx, std::string name, std::string address)
     : ctx_(ctx),
-      name_(std::move(name)),
-      address_(std::move(address)),
-      status_{name_, address_, false, "", 0},
+      status_{std::move(name), std::move(address), false, "", 0},
       backoff_(first_backoff),
       retry_(ctx.io) {}
 
@@ -139,7 +137,8 @@ awaitable<void> peer_link::run() {
         told_.clear();
         if (stopped_) break;
         set_status(false, why);
-        spdlog::warn("peer {}: not linked: {}; trying again in {} s", name_, why, backoff_.count());
+        spdlog::warn("peer {}: not linked: {}; trying again in {} s", status_.name, why,
+                     backoff_.count());
         retry_.expires_after(backoff_);
         boost::system::error_code ec;
         co_await retry_.async_wait(net::redirect_error(use_awaitable, ec));
@@ -149,7 +148,7 @@ awaitable<void> peer_link::run() {
 
 awaitable<std::shared_ptr<peer_link::ssh_process>> peer_link::start_ssh(int stdio_socket) {
     spawn_request request;
-    request.argv = ssh_ralphctl_command(parse_ssh_address(address_), {"dial-stdio"});
+    request.argv = ssh_ralphctl_command(parse_ssh_address(status_.address), {"dial-stdio"});
     request.env = own_environment();
     const char* home = std::getenv("HOME");
     request.cwd = home != nullptr && *home == '/' ? home : "/";
@@ -221,7 +220,8 @@ awaitable<void> peer_link::link_once() {
             for (const auto& hold : result.holds)
                 if (learn(hold)) ++news;
             spdlog::info("peer {}: linked to {} ({} hold(s) told, {} learnt, {} of them news)",
-                         name_, result.host, request.holds.size(), result.holds.size(), news);
+                         status_.name, result.host, request.holds.size(), result.holds.size(),
+                         news);
             break;
         }
         s->linked = true;
@@ -286,11 +286,11 @@ awaitable<void> peer_link::send_told(session& s) {
 void peer_link::handle(const std::string& text) {
     const nlohmann::json message = nlohmann::json::parse(text, nullptr, false);
     if (!message.is_object()) {
-        spdlog::warn("peer {}: sent a message that is not a JSON object", name_);
+        spdlog::warn("peer {}: sent a message that is not a JSON object", status_.name);
         return;
     }
     if (message.contains("error")) {
-        spdlog::warn("peer {}: refused a hold: {}", name_,
+        spdlog::warn("peer {}: refused a hold: {}", status_.name,
                      message["error"].value("message", std::string("(no message)")));
         return;
     }
@@ -298,18 +298,18 @@ void peer_link::handle(const std::string& text) {
     try {
         learn(message.at("params").get<proto::agent_hold>());
     } catch (const std::exception& e) {
-        spdlog::warn("peer {}: sent a hold that is not one: {}", name_, e.what());
+        spdlog::warn("peer {}: sent a hold that is not one: {}", status_.name, e.what());
     }
 }
 
 bool peer_link::learn(const proto::agent_hold& hold) {
     try {
-        if (!ctx_.learn(hold, name_)) return false;
-        spdlog::info("peer {}: {} is held for account {} until {} ({})", name_, hold.agent,
+        if (!ctx_.learn(hold, status_.name)) return false;
+        spdlog::info("peer {}: {} is held for account {} until {} ({})", status_.name, hold.agent,
                      hold.account, text::format_iso8601(hold.until), hold.reason);
         return true;
     } catch (const std::exception& e) {
-        spdlog::warn("peer {}: a hold it sent was not taken: {}", name_, e.what());
+        spdlog::warn("peer {}: a hold it sent was not taken: {}", status_.name, e.what());
         return false;
     }
 }

@@ -82,9 +82,7 @@ class peer_link {
     void set_status(bool linked, std::string error);
 
     peer_context& ctx_;
-    std::string name_;
-    std::string address_;
-    proto::peer_status status_;
+    proto::peer_status status_;           // also the peer's name and address
     std::shared_ptr<session> session_;    // while a session is open
     std::deque<proto::agent_hold> told_;  // to send on the open session
     std::chrono::seconds backoff_;
