@@ -239,13 +239,21 @@ std::int64_t session::send(std::string_view method, nlohmann::json params) {
     return id;
 }
 
-std::string_view session::receive() {
+session::message session::receive() {
     stream_->buffer.clear();
     boost::system::error_code ec;
     stream_->ws.read(stream_->buffer, ec);
     if (ec) throw lost_connection(socket_path_, ec, stream_->ssh);
     const auto data = stream_->buffer.cdata();
-    return std::string_view(static_cast<const char*>(data.data()), data.size());
+    const std::string_view payload(static_cast<const char*>(data.data()), data.size());
+    if (stream_->ws.got_text()) return {payload, {}};
+    const std::size_t newline = payload.find('\n');
+    if (newline == std::string_view::npos)
+        throw client_error(exit_code::failure,
+                           fmt::format("ralphd at {} sent a binary message without its JSON "
+                                       "text and newline",
+                                       socket_path_));
+    return {payload.substr(0, newline), payload.substr(newline + 1)};
 }
 
 void session::close() {

@@ -96,9 +96,14 @@ class session {
     std::int64_t send(const typename Method::request& request) {
         return send(Method::name, nlohmann::json(request));
     }
-    // The text of the next message from the daemon (a response or a notification), valid until
-    // the next call.
-    std::string_view receive();
+    // The next message from the daemon, valid until the next call: a response or a
+    // notification, and the raw bytes of a loop.output notification in the "binary" encoding
+    // (a binary WebSocket message: its JSON text, a newline, the bytes).
+    struct message {
+        std::string_view json;
+        std::string_view bytes;
+    };
+    message receive();
     // Says goodbye to the daemon; errors are ignored since we are leaving anyway.
     void close();
 

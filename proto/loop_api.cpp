@@ -216,9 +216,9 @@ void from_json(const nlohmann::json& j, output_request& r) {
     if (r.offset) check_range("offset", *r.offset, 0, max_int);
     if (r.last_lines) check_range(field_name::last_lines, *r.last_lines, 0, max_int);
     check_range("max_bytes", r.max_bytes, 1, max_output_page);
-    if (r.encoding != "utf8" && r.encoding != "base64")
+    if (r.encoding != "utf8" && r.encoding != "base64" && r.encoding != "binary")
         throw rpc_error(error_kind::invalid_params,
-                        "params.encoding: must be \"utf8\" or \"base64\"");
+                        "params.encoding: must be \"utf8\", \"base64\" or \"binary\"");
 }
 void to_json(nlohmann::json& j, const output_request& r) {
     j = {{field_name::id, r.id},
@@ -298,7 +298,7 @@ void to_json(nlohmann::json& j, const state_notification& n) {
 }
 
 std::size_t sendable_length(std::string_view bytes, std::string_view encoding) {
-    if (encoding == "base64") return bytes.size();
+    if (encoding != "utf8") return bytes.size();
     std::size_t whole = text::utf8_complete_prefix(bytes);
     return whole > 0 ? whole : bytes.size();
 }

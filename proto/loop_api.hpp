@@ -178,8 +178,11 @@ struct output_request {
     std::optional<std::int64_t> offset;      // byte offset; default 0
     std::optional<std::int64_t> last_lines;  // start at the beginning of the last N lines instead
     std::int64_t max_bytes = 1 << 20;        // loop.output only; at most 4 MiB
-    std::string encoding = "utf8";           // "utf8" (invalid bytes replaced) or "base64" (exact)
-    bool output = true;                      // loop.tail only: false = state notifications only
+    // "utf8" (invalid bytes replaced), "base64" (exact), or loop.tail only "binary": each
+    // loop.output notification a binary WebSocket message, its JSON text (`data` empty), a
+    // newline and the `length` bytes themselves.
+    std::string encoding = "utf8";
+    bool output = true;   // loop.tail only: false = state notifications only
     bool render = false;  // loop.tail only: notifications also carry the bytes rendered (`text`)
     bool operator==(const output_request&) const = default;
 };
@@ -253,7 +256,7 @@ void to_json(nlohmann::json& j, const state_notification& n);
 // not end inside a character (its rest comes with the next piece) unless the piece holds nothing
 // else, which only a truncated sequence at the very end of the output can cause.
 std::size_t sendable_length(std::string_view bytes, std::string_view encoding);
-// Encodes raw bytes for the wire in the requested encoding.
+// Encodes raw bytes for the wire in the requested encoding ("utf8" or "base64").
 std::string encode_output(std::string_view bytes, std::string_view encoding);
 // Decodes a `data` field back to raw bytes.
 std::string decode_output(std::string_view data, std::string_view encoding);

@@ -279,6 +279,10 @@ void register_loop_methods(method_registry& registry, method_services& services)
     });
 
     registry.add<loop_output>([&services](const proto::output_request& request, call_context&) {
+        if (request.encoding == "binary")
+            throw rpc_error(error_kind::invalid_params,
+                            "params.encoding: \"binary\" is for loop.tail (binary WebSocket "
+                            "messages); loop.output takes \"utf8\" or \"base64\"");
         proto::loop_info loop = services.db.get_loop(request.id);
         const std::int64_t offset = start_offset(request, services.output);
         // One attempt's bytes per page, with their format.

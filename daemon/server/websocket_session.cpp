@@ -56,7 +56,10 @@ std::string serialize_output_notification(std::int64_t loop_id, std::int64_t off
     std::string message = R"({"jsonrpc":"2.0","method":")";
     message += proto::notification::loop_output;
     message += R"(","params":{"data":)";
-    if (encoding == "base64") {
+    if (encoding == "binary") {
+        message.reserve(message.size() + piece.size() + 200);
+        message += R"("")";
+    } else if (encoding == "base64") {
         message.reserve(message.size() + (piece.size() + 2) / 3 * 4 + 100);
         message += '"';
         text::base64_append(message, piece);
@@ -70,6 +73,7 @@ std::string serialize_output_notification(std::int64_t loop_id, std::int64_t off
                std::to_string(piece.size()) + R"(,"offset":)" + std::to_string(offset);
     if (rendered) message += R"(,"text":)" + rpc::serialize(json(*rendered));
     message += "}}";
+    if (encoding == "binary") message.append("\n").append(piece);
     return message;
 }
 
@@ -122,7 +126,6 @@ awaitable<void> websocket_session::read_loop(
         co_return;
     }
     spdlog::debug("connection {}: WebSocket session open", id());
-    ws_.text(true);
     net::co_spawn(
         ws_.get_executor(), [self = shared_from_this()] { return self->write_loop(); },
         net::detached);
@@ -150,7 +153,7 @@ awaitable<void> websocket_session::read_loop(
 awaitable<void> websocket_session::write_loop() {
     try {
         while (serving_) {
-            std::optional<std::string> message = next_message();
+            std::optional<outgoing> message = next_message();
             if (!message) {
                 // Sleep until on_output, on_state or a queued message cancels the wait, or a
                 // paced tail may send again.
@@ -160,7 +163,9 @@ awaitable<void> websocket_session::write_loop() {
                 continue;
             }
             beast::error_code ec;
-            co_await ws_.async_write(net::buffer(*message), net::redirect_error(use_awaitable, ec));
+            ws_.binary(message->binary);
+            co_await ws_.async_write(net::buffer(message->payload),
+                                     net::redirect_error(use_awaitable, ec));
             touch();
             if (ec) {
                 spdlog::debug("connection {}: WebSocket write failed: {}", id(), ec.message());
@@ -220,10 +225,10 @@ void websocket_session::enqueue(std::string message) {
     wake_writer();
 }
 
-std::optional<std::string> websocket_session::next_message() {
+std::optional<websocket_session::outgoing> websocket_session::next_message() {
     paced_until_.reset();
     if (!outbox_.empty()) {
-        std::string message = std::move(outbox_.front());
+        outgoing message{std::move(outbox_.front())};
         outbox_.pop_front();
         ++outbox_sent_;
         return message;
@@ -238,8 +243,8 @@ std::optional<std::string> websocket_session::next_message() {
 }
 
 // May erase `tail` from tails_; the callers return right after a message.
-std::optional<std::string> websocket_session::next_tail_message(std::int64_t loop_id,
-                                                                cursor& tail) {
+std::optional<websocket_session::outgoing> websocket_session::next_tail_message(
+    std::int64_t loop_id, cursor& tail) {
     const output_log& output = state_->context.output;
     const std::int64_t end = output.committed_end(loop_id);
 
@@ -267,8 +272,9 @@ std::optional<std::string> websocket_session::next_tail_message(std::int64_t loo
         const std::string_view format = agent_stream::to_string(span.format);
         std::optional<std::string> rendered;
         if (tail.renderer) rendered = text::to_valid_utf8(tail.renderer->render(piece, format));
-        std::string message = serialize_output_notification(loop_id, tail.offset, piece,
-                                                            tail.encoding, format, rendered);
+        outgoing message{serialize_output_notification(loop_id, tail.offset, piece, tail.encoding,
+                                                       format, rendered),
+                         tail.encoding == "binary"};
         tail.offset += static_cast<std::int64_t>(length);
         last_served_ = loop_id;
         return message;
@@ -281,11 +287,12 @@ std::optional<std::string> websocket_session::next_tail_message(std::int64_t loo
             tail.renderer.reset();
             if (!rest->empty()) {
                 last_served_ = loop_id;
-                return serialize_output_notification(loop_id, tail.offset, {}, tail.encoding,
-                                                     "text", rest);
+                return outgoing{serialize_output_notification(loop_id, tail.offset, {},
+                                                              tail.encoding, "text", rest),
+                                tail.encoding == "binary"};
             }
         }
-        std::string message = state_notification(tail.loop, true);
+        outgoing message{state_notification(tail.loop, true)};
         state_->context.hub.leave(loop_id, this);
         tails_.erase(loop_id);
         last_served_ = loop_id;

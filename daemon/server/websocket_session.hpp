@@ -35,6 +35,8 @@ namespace ralph {
 // The text of a loop.output notification of `piece` at `offset`, bytes of an attempt whose
 // output is in `format`, with `rendered` as its `text` when given (proto::output_notification),
 // written out directly: the same as serializing the notification, without copying the bytes.
+// In the "binary" encoding: the notification with `data` empty, a newline, then `piece` itself
+// (the payload of a binary WebSocket message).
 std::string serialize_output_notification(std::int64_t loop_id, std::int64_t offset,
                                           std::string_view piece, const std::string& encoding,
                                           std::string_view format,
@@ -62,6 +64,11 @@ class websocket_session : public connection,
     void on_hold(const proto::agent_hold& hold) override;
 
   private:
+    // A message for the writer: JSON text, or a "binary" tail's loop.output (binary message).
+    struct outgoing {
+        std::string payload;
+        bool binary = false;
+    };
     struct cursor {
         std::int64_t offset = 0;  // next byte of the loop's output to send
         bool output = true;
@@ -82,8 +89,8 @@ class websocket_session : public connection,
     void enqueue(std::string message);
     // The next message to send: the oldest queued one, else a tail notification; nullopt when
     // there is nothing to send now.
-    std::optional<std::string> next_message();
-    std::optional<std::string> next_tail_message(std::int64_t loop_id, cursor& tail);
+    std::optional<outgoing> next_message();
+    std::optional<outgoing> next_tail_message(std::int64_t loop_id, cursor& tail);
     // The client does not read: stop serving it and send a policy-violation close.
     void drop_slow_client();
     // Leaves the hub and forgets all queued work; the socket stays open. Idempotent.

@@ -654,8 +654,9 @@ def _xor_mask(payload, mask):
 
 
 class WebSocket:
-    """A minimal RFC 6455 client for `GET /rpc` sessions: text frames only, masked as a client
-    must, answers pings, understands fragmented messages and close frames."""
+    """A minimal RFC 6455 client for `GET /rpc` sessions: sends text frames, masked as a client
+    must; receives text and binary messages, answers pings, understands fragmented messages and
+    close frames."""
 
     GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
@@ -741,6 +742,12 @@ class WebSocket:
 
     def recv_text(self):
         """The next text (or binary) message as str; None once the daemon closed the session."""
+        message = self.recv_message()
+        return None if message is None else message[1].decode()
+
+    def recv_message(self):
+        """The next message as (binary, payload bytes); None once the daemon closed the
+        session."""
         if self.closed:
             return None
         message, message_opcode = b"", None
@@ -764,7 +771,7 @@ class WebSocket:
             elif opcode == 0x0:
                 message += payload
             if fin and message_opcode is not None:
-                return message.decode()
+                return message_opcode == 0x2, message
 
     def recv_json(self):
         text = self.recv_text()

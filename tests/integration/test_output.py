@@ -1,14 +1,17 @@
 """Agent output: every byte of a 50 MiB flood is persisted while the daemon stays responsive;
 `ralphctl tail` clients attached at different times see identical full output; `tail -n`,
-`--from-offset`; and loop.tail over a WebSocket session (output, then the final loop.state)."""
+`--from-offset`; and loop.tail over a WebSocket session (output, then the final loop.state), its
+bytes in binary messages too."""
 
 import base64
+import json
+import os
 import subprocess
 import tempfile
 import threading
 import time
 
-from harness import (DaemonTestCase, agent_command, count_to_complete_output, main,
+from harness import (DaemonTestCase, RpcError, agent_command, count_to_complete_output, main,
                      pattern_bytes, scaled, slow_counter_output)
 
 
@@ -213,6 +216,49 @@ class OutputTest(DaemonTestCase):
         self.assertEqual(final["state"], "completed")
         self.assertEqual(final["iterations"], 2)
         self.assertSameBytes(got, expected, "loop.tail notifications")
+
+    def test_loop_tail_in_the_binary_encoding_sends_the_bytes_themselves_in_binary_messages(self):
+        d = self.daemon()
+        ws = d.workspace()
+        # Every byte value, invalid UTF-8 and NULs included, over several 64 KiB notifications.
+        expected = os.urandom(200000)
+        with open(os.path.join(ws, "bytes.bin"), "wb") as f:
+            f.write(expected)
+        loop = d.submit(ws, "cat bytes.bin", max_iterations=1)
+
+        got, final = b"", None
+        with d.websocket(timeout=30) as session:
+            session.send_json({"jsonrpc": "2.0", "id": 7, "method": "loop.tail",
+                               "params": {"id": loop["id"], "encoding": "binary"}})
+            deadline = time.monotonic() + scaled(60)
+            while final is None:
+                self.assertLess(time.monotonic(), deadline, "no final loop.state")
+                received = session.recv_message()
+                self.assertIsNotNone(received, "the session closed before the final loop.state")
+                binary, payload = received
+                if not binary:  # the result and loop.state: JSON text messages
+                    message = json.loads(payload)
+                    self.assertNotIn("error", message)
+                    if message.get("method") == "loop.state" and message["params"]["final"]:
+                        final = message["params"]
+                    continue
+                header, newline, data = payload.partition(b"\n")
+                self.assertEqual(newline, b"\n", "a binary message is JSON text, newline, bytes")
+                message = json.loads(header)
+                self.assertEqual(message["method"], "loop.output")
+                params = message["params"]
+                self.assertEqual((params["encoding"], params["data"]), ("binary", ""))
+                self.assertEqual(params["offset"], len(got), "no gap, no duplicate")
+                self.assertEqual(len(data), params["length"])
+                got += data
+        self.assertEqual(final["state"], "exhausted")
+        self.assertSameBytes(got, expected, "binary loop.output messages")
+
+        # Only a WebSocket session can carry binary messages: loop.output refuses the encoding.
+        with self.assertRaises(RpcError) as refused:
+            d.call("loop.output", {"id": loop["id"], "encoding": "binary"})
+        self.assertEqual(refused.exception.code, -32602)
+        self.assertIn("loop.tail", refused.exception.message)
 
 
 if __name__ == "__main__":

@@ -431,6 +431,18 @@ TEST_CASE("proto: the hand-written loop.output notification is the serialized on
     }
 }
 
+TEST_CASE("proto: a binary loop.output is the serialized notification, a newline, the bytes") {
+    const std::string piece("\0\xFF\n{\"x\"}\xE2\x9C", 10);
+    const proto::output_notification typed{
+        7, 100, std::int64_t(piece.size()), "", "binary", "codex", std::nullopt};
+    CHECK(ralph::serialize_output_notification(7, 100, piece, "binary", "codex", std::nullopt) ==
+          ralph::rpc::serialize(
+              ralph::rpc::make_notification(proto::notification::loop_output, typed)) +
+              "\n" + piece);
+    // The bytes go whole: no character is held back for the next piece as in "utf8".
+    CHECK(proto::sendable_length(piece, "binary") == piece.size());
+}
+
 TEST_CASE("proto: a loop's summary holds the fields asked for, each under its name") {
     const proto::loop_info loop = sample<proto::loop_info>();
     CHECK(proto::summary_json(loop, {proto::summary_field::state, proto::summary_field::id}) ==
