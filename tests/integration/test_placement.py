@@ -47,8 +47,9 @@ class DryRunTest(DaemonTestCase):
                          (0, True, False, "queued"))
         self.assertEqual(dry["workspace"], os.path.realpath(ws))
         self.assertEqual(dry["capacity"], {"max_concurrent": 3, "running": 0, "free_slots": 3,
-                                           "queued": 0, "agent_held": False,
-                                           "agent_held_until": None})
+                                           "queued": 0, "scheduler_held": False,
+                                           "scheduler_held_reason": "", "workspace_busy": False,
+                                           "agent_held": False, "agent_held_until": None})
         # A worktree is planned (named after the next id) but neither it nor its branch is made.
         planned = d.call("loop.submit", dict(request, worktree=True))
         self.assertEqual(planned["worktree_branch"], "ralph/loop-1")
@@ -72,28 +73,34 @@ class DryRunTest(DaemonTestCase):
         request["allow_dirty"] = True
         self.assertEqual(self.capacity(d, request)["free_slots"], 3)
 
-        # A running loop takes a slot; a usage limit holds claude until its stated reset.
+        # A running loop takes a slot, and its workspace: a loop there would queue behind it.
         sleeper = d.submit(ws, SLEEP)
         d.wait_state(sleeper["id"], "running")
+        behind = self.capacity(d, request)
+        self.assertEqual((behind["running"], behind["free_slots"], behind["workspace_busy"]),
+                         (1, 0, True))
+        elsewhere = dict(request, workspace=d.workspace("elsewhere"))
+        self.assertEqual(self.capacity(d, elsewhere)["free_slots"], 2)
+        # A usage limit holds claude until its stated reset.
         resets_at = int(time.time()) + 3600
         claude_env = {"PATH": fake_agent_bin(d.root) + ":" + os.environ["PATH"],
                       "FAKE_AGENT_SCRIPT": "rate-limit", "FAKE_RESETS_AT": str(resets_at)}
         limited = d.submit(d.workspace("limited"), "", agent="claude", env=claude_env)
         d.wait_state(limited["id"], "waiting")
-        on_claude = dict(request, agent="claude", command="", env=claude_env)
+        on_claude = dict(elsewhere, agent="claude", command="", env=claude_env)
         held = wait_until(lambda: (c := self.capacity(d, on_claude))["running"] == 1 and c, 10,
                           "the parked loop to leave its slot")
         self.assertEqual((held["free_slots"], held["queued"], held["agent_held"]), (2, 0, True))
         self.assertEqual(parse_time(held["agent_held_until"]), resets_at)
         self.assertFalse(self.capacity(d, dict(on_claude, fallback=["codex"]))["agent_held"])
-        self.assertFalse(self.capacity(d, request)["agent_held"])
+        self.assertFalse(self.capacity(d, elsewhere)["agent_held"])
 
         # The queue: loops that wait for a slot (the parked loop waits for its reset instead).
         d.call("scheduler.set", {"max_concurrent": 1})
         d.submit(d.workspace("queued"), SLEEP, idempotency_key="nightly")
-        full = self.capacity(d, request)
+        full = self.capacity(d, elsewhere)
         self.assertEqual((full["max_concurrent"], full["running"], full["free_slots"],
-                          full["queued"]), (1, 1, 0, 1))
+                          full["queued"], full["workspace_busy"]), (1, 1, 0, 1, False))
         # The key of a loop in the history: that loop, with the capacity, nothing checked.
         again = d.call("loop.submit", dict(request, idempotency_key="nightly",
                                            workspace="/nowhere"))
@@ -103,6 +110,20 @@ class DryRunTest(DaemonTestCase):
         self.assertEqual(d.submit(ws, SLEEP)["id"], 4)
         self.assertEqual(sorted(loop["id"] for loop in d.call("loop.list", {})["loops"]),
                          [1, 2, 3, 4])
+
+        # A paused scheduler, or one outside its time window, starts no loop: no slot is free.
+        d.call("scheduler.set", {"max_concurrent": 3, "paused": True})
+        paused = self.capacity(d, elsewhere)
+        self.assertEqual((paused["free_slots"], paused["scheduler_held"],
+                          paused["scheduler_held_reason"]), (0, True, "the scheduler is paused"))
+        opens = time.localtime(time.time() + 3600)
+        closed = "%02d:%02d-%02d:%02d" % (opens.tm_hour, opens.tm_min, (opens.tm_hour + 1) % 24,
+                                          opens.tm_min)
+        d.call("scheduler.set", {"paused": False, "window": closed})
+        shut = self.capacity(d, elsewhere)
+        self.assertEqual((shut["free_slots"], shut["scheduler_held"],
+                          shut["scheduler_held_reason"]),
+                         (0, True, "outside the time window " + closed))
 
 
 class PlacementTest(DaemonTestCase):
