@@ -2,11 +2,14 @@
 
 loop.submit's dry run (`dry_run: true`) checks all that a submit checks and creates nothing (no
 loop, no id spent, no worktree, no branch, no file in the workspace or the state directory), and
-answers the daemon's capacity: free slots, the queue, whether a usage limit holds the loop's
-agents. `--host auto` asks every host at once — this machine's daemon and two more, each behind a
-real sshd of its own (harness.SshServer) — and submits to the one with the most free slots, then
-the shortest queue, then the first in the hosts file; a host that is down is skipped. When no
-host accepts, the error names every host with its reason (exit 1; 3 when none was reachable).
+answers the daemon's capacity: free slots, the queue, whether the scheduler starts loops now (not
+paused, inside its time window), whether the loop's workspace is busy, whether a usage limit holds
+the loop's agents. A slot where the loop would not start now is not free. `--host auto` asks every
+host at once — this machine's daemon and two more, each behind a real sshd of its own
+(harness.SshServer) — and submits to one whose scheduler is not held, then the one with the most
+free slots, then the shortest queue, then the first in the hosts file, and warns when every host
+was held; a host that is down is skipped. When no host accepts, the error names every host with
+its reason (exit 1; 3 when none was reachable).
 `--host auto` with any other command is a usage error that says so.
 """
 
@@ -203,6 +206,42 @@ class PlacementTest(DaemonTestCase):
         self.assertEqual(self.names_on("local"), ["busy", "five", "three"])
         self.assertEqual(self.names_on("b1"), ["four", "one"])
         self.assertEqual(self.names_on("b2"), ["two"])
+
+    def test_a_host_that_would_not_start_the_loop_now_is_passed_over(self):
+        # local has a free slot, but the loop's workspace is busy there: b1, idle, gets it.
+        self.local.call("scheduler.set", {"max_concurrent": 2})
+        ws = make_workspace(self.local.work_dir, "shared")
+        first = self.local.submit(ws, SLEEP, name="first")
+        self.local.wait_state(first["id"], "running")
+        second = self.auto_submit("second", ws=ws)
+        self.assertEqual(second["host"], "b1", second["placement"])
+        room = second["placement"][0]["capacity"]
+        self.assertEqual((room["running"], room["free_slots"], room["workspace_busy"]),
+                         (1, 0, True))
+        self.daemons["b1"].wait_state(second["loop"]["id"], "running")
+        # local, paused, has two slots no loop runs in; b2 one: b2 gets the loop.
+        self.local.call("scheduler.set", {"max_concurrent": 3, "paused": True})
+        third = self.auto_submit("third")
+        self.assertEqual(third["host"], "b2", third["placement"])
+        room = third["placement"][0]["capacity"]
+        self.assertEqual((room["free_slots"], room["scheduler_held"],
+                          room["scheduler_held_reason"]), (0, True, "the scheduler is paused"))
+        self.daemons["b2"].wait_state(third["loop"]["id"], "running")
+        # No slot free anywhere, no queue: a full host's queue moves, a paused one's does not.
+        self.assertEqual(self.auto_submit("fourth")["host"], "b1")
+        # Every host paused: the shortest queue (local's), with a warning that it waits there.
+        for host in ("b1", "b2"):
+            self.daemons[host].call("scheduler.set", {"paused": True})
+        fifth_ws = make_workspace(self.local.work_dir, "fifth")
+        fifth = self.ctl("--host", "auto", "submit", "--workspace", fifth_ws, "--name", "fifth",
+                         "--command", SLEEP)
+        self.assertEqual(fifth.returncode, 0, fifth.stderr)
+        self.assertEqual(fifth.stdout, "submitted loop local:2 (fifth) in %s\n"
+                         % os.path.realpath(fifth_ws))
+        self.assertEqual(fifth.stderr, "ralphctl: warning: no host that accepted the loop starts "
+                                       "loops now: loop local:2 waits on local (the scheduler is "
+                                       "paused)\n")
+        self.assertEqual(self.local.get(2)["state"], "queued")
 
     def test_when_no_host_accepts_each_says_why(self):
         # auto is submit's only: any other command says so (usage error), as a host it is refused.
