@@ -9,7 +9,8 @@ namespace {
 // The order of preference, compared member by member: the greater is the better host.
 auto placement_rank(const placement_offer& offer) {
     const proto::host_capacity& room = offer.capacity;
-    return std::tuple(offer.has_loop, room.free_slots, -room.queued, !room.agent_held);
+    return std::tuple(offer.has_loop, !room.scheduler_held, room.free_slots, -room.queued,
+                      !room.agent_held);
 }
 
 }  // namespace

@@ -20,9 +20,11 @@ struct placement_offer {
 };
 
 // The index of the host that gets the loop among `offers` (nullopt: the host refused or did not
-// answer), or nullopt when none offers: a host that has the key's loop; else the most free
-// slots, then the shortest queue, then one where a usage limit does not hold the loop's agents;
-// between equals the first (the order of the hosts file, `local` first).
+// answer), or nullopt when none offers: a host that has the key's loop; else one whose scheduler
+// is not held (paused, outside its time window, out of a global budget, degraded), whose queue
+// moves; then the most free slots (slots where the loop would start now: none in a busy
+// workspace), then the shortest queue, then one where a usage limit does not hold the loop's
+// agents; between equals the first (the order of the hosts file, `local` first).
 std::optional<std::size_t> choose_host(const std::vector<std::optional<placement_offer>>& offers);
 
 }  // namespace ralph::client

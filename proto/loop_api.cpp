@@ -58,6 +58,9 @@ void from_json(const nlohmann::json& j, host_capacity& c) {
     c.running = read_or<std::int64_t>(j, "running", 0);
     c.free_slots = read_or<std::int64_t>(j, "free_slots", 0);
     c.queued = read_or<std::int64_t>(j, "queued", 0);
+    c.scheduler_held = read_or<bool>(j, "scheduler_held", false);
+    c.scheduler_held_reason = read_or<std::string>(j, "scheduler_held_reason", "");
+    c.workspace_busy = read_or<bool>(j, "workspace_busy", false);
     c.agent_held = read_or<bool>(j, "agent_held", false);
     c.agent_held_until = time_from_json(j, "agent_held_until");
 }
@@ -67,6 +70,9 @@ void to_json(nlohmann::json& j, const host_capacity& c) {
     j["running"] = c.running;
     j["free_slots"] = c.free_slots;
     j["queued"] = c.queued;
+    j["scheduler_held"] = c.scheduler_held;
+    j["scheduler_held_reason"] = c.scheduler_held_reason;
+    j["workspace_busy"] = c.workspace_busy;
     j["agent_held"] = c.agent_held;
     j["agent_held_until"] = time_to_json(c.agent_held_until);
 }

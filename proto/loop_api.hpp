@@ -28,9 +28,18 @@ void to_json(nlohmann::json& j, const loop_id_request& r);
 // `ralphctl submit --host auto` places a loop.
 struct host_capacity {
     std::int64_t max_concurrent = 1;
-    std::int64_t running = 0;     // loops with a runner
-    std::int64_t free_slots = 0;  // max_concurrent - running, at least 0
-    std::int64_t queued = 0;      // loops in state queued: the queue a new loop joins
+    std::int64_t running = 0;  // loops with a runner
+    // The slots the loop would start in now: max_concurrent - running, at least 0; but 0 while
+    // the scheduler is held or the loop's workspace is busy, where the loop would not start.
+    std::int64_t free_slots = 0;
+    std::int64_t queued = 0;  // loops in state queued: the queue a new loop joins
+    // The daemon starts no loop now, whatever its slots: its scheduler is paused, outside its
+    // time window or out of a global budget, or ralphd cannot write its state (degraded).
+    bool scheduler_held = false;
+    std::string scheduler_held_reason;  // why, for the user; "" when not held
+    // A loop runs in the loop's workspace already: it would queue behind that one (one loop per
+    // workspace at a time).
+    bool workspace_busy = false;
     // A usage limit holds every agent the loop may run on (its own and its fallbacks) now: it
     // would wait until agent_held_until (epoch ms; 0 when not held).
     bool agent_held = false;

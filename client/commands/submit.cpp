@@ -11,8 +11,9 @@
 // --host auto: every host of the hosts file and `local` is asked at once to check the submit
 // without creating anything (loop.submit's dry run, which also tells its capacity); the loop is
 // submitted to the host with the most room (client/placement.hpp) and its id printed qualified
-// by that host (build1:17; --json: `host`, and `placement`, every host's answer). When no host
-// accepts, the error lists each host's reason: exit 1, or 3 when none could be reached.
+// by that host (build1:17; --json: `host`, and `placement`, every host's answer); a warning says
+// when that host starts no loop now (paused…: so were all). When no host accepts, the error lists
+// each host's reason: exit 1, or 3 when none could be reached.
 #include "client/commands/commands.hpp"
 
 #include "client/connection.hpp"
@@ -195,6 +196,18 @@ nlohmann::json placement_json(const placement& where) {
     return hosts;
 }
 
+// The host chosen starts no loop now (choose_host prefers one that does: none accepted): the loop
+// waits there until its scheduler lets it start, which the user should know.
+void warn_if_held(const placement& where, std::int64_t loop_id) {
+    const proto::host_capacity& room = *where.answers[where.chosen].result->accepted->capacity;
+    if (!room.scheduler_held) return;
+    const std::string& name = where.hosts[where.chosen].name;
+    fmt::print(stderr,
+               "ralphctl: warning: no host that accepted the loop starts loops now: loop {}:{} "
+               "waits on {} ({})\n",
+               name, loop_id, name, room.scheduler_held_reason);
+}
+
 int run_submit(const client_context& ctx, submit_options& options) {
     auto& spec = options.spec;
     spec.workspace = absolute_path(spec.workspace.empty() ? "." : spec.workspace);
@@ -219,6 +232,7 @@ int run_submit(const client_context& ctx, submit_options& options) {
     // What the daemon wants the user to know (e.g. changes left behind by --worktree).
     for (const auto& warning : submitted.warnings)
         fmt::print(stderr, "ralphctl: warning: {}\n", warning);
+    if (placed && submitted.created) warn_if_held(*placed, loop.id);
     if (ctx.json) {
         nlohmann::json out{
             {"loop", loop}, {"created", submitted.created}, {"warnings", submitted.warnings}};

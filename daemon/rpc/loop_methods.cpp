@@ -55,19 +55,34 @@ std::optional<proto::submit_result> submitted_before(const proto::submit_params&
         std::nullopt};
 }
 
-// What this daemon has room for, for a loop on `spec`'s agents: loop.submit's dry run answers it
-// (ralphctl submit --host auto places the loop by it).
+// Why this daemon starts no loop now, as scheduler::schedule decides it (ralphd degraded; the
+// scheduler paused, outside its time window or out of a global budget); "" when it starts loops.
+std::string scheduler_held_reason(method_services& services, std::int64_t now_ms) {
+    if (services.health.degraded())
+        return "ralph cannot write its state: " + services.health.status().cause;
+    const admission::verdict global = services.gate.global(now_ms);
+    return global.go() ? "" : global.reason;
+}
+
+// What this daemon has room for, for a loop on `spec`'s agents in `spec`'s workspace: loop.submit's
+// dry run answers it (ralphctl submit --host auto places the loop by it). A slot counts as free
+// only if the loop would start in it now: not while the scheduler is held or the workspace busy.
 proto::host_capacity capacity_for(const proto::submit_params& spec, method_services& services) {
+    const std::int64_t now_ms = services.clock.now_ms();
     proto::host_capacity room;
     room.max_concurrent = services.gate.scheduler_settings().max_concurrent;
     room.running = std::int64_t(services.loops.running_count());
-    room.free_slots = std::max<std::int64_t>(0, room.max_concurrent - room.running);
+    room.scheduler_held_reason = scheduler_held_reason(services, now_ms);
+    room.scheduler_held = !room.scheduler_held_reason.empty();
+    room.workspace_busy = services.loops.workspace_busy(spec.workspace);
+    if (!room.scheduler_held && !room.workspace_busy)
+        room.free_slots = std::max<std::int64_t>(0, room.max_concurrent - room.running);
     const std::map<std::string, std::int64_t> by_state = services.db.count_by_state();
     const auto queued = by_state.find(std::string(proto::to_string(proto::loop_state::queued)));
     room.queued = queued == by_state.end() ? 0 : queued->second;
     std::vector<std::string> agents;
     for (const proto::agent_choice& choice : proto::agents_of(spec)) agents.push_back(choice.agent);
-    const admission::verdict held = services.gate.for_agents(agents, services.clock.now_ms());
+    const admission::verdict held = services.gate.for_agents(agents, now_ms);
     room.agent_held = !held.go();
     room.agent_held_until = room.agent_held ? held.until_ms : 0;
     return room;

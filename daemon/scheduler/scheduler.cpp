@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <map>
 
 namespace ralph {
@@ -66,6 +67,11 @@ proto::loop_info scheduler::resume(std::int64_t loop_id) {
     set_state(loop_id, proto::loop_event::resume, "", 0);
     schedule();
     return ctx_.db.get_loop(loop_id);
+}
+
+bool scheduler::workspace_busy(const std::string& workspace) const {
+    return std::ranges::any_of(
+        running_, [&workspace](const auto& run) { return run.second.workspace == workspace; });
 }
 
 void scheduler::schedule() {

@@ -50,6 +50,9 @@ class scheduler {
     std::size_t running_count() const { return running_.size(); }
     // True while the loop has a runner, which may still be finishing after its end state.
     bool is_running(std::int64_t loop_id) const { return running_.contains(loop_id); }
+    // True while a loop with a runner works in `workspace`: a loop submitted there now waits for
+    // it to end (one loop per workspace).
+    bool workspace_busy(const std::string& workspace) const;
 
   private:
     struct running_loop {

@@ -2,11 +2,14 @@
 
 loop.submit's dry run (`dry_run: true`) checks all that a submit checks and creates nothing (no
 loop, no id spent, no worktree, no branch, no file in the workspace or the state directory), and
-answers the daemon's capacity: free slots, the queue, whether a usage limit holds the loop's
-agents. `--host auto` asks every host at once — this machine's daemon and two more, each behind a
-real sshd of its own (harness.SshServer) — and submits to the one with the most free slots, then
-the shortest queue, then the first in the hosts file; a host that is down is skipped. When no
-host accepts, the error names every host with its reason (exit 1; 3 when none was reachable).
+answers the daemon's capacity: free slots, the queue, whether the scheduler starts loops now (not
+paused, inside its time window), whether the loop's workspace is busy, whether a usage limit holds
+the loop's agents. A slot where the loop would not start now is not free. `--host auto` asks every
+host at once — this machine's daemon and two more, each behind a real sshd of its own
+(harness.SshServer) — and submits to one whose scheduler is not held, then the one with the most
+free slots, then the shortest queue, then the first in the hosts file, and warns when every host
+was held; a host that is down is skipped. When no host accepts, the error names every host with
+its reason (exit 1; 3 when none was reachable).
 `--host auto` with any other command is a usage error that says so.
 """
 
@@ -47,8 +50,9 @@ class DryRunTest(DaemonTestCase):
                          (0, True, False, "queued"))
         self.assertEqual(dry["workspace"], os.path.realpath(ws))
         self.assertEqual(dry["capacity"], {"max_concurrent": 3, "running": 0, "free_slots": 3,
-                                           "queued": 0, "agent_held": False,
-                                           "agent_held_until": None})
+                                           "queued": 0, "scheduler_held": False,
+                                           "scheduler_held_reason": "", "workspace_busy": False,
+                                           "agent_held": False, "agent_held_until": None})
         # A worktree is planned (named after the next id) but neither it nor its branch is made.
         planned = d.call("loop.submit", dict(request, worktree=True))
         self.assertEqual(planned["worktree_branch"], "ralph/loop-1")
@@ -72,28 +76,34 @@ class DryRunTest(DaemonTestCase):
         request["allow_dirty"] = True
         self.assertEqual(self.capacity(d, request)["free_slots"], 3)
 
-        # A running loop takes a slot; a usage limit holds claude until its stated reset.
+        # A running loop takes a slot, and its workspace: a loop there would queue behind it.
         sleeper = d.submit(ws, SLEEP)
         d.wait_state(sleeper["id"], "running")
+        behind = self.capacity(d, request)
+        self.assertEqual((behind["running"], behind["free_slots"], behind["workspace_busy"]),
+                         (1, 0, True))
+        elsewhere = dict(request, workspace=d.workspace("elsewhere"))
+        self.assertEqual(self.capacity(d, elsewhere)["free_slots"], 2)
+        # A usage limit holds claude until its stated reset.
         resets_at = int(time.time()) + 3600
         claude_env = {"PATH": fake_agent_bin(d.root) + ":" + os.environ["PATH"],
                       "FAKE_AGENT_SCRIPT": "rate-limit", "FAKE_RESETS_AT": str(resets_at)}
         limited = d.submit(d.workspace("limited"), "", agent="claude", env=claude_env)
         d.wait_state(limited["id"], "waiting")
-        on_claude = dict(request, agent="claude", command="", env=claude_env)
+        on_claude = dict(elsewhere, agent="claude", command="", env=claude_env)
         held = wait_until(lambda: (c := self.capacity(d, on_claude))["running"] == 1 and c, 10,
                           "the parked loop to leave its slot")
         self.assertEqual((held["free_slots"], held["queued"], held["agent_held"]), (2, 0, True))
         self.assertEqual(parse_time(held["agent_held_until"]), resets_at)
         self.assertFalse(self.capacity(d, dict(on_claude, fallback=["codex"]))["agent_held"])
-        self.assertFalse(self.capacity(d, request)["agent_held"])
+        self.assertFalse(self.capacity(d, elsewhere)["agent_held"])
 
         # The queue: loops that wait for a slot (the parked loop waits for its reset instead).
         d.call("scheduler.set", {"max_concurrent": 1})
         d.submit(d.workspace("queued"), SLEEP, idempotency_key="nightly")
-        full = self.capacity(d, request)
+        full = self.capacity(d, elsewhere)
         self.assertEqual((full["max_concurrent"], full["running"], full["free_slots"],
-                          full["queued"]), (1, 1, 0, 1))
+                          full["queued"], full["workspace_busy"]), (1, 1, 0, 1, False))
         # The key of a loop in the history: that loop, with the capacity, nothing checked.
         again = d.call("loop.submit", dict(request, idempotency_key="nightly",
                                            workspace="/nowhere"))
@@ -103,6 +113,20 @@ class DryRunTest(DaemonTestCase):
         self.assertEqual(d.submit(ws, SLEEP)["id"], 4)
         self.assertEqual(sorted(loop["id"] for loop in d.call("loop.list", {})["loops"]),
                          [1, 2, 3, 4])
+
+        # A paused scheduler, or one outside its time window, starts no loop: no slot is free.
+        d.call("scheduler.set", {"max_concurrent": 3, "paused": True})
+        paused = self.capacity(d, elsewhere)
+        self.assertEqual((paused["free_slots"], paused["scheduler_held"],
+                          paused["scheduler_held_reason"]), (0, True, "the scheduler is paused"))
+        opens = time.localtime(time.time() + 3600)
+        closed = "%02d:%02d-%02d:%02d" % (opens.tm_hour, opens.tm_min, (opens.tm_hour + 1) % 24,
+                                          opens.tm_min)
+        d.call("scheduler.set", {"paused": False, "window": closed})
+        shut = self.capacity(d, elsewhere)
+        self.assertEqual((shut["free_slots"], shut["scheduler_held"],
+                          shut["scheduler_held_reason"]),
+                         (0, True, "outside the time window " + closed))
 
 
 class PlacementTest(DaemonTestCase):
@@ -182,6 +206,42 @@ class PlacementTest(DaemonTestCase):
         self.assertEqual(self.names_on("local"), ["busy", "five", "three"])
         self.assertEqual(self.names_on("b1"), ["four", "one"])
         self.assertEqual(self.names_on("b2"), ["two"])
+
+    def test_a_host_that_would_not_start_the_loop_now_is_passed_over(self):
+        # local has a free slot, but the loop's workspace is busy there: b1, idle, gets it.
+        self.local.call("scheduler.set", {"max_concurrent": 2})
+        ws = make_workspace(self.local.work_dir, "shared")
+        first = self.local.submit(ws, SLEEP, name="first")
+        self.local.wait_state(first["id"], "running")
+        second = self.auto_submit("second", ws=ws)
+        self.assertEqual(second["host"], "b1", second["placement"])
+        room = second["placement"][0]["capacity"]
+        self.assertEqual((room["running"], room["free_slots"], room["workspace_busy"]),
+                         (1, 0, True))
+        self.daemons["b1"].wait_state(second["loop"]["id"], "running")
+        # local, paused, has two slots no loop runs in; b2 one: b2 gets the loop.
+        self.local.call("scheduler.set", {"max_concurrent": 3, "paused": True})
+        third = self.auto_submit("third")
+        self.assertEqual(third["host"], "b2", third["placement"])
+        room = third["placement"][0]["capacity"]
+        self.assertEqual((room["free_slots"], room["scheduler_held"],
+                          room["scheduler_held_reason"]), (0, True, "the scheduler is paused"))
+        self.daemons["b2"].wait_state(third["loop"]["id"], "running")
+        # No slot free anywhere, no queue: a full host's queue moves, a paused one's does not.
+        self.assertEqual(self.auto_submit("fourth")["host"], "b1")
+        # Every host paused: the shortest queue (local's), with a warning that it waits there.
+        for host in ("b1", "b2"):
+            self.daemons[host].call("scheduler.set", {"paused": True})
+        fifth_ws = make_workspace(self.local.work_dir, "fifth")
+        fifth = self.ctl("--host", "auto", "submit", "--workspace", fifth_ws, "--name", "fifth",
+                         "--command", SLEEP)
+        self.assertEqual(fifth.returncode, 0, fifth.stderr)
+        self.assertEqual(fifth.stdout, "submitted loop local:2 (fifth) in %s\n"
+                         % os.path.realpath(fifth_ws))
+        self.assertEqual(fifth.stderr, "ralphctl: warning: no host that accepted the loop starts "
+                                       "loops now: loop local:2 waits on local (the scheduler is "
+                                       "paused)\n")
+        self.assertEqual(self.local.get(2)["state"], "queued")
 
     def test_when_no_host_accepts_each_says_why(self):
         # auto is submit's only: any other command says so (usage error), as a host it is refused.

@@ -109,6 +109,12 @@ class StorageFaultTest(DaemonTestCase):
         storage = self.wait_storage(d, "degraded")
         self.assertIn("full", storage["cause"])
         self.assertIn("free space", storage["fix"])
+        # A dry run says it starts no loop now (submit --host auto passes it over).
+        room = d.call("loop.submit", {"workspace": make_workspace(self.workspaces, "dry"),
+                                      "agent": "command", "command": "true",
+                                      "dry_run": True})["capacity"]
+        self.assertEqual((room["free_slots"], room["scheduler_held"]), (0, True))
+        self.assertIn("ralph cannot write its state: ", room["scheduler_held_reason"])
         status = d.ctl("daemon", "status").stdout
         self.assertIn("storage", status)
         self.assertIn("degraded", status)

@@ -1,6 +1,7 @@
-// `ralphctl submit --host auto`'s choice of a host (client/placement): free slots first, then the
-// shortest queue, then an agent no usage limit holds; equals in the hosts file's order; a host
-// that refused or did not answer is never chosen; the host of the idempotency key's loop wins.
+// `ralphctl submit --host auto`'s choice of a host (client/placement): a host whose scheduler is
+// not held first, then free slots (none in a busy workspace), then the shortest queue, then an
+// agent no usage limit holds; equals in the hosts file's order; a host that refused or did not
+// answer is never chosen; the host of the idempotency key's loop wins.
 #include "client/placement.hpp"
 
 #include <doctest/doctest.h>
@@ -24,11 +25,38 @@ placement_offer offer(std::int64_t free_slots, std::int64_t queued, bool held = 
     return o;
 }
 
+// A host that starts no loop now: the daemon says why and counts no free slot.
+placement_offer held_host(std::int64_t queued) {
+    placement_offer o = offer(0, queued);
+    o.capacity.scheduler_held = true;
+    o.capacity.scheduler_held_reason = "the scheduler is paused";
+    return o;
+}
+
 }  // namespace
 
 TEST_CASE("placement: the host with the most free slots gets the loop, whatever its queue") {
     CHECK(choose_host({offer(0, 0), offer(2, 5), offer(1, 0)}) == 1);
     CHECK(choose_host({offer(1, 0, true), offer(0, 0)}) == 0);
+}
+
+TEST_CASE("placement: a host whose scheduler is held gets the loop only when every host's is") {
+    // Paused, outside its window or degraded: its queue does not move, a full host's does.
+    CHECK(choose_host({held_host(0), offer(1, 3)}) == 1);
+    CHECK(choose_host({held_host(0), offer(0, 9, true)}) == 1);
+    // Whatever slots it counts (a daemon counts none while held).
+    placement_offer counting = held_host(0);
+    counting.capacity.free_slots = 4;
+    CHECK(choose_host({counting, offer(1, 0)}) == 1);
+    // All held: the usual rules among them.
+    CHECK(choose_host({held_host(2), held_host(1), std::nullopt}) == 1);
+}
+
+TEST_CASE("placement: a busy workspace is no free slot: the loop goes where it starts now") {
+    placement_offer busy = offer(0, 0);  // 4 slots, one loop running in the loop's workspace
+    busy.capacity.running = 1;
+    busy.capacity.workspace_busy = true;
+    CHECK(choose_host({busy, offer(1, 2)}) == 1);
 }
 
 TEST_CASE("placement: between equal free slots the shortest queue, then an agent not held") {

@@ -181,7 +181,7 @@ proto::submit_result sample() {
     return {sample<proto::loop_info>(),
             false,
             {"a warning"},
-            proto::host_capacity{4, 3, 1, 2, true, t0 + 4}};
+            proto::host_capacity{4, 3, 0, 2, true, "the scheduler is paused", true, true, t0 + 4}};
 }
 template <>
 proto::list_request sample() {
