@@ -533,8 +533,12 @@ class Screen:
                                      % (needles, shown[-3000:]))
             self.read_some(0.05)
 
-    def press(self, keys):
+    def mark(self):
+        """From now on wait_for looks only at what top draws after this point."""
         self.seen = len(self.raw)
+
+    def press(self, keys):
+        self.mark()
         os.write(self.fd, keys)
 
     def wait_exit(self, timeout=10):
