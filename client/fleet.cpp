@@ -9,20 +9,20 @@ namespace ralph::client {
 
 fleet::fleet(const std::string& local_address)
     : hosts_(read_hosts(local_address)), errors_(hosts_.size()) {
-    for (const auto& host : hosts_) links_[host.name] = std::make_shared<link>();
-}
-
-void fleet::keep_errors(std::vector<std::string> errors) {
-    errors_ = std::move(errors);
-    for (std::size_t i = 0; i < hosts_.size(); ++i)
-        // A query still running may be using the old connection: it keeps it.
-        if (!errors_[i].empty()) links_[hosts_[i].name] = std::make_shared<link>();
+    for (std::size_t i = 0; i < hosts_.size(); ++i) links_.push_back(std::make_shared<link>());
 }
 
 connection* fleet::daemon_of(const std::string& host) const {
+    std::lock_guard lock(sync_->mutex);
     for (std::size_t i = 0; i < hosts_.size(); ++i)
-        if (hosts_[i].name == host && errors_[i].empty()) return links_.at(host)->daemon.get();
+        if (hosts_[i].name == host && errors_[i].empty() && !links_[i]->asking)
+            return links_[i]->daemon.get();
     return nullptr;
+}
+
+bool fleet::answering(std::size_t host) const {
+    std::lock_guard lock(sync_->mutex);
+    return links_[host]->asking;
 }
 
 int fleet::exit_code() const {
@@ -54,9 +54,11 @@ void fleet::name_down_hosts() const {
 }
 
 void add_all_hosts_flag(CLI::App& command, client_context& ctx) {
-    command.add_flag("--all-hosts", ctx.all_hosts,
-                     "Every host of the hosts file and local at once (also -H '*'), with a HOST "
-                     "column; a host that does not answer within 10 s is named (exit 3)");
+    command.add_flag(
+        "--all-hosts", ctx.all_hosts,
+        "Every host of the hosts file and local at once (also -H '*'), with a HOST "
+        "column; a host that does not answer within 10 s is named (exit 3); the live top "
+        "shows a late host's last rows");
 }
 
 std::string qualified_id(std::string_view host, std::int64_t id) {

@@ -139,7 +139,12 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
                 options_.host_name,
                 [this] { return holds_in_force(); },
                 [this](const proto::agent_hold& hold, const std::string& from) {
-                    return learn_hold(hold, from);
+                    try {
+                        return learn_hold(hold, from);
+                    } catch (const std::exception& e) {
+                        storage_failed(e);  // degraded when the storage refused the hold
+                        throw;
+                    }
                 },
                 [this] { return clock_.now_ms(); }},
       shutdown_delay_(io),

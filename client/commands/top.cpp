@@ -14,9 +14,12 @@
 // and exits (`--json`: the same data as one JSON document).
 // --all-hosts (or -H '*'): every host of the hosts file at once (client/fleet.hpp), on a
 // connection per host kept between refreshes: a header line per host (down ones say why), the
-// rows with a HOST column and qualified ids, the selected loop's output from its host. A host that
-// does not answer within 10 s is shown down (--once: exit 3; --json: "hosts", loops with "host",
-// "unreachable").
+// rows with a HOST column and qualified ids, the selected loop's output from its host. The first
+// refresh (the only one of --once) waits 10 s for each host, so that it chooses the loop shown
+// among every host's; one that does not answer is shown down (--once: exit 3; --json: "hosts",
+// loops with "host", "unreachable"). Later refreshes wait half an interval, so that a host that
+// hangs delays none: a host without an answer yet keeps its last rows, its line saying for how
+// long it has not answered; it is asked again once it has answered (client/fleet.hpp).
 #include "client/commands/commands.hpp"
 
 #include "client/connection.hpp"
@@ -253,8 +256,10 @@ class dashboard {
   public:
     // The daemon of ctx.socket, or with ctx.all_hosts every host; `selected_id` of
     // ctx.id_host's (with every host: local's when the id named none).
-    dashboard(const client_context& ctx, bool interactive, std::int64_t selected_id)
-        : interactive_(interactive) {
+    // `live_wait`: how long a refresh after the first waits for the hosts (with every host).
+    dashboard(const client_context& ctx, bool interactive, std::int64_t selected_id,
+              std::chrono::milliseconds live_wait)
+        : interactive_(interactive), live_wait_(live_wait) {
         if (ctx.all_hosts) {
             fleet_.emplace(ctx.local_socket);
             for (const auto& host : fleet_->hosts()) hosts_.push_back({host.name, {}});
@@ -269,9 +274,15 @@ class dashboard {
     // Reads everything shown from the daemons.
     void refresh(std::size_t screen_lines) {
         if (fleet_) {
-            auto answers = fleet_->ask<host_frame>(read_host_frame);
-            for (std::size_t i = 0; i < hosts_.size(); ++i)
-                hosts_[i].frame = std::move(answers[i].result);
+            auto answers = fleet_->ask<host_frame>(
+                read_host_frame,
+                refreshed_ ? live_wait_ : std::chrono::milliseconds(fleet_timeout));
+            refreshed_ = true;
+            for (std::size_t i = 0; i < hosts_.size(); ++i) {
+                // A host still answering keeps its last frame, shown as late.
+                hosts_[i].late = !answers[i].result && fleet_->answering(i);
+                if (!hosts_[i].late) hosts_[i].frame = std::move(answers[i].result);
+            }
         } else {
             hosts_[0].frame = read_host_frame(*daemon_);
         }
@@ -383,7 +394,8 @@ class dashboard {
   private:
     struct host_view {
         std::string name;                 // "" with one host
-        std::optional<host_frame> frame;  // none: it did not answer the last refresh
+        std::optional<host_frame> frame;  // none: it did not answer (and has not yet)
+        bool late = false;                // the frame is its last one: no answer this refresh
     };
     // A row: one loop of the frame of hosts_[host].
     struct row {
@@ -439,10 +451,14 @@ class dashboard {
     // Every host: how many answered and the time; then a line per host.
     void add_fleet_header(std::vector<std::string>& lines) const {
         const auto& errors = fleet_->errors();
-        const auto down = std::count_if(errors.begin(), errors.end(),
-                                        [](const std::string& error) { return !error.empty(); });
-        lines.push_back(fmt::format("ralph · {} hosts{} · {}", hosts_.size(),
+        const auto down = std::count_if(hosts_.begin(), hosts_.end(),
+                                        [](const host_view& host) { return !host.frame; });
+        const auto late = std::count_if(hosts_.begin(), hosts_.end(), [](const host_view& host) {
+            return host.frame && host.late;
+        });
+        lines.push_back(fmt::format("ralph · {} hosts{}{} · {}", hosts_.size(),
                                     down == 0 ? std::string() : fmt::format(", {} down", down),
+                                    late == 0 ? std::string() : fmt::format(", {} late", late),
                                     format_local_time(text::now_ms())));
         for (std::size_t i = 0; i < hosts_.size(); ++i) {
             const host_view& host = hosts_[i];
@@ -455,6 +471,7 @@ class dashboard {
                                            info.version, describe_scheduler(host.frame->scheduler),
                                            describe_loop_counts(info.loops_by_state));
             if (info.storage.state != "ok") line += " · " + describe_storage_line(info.storage);
+            if (host.late) line += " · " + errors[i] + ", its rows as they were";
             lines.push_back(printable(line));
         }
     }
@@ -563,6 +580,8 @@ class dashboard {
     std::unique_ptr<connection> daemon_;  // one host
     std::optional<fleet> fleet_;          // every host
     bool interactive_;
+    std::chrono::milliseconds live_wait_;
+    bool refreshed_ = false;
     std::vector<host_view> hosts_;  // one, or the fleet's in its order
     std::vector<row> rows_;
     std::size_t row_ = 0;
@@ -597,7 +616,8 @@ bool handle_key(dashboard& board, std::string_view keys) {
 int run_top(const client_context& ctx, const top_options& options) {
     const bool interactive =
         !options.once && !ctx.json && ::isatty(STDIN_FILENO) == 1 && ::isatty(STDOUT_FILENO) == 1;
-    dashboard board(ctx, interactive, options.id);
+    const auto interval = std::chrono::milliseconds(std::int64_t(options.interval_s * 1000));
+    dashboard board(ctx, interactive, options.id, interval / 2);
     if (!interactive) {
         const screen_size size = ::isatty(STDOUT_FILENO) == 1 ? terminal_size() : screen_size{};
         board.refresh(size.rows);
@@ -608,13 +628,12 @@ int run_top(const client_context& ctx, const top_options& options) {
     }
 
     raw_terminal terminal;
-    const auto interval = std::chrono::milliseconds(std::int64_t(options.interval_s * 1000));
     auto next_refresh = std::chrono::steady_clock::now();
     for (;;) {
         const screen_size size = terminal_size();
-        if (std::chrono::steady_clock::now() >= next_refresh) {
+        if (const auto now = std::chrono::steady_clock::now(); now >= next_refresh) {
             board.refresh(size.rows);
-            next_refresh = std::chrono::steady_clock::now() + interval;
+            next_refresh = now + interval;
         }
         raw_terminal::write_all(board.render(size));
         const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(

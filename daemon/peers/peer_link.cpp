@@ -3,11 +3,11 @@
 
 #include "common/beast.hpp"
 #include "common/ssh_command.hpp"
-#include "common/text.hpp"
 #include "common/unique_fd.hpp"
 #include "daemon/off_thread.hpp"
 #include "daemon/process/child_reaper.hpp"
 #include "daemon/process/process.hpp"
+#include "proto/errors.hpp"
 #include "proto/methods.hpp"
 #include "proto/version.hpp"
 
@@ -44,10 +44,22 @@ constexpr std::chrono::seconds ssh_exit_wait{2};
 constexpr std::size_t max_told = 1000;
 // The id of the peer.link request of a session; peer.hold requests take the next ones.
 constexpr std::int64_t link_request_id = 0;
+// The longest message a peer may send: its answer to peer.link carries at most max_peer_holds
+// holds of bounded names (about 1.5 MB at most). A longer one ends the session.
+constexpr std::size_t max_message_bytes = 2 << 20;
 
 std::string request_text(std::int64_t id, std::string_view method, const nlohmann::json& params) {
     return nlohmann::json{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}}
         .dump();
+}
+
+// What the peer said of an error it answered: its message when it has one. A peer's message is
+// read with checks on every type: a peer may send anything.
+std::string error_message(const nlohmann::json& reply) {
+    const nlohmann::json& error = reply["error"];
+    if (error.is_object() && error.contains("message") && error["message"].is_string())
+        return error["message"].get<std::string>();
+    return "(no message)";
 }
 
 // The environment ssh runs with: ralphd's own (HOME, SSH_AUTH_SOCK, PATH, RALPH_SSH_COMMAND).
@@ -182,6 +194,7 @@ awaitable<void> peer_link::link_once() {
         timeouts.idle_timeout = silence_limit;
         timeouts.keep_alive_pings = true;
         s->ws.set_option(timeouts);
+        s->ws.read_message_max(max_message_bytes);
         websocket::response_type response;
         boost::system::error_code ec;
         co_await s->ws.async_handshake(response, "localhost", "/rpc",
@@ -209,13 +222,17 @@ awaitable<void> peer_link::link_once() {
         for (;;) {
             const std::string text = co_await receive(*s);
             const nlohmann::json reply = nlohmann::json::parse(text, nullptr, false);
-            if (!reply.is_object() || reply.value("id", std::int64_t{-1}) != link_request_id)
+            if (!reply.is_object() || !reply.contains("id") || reply["id"] != link_request_id)
                 continue;
             if (reply.contains("error"))
+                throw std::runtime_error("the peer refused the link: " + error_message(reply));
+            proto::peer_link_result result;
+            try {
+                result = reply.at("result").get<proto::peer_link_result>();
+            } catch (const std::exception& e) {
                 throw std::runtime_error(
-                    "the peer refused the link: " +
-                    reply["error"].value("message", std::string("(no message)")));
-            const auto result = reply.at("result").get<proto::peer_link_result>();
+                    std::string("the peer's answer to peer.link is not one: ") + e.what());
+            }
             std::size_t news = 0;
             for (const auto& hold : result.holds)
                 if (learn(hold)) ++news;
@@ -246,6 +263,9 @@ awaitable<std::string> peer_link::receive(session& s) {
     s.buffer.clear();
     boost::system::error_code ec;
     co_await s.ws.async_read(s.buffer, net::redirect_error(use_awaitable, ec));
+    // Said here: ssh, which ends with the session, would not say why.
+    if (ec == websocket::error::message_too_big)
+        throw std::runtime_error("it sent a message above 2 MiB");
     if (ec) {
         const std::string why = co_await why_ended(s, ec);
         throw std::runtime_error(why);
@@ -286,29 +306,38 @@ awaitable<void> peer_link::send_told(session& s) {
 void peer_link::handle(const std::string& text) {
     const nlohmann::json message = nlohmann::json::parse(text, nullptr, false);
     if (!message.is_object()) {
-        spdlog::warn("peer {}: sent a message that is not a JSON object", status_.name);
+        spdlog::warn("peer {}: sent a message that is not a JSON object (ignored)", status_.name);
         return;
     }
     if (message.contains("error")) {
-        spdlog::warn("peer {}: refused a hold: {}", status_.name,
-                     message["error"].value("message", std::string("(no message)")));
+        spdlog::warn("peer {}: refused a hold: {}", status_.name, error_message(message));
         return;
     }
-    if (message.value("method", std::string()) != proto::notification::agent_held) return;
+    if (message.contains("result")) return;  // a peer.hold taken
+    if (!message.contains("method") || message["method"] != proto::notification::agent_held) {
+        spdlog::warn("peer {}: sent a message that is neither {} nor an answer (ignored)",
+                     status_.name, proto::notification::agent_held);
+        return;
+    }
+    proto::agent_hold hold;
     try {
-        learn(message.at("params").get<proto::agent_hold>());
+        hold = message.at("params").get<proto::agent_hold>();
     } catch (const std::exception& e) {
         spdlog::warn("peer {}: sent a hold that is not one: {}", status_.name, e.what());
+        return;
     }
+    learn(hold);
 }
 
 bool peer_link::learn(const proto::agent_hold& hold) {
+    // A time that is not one reads as 0 (proto::time_from_json).
+    if (hold.until <= ctx_.now_ms()) {
+        spdlog::warn("peer {}: sent a hold that has ended or has no time (ignored)", status_.name);
+        return false;
+    }
     try {
-        if (!ctx_.learn(hold, status_.name)) return false;
-        spdlog::info("peer {}: {} is held for account {} until {} ({})", status_.name, hold.agent,
-                     hold.account, text::format_iso8601(hold.until), hold.reason);
-        return true;
-    } catch (const std::exception& e) {
+        return ctx_.learn(hold, status_.name);  // which logs what it records
+    } catch (const proto::rpc_error& e) {
         spdlog::warn("peer {}: a hold it sent was not taken: {}", status_.name, e.what());
         return false;
     }

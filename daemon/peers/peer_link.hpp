@@ -3,8 +3,10 @@
 // is one WebSocket session with the peer's ralphd, over the system's ssh running `ralphctl
 // dial-stdio` there (common/ssh_command.hpp, as ralphctl --host does): it calls peer.link with
 // the holds in force here and records the peer's, then records each agent.held the peer sends
-// and sends peer.hold for each hold this daemon takes. When the session cannot be made or ends,
-// it is made again after a backoff (1 s, doubling to 1 min). Nothing waits for a link: a hold
+// and sends peer.hold for each hold this daemon takes. A message of the peer that is not what it
+// should be is logged and ignored; one above 2 MiB, or a hold that cannot be recorded, ends the
+// session. When the session cannot be made or ends, it is made again after a backoff (1 s,
+// doubling to 1 min). Nothing waits for a link: a hold
 // is recorded here first, and a peer that was down is told at the next link, whose exchange
 // carries every hold in force. Everything runs on the io thread.
 #pragma once
@@ -35,7 +37,8 @@ struct peer_context {
     // The holds of this daemon's ledger in force now, as peers are told them.
     std::function<std::vector<proto::agent_hold>()> holds_in_force;
     // Records a hold the peer `from` sent (peer_holds: accepted_peer_hold); true when it was
-    // news here. Throws what the store or the check throws.
+    // news here. Throws proto::rpc_error for a hold refused (its names), anything else when it
+    // could not be recorded (a storage error has then made ralphd degraded).
     std::function<bool(const proto::agent_hold& hold, const std::string& from)> learn;
     std::function<std::int64_t()> now_ms;
 };
@@ -76,8 +79,9 @@ class peer_link {
     void start_sending();
     // A message of the peer after the link: agent.held, or the answer to a peer.hold.
     void handle(const std::string& message);
-    // Records a hold the peer sent (peer_context::learn); true when it was news. A hold that is
-    // not taken is logged, and the link goes on.
+    // Records a hold the peer sent (peer_context::learn); true when it was news. A hold refused
+    // is logged, and the link goes on; one that cannot be recorded (a full disk) throws, which
+    // ends the session: the next link's exchange brings the hold again.
     bool learn(const proto::agent_hold& hold);
     void set_status(bool linked, std::string error);
 

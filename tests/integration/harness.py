@@ -533,8 +533,12 @@ class Screen:
                                      % (needles, shown[-3000:]))
             self.read_some(0.05)
 
-    def press(self, keys):
+    def mark(self):
+        """From now on wait_for looks only at what top draws after this point."""
         self.seen = len(self.raw)
+
+    def press(self, keys):
+        self.mark()
         os.write(self.fd, keys)
 
     def wait_exit(self, timeout=10):
@@ -673,6 +677,7 @@ class WebSocket:
             raise
         self.buf = b""
         self.closed = False
+        self.masked = True  # a client masks its frames
         self.data_frames = 0  # text, binary and continuation frames received
         key = base64.b64encode(os.urandom(16))
         host = ("%s:%d" % address) if tcp else "ralph"
@@ -696,6 +701,24 @@ class WebSocket:
         if headers.get("sec-websocket-accept") != expected:
             raise AssertionError("bad Sec-WebSocket-Accept: %r" % headers)
 
+    @classmethod
+    def accepted(cls, sock, headers):
+        """The server's side of a session on `sock`, a connection just accepted: reads the
+        client's upgrade request and answers it, with `headers` (a dict) besides."""
+        ws = cls.__new__(cls)
+        ws.sock, ws.buf, ws.closed, ws.masked, ws.data_frames = sock, b"", False, False, 0
+        while b"\r\n\r\n" not in ws.buf:
+            ws._fill()
+        head, ws.buf = ws.buf.split(b"\r\n\r\n", 1)
+        key = [line.split(":", 1)[1].strip() for line in head.decode("latin-1").split("\r\n")
+               if line.lower().startswith("sec-websocket-key:")][0]
+        accept = base64.b64encode(hashlib.sha1(key.encode() + cls.GUID).digest()).decode()
+        extra = "".join("%s: %s\r\n" % item for item in headers.items())
+        sock.sendall(("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+                      "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n%s\r\n"
+                      % (accept, extra)).encode())
+        return ws
+
     def _fill(self):
         chunk = self.sock.recv(65536)
         if not chunk:
@@ -711,12 +734,16 @@ class WebSocket:
     def _send_frame(self, opcode, payload):
         header = bytes([0x80 | opcode])
         n = len(payload)
+        mask_bit = 0x80 if self.masked else 0
         if n < 126:
-            header += bytes([0x80 | n])
+            header += bytes([mask_bit | n])
         elif n < 65536:
-            header += bytes([0x80 | 126]) + struct.pack("!H", n)
+            header += bytes([mask_bit | 126]) + struct.pack("!H", n)
         else:
-            header += bytes([0x80 | 127]) + struct.pack("!Q", n)
+            header += bytes([mask_bit | 127]) + struct.pack("!Q", n)
+        if not self.masked:
+            self.sock.sendall(header + payload)
+            return
         mask = os.urandom(4)
         self.sock.sendall(header + mask + _xor_mask(payload, mask))
 
@@ -791,6 +818,44 @@ class WebSocket:
 
     def __exit__(self, *exc):
         self.close()
+
+
+class FakePeer:
+    """A peer of `ralphd --peer` played by the test, to make it misbehave: `ssh_command` (for
+    RALPH_SSH_COMMAND) ignores its host and runs the real `ralphctl dial-stdio` against this
+    object's socket, where accept() takes the link's connection and answers its WebSocket
+    handshake; the test then speaks JSON-RPC on it (recv_json, send_text...) as it likes."""
+
+    def __init__(self, parent):
+        directory = _private_dir(os.path.join(parent, "fake-peer"))
+        self.socket_path = os.path.join(directory, "ralphd.sock")
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(self.socket_path)
+        self.listener.listen(4)
+        self.ssh_command = os.path.join(directory, "ssh")
+        write_text(self.ssh_command, "#!/bin/sh\nRALPH_SOCKET=%s exec %s dial-stdio\n"
+                   % (self.socket_path, RALPHCTL))
+        os.chmod(self.ssh_command, 0o755)
+
+    def accept(self, timeout=20):
+        """The next link's session, its upgrade answered (with the protocol version ralphd
+        checks)."""
+        self.listener.settimeout(scaled(timeout))
+        conn, _ = self.listener.accept()
+        conn.settimeout(scaled(timeout))
+        return WebSocket.accepted(conn, {"Ralph-Protocol": "1"})
+
+    def link(self, host="evil", holds=(), timeout=20):
+        """accept(), then the answer to the daemon's peer.link: `holds`; the session and the
+        request."""
+        ws = self.accept(timeout)
+        request = ws.recv_json()
+        ws.send_json({"jsonrpc": "2.0", "id": request["id"],
+                      "result": {"host": host, "holds": list(holds)}})
+        return ws, request
+
+    def close(self):
+        self.listener.close()
 
 
 # --------------------------------------------------------------------------- the daemon

@@ -18,7 +18,8 @@ import subprocess
 import time
 
 from harness import (RALPHCTL, DaemonTestCase, Screen, SshServer, child_processes, free_tcp_port,
-                     main, make_workspace, read_bytes, scaled, wait_until, write_text)
+                     main, make_workspace, proc_cmdline, read_bytes, scaled, wait_until,
+                     write_text)
 
 BUILD_CLIENT = os.path.dirname(os.path.abspath(RALPHCTL)) if RALPHCTL else ""
 
@@ -145,6 +146,38 @@ class FleetTest(DaemonTestCase):
         screen.wait_for("cancel loop build:%d: now" % there["id"])
         self.build.wait_state(there["id"], "cancelled")
         self.assertEqual(self.d.get(here["id"])["state"], "exhausted")
+        screen.press(b"q")
+        self.assertEqual(screen.wait_exit(), 0)
+
+    def test_live_top_refreshes_the_other_hosts_while_one_hangs(self):
+        there = self.build.submit(make_workspace(self.build.work_dir),
+                                  "/bin/sh -c 'echo there-says-hi; exec sleep 300'", name="there")
+        self.build.wait_state(there["id"], "running")
+        screen = Screen(self.d, "--all-hosts", "--interval", "0.4", env=self.env, columns=160)
+        self.addCleanup(screen.close)
+        screen.wait_for("build:%d" % there["id"], "there-says-hi")
+
+        # build accepts ssh and its ralphd answers nothing: its question waits, the others go on.
+        os.kill(self.build.pid, signal.SIGSTOP)
+        self.addCleanup(os.kill, self.build.pid, signal.SIGCONT)
+        screen.mark()
+        screen.wait_for("3 hosts, 1 down, 1 late", "no answer for 2 s, its rows as they were",
+                        "build:%d" % there["id"])
+        started = time.monotonic()
+        here = self.d.submit(make_workspace(self.d.work_dir), "/bin/echo hi", name="here",
+                             max_iterations=1)
+        screen.wait_for("local:%d" % here["id"], timeout=5)
+        self.assertLess(time.monotonic() - started, scaled(3), "a refresh waited for build")
+        screen.wait_for("no answer for 4 s", "build:%d" % there["id"])
+        # One question at a time: build's first one still waits on its one ssh.
+        ssh = [pid for pid in child_processes(screen.pid, "ssh")
+               if str(self.server.port) in proc_cmdline(pid)]
+        self.assertEqual(len(ssh), 1, ssh)
+
+        # build answers again: its rows are fresh, nothing is late.
+        os.kill(self.build.pid, signal.SIGCONT)
+        screen.mark()
+        screen.wait_for("3 hosts, 1 down · ")
         screen.press(b"q")
         self.assertEqual(screen.wait_exit(), 0)
 

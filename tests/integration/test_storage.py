@@ -11,9 +11,9 @@ import subprocess
 import tempfile
 import time
 
-from harness import (DaemonTestCase, RpcError, agent_command, all_pids, main, make_workspace,
-                     pattern_bytes, proc_cmdline, process_name, read_bytes, require_root,
-                     wait_until, write_text)
+from harness import (DaemonTestCase, FakePeer, RpcError, agent_command, all_pids, main,
+                     make_workspace, pattern_bytes, proc_cmdline, process_name, read_bytes,
+                     require_root, wait_until, write_text)
 
 FULL_MESSAGE = "cannot write ralph's state"
 
@@ -31,9 +31,12 @@ class StorageFaultTest(DaemonTestCase):
         self.workspaces = tempfile.mkdtemp(prefix="ralph-storage-ws-")
         self.addCleanup(subprocess.run, ["rm", "-rf", self.workspaces])
 
-    def daemon_on_tmpfs(self, size="24m"):
-        """A ralphd whose state directory (database, output, attempts) is a tmpfs of `size`."""
-        d = self.new_daemon_unstarted()
+    def daemon_on_tmpfs(self, size="24m", hosts=None, **daemon_args):
+        """A ralphd whose state directory (database, output, attempts) is a tmpfs of `size`;
+        `hosts`: its hosts file."""
+        d = self.new_daemon_unstarted(**daemon_args)
+        if hosts:
+            write_text(os.path.join(d.config_dir, "ralph", "hosts"), hosts)
         self.mount = os.path.dirname(d.db)
         subprocess.run(["mount", "-t", "tmpfs", "-o", "size=%s,mode=0700" % size, "tmpfs",
                         self.mount], check=True)
@@ -150,6 +153,39 @@ class StorageFaultTest(DaemonTestCase):
         self.assertIn("can be written again", d.log_text())
         d.stop()
         self.assert_intact(d)
+
+    def test_a_peers_hold_on_a_full_disk_ends_the_link_until_it_can_be_stored(self):
+        peer = FakePeer(self.workspaces)
+        self.addCleanup(peer.close)
+        d = self.daemon_on_tmpfs(hosts="evil ssh://evil\n", extra_args=("--peer", "evil"),
+                                 env={"RALPH_SSH_COMMAND": peer.ssh_command})
+
+        def evil():
+            return d.call("daemon.info")["peers"][0]
+
+        ws, _ = peer.link()
+        wait_until(lambda: evil()["linked"], 10, "ralphd linked to its peer")
+        self.fill()
+        until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600))
+        hold = {"agent": "claude", "account": "default", "until": until, "reason": "usage limit"}
+        ws.send_json({"jsonrpc": "2.0", "method": "agent.held", "params": hold})
+
+        # The hold cannot be stored: ralphd is degraded, and the link ends saying why.
+        self.wait_storage(d, "degraded")
+        ended = wait_until(lambda: not evil()["linked"] and evil(), 10, "the link to end")
+        self.assertIn("full", ended["error"])
+        self.assertIn("peer evil: not linked: ", d.log_text())
+        self.assertEqual(d.call("budget.get")["holds"], [])
+        ws.close()
+
+        # Room again: the next link's exchange brings the hold again, and it is stored.
+        self.free()
+        self.wait_storage(d, "ok")
+        again, _ = peer.link(holds=[hold])
+        held = wait_until(lambda: d.call("budget.get")["holds"], 10, "the hold to be stored")
+        self.assertEqual([(h["agent"], h["origin"]) for h in held], [("claude", "evil")])
+        self.assertTrue(evil()["linked"])
+        again.close()
 
     def test_a_flood_on_a_full_disk_holds_64_mib_and_counts_what_it_loses(self):
         # 80 MiB while the disk is full: the shim holds the first 64 MiB (its memory stays
