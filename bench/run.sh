@@ -467,6 +467,12 @@ end_ssh_bench() {
 }
 # ssh as ralphctl starts it (client/ssh_dial.cpp: BatchMode, no terminal), configuration $1.
 ssh_as_ralphctl() { ssh -F "$1" -o BatchMode=yes -T "${@:2}"; }
+# `ssh HOST true` to each host of $2... at once, configuration $1.
+ssh_true_at_once() {
+    local name pids=()
+    for name in "${@:2}"; do ssh_as_ralphctl "$1" "$name" true & pids+=($!); done
+    wait "${pids[@]}"
+}
 
 # `ralphctl --host ssh://… list` against `ssh HOST true`, the two run alternately, 40 of each;
 # without ControlMaster, then with it.
@@ -495,7 +501,8 @@ bench_ssh_list() {
 
 # `ralphctl list --all-hosts` over three hosts (each its own ralphd and sshd, named in the hosts
 # file; `local`, always in it, is an idle ralphd on the Unix socket) against the slowest single
-# host's `ralphctl --host NAME list`; each round runs the four commands one after the other, 20
+# host's `ralphctl --host NAME list`, and against ssh's own cost of three hosts at once (three
+# `ssh HOST true` started together); each round runs the five commands one after the other, 20
 # rounds; without ControlMaster, then with it.
 bench_ssh_all_hosts() {
     local n=20 times config name
@@ -522,6 +529,7 @@ bench_ssh_all_hosts() {
                 times="$tmp/$config.$name.times" time_run "$ralphctl" --host "$name" list
             done
             times="$tmp/$config.all.times" time_run "$ralphctl" list --all-hosts
+            times="$tmp/$config.sshes.times" time_run ssh_true_at_once "$tmp/$config" "${names[@]}"
         done
         local slowest=0 singles=""
         for name in "${names[@]}"; do
@@ -530,7 +538,7 @@ bench_ssh_all_hosts() {
             slowest=$(calc "max($slowest, $m)")
         done
         local all; all=$(median_ms "$tmp/$config.all.times")
-        echo "ssh_all_hosts, $(config_label "$config"), $n rounds: --host NAME list, medians: ${singles}h1 in full $(stats_text "$tmp/$config.h1.times"); list --all-hosts (3 hosts and local, 60 loops) $(stats_text "$tmp/$config.all.times"): $(calc "f'{$all / $slowest:.2f}'")x the slowest host (goal <= 1.2)"
+        echo "ssh_all_hosts, $(config_label "$config"), $n rounds: --host NAME list, medians: ${singles}h1 in full $(stats_text "$tmp/$config.h1.times"); list --all-hosts (3 hosts and local, 60 loops) $(stats_text "$tmp/$config.all.times"): $(calc "f'{$all / $slowest:.2f}'")x the slowest host (goal <= 1.2); ssh HOST true to the 3 at once $(stats_text "$tmp/$config.sshes.times"): list --all-hosts $(calc "f'{$all / $(median_ms "$tmp/$config.sshes.times"):.2f}'")x ssh's own"
     done
     end_ssh_bench
     stop_daemon
