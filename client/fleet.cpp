@@ -7,31 +7,16 @@
 
 namespace ralph::client {
 
-fleet::fleet(const std::string& local_address)
-    : hosts_(read_hosts(local_address)), errors_(hosts_.size()) {
-    for (std::size_t i = 0; i < hosts_.size(); ++i) links_.push_back(std::make_shared<link>());
-}
+fleet_hosts::fleet_hosts(const std::string& local_address)
+    : hosts_(read_hosts(local_address)), errors_(hosts_.size()) {}
 
-connection* fleet::daemon_of(const std::string& host) const {
-    std::lock_guard lock(sync_->mutex);
-    for (std::size_t i = 0; i < hosts_.size(); ++i)
-        if (hosts_[i].name == host && errors_[i].empty() && !links_[i]->asking)
-            return links_[i]->daemon.get();
-    return nullptr;
-}
-
-bool fleet::answering(std::size_t host) const {
-    std::lock_guard lock(sync_->mutex);
-    return links_[host]->asking;
-}
-
-int fleet::exit_code() const {
+int fleet_hosts::exit_code() const {
     for (const auto& error : errors_)
         if (!error.empty()) return exit_code::unreachable;
     return exit_code::ok;
 }
 
-nlohmann::json fleet::unreachable() const {
+nlohmann::json fleet_hosts::unreachable() const {
     nlohmann::json down = nlohmann::json::array();
     for (std::size_t i = 0; i < hosts_.size(); ++i)
         if (!errors_[i].empty())
@@ -40,13 +25,13 @@ nlohmann::json fleet::unreachable() const {
     return down;
 }
 
-int fleet::print_json(nlohmann::json document) const {
+int fleet_hosts::print_json(nlohmann::json document) const {
     document["unreachable"] = unreachable();
     client::print_json(std::move(document));
     return exit_code();
 }
 
-void fleet::name_down_hosts() const {
+void fleet_hosts::name_down_hosts() const {
     for (std::size_t i = 0; i < hosts_.size(); ++i)
         if (!errors_[i].empty())
             fmt::print(stderr, "ralphctl: {} ({}): {}\n", hosts_[i].name, hosts_[i].address,

@@ -134,11 +134,11 @@ nlohmann::json agents_json(const client_context& ctx,
 }
 
 int run_agents(const client_context& ctx) {
-    std::optional<fleet> hosts;
+    std::optional<fleet<agents_found>> hosts;
     std::vector<host_result<agents_found>> answers;
     if (ctx.all_hosts) {
         hosts.emplace(ctx.local_socket);
-        answers = hosts->ask_once<agents_found>(find_agents);
+        answers = hosts->ask_once(find_agents);
     } else {
         connection daemon(ctx.socket);
         answers.push_back({"", find_agents(daemon)});

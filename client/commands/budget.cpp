@@ -83,8 +83,8 @@ int print_budget(const client_context& ctx, const proto::budget_state& state) {
 
 // `budget --all-hosts`.
 int print_fleet_budgets(const client_context& ctx) {
-    fleet hosts(ctx.local_socket);
-    const auto answers = hosts.ask_once<proto::budget_state>(
+    fleet<proto::budget_state> hosts(ctx.local_socket);
+    const auto answers = hosts.ask_once(
         [](connection& daemon) { return daemon.call<proto::method::budget_get>({}); });
     if (ctx.json) {
         nlohmann::json budgets = nlohmann::json::array();

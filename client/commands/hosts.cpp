@@ -38,9 +38,9 @@ std::string scheduler_text(const proto::scheduler_state& scheduler) {
 }
 
 int run_hosts(const client_context& ctx) {
-    fleet all(ctx.local_socket);
+    fleet<host_status> all(ctx.local_socket);
     const std::vector<host_entry>& hosts = all.hosts();
-    const auto answers = all.ask<host_status>(ask_host);
+    const auto answers = all.ask(ask_host);
     if (ctx.json) {
         nlohmann::json list = nlohmann::json::array();
         for (std::size_t i = 0; i < hosts.size(); ++i) {

@@ -152,11 +152,10 @@ std::vector<proto::loop_info> fetch_loops(connection& daemon,
 // `list --all-hosts`: every host at once (client/fleet.hpp), the newest loops first whatever
 // their host.
 int run_list_all_hosts(const client_context& ctx, const list_options& options) {
-    fleet hosts(ctx.local_socket);
-    const auto answers = hosts.ask_once<std::vector<proto::loop_info>>(
-        [requests = list_requests(options)](connection& daemon) {
-            return fetch_loops(daemon, requests);
-        });
+    fleet<std::vector<proto::loop_info>> hosts(ctx.local_socket);
+    const auto answers = hosts.ask_once([requests = list_requests(options)](connection& daemon) {
+        return fetch_loops(daemon, requests);
+    });
     struct row {
         const proto::loop_info* loop;
         const std::string* host;

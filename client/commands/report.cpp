@@ -169,8 +169,8 @@ void print_report(const client_context& ctx, const proto::report& report,
 
 // `report --all-hosts`: one report of every host's loops, in the order of the hosts file.
 int run_report_all_hosts(const client_context& ctx, const std::string& since) {
-    fleet hosts(ctx.local_socket);
-    const auto answers = hosts.ask_once<proto::report>([since](connection& daemon) {
+    fleet<proto::report> hosts(ctx.local_socket);
+    const auto answers = hosts.ask_once([since](connection& daemon) {
         return daemon.call<proto::method::history_report>({text::parse_iso8601(since)});
     });
     proto::report all;

@@ -17,7 +17,7 @@
 #include "client/commands/commands.hpp"
 
 #include "client/connection.hpp"
-#include "client/hosts.hpp"
+#include "client/fleet.hpp"
 #include "client/output.hpp"
 #include "client/placement.hpp"
 #include "proto/errors.hpp"
@@ -27,7 +27,6 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -90,9 +89,6 @@ proto::submit_result submit(connection& daemon, proto::submit_params& spec) {
     return daemon.call<loop_submit>(spec);
 }
 
-// --host auto: how long the hosts' dry runs may take; one that is down delays nothing longer.
-constexpr std::chrono::seconds placement_timeout{10};
-
 // A host's answer to the dry run of the submit: the loop as it would be, or why not.
 struct dry_run_answer {
     std::optional<proto::submit_result> accepted;
@@ -107,16 +103,14 @@ struct placement {
     std::size_t chosen = 0;
 };
 
-// Every host's dry run of `spec`, at once (ask_hosts). A refusal is an answer; a host that cannot
-// be reached (or not within placement_timeout) has none.
-std::vector<host_answer<dry_run_answer>> dry_runs(const std::vector<host_entry>& hosts,
+// Every host's dry run of `spec`, at once. A refusal is an answer; a host that cannot be reached
+// (or not within fleet_timeout) has none.
+std::vector<host_answer<dry_run_answer>> dry_runs(fleet<dry_run_answer>& hosts,
                                                   proto::submit_params spec) {
     spec.dry_run = true;
-    return ask_hosts<dry_run_answer>(
-        hosts, std::chrono::duration_cast<std::chrono::milliseconds>(placement_timeout),
+    return hosts.ask_each(
         // By value: a query still running after the timeout outlives this function.
-        [spec](const host_entry& host) {
-            connection daemon(host.address, ssh_messages::kept);
+        [spec, all = hosts.hosts()](connection& daemon, std::size_t host) {
             dry_run_answer answer;
             try {
                 answer.accepted = daemon.call<proto::method::loop_submit>(spec);
@@ -129,11 +123,12 @@ std::vector<host_answer<dry_run_answer>> dry_runs(const std::vector<host_entry>&
                 answer.refusal = fmt::format(
                     "its ralphd does not know dry runs (older than this ralphctl) and created "
                     "loop {}:{}: cancel it",
-                    host.name, answer.accepted->loop.id);
+                    all[host].name, answer.accepted->loop.id);
                 answer.accepted.reset();
             }
             return answer;
-        });
+        },
+        std::vector<bool>(hosts.hosts().size(), true));
 }
 
 // No host accepted: one line per host saying why; exit 1, or 3 when no host could be reached.
@@ -160,8 +155,9 @@ std::vector<host_answer<dry_run_answer>> dry_runs(const std::vector<host_entry>&
 // --host auto: the dry runs, then the host with the most room of those that accept.
 placement place(const client_context& ctx, const proto::submit_params& spec) {
     placement where;
-    where.hosts = read_hosts(ctx.local_socket);
-    where.answers = dry_runs(where.hosts, spec);
+    fleet<dry_run_answer> hosts(ctx.local_socket);
+    where.hosts = hosts.hosts();
+    where.answers = dry_runs(hosts, spec);
     std::vector<std::optional<placement_offer>> offers;
     for (const auto& answer : where.answers) {
         std::optional<placement_offer> offer;

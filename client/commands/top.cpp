@@ -7,19 +7,21 @@
 //
 // It polls, like top(1): every interval (default 1 s) it asks ralphd for the scheduler, the loop
 // list and the selected loop's new output (from the offset it has read up to), and redraws the
-// whole screen; a key refreshes and redraws at once. Polling keeps it a plain blocking client with
-// one connection, and a dashboard loses nothing by seeing a change up to a second late. On a
-// terminal it takes the alternate screen in raw mode and gives both back however it ends; with
-// --once, or when stdin or stdout is not a terminal, it prints one frame without control sequences
-// and exits (`--json`: the same data as one JSON document).
+// whole screen; a key refreshes and redraws at once (cancel, pause and resume are sent with that
+// refresh). Polling keeps it a plain blocking client, and a dashboard loses nothing by seeing a
+// change up to a second late. On a terminal it takes the alternate screen in raw mode and gives
+// both back however it ends; with --once, or when stdin or stdout is not a terminal, it prints one
+// frame without control sequences and exits (`--json`: the same data as one JSON document).
 // --all-hosts (or -H '*'): every host of the hosts file at once (client/fleet.hpp), on a
 // connection per host kept between refreshes: a header line per host (down ones say why), the
-// rows with a HOST column and qualified ids, the selected loop's output from its host. The first
-// refresh (the only one of --once) waits 10 s for each host, so that it chooses the loop shown
-// among every host's; one that does not answer is shown down (--once: exit 3; --json: "hosts",
-// loops with "host", "unreachable"). Later refreshes wait half an interval, so that a host that
-// hangs delays none: a host without an answer yet keeps its last rows, its line saying for how
-// long it has not answered; it is asked again once it has answered (client/fleet.hpp).
+// rows with a HOST column and qualified ids, the selected loop's output from its host. Everything
+// a refresh asks a host (the keys' actions, its rows, the selected loop's output) is one question
+// on that host's thread, so that a host that hangs blocks nothing. The first refresh (the only one
+// of --once) waits 10 s for each host, so that it chooses the loop shown among every host's; one
+// that does not answer is shown down (--once: exit 3; --json: "hosts", loops with "host",
+// "unreachable"). Later refreshes wait half an interval: a host without an answer yet keeps its
+// last rows, its line saying for how long it has not answered, the selected loop's output as it
+// was; it is asked again once it has answered, and is sent no key's action until then.
 #include "client/commands/commands.hpp"
 
 #include "client/connection.hpp"
@@ -39,9 +41,11 @@
 #include <algorithm>
 #include <chrono>
 #include <deque>
+#include <functional>
 #include <iterator>
 #include <memory>
 #include <optional>
+#include <utility>
 
 namespace ralph::client {
 namespace {
@@ -153,7 +157,30 @@ std::string format_tokens(std::int64_t tokens) {
     return fmt::format("{:.1f}M", double(tokens) / 1000000);
 }
 
-// The end of the selected loop's output, as lines, read incrementally.
+// What top reads of the selected loop at a refresh, on its host's connection: its new output and,
+// when its attempt count changed, its last attempt.
+struct output_query {
+    std::string host;  // "" with one host
+    std::int64_t loop_id = 0;
+    // Where its output is read from; none: `screen_lines` lines before the end.
+    std::optional<std::int64_t> offset;
+    std::size_t screen_lines = 0;
+    std::int64_t attempts_seen = -1;  // the attempt count at which its last attempt was read
+    std::int64_t attempts = -1;       // its attempt count now: read the last again if it differs
+};
+
+// What an output_query read.
+struct output_read {
+    output_query query;
+    proto::output_page page;
+    bool attempt_read = false;  // the attempts changed: `last_attempt` is the new last one
+    std::optional<proto::attempt_info> last_attempt;
+    std::string error;  // why it could not be read (the loop was just removed by gc…)
+};
+
+// The end of the selected loop's output, as lines, read incrementally. Reading runs on a host's
+// question (a thread of a fleet) and touches no view: query() says what to read, read() reads it,
+// apply() takes it.
 class output_view {
   public:
     // Loop `id` of `host` ("" with one host).
@@ -175,43 +202,62 @@ class output_view {
     const std::string& partial() const { return partial_; }
     const std::optional<proto::attempt_info>& last_attempt() const { return last_attempt_; }
 
-    // Reads what the loop wrote since the last call; the first call starts `screen_lines`
-    // lines before the end. `attempts` is the loop's attempt count from the list: the last
-    // attempt is read again only when it changed.
-    void refresh(connection& daemon, std::int64_t attempts, std::size_t screen_lines) {
-        if (loop_id_ == 0) return;
-        if (!offset_) start(daemon, screen_lines);
-        proto::output_request request;
-        request.id = loop_id_;
-        request.offset = offset_;
-        request.max_bytes = output_page_bytes;
-        const auto page = daemon.call<proto::method::loop_output>(request);
+    // What the loop wrote since the last read; the first read starts `screen_lines` lines before
+    // the end. Its attempt count is set by whoever knows it (the rows).
+    output_query query(std::size_t screen_lines) const {
+        return {host_, loop_id_, offset_, screen_lines, attempts_seen_, attempts_seen_};
+    }
+
+    // Reads `query` on `daemon`. A client_error other than a lost daemon is the read's `error`.
+    static output_read read(connection& daemon, const output_query& query) {
+        output_read read{query, {}, false, {}, {}};
+        try {
+            proto::output_request request;
+            request.id = query.loop_id;
+            request.offset = query.offset;
+            if (!request.offset) {
+                // A structured stream needs whole lines from their start: begin at a line
+                // boundary, a few screens back (a JSON line may render as nothing).
+                proto::output_request start;
+                start.id = query.loop_id;
+                start.last_lines = std::int64_t(query.screen_lines * 4);
+                start.max_bytes = 1;
+                request.offset = daemon.call<proto::method::loop_output>(start).offset;
+            }
+            request.max_bytes = output_page_bytes;
+            read.page = daemon.call<proto::method::loop_output>(request);
+            if (query.attempts != query.attempts_seen) {
+                auto all = daemon.call<proto::method::loop_iterations>({query.loop_id}).attempts;
+                read.attempt_read = true;
+                if (!all.empty()) read.last_attempt = std::move(all.back());
+            }
+        } catch (const client_error& e) {
+            if (e.code() == exit_code::unreachable) throw;
+            read.error = e.what();
+        }
+        return read;
+    }
+
+    // Takes what `read` read, unless the selection or the offset moved since it was asked;
+    // returns why it could not be read ("" when it was, or is of no use now).
+    std::string apply(const output_read& read) {
+        const output_query& asked = read.query;
+        if (asked.host != host_ || asked.loop_id != loop_id_ || asked.offset != offset_) return "";
+        if (!read.error.empty()) return read.error;
+        const proto::output_page& page = read.page;
         add_text(renderer_.render(page.data, page.format));
         // Far behind (a flood): skip to the last page instead of reading everything.
         offset_ = page.end_offset - page.next_offset > output_page_bytes
                       ? page.end_offset - output_page_bytes
                       : page.next_offset;
-        if (attempts != attempts_seen_) {
-            attempts_seen_ = attempts;
-            auto all = daemon.call<proto::method::loop_iterations>({loop_id_}).attempts;
-            if (all.empty())
-                last_attempt_.reset();
-            else
-                last_attempt_ = std::move(all.back());
+        if (read.attempt_read) {
+            attempts_seen_ = asked.attempts;
+            last_attempt_ = read.last_attempt;
         }
+        return "";
     }
 
   private:
-    void start(connection& daemon, std::size_t screen_lines) {
-        // A structured stream needs whole lines from their start: begin at a line boundary, a
-        // few screens back (a JSON line may render as nothing).
-        proto::output_request request;
-        request.id = loop_id_;
-        request.last_lines = std::int64_t(screen_lines * 4);
-        request.max_bytes = 1;
-        offset_ = daemon.call<proto::method::loop_output>(request).offset;
-    }
-
     void add_text(std::string_view bytes) {
         partial_.append(bytes);
         std::size_t start = 0;
@@ -252,6 +298,51 @@ host_frame read_host_frame(connection& daemon) {
     return frame;
 }
 
+// A key's cancel, pause or resume of a loop.
+struct loop_action {
+    std::int64_t loop_id = 0;
+    std::string description;  // "cancel loop build:17", for the status line
+    std::function<proto::loop_info(connection&, std::int64_t loop_id)> call;
+};
+
+// What top asks a host at a refresh, in this order: the keys' actions on its loops, its header
+// and rows, the selected loop's output when the loop is this host's. Everything a host is asked
+// is one question (client/fleet.hpp), so that a host that hangs delays no other.
+struct host_request {
+    std::vector<loop_action> actions;
+    bool frame = true;
+    std::optional<output_query> output;
+};
+
+// A host's answer to a host_request.
+struct host_read {
+    std::vector<std::string> action_outcomes;  // "cancel loop build:17: now cancelled", or why not
+    std::optional<host_frame> frame;
+    std::optional<output_read> output;
+};
+
+host_read read_host(connection& daemon, host_request request) {
+    host_read read;
+    for (const loop_action& action : request.actions) {
+        try {
+            const proto::loop_info info = action.call(daemon, action.loop_id);
+            read.action_outcomes.push_back(
+                fmt::format("{}: now {}", action.description, proto::to_string(info.state)));
+        } catch (const client_error& e) {
+            if (e.code() == exit_code::unreachable) throw;
+            read.action_outcomes.push_back(fmt::format("{}: {}", action.description, e.what()));
+        }
+    }
+    if (request.frame) read.frame = read_host_frame(daemon);
+    if (auto& output = request.output) {
+        if (read.frame)
+            for (const auto& loop : read.frame->loops)
+                if (loop.id == output->loop_id) output->attempts = loop.attempts;
+        read.output = output_view::read(daemon, *output);
+    }
+    return read;
+}
+
 class dashboard {
   public:
     // The daemon of ctx.socket, or with ctx.all_hosts every host; `selected_id` of
@@ -262,53 +353,37 @@ class dashboard {
         : interactive_(interactive), live_wait_(live_wait) {
         if (ctx.all_hosts) {
             fleet_.emplace(ctx.local_socket);
-            for (const auto& host : fleet_->hosts()) hosts_.push_back({host.name, {}});
+            for (const auto& host : fleet_->hosts()) hosts_.push_back({host.name, {}, false, {}});
             output_.select(ctx.id_host.empty() ? "local" : ctx.id_host, selected_id);
         } else {
             daemon_ = std::make_unique<connection>(ctx.socket);
-            hosts_.push_back({"", {}});
+            hosts_.push_back({"", {}, false, {}});
             output_.select("", selected_id);
         }
     }
 
-    // Reads everything shown from the daemons.
+    // Reads everything shown from the daemons: one question per host (a key's actions, its
+    // frame, the selected loop's output when it is the host's); when that chose another loop
+    // (the first refresh, a loop gone), a second question to its host alone for its output.
     void refresh(std::size_t screen_lines) {
-        if (fleet_) {
-            auto answers = fleet_->ask<host_frame>(
-                read_host_frame,
-                refreshed_ ? live_wait_ : std::chrono::milliseconds(fleet_timeout));
-            refreshed_ = true;
-            for (std::size_t i = 0; i < hosts_.size(); ++i) {
-                // A host still answering keeps its last frame, shown as late.
-                hosts_[i].late = !answers[i].result && fleet_->answering(i);
-                if (!hosts_[i].late) hosts_[i].frame = std::move(answers[i].result);
-            }
-        } else {
-            hosts_[0].frame = read_host_frame(*daemon_);
-        }
-        rows_.clear();
-        for (std::size_t h = 0; h < hosts_.size(); ++h)
-            if (hosts_[h].frame)
-                for (const auto& loop : hosts_[h].frame->loops) rows_.push_back({h, &loop});
-        // Keep the selection on its loop; at first, the first running loop; else the first row.
-        auto selected = std::find_if(rows_.begin(), rows_.end(), [&](const row& r) {
-            return r.loop->id == output_.loop_id() && hosts_[r.host].name == output_.host();
-        });
-        if (output_.loop_id() == 0)
-            selected = std::find_if(rows_.begin(), rows_.end(), [](const row& r) {
-                return r.loop->state == proto::loop_state::running;
-            });
-        select_row(selected != rows_.end() ? std::size_t(selected - rows_.begin()) : 0);
-        connection* daemon = rows_.empty() ? nullptr : daemon_of(rows_[row_].host);
-        if (daemon == nullptr) return;
-        try {
-            output_.refresh(*daemon, rows_[row_].loop->attempts, screen_lines);
-        } catch (const client_error& e) {
-            // E.g. the loop was just removed by gc: say so and go on; a lost daemon ends top
-            // (of every host: shown down at the next refresh).
-            if (e.code() == exit_code::unreachable && !fleet_) throw;
-            status_ = e.what();
-        }
+        const auto wait = refreshed_ ? live_wait_ : std::chrono::milliseconds(fleet_timeout);
+        refreshed_ = true;
+        std::vector<std::optional<host_request>> requests(hosts_.size(), host_request{});
+        for (auto& [host, action] : actions_) requests[host]->actions.push_back(std::move(action));
+        actions_.clear();
+        const auto shown = host_index(output_.host());
+        if (shown && output_.loop_id() != 0) requests[*shown]->output = output_.query(screen_lines);
+        take(ask(std::move(requests), wait));
+        const std::pair<std::string, std::int64_t> read{output_.host(), output_.loop_id()};
+        make_rows();
+        if (rows_.empty() || std::pair(output_.host(), output_.loop_id()) == read) return;
+        const row& selected = rows_[row_];
+        if (hosts_[selected.host].late) return;
+        std::vector<std::optional<host_request>> output_only(hosts_.size());
+        output_only[selected.host] = host_request{{}, false, output_.query(screen_lines)};
+        output_only[selected.host]->output->attempts = selected.loop->attempts;
+        take(ask(std::move(output_only), wait));
+        make_rows();
     }
 
     void move_selection(int delta) {
@@ -318,22 +393,23 @@ class dashboard {
     }
 
     // cancel / pause / resume (Method: loop_cancel, loop_pause, loop_resume) of the selected
-    // loop; the outcome goes to the status line.
+    // loop, sent with the next refresh's question to its host; the outcome goes to the status
+    // line. A late host is not sent it: it would apply it who knows when.
     template <typename Method>
     void control(std::string_view verb) {
         if (rows_.empty()) return;
-        const std::string loop = loop_name(rows_[row_]);
-        connection* daemon = daemon_of(rows_[row_].host);
-        if (daemon == nullptr) {
-            status_ = fmt::format("{} loop {}: its host is down", verb, loop);
+        const row& selected = rows_[row_];
+        const std::string description = fmt::format("{} loop {}", verb, loop_name(selected));
+        if (hosts_[selected.host].late) {
+            status_ = fmt::format("{}: not sent, {} gave {}", description,
+                                  hosts_[selected.host].name, fleet_->errors()[selected.host]);
             return;
         }
-        try {
-            const proto::loop_info info = daemon->call<Method>({rows_[row_].loop->id});
-            status_ = fmt::format("{} loop {}: now {}", verb, loop, proto::to_string(info.state));
-        } catch (const client_error& e) {
-            status_ = fmt::format("{} loop {}: {}", verb, loop, e.what());
-        }
+        actions_.push_back(
+            {selected.host,
+             {selected.loop->id, description,
+              [](connection& daemon, std::int64_t id) { return daemon.call<Method>({id}); }}});
+        hosts_[selected.host].unanswered_actions.push_back(description);
     }
 
     // --json: the rows as loop.list gave them (their summary fields) with what the header shows;
@@ -396,6 +472,7 @@ class dashboard {
         std::string name;                 // "" with one host
         std::optional<host_frame> frame;  // none: it did not answer (and has not yet)
         bool late = false;                // the frame is its last one: no answer this refresh
+        std::vector<std::string> unanswered_actions;  // sent it, no answer yet
     };
     // A row: one loop of the frame of hosts_[host].
     struct row {
@@ -407,8 +484,72 @@ class dashboard {
         return nlohmann::json(proto::loop_list{loops, row_fields}).at("loops");
     }
 
-    connection* daemon_of(std::size_t host) const {
-        return fleet_ ? fleet_->daemon_of(hosts_[host].name) : daemon_.get();
+    // hosts_'s index of the host named `name`.
+    std::optional<std::size_t> host_index(const std::string& name) const {
+        for (std::size_t i = 0; i < hosts_.size(); ++i)
+            if (hosts_[i].name == name) return i;
+        return std::nullopt;
+    }
+
+    // Asks each host its request (none: it is not asked), every host at once; with one host, on
+    // this thread (an error ends top).
+    std::vector<host_answer<host_read>> ask(std::vector<std::optional<host_request>> requests,
+                                            std::chrono::milliseconds wait) {
+        if (fleet_) {
+            std::vector<bool> asked;
+            for (const auto& request : requests) asked.push_back(request.has_value());
+            return fleet_->ask_each(
+                [requests](connection& daemon, std::size_t host) {
+                    return read_host(daemon, *requests[host]);
+                },
+                asked, wait);
+        }
+        std::vector<host_answer<host_read>> answers(1);
+        if (requests[0]) answers[0].result = read_host(*daemon_, std::move(*requests[0]));
+        return answers;
+    }
+
+    // Takes the hosts' answers: a host that answered its frame, the outcome of its actions, the
+    // selected loop's output; one still answering keeps its frame, shown late; one that failed
+    // is shown down; one not asked is as it was.
+    void take(std::vector<host_answer<host_read>> answers) {
+        for (std::size_t i = 0; i < hosts_.size(); ++i) {
+            host_view& host = hosts_[i];
+            if (auto& read = answers[i].result) {
+                host.late = false;
+                if (read->frame) host.frame = std::move(read->frame);
+                host.unanswered_actions.clear();
+                if (!read->action_outcomes.empty())
+                    status_ = text::join_words(read->action_outcomes, " · ");
+                if (read->output)
+                    if (std::string error = output_.apply(*read->output); !error.empty())
+                        status_ = std::move(error);
+            } else if (!answers[i].error.empty()) {
+                host.late = fleet_->answering(i);
+                if (!host.late) host.frame.reset();
+                for (const auto& action : host.unanswered_actions)
+                    status_ = fmt::format("{}: {}{}", action, host.late ? "sent, " : "",
+                                          answers[i].error);
+                if (!host.late) host.unanswered_actions.clear();
+            }
+        }
+    }
+
+    // The rows of every host's frame; the selection stays on its loop; at first, on the first
+    // running loop; else on the first row.
+    void make_rows() {
+        rows_.clear();
+        for (std::size_t h = 0; h < hosts_.size(); ++h)
+            if (hosts_[h].frame)
+                for (const auto& loop : hosts_[h].frame->loops) rows_.push_back({h, &loop});
+        auto selected = std::find_if(rows_.begin(), rows_.end(), [&](const row& r) {
+            return r.loop->id == output_.loop_id() && hosts_[r.host].name == output_.host();
+        });
+        if (output_.loop_id() == 0)
+            selected = std::find_if(rows_.begin(), rows_.end(), [](const row& r) {
+                return r.loop->state == proto::loop_state::running;
+            });
+        select_row(selected != rows_.end() ? std::size_t(selected - rows_.begin()) : 0);
     }
 
     // "17", or with every host "build1:17".
@@ -577,8 +718,8 @@ class dashboard {
         return out;
     }
 
-    std::unique_ptr<connection> daemon_;  // one host
-    std::optional<fleet> fleet_;          // every host
+    std::unique_ptr<connection> daemon_;     // one host
+    std::optional<fleet<host_read>> fleet_;  // every host
     bool interactive_;
     std::chrono::milliseconds live_wait_;
     bool refreshed_ = false;
@@ -586,6 +727,8 @@ class dashboard {
     std::vector<row> rows_;
     std::size_t row_ = 0;
     output_view output_;
+    std::vector<std::pair<std::size_t, loop_action>>
+        actions_;  // hosts_'s index, for the next refresh
     std::string status_;
 };
 

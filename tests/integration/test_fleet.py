@@ -153,22 +153,23 @@ class FleetTest(DaemonTestCase):
         there = self.build.submit(make_workspace(self.build.work_dir),
                                   "/bin/sh -c 'echo there-says-hi; exec sleep 300'", name="there")
         self.build.wait_state(there["id"], "running")
-        # The selected loop is local's: its output is read apart from the hosts' questions, and
-        # waits for its host (a known limit of the live view; build's would hang with build).
         idle = self.d.submit(make_workspace(self.d.work_dir, "idle"),
                              "/bin/sh -c 'echo idle-here; exec sleep 300'", name="idle")
         self.d.wait_state(idle["id"], "running")
-        screen = Screen(self.d, "--all-hosts", "--interval", "0.4", "local:%d" % idle["id"],
+        # The selected loop is build's: its output is read with build's rows, on build's question.
+        screen = Screen(self.d, "--all-hosts", "--interval", "0.4", "build:%d" % there["id"],
                         env=self.env, columns=160)
         self.addCleanup(screen.close)
-        screen.wait_for("build:%d" % there["id"], "idle-here")
+        screen.wait_for("local:%d" % idle["id"], "── loop build:%d there" % there["id"],
+                        "there-says-hi")
 
-        # build accepts ssh and its ralphd answers nothing: its question waits, the others go on.
+        # build accepts ssh and its ralphd answers nothing: its question waits, the others go on,
+        # the selected loop's output stays as it was.
         os.kill(self.build.pid, signal.SIGSTOP)
         self.addCleanup(os.kill, self.build.pid, signal.SIGCONT)
         screen.mark()
         screen.wait_for("3 hosts, 1 down, 1 late", "no answer for 2 s, its rows as they were",
-                        "build:%d" % there["id"])
+                        "build:%d" % there["id"], "there-says-hi")
         started = time.monotonic()
         here = self.d.submit(make_workspace(self.d.work_dir), "/bin/echo hi", name="here",
                              max_iterations=1)
@@ -180,10 +181,21 @@ class FleetTest(DaemonTestCase):
                if str(self.server.port) in proc_cmdline(pid)]
         self.assertEqual(len(ssh), 1, ssh)
 
-        # build answers again: its rows are fresh, nothing is late.
+        # A key on build's loop is not sent to a host that hangs (it would act who knows when);
+        # one on local's loop is, at once.
+        screen.press(b"c")
+        screen.wait_for("cancel loop build:%d: not sent, build gave no answer for" % there["id"])
+        screen.press(b"k")  # the rows: local's queued `here`, its running `idle`, build's
+        screen.wait_for("── loop local:%d idle" % idle["id"], "idle-here")
+        screen.press(b"c")
+        screen.wait_for("cancel loop local:%d: now" % idle["id"], timeout=5)
+        self.d.wait_state(idle["id"], "cancelled")
+
+        # build answers again: its rows are fresh, nothing is late, its loop was not cancelled.
         os.kill(self.build.pid, signal.SIGCONT)
         screen.mark()
         screen.wait_for("3 hosts, 1 down · ")
+        self.assertEqual(self.build.get(there["id"])["state"], "running")
         screen.press(b"q")
         self.assertEqual(screen.wait_exit(), 0)
 
