@@ -132,7 +132,7 @@ nlohmann::json parse_output_message(std::string_view text) {
 proto::output_request selection_request(std::int64_t id, const tail_selection& selection) {
     proto::output_request request;
     request.id = id;
-    request.encoding = "base64";
+    request.encoding = proto::encoding::base64;
     request.offset = selection.offset;
     request.last_lines = selection.last_lines;
     return request;
@@ -214,7 +214,7 @@ void subscribe(const client_context& ctx, session& daemon,
         if (loop.ended) continue;
         proto::output_request request = selection_request(id, selection);
         request.output = selection.output;
-        if (!ctx.json) request.encoding = "binary";
+        if (!ctx.json) request.encoding = proto::encoding::binary;
         if (loop.started) {
             request.offset = loop.next_offset;
             request.last_lines.reset();
@@ -332,7 +332,7 @@ int follow_loops(const client_context& ctx, const std::vector<std::int64_t>& ids
             }
             std::string decoded;
             std::string_view bytes = received.bytes;
-            if (output.encoding != "binary") {
+            if (output.encoding != proto::encoding::binary) {
                 decoded = proto::decode_output(output.data, output.encoding);
                 bytes = decoded;
             } else if (std::cmp_not_equal(bytes.size(), output.length)) {
