@@ -242,6 +242,14 @@ std::optional<websocket_session::outgoing> websocket_session::next_message() {
     return std::nullopt;
 }
 
+websocket_session::outgoing websocket_session::output_message(
+    std::int64_t loop_id, const cursor& tail, std::string_view piece, std::string_view format,
+    const std::optional<std::string>& rendered) {
+    return {
+        serialize_output_notification(loop_id, tail.offset, piece, tail.encoding, format, rendered),
+        tail.encoding == proto::encoding::binary};
+}
+
 // May erase `tail` from tails_; the callers return right after a message.
 std::optional<websocket_session::outgoing> websocket_session::next_tail_message(
     std::int64_t loop_id, cursor& tail) {
@@ -272,9 +280,7 @@ std::optional<websocket_session::outgoing> websocket_session::next_tail_message(
         const std::string_view format = agent_stream::to_string(span.format);
         std::optional<std::string> rendered;
         if (tail.renderer) rendered = text::to_valid_utf8(tail.renderer->render(piece, format));
-        outgoing message{serialize_output_notification(loop_id, tail.offset, piece, tail.encoding,
-                                                       format, rendered),
-                         tail.encoding == proto::encoding::binary};
+        outgoing message = output_message(loop_id, tail, piece, format, rendered);
         tail.offset += static_cast<std::int64_t>(length);
         last_served_ = loop_id;
         return message;
@@ -287,9 +293,7 @@ std::optional<websocket_session::outgoing> websocket_session::next_tail_message(
             tail.renderer.reset();
             if (!rest->empty()) {
                 last_served_ = loop_id;
-                return outgoing{serialize_output_notification(loop_id, tail.offset, {},
-                                                              tail.encoding, "text", rest),
-                                tail.encoding == proto::encoding::binary};
+                return output_message(loop_id, tail, {}, "text", rest);
             }
         }
         outgoing message{state_notification(tail.loop, true)};
