@@ -337,9 +337,9 @@ int follow_loops(const client_context& ctx, const std::vector<std::int64_t>& ids
                 bytes = decoded;
             } else if (std::cmp_not_equal(bytes.size(), output.length)) {
                 throw client_error(exit_code::failure,
-                                   fmt::format("ralphd sent {} bytes of loop {}'s output for a "
-                                               "notification of {}",
-                                               bytes.size(), output.id, output.length));
+                                   fmt::format("ralphd at {} sent {} bytes of loop {}'s output "
+                                               "in a loop.output notification of length {}",
+                                               ctx.socket, bytes.size(), output.id, output.length));
             }
             loop->second.writer.write(bytes, output.format);
             std::fflush(stdout);
