@@ -247,11 +247,13 @@ session::message session::receive() {
     const auto data = stream_->buffer.cdata();
     const std::string_view payload(static_cast<const char*>(data.data()), data.size());
     if (stream_->ws.got_text()) return {payload, {}};
+    // The JSON text holds no newline, so the first newline ends it. Where that newline is
+    // missing, the text before the first newline of the bytes is (all but always) not JSON.
     const std::size_t newline = payload.find('\n');
-    if (newline == std::string_view::npos)
+    if (newline == std::string_view::npos || !nlohmann::json::accept(payload.substr(0, newline)))
         throw client_error(exit_code::failure,
-                           fmt::format("ralphd at {} sent a binary message without its JSON "
-                                       "text and newline",
+                           fmt::format("ralphd at {} sent a binary message without a newline "
+                                       "after its JSON text",
                                        socket_path_));
     return {payload.substr(0, newline), payload.substr(newline + 1)};
 }

@@ -98,7 +98,8 @@ class session {
     }
     // The next message from the daemon, valid until the next call: a response or a
     // notification, and the raw bytes of a loop.output notification in the "binary" encoding
-    // (a binary WebSocket message: its JSON text, a newline, the bytes).
+    // (a binary WebSocket message: its JSON text, a newline, the bytes; one without that newline
+    // is a client_error).
     struct message {
         std::string_view json;
         std::string_view bytes;

@@ -222,7 +222,8 @@ void from_json(const nlohmann::json& j, output_request& r) {
     if (r.offset) check_range("offset", *r.offset, 0, max_int);
     if (r.last_lines) check_range(field_name::last_lines, *r.last_lines, 0, max_int);
     check_range("max_bytes", r.max_bytes, 1, max_output_page);
-    if (r.encoding != "utf8" && r.encoding != "base64" && r.encoding != "binary")
+    if (r.encoding != encoding::utf8 && r.encoding != encoding::base64 &&
+        r.encoding != encoding::binary)
         throw rpc_error(error_kind::invalid_params,
                         "params.encoding: must be \"utf8\", \"base64\" or \"binary\"");
 }
@@ -242,7 +243,7 @@ void from_json(const nlohmann::json& j, output_page& r) {
     r.next_offset = read_or<std::int64_t>(j, "next_offset", 0);
     r.end_offset = read_or<std::int64_t>(j, "end_offset", 0);
     r.data = read_or<std::string>(j, "data", "");
-    r.encoding = read_or<std::string>(j, "encoding", "utf8");
+    r.encoding = read_or<std::string>(j, "encoding", encoding::utf8);
     r.format = read_or<std::string>(j, "format", "text");
     r.state = state_or_queued(j);
     r.final = read_or<bool>(j, "final", false);
@@ -278,7 +279,7 @@ void from_json(const nlohmann::json& j, output_notification& n) {
     n.offset = read_or<std::int64_t>(j, "offset", 0);
     n.length = read_or<std::int64_t>(j, "length", 0);
     n.data = read_or<std::string>(j, "data", "");
-    n.encoding = read_or<std::string>(j, "encoding", "utf8");
+    n.encoding = read_or<std::string>(j, "encoding", encoding::utf8);
     n.format = read_or<std::string>(j, "format", "text");
     if (j.contains("text")) n.text = j.at("text").get<std::string>();
 }
@@ -304,17 +305,17 @@ void to_json(nlohmann::json& j, const state_notification& n) {
 }
 
 std::size_t sendable_length(std::string_view bytes, std::string_view encoding) {
-    if (encoding != "utf8") return bytes.size();
+    if (encoding != encoding::utf8) return bytes.size();
     std::size_t whole = text::utf8_complete_prefix(bytes);
     return whole > 0 ? whole : bytes.size();
 }
 
 std::string encode_output(std::string_view bytes, std::string_view encoding) {
-    return encoding == "base64" ? text::base64_encode(bytes) : text::to_valid_utf8(bytes);
+    return encoding == encoding::base64 ? text::base64_encode(bytes) : text::to_valid_utf8(bytes);
 }
 
 std::string decode_output(std::string_view data, std::string_view encoding) {
-    return encoding == "base64" ? text::base64_decode(data) : std::string(data);
+    return encoding == encoding::base64 ? text::base64_decode(data) : std::string(data);
 }
 
 }  // namespace ralph::proto

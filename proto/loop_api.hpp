@@ -181,17 +181,25 @@ struct event_list {
 void from_json(const nlohmann::json& j, event_list& r);
 void to_json(nlohmann::json& j, const event_list& r);
 
+// The encodings of output in loop.output and loop.tail (`encoding`).
+namespace encoding {
+// Valid UTF-8 text: invalid bytes replaced.
+inline constexpr const char* utf8 = "utf8";
+// The exact bytes, base64-encoded.
+inline constexpr const char* base64 = "base64";
+// loop.tail only: each loop.output notification a binary WebSocket message, its JSON text (`data`
+// empty), a newline and the `length` bytes themselves.
+inline constexpr const char* binary = "binary";
+}  // namespace encoding
+
 // loop.output: a page of persisted output. loop.tail takes the same selection.
 struct output_request {
     std::int64_t id = 0;
     std::optional<std::int64_t> offset;      // byte offset; default 0
     std::optional<std::int64_t> last_lines;  // start at the beginning of the last N lines instead
     std::int64_t max_bytes = 1 << 20;        // loop.output only; at most 4 MiB
-    // "utf8" (invalid bytes replaced), "base64" (exact), or loop.tail only "binary": each
-    // loop.output notification a binary WebSocket message, its JSON text (`data` empty), a
-    // newline and the `length` bytes themselves.
-    std::string encoding = "utf8";
-    bool output = true;   // loop.tail only: false = state notifications only
+    std::string encoding = encoding::utf8;   // or base64, or (loop.tail only) binary
+    bool output = true;                      // loop.tail only: false = state notifications only
     bool render = false;  // loop.tail only: notifications also carry the bytes rendered (`text`)
     bool operator==(const output_request&) const = default;
 };
@@ -204,7 +212,7 @@ struct output_page {
     std::int64_t next_offset = 0;  // where the next page starts
     std::int64_t end_offset = 0;   // the committed end of the loop's output
     std::string data;              // in `encoding`
-    std::string encoding = "utf8";
+    std::string encoding = encoding::utf8;
     // The output format of the attempt that wrote `data` (text, claude, codex, opencode,
     // gemini): a page holds one attempt's bytes.
     std::string format = "text";
@@ -239,7 +247,7 @@ struct output_notification {
     std::int64_t offset = 0;
     std::int64_t length = 0;  // raw bytes covered by `data`
     std::string data;
-    std::string encoding = "utf8";
+    std::string encoding = encoding::utf8;
     std::string format = "text";  // as output_page's: one attempt's bytes
     // loop.tail with render: the bytes made readable as `ralphctl tail` shows them (a structured
     // stream's events, text as it is); a last notification of length 0 may carry only this.
@@ -261,11 +269,11 @@ struct state_notification {
 void from_json(const nlohmann::json& j, state_notification& n);
 void to_json(nlohmann::json& j, const state_notification& n);
 
-// How many of `bytes` (a piece of output) to send in `encoding`: in lossy "utf8" a piece must
+// How many of `bytes` (a piece of output) to send in `encoding`: in lossy utf8 a piece must
 // not end inside a character (its rest comes with the next piece) unless the piece holds nothing
 // else, which only a truncated sequence at the very end of the output can cause.
 std::size_t sendable_length(std::string_view bytes, std::string_view encoding);
-// Encodes raw bytes for the wire in the requested encoding ("utf8" or "base64").
+// Encodes raw bytes for the wire in the requested encoding (utf8 or base64).
 std::string encode_output(std::string_view bytes, std::string_view encoding);
 // Decodes a `data` field back to raw bytes.
 std::string decode_output(std::string_view data, std::string_view encoding);

@@ -132,7 +132,7 @@ nlohmann::json parse_output_message(std::string_view text) {
 proto::output_request selection_request(std::int64_t id, const tail_selection& selection) {
     proto::output_request request;
     request.id = id;
-    request.encoding = "base64";
+    request.encoding = proto::encoding::base64;
     request.offset = selection.offset;
     request.last_lines = selection.last_lines;
     return request;
@@ -214,7 +214,7 @@ void subscribe(const client_context& ctx, session& daemon,
         if (loop.ended) continue;
         proto::output_request request = selection_request(id, selection);
         request.output = selection.output;
-        if (!ctx.json) request.encoding = "binary";
+        if (!ctx.json) request.encoding = proto::encoding::binary;
         if (loop.started) {
             request.offset = loop.next_offset;
             request.last_lines.reset();
@@ -332,14 +332,14 @@ int follow_loops(const client_context& ctx, const std::vector<std::int64_t>& ids
             }
             std::string decoded;
             std::string_view bytes = received.bytes;
-            if (output.encoding != "binary") {
+            if (output.encoding != proto::encoding::binary) {
                 decoded = proto::decode_output(output.data, output.encoding);
                 bytes = decoded;
             } else if (std::cmp_not_equal(bytes.size(), output.length)) {
                 throw client_error(exit_code::failure,
-                                   fmt::format("ralphd sent {} bytes of loop {}'s output for a "
-                                               "notification of {}",
-                                               bytes.size(), output.id, output.length));
+                                   fmt::format("ralphd at {} sent {} bytes of loop {}'s output "
+                                               "in a loop.output notification of length {}",
+                                               ctx.socket, bytes.size(), output.id, output.length));
             }
             loop->second.writer.write(bytes, output.format);
             std::fflush(stdout);

@@ -294,7 +294,7 @@ void register_loop_methods(method_registry& registry, method_services& services)
     });
 
     registry.add<loop_output>([&services](const proto::output_request& request, call_context&) {
-        if (request.encoding == "binary")
+        if (request.encoding == proto::encoding::binary)
             throw rpc_error(error_kind::invalid_params,
                             "params.encoding: \"binary\" is for loop.tail (binary WebSocket "
                             "messages); loop.output takes \"utf8\" or \"base64\"");

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "proto/daemon_api.hpp"
+#include "proto/loop_api.hpp"
 #include "proto/types.hpp"
 
 #include <cstdint>
@@ -18,7 +19,7 @@ struct tail_request {
     std::int64_t loop_id = 0;
     std::int64_t offset = 0;  // first byte to send
     bool output = true;       // false: only loop.state notifications
-    std::string encoding = "utf8";
+    std::string encoding = proto::encoding::utf8;
     bool render = false;    // each loop.output also carries the bytes rendered readably
     proto::loop_info loop;  // the loop as it was when the subscription started
 };

@@ -56,10 +56,10 @@ std::string serialize_output_notification(std::int64_t loop_id, std::int64_t off
     std::string message = R"({"jsonrpc":"2.0","method":")";
     message += proto::notification::loop_output;
     message += R"(","params":{"data":)";
-    if (encoding == "binary") {
+    if (encoding == proto::encoding::binary) {
         message.reserve(message.size() + piece.size() + 200);
         message += R"("")";
-    } else if (encoding == "base64") {
+    } else if (encoding == proto::encoding::base64) {
         message.reserve(message.size() + (piece.size() + 2) / 3 * 4 + 100);
         message += '"';
         text::base64_append(message, piece);
@@ -73,7 +73,7 @@ std::string serialize_output_notification(std::int64_t loop_id, std::int64_t off
                std::to_string(piece.size()) + R"(,"offset":)" + std::to_string(offset);
     if (rendered) message += R"(,"text":)" + rpc::serialize(json(*rendered));
     message += "}}";
-    if (encoding == "binary") message.append("\n").append(piece);
+    if (encoding == proto::encoding::binary) message.append("\n").append(piece);
     return message;
 }
 
@@ -242,6 +242,14 @@ std::optional<websocket_session::outgoing> websocket_session::next_message() {
     return std::nullopt;
 }
 
+websocket_session::outgoing websocket_session::output_message(
+    std::int64_t loop_id, const cursor& tail, std::string_view piece, std::string_view format,
+    const std::optional<std::string>& rendered) {
+    return {
+        serialize_output_notification(loop_id, tail.offset, piece, tail.encoding, format, rendered),
+        tail.encoding == proto::encoding::binary};
+}
+
 // May erase `tail` from tails_; the callers return right after a message.
 std::optional<websocket_session::outgoing> websocket_session::next_tail_message(
     std::int64_t loop_id, cursor& tail) {
@@ -267,14 +275,12 @@ std::optional<websocket_session::outgoing> websocket_session::next_tail_message(
                                      " ends before its committed end");
         // A rendered piece ends on a whole character, whatever the encoding of the bytes.
         const std::size_t length =
-            proto::sendable_length(bytes, tail.renderer ? "utf8" : tail.encoding);
+            proto::sendable_length(bytes, tail.renderer ? proto::encoding::utf8 : tail.encoding);
         const std::string_view piece(bytes.data(), length);
         const std::string_view format = agent_stream::to_string(span.format);
         std::optional<std::string> rendered;
         if (tail.renderer) rendered = text::to_valid_utf8(tail.renderer->render(piece, format));
-        outgoing message{serialize_output_notification(loop_id, tail.offset, piece, tail.encoding,
-                                                       format, rendered),
-                         tail.encoding == "binary"};
+        outgoing message = output_message(loop_id, tail, piece, format, rendered);
         tail.offset += static_cast<std::int64_t>(length);
         last_served_ = loop_id;
         return message;
@@ -287,9 +293,7 @@ std::optional<websocket_session::outgoing> websocket_session::next_tail_message(
             tail.renderer.reset();
             if (!rest->empty()) {
                 last_served_ = loop_id;
-                return outgoing{serialize_output_notification(loop_id, tail.offset, {},
-                                                              tail.encoding, "text", rest),
-                                tail.encoding == "binary"};
+                return output_message(loop_id, tail, {}, "text", rest);
             }
         }
         outgoing message{state_notification(tail.loop, true)};

@@ -91,6 +91,11 @@ class websocket_session : public connection,
     // there is nothing to send now.
     std::optional<outgoing> next_message();
     std::optional<outgoing> next_tail_message(std::int64_t loop_id, cursor& tail);
+    // The loop.output notification of `piece`, at the tail's offset, in the tail's encoding:
+    // a binary message in the binary encoding, else a text one.
+    static outgoing output_message(std::int64_t loop_id, const cursor& tail, std::string_view piece,
+                                   std::string_view format,
+                                   const std::optional<std::string>& rendered);
     // The client does not read: stop serving it and send a policy-violation close.
     void drop_slow_client();
     // Leaves the hub and forgets all queued work; the socket stays open. Idempotent.

@@ -767,6 +767,9 @@ class WebSocket:
     def send_json(self, obj):
         self.send_text(json.dumps(obj))
 
+    def send_binary(self, payload):
+        self._send_frame(0x2, payload)
+
     def recv_text(self):
         """The next text (or binary) message as str; None once the daemon closed the session."""
         message = self.recv_message()
@@ -820,30 +823,42 @@ class WebSocket:
         self.close()
 
 
-class FakePeer:
-    """A peer of `ralphd --peer` played by the test, to make it misbehave: `ssh_command` (for
-    RALPH_SSH_COMMAND) ignores its host and runs the real `ralphctl dial-stdio` against this
-    object's socket, where accept() takes the link's connection and answers its WebSocket
-    handshake; the test then speaks JSON-RPC on it (recv_json, send_text...) as it likes."""
+class FakeDaemon:
+    """A ralphd played by the test, to make it misbehave: a socket (`socket_path`, in the folder
+    `directory` made under `parent`) where accept() takes the next connection and answers its
+    WebSocket handshake; the test then speaks JSON-RPC on it (recv_json, send_text,
+    send_binary...) as it likes."""
 
-    def __init__(self, parent):
-        directory = _private_dir(os.path.join(parent, "fake-peer"))
-        self.socket_path = os.path.join(directory, "ralphd.sock")
+    def __init__(self, parent, name="fake-daemon"):
+        self.directory = _private_dir(os.path.join(parent, name))
+        self.socket_path = os.path.join(self.directory, "ralphd.sock")
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.listener.bind(self.socket_path)
         self.listener.listen(4)
-        self.ssh_command = os.path.join(directory, "ssh")
-        write_text(self.ssh_command, "#!/bin/sh\nRALPH_SOCKET=%s exec %s dial-stdio\n"
-                   % (self.socket_path, RALPHCTL))
-        os.chmod(self.ssh_command, 0o755)
 
     def accept(self, timeout=20):
-        """The next link's session, its upgrade answered (with the protocol version ralphd
-        checks)."""
+        """The next session, its upgrade answered (with the protocol version ralphd and ralphctl
+        check)."""
         self.listener.settimeout(scaled(timeout))
         conn, _ = self.listener.accept()
         conn.settimeout(scaled(timeout))
         return WebSocket.accepted(conn, {"Ralph-Protocol": "1"})
+
+    def close(self):
+        self.listener.close()
+
+
+class FakePeer(FakeDaemon):
+    """A peer of `ralphd --peer` played by the test: `ssh_command` (for RALPH_SSH_COMMAND)
+    ignores its host and runs the real `ralphctl dial-stdio` against this fake daemon's socket,
+    where accept() takes the link's connection."""
+
+    def __init__(self, parent):
+        super().__init__(parent, "fake-peer")
+        self.ssh_command = os.path.join(self.directory, "ssh")
+        write_text(self.ssh_command, "#!/bin/sh\nRALPH_SOCKET=%s exec %s dial-stdio\n"
+                   % (self.socket_path, RALPHCTL))
+        os.chmod(self.ssh_command, 0o755)
 
     def link(self, host="evil", holds=(), timeout=20):
         """accept(), then the answer to the daemon's peer.link: `holds`; the session and the
@@ -853,9 +868,6 @@ class FakePeer:
         ws.send_json({"jsonrpc": "2.0", "id": request["id"],
                       "result": {"host": host, "holds": list(holds)}})
         return ws, request
-
-    def close(self):
-        self.listener.close()
 
 
 # --------------------------------------------------------------------------- the daemon

@@ -1,10 +1,12 @@
 // `ralphctl submit --host auto`'s choice of a host (client/placement): a host whose scheduler is
 // not held first, then free slots (none in a busy workspace), then the shortest queue, then an
 // agent no usage limit holds; equals in the hosts file's order; a host that refused or did not
-// answer is never chosen; the host of the idempotency key's loop wins.
+// answer is never chosen; the host of the idempotency key's loop wins; an older daemon's answer,
+// without the scheduler's hold, reads as not held.
 #include "client/placement.hpp"
 
 #include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
 
 #include <optional>
 #include <vector>
@@ -50,6 +52,24 @@ TEST_CASE("placement: a host whose scheduler is held gets the loop only when eve
     CHECK(choose_host({counting, offer(1, 0)}) == 1);
     // All held: the usual rules among them.
     CHECK(choose_host({held_host(2), held_host(1), std::nullopt}) == 1);
+}
+
+TEST_CASE("placement: an older daemon's dry run, without scheduler_held, reads as not held") {
+    // Its capacity before scheduler_held, scheduler_held_reason and workspace_busy.
+    const auto answer = nlohmann::json::parse(R"({
+        "id": 0, "state": "queued", "created": false, "warnings": [],
+        "capacity": {"max_concurrent": 4, "running": 2, "free_slots": 2, "queued": 0,
+                     "agent_held": false, "agent_held_until": null}})")
+                            .get<ralph::proto::submit_result>();
+    REQUIRE(answer.capacity.has_value());
+    CHECK_FALSE(answer.capacity->scheduler_held);
+    CHECK(answer.capacity->scheduler_held_reason.empty());
+    CHECK_FALSE(answer.capacity->workspace_busy);
+    const placement_offer older{*answer.capacity, false};
+    // Its free slots count as they are: it wins over a held host and over fewer free slots.
+    CHECK(choose_host({held_host(0), older}) == 1);
+    CHECK(choose_host({offer(1, 0), older}) == 1);
+    CHECK(choose_host({offer(3, 0), older}) == 0);
 }
 
 TEST_CASE("placement: a busy workspace is no free slot: the loop goes where it starts now") {
