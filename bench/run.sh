@@ -20,6 +20,7 @@ daemon_pid=
 # The ssh benchmarks' hosts (start_ssh_host): each's socket, the pids of its ralphd and sshd.
 declare -A host_socket host_daemon host_sshd
 host_sshds=() # their bench/sshd.py processes
+host_relays=() # the bench/delay_relay.py processes of add_delayed_config
 cleanup() {
     # SIGINT: ralphd ends its agents (SIGTERM would leave them running under their shims).
     [[ -n $daemon_pid ]] && kill -INT "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null
@@ -350,20 +351,44 @@ on_host() { RALPH_SOCKET=${host_socket[$1]} "${@:2}"; }
 stop_ssh_hosts() {
     local pid control
     for pid in "${host_daemon[@]}"; do kill -INT "$pid" 2>/dev/null; done
-    ((${#host_sshds[@]} > 0)) && kill -TERM "${host_sshds[@]}" 2>/dev/null
-    for pid in "${host_daemon[@]}" "${host_sshds[@]}"; do wait "$pid" 2>/dev/null || true; done
-    host_daemon=() host_sshd=() host_sshds=()
+    ((${#host_sshds[@]} + ${#host_relays[@]} > 0)) &&
+        kill -TERM "${host_sshds[@]}" "${host_relays[@]}" 2>/dev/null
+    for pid in "${host_daemon[@]}" "${host_sshds[@]}" "${host_relays[@]}"; do
+        wait "$pid" 2>/dev/null || true
+    done
+    host_daemon=() host_sshd=() host_sshds=() host_relays=()
     # The ControlMaster processes (ControlPersist): each ends when told through its socket.
     for control in "$tmp"/cm-*; do
         [[ -S $control ]] && ssh -o ControlPath="$control" -O exit any >/dev/null 2>&1
     done
-    rm -f "$tmp/ssh_config"
+    rm -f "$tmp"/ssh_config*
 }
-# The same configuration with ssh's connection sharing: the first ssh to a host stays as its
-# master (ControlPersist), the next ones run their session over its connection.
+# Configuration $1 (default ssh_config) with ssh's connection sharing, as $1_cm: the first ssh to
+# a host stays as its master (ControlPersist), the next ones run their session over its
+# connection.
 write_control_master_config() {
+    local config=${1:-ssh_config}
     { echo "ControlMaster auto"; echo "ControlPath $tmp/cm-%C"; echo "ControlPersist 600"
-      cat "$tmp/ssh_config"; } >"$tmp/ssh_config_cm"
+      cat "$tmp/$config"; } >"$tmp/${config}_cm"
+}
+# What a network between the client and its hosts adds, and this machine's loopback has not:
+# milliseconds each byte takes each way (a round trip of twice that). Hosts on a LAN are at a
+# fraction of one; cloud machines in one region at a few; across a continent at 20-40.
+network_delay_ms=10
+# ssh_config_delay: the hosts $@ of ssh_config reached through a bench/delay_relay.py each, which
+# delivers every byte network_delay_ms late each way; ssh checks the host key as the host's own.
+add_delayed_config() {
+    local name port relay_port
+    for name in "$@"; do
+        port=$(sed -n 's/^ *Port //p' "$tmp/$name/host_block")
+        python3 "$root/bench/delay_relay.py" "$port" "$network_delay_ms" $$ >"$tmp/$name.relay" &
+        host_relays+=($!)
+        for _ in $(seq 100); do [[ -s $tmp/$name.relay ]] && break; sleep 0.05; done
+        relay_port=$(head -1 "$tmp/$name.relay")
+        [[ -n $relay_port ]] || { echo "bench: the delay relay of $name did not start" >&2; exit 1; }
+        sed -e "s/^\( *\)Port $port\$/\1Port $relay_port\n\1HostKeyAlias [127.0.0.1]:$port/" \
+            "$tmp/$name/host_block" >>"$tmp/ssh_config_delay"
+    done
 }
 # The pid of the ControlMaster of host $2 in configuration $1 ("" without one).
 control_master() { { ssh -F "$1" -O check "$2" 2>&1 || true; } | sed -n 's/.*(pid=\([0-9]*\)).*/\1/p'; }
@@ -459,7 +484,12 @@ stats_text() {
 }
 median_ms() { local m rest; read -r m rest < <(run_stats "$1"); echo "$m"; }
 calc() { python3 -c "print($1)"; }
-config_label() { [[ $1 == ssh_config_cm ]] && echo "with ControlMaster" || echo "without ControlMaster"; }
+config_label() {
+    local label="without ControlMaster"
+    [[ $1 == *_cm ]] && label="with ControlMaster"
+    [[ $1 == *delay* ]] && label+=", $network_delay_ms ms added each way (bench/delay_relay.py)"
+    echo "$label"
+}
 end_ssh_bench() {
     unset RALPH_SSH_COMMAND
     client_pids=() server_pids=()
@@ -503,7 +533,9 @@ bench_ssh_list() {
 # file; `local`, always in it, is an idle ralphd on the Unix socket) against the slowest single
 # host's `ralphctl --host NAME list`, and against ssh's own cost of three hosts at once (three
 # `ssh HOST true` started together); each round runs the five commands one after the other, 20
-# rounds; without ControlMaster, then with it.
+# rounds; without ControlMaster, then with it; then both again with the hosts behind a network's
+# delay (add_delayed_config): the hosts are this machine's processes, on its two cores, where
+# remote hosts have CPUs of their own and a network between them and the client.
 bench_ssh_all_hosts() {
     local n=20 times config name
     local names=(h1 h2 h3)
@@ -516,7 +548,9 @@ bench_ssh_all_hosts() {
         server_pids+=("${host_sshd[$name]}" "${host_daemon[$name]}")
     done
     write_control_master_config
-    for config in ssh_config ssh_config_cm; do
+    add_delayed_config "${names[@]}"
+    write_control_master_config ssh_config_delay
+    for config in ssh_config ssh_config_cm ssh_config_delay ssh_config_delay_cm; do
         export RALPH_SSH_COMMAND="ssh -F $tmp/$config"
         "$ralphctl" list --all-hosts >/dev/null # once untimed (the ControlMasters are made here)
         client_pids=()
