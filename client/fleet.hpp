@@ -63,10 +63,11 @@ class fleet_hosts {
     nlohmann::json unreachable() const;
     // Prints the --json `document` with "unreachable"; returns exit_code().
     int print_json(nlohmann::json document) const;
+
+  protected:
     // "ralphctl: NAME (ADDRESS): why" on stderr for each host that did not answer.
     void name_down_hosts() const;
 
-  protected:
     // The hosts of the hosts file and `local` (at `local_address`).
     explicit fleet_hosts(const std::string& local_address);
 

@@ -527,9 +527,10 @@ class dashboard {
             } else if (!answers[i].error.empty()) {
                 host.late = fleet_->answering(i);
                 if (!host.late) host.frame.reset();
-                for (const auto& action : host.unanswered_actions)
-                    status_ = fmt::format("{}: {}{}", action, host.late ? "sent, " : "",
-                                          answers[i].error);
+                if (!host.unanswered_actions.empty())
+                    status_ =
+                        fmt::format("{}: {}{}", text::join_words(host.unanswered_actions, ", "),
+                                    host.late ? "sent, " : "", answers[i].error);
                 if (!host.late) host.unanswered_actions.clear();
             }
         }
