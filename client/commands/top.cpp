@@ -27,15 +27,13 @@
 #include "client/connection.hpp"
 #include "client/fleet.hpp"
 #include "client/output.hpp"
+#include "client/terminal.hpp"
 #include "common/agent_stream.hpp"
 #include "common/text.hpp"
 #include "proto/methods.hpp"
 #include "proto/types.hpp"
 
 #include <fmt/format.h>
-#include <poll.h>
-#include <sys/ioctl.h>
-#include <termios.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -70,62 +68,6 @@ const std::vector<field> row_fields{field::id,          field::name,           f
                                     field::finished_at, field::input_tokens,   field::output_tokens,
                                     field::cost_usd,    field::attempts,       field::workspace,
                                     field::stop_reason, field::resume_at};
-
-// The terminal in raw mode on the alternate screen, for as long as the object lives.
-class raw_terminal {
-  public:
-    raw_terminal() {
-        ::tcgetattr(STDIN_FILENO, &saved_);
-        termios raw = saved_;
-        // No line editing, no echo, no signals: Ctrl-C arrives as a key and ends top cleanly.
-        raw.c_lflag &= ~tcflag_t(ICANON | ECHO | ISIG | IEXTEN);
-        raw.c_iflag &= ~tcflag_t(IXON | ICRNL);
-        raw.c_cc[VMIN] = 0;
-        raw.c_cc[VTIME] = 0;
-        ::tcsetattr(STDIN_FILENO, TCSAFLUSH, &raw);
-        write_all("\x1b[?1049h\x1b[?25l");
-    }
-    ~raw_terminal() {
-        write_all("\x1b[?25h\x1b[?1049l");
-        ::tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved_);
-    }
-    raw_terminal(const raw_terminal&) = delete;
-    raw_terminal& operator=(const raw_terminal&) = delete;
-
-    static void write_all(std::string_view bytes) {
-        while (!bytes.empty()) {
-            const ssize_t n = ::write(STDOUT_FILENO, bytes.data(), bytes.size());
-            if (n <= 0) return;
-            bytes.remove_prefix(std::size_t(n));
-        }
-    }
-
-  private:
-    termios saved_{};
-};
-
-struct screen_size {
-    std::size_t rows = 24;
-    std::size_t columns = 80;
-};
-
-screen_size terminal_size() {
-    winsize size{};
-    if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) != 0 || size.ws_row == 0 || size.ws_col == 0)
-        return {};
-    return {size.ws_row, size.ws_col};
-}
-
-// The first `width` columns of `text` (code points, as display_width counts them).
-std::string_view clip(std::string_view text, std::size_t width) {
-    std::size_t columns = 0;
-    for (std::size_t i = 0; i < text.size(); ++i) {
-        if ((static_cast<unsigned char>(text[i]) & 0xC0) == 0x80) continue;
-        if (columns == width) return text.substr(0, i);
-        ++columns;
-    }
-    return text;
-}
 
 // An output line made safe for the screen: tabs become spaces, escape sequences (colours,
 // cursor movement) and other control characters are dropped.
@@ -440,7 +382,7 @@ class dashboard {
     // With every host: exit_code::unreachable when one did not answer the last refresh.
     int outcome() const { return fleet_ ? fleet_->exit_code() : exit_code::ok; }
 
-    std::string render(screen_size size) const {
+    std::string render(terminal::size size) const {
         std::vector<std::string> lines;
         if (fleet_)
             add_fleet_header(lines);
@@ -659,7 +601,7 @@ class dashboard {
     }
 
     // The selected loop: its state, last attempt and the end of its output, to the screen's end.
-    void add_selected(std::vector<std::string>& lines, screen_size size) const {
+    void add_selected(std::vector<std::string>& lines, terminal::size size) const {
         const auto& loop = *rows_[row_].loop;
         std::string title = fmt::format("── loop {} {}", loop_name(rows_[row_]), loop.spec.name);
         if (!loop.stop_reason.empty()) title += " · " + loop.stop_reason;
@@ -692,31 +634,18 @@ class dashboard {
     }
 
     // `table_header`: the index of the table's header line (bold, as the first line).
-    std::string frame(const std::vector<std::string>& lines, screen_size size,
+    std::string frame(const std::vector<std::string>& lines, terminal::size size,
                       std::optional<std::size_t> selected_line, std::size_t table_header,
                       const std::string& keys) const {
-        std::string out;
         if (!interactive_) {
+            std::string out;
             for (const auto& line : lines) out.append(line).push_back('\n');
             return out;
         }
-        out.append("\x1b[H");
-        const std::size_t body = size.rows > 2 ? size.rows - 2 : size.rows;
-        for (std::size_t i = 0; i < lines.size() && i < body; ++i) {
-            const bool highlighted = i == selected_line;
-            const bool bold = i == 0 || i == table_header;
-            if (highlighted) out.append("\x1b[7m");
-            if (bold) out.append("\x1b[1m");
-            out.append(clip(lines[i], size.columns));
-            if (highlighted || bold) out.append("\x1b[0m");
-            out.append("\x1b[K\r\n");
-        }
-        out.append("\x1b[J");
-        // The status and the keys on the last two lines.
-        out.append(fmt::format("\x1b[{};1H", size.rows - 1));
-        out.append(clip(status_, size.columns)).append("\x1b[K\r\n\x1b[2m");
-        out.append(clip(keys, size.columns)).append("\x1b[0m\x1b[K");
-        return out;
+        std::vector<terminal::line> body;
+        for (std::size_t i = 0; i < lines.size(); ++i)
+            body.push_back({lines[i], i == 0 || i == table_header, i == selected_line});
+        return terminal::draw(body, {{status_}, {keys}}, size);
     }
 
     std::unique_ptr<connection> daemon_;     // one host
@@ -733,26 +662,17 @@ class dashboard {
     std::string status_;
 };
 
-// What a key does; false: quit.
-bool handle_key(dashboard& board, std::string_view keys) {
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-        const char key = keys[i];
-        if (key == 'q' || key == 'Q' || key == 0x03) return false;
-        if (key == 0x1b && i + 2 < keys.size() && keys[i + 1] == '[') {
-            if (keys[i + 2] == 'A') board.move_selection(-1);
-            if (keys[i + 2] == 'B') board.move_selection(1);
-            i += 2;
-        } else if (key == 'k') {
-            board.move_selection(-1);
-        } else if (key == 'j') {
-            board.move_selection(1);
-        } else if (key == 'c') {
-            board.control<proto::method::loop_cancel>("cancel");
-        } else if (key == 'p') {
-            board.control<proto::method::loop_pause>("pause");
-        } else if (key == 'r') {
-            board.control<proto::method::loop_resume>("resume");
-        }
+// What the keys do; false: quit.
+bool handle_keys(dashboard& board, const std::vector<terminal::key>& keys) {
+    using kind = terminal::key::kind;
+    for (const terminal::key& key : keys) {
+        const char c = key.what == kind::character ? key.character : 0;
+        if (c == 'q' || c == 'Q' || c == 0x03) return false;
+        if (key.what == kind::up || c == 'k') board.move_selection(-1);
+        if (key.what == kind::down || c == 'j') board.move_selection(1);
+        if (c == 'c') board.control<proto::method::loop_cancel>("cancel");
+        if (c == 'p') board.control<proto::method::loop_pause>("pause");
+        if (c == 'r') board.control<proto::method::loop_resume>("resume");
     }
     return true;
 }
@@ -763,7 +683,7 @@ int run_top(const client_context& ctx, const top_options& options) {
     const auto interval = std::chrono::milliseconds(std::int64_t(options.interval_s * 1000));
     dashboard board(ctx, interactive, options.id, interval / 2);
     if (!interactive) {
-        const screen_size size = ::isatty(STDOUT_FILENO) == 1 ? terminal_size() : screen_size{};
+        const terminal::size size = terminal::window_size();
         board.refresh(size.rows);
         if (ctx.json) return board.print_snapshot();
         const std::string frame = board.render(size);
@@ -771,23 +691,20 @@ int run_top(const client_context& ctx, const top_options& options) {
         return board.outcome();
     }
 
-    raw_terminal terminal;
+    terminal::raw_mode raw;
     auto next_refresh = std::chrono::steady_clock::now();
     for (;;) {
-        const screen_size size = terminal_size();
+        const terminal::size size = terminal::window_size();
         if (const auto now = std::chrono::steady_clock::now(); now >= next_refresh) {
             board.refresh(size.rows);
             next_refresh = now + interval;
         }
-        raw_terminal::write_all(board.render(size));
-        const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(
-            next_refresh - std::chrono::steady_clock::now());
-        pollfd input{STDIN_FILENO, POLLIN, 0};
-        if (::poll(&input, 1, int(std::max<std::int64_t>(wait.count(), 0))) <= 0) continue;
-        char keys[64];
-        const ssize_t n = ::read(STDIN_FILENO, keys, sizeof keys);
-        if (n <= 0) return exit_code::ok;  // the terminal went away
-        if (!handle_key(board, std::string_view(keys, std::size_t(n)))) return exit_code::ok;
+        terminal::write_all(board.render(size));
+        const auto keys = terminal::read_keys(std::chrono::duration_cast<std::chrono::milliseconds>(
+            next_refresh - std::chrono::steady_clock::now()));
+        if (!keys) return exit_code::ok;  // the terminal went away
+        if (keys->empty()) continue;
+        if (!handle_keys(board, *keys)) return exit_code::ok;
         // A key changed the selection or a loop: show the outcome now, not at the next tick.
         next_refresh = std::chrono::steady_clock::now();
     }
