@@ -43,12 +43,14 @@ int main(int argc, char** argv) {
         return app.exit(e) == 0 ? exit_code::ok : exit_code::usage;
     } catch (const client_error& e) {
         std::fflush(stdout);
-        fmt::print(stderr, "ralphctl: {}\n", e.what());
-        if (!e.hint().empty()) fmt::print(stderr, "{}\n", e.hint());
+        // A message may quote what a daemon, a repository or an agent said.
+        fmt::print(stderr, "ralphctl: {}\n", escape_controls(e.what(), line_breaks::kept));
+        if (!e.hint().empty())
+            fmt::print(stderr, "{}\n", escape_controls(e.hint(), line_breaks::kept));
         return e.code();
     } catch (const std::exception& e) {
         std::fflush(stdout);
-        fmt::print(stderr, "ralphctl: {}\n", e.what());
+        fmt::print(stderr, "ralphctl: {}\n", escape_controls(e.what(), line_breaks::kept));
         return exit_code::failure;
     }
 }

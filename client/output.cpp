@@ -74,6 +74,56 @@ colour termination_colour(proto::termination how) {
     return colour::none;
 }
 
+namespace {
+
+// Printable ASCII, and with kept line breaks \n and \t: what escape_controls leaves as it is.
+bool plain_byte(char c, line_breaks breaks) {
+    return (c >= 0x20 && c < 0x7f) || (breaks == line_breaks::kept && (c == '\n' || c == '\t'));
+}
+
+bool plain_text(std::string_view text, line_breaks breaks) {
+    return std::all_of(text.begin(), text.end(),
+                       [breaks](char c) { return plain_byte(c, breaks); });
+}
+
+}  // namespace
+
+std::string escape_controls(std::string_view text, line_breaks breaks) {
+    if (plain_text(text, breaks)) return std::string(text);
+    const std::string valid = text::to_valid_utf8(text);
+    std::string out;
+    out.reserve(valid.size() + 16);
+    for (std::size_t i = 0; i < valid.size(); ++i) {
+        const auto c = static_cast<unsigned char>(valid[i]);
+        if (c >= 0x80) {
+            // The C1 controls, U+0080..U+009F, are C2 80..C2 9F in UTF-8 (CSI is U+009B).
+            const auto next = i + 1 < valid.size() ? static_cast<unsigned char>(valid[i + 1]) : 0;
+            if (c == 0xC2 && next >= 0x80 && next < 0xA0) {
+                fmt::format_to(std::back_inserter(out), "\\u{:04x}", next);
+                ++i;
+            } else {
+                out.push_back(char(c));
+            }
+            continue;
+        }
+        if (plain_byte(char(c), breaks)) {
+            out.push_back(char(c));
+        } else if (c == '\r' && breaks == line_breaks::kept && i + 1 < valid.size() &&
+                   valid[i + 1] == '\n') {
+            // A CRLF line ending is a line ending.
+        } else if (c == '\n') {
+            out += "\\n";
+        } else if (c == '\r') {
+            out += "\\r";
+        } else if (c == '\t') {
+            out += "\\t";
+        } else {
+            fmt::format_to(std::back_inserter(out), "\\x{:02x}", c);
+        }
+    }
+    return out;
+}
+
 void append_coloured(fmt::memory_buffer& out, std::string_view text, colour c, bool enabled) {
     if (!enabled || c == colour::none) {
         out.append(text);
@@ -99,6 +149,10 @@ void table::add(std::string_view text, colour c) {
 }
 
 void table::finish_cell(std::size_t start, colour c) {
+    if (!plain_text(std::string_view(text_).substr(start), line_breaks::escaped)) {
+        const std::string safe = escape_controls(std::string_view(text_).substr(start));
+        text_.replace(start, std::string::npos, safe);
+    }
     std::size_t length = text_.size() - start;
     std::size_t width = display_width(std::string_view(text_).substr(start, length));
     std::size_t col = cells_.size() % columns_.size();
@@ -137,7 +191,7 @@ void table::render(fmt::memory_buffer& out, bool use_colour) const {
 void append_field(fmt::memory_buffer& out, std::string_view key, std::string_view value, colour c,
                   bool use_colour) {
     fmt::format_to(std::back_inserter(out), "{:<13}", key);
-    append_coloured(out, value, c, use_colour);
+    append_coloured(out, escape_controls(value), c, use_colour);
     out.push_back('\n');
 }
 

@@ -53,6 +53,18 @@ bool stdout_wants_colour();
 colour state_colour(proto::loop_state state);
 colour termination_colour(proto::termination how);
 
+// Whether escape_controls keeps line breaks: a one-line field (a name, a reason) shows a newline
+// as "\n"; output and messages keep their lines (and tabs).
+enum class line_breaks { escaped, kept };
+
+// Text that came from an agent, a repository, a peer or a daemon (names, stop reasons, summaries,
+// feedback, hold reasons, rendered output, error messages), made safe for a terminal: every
+// control character (C0, DEL, C1) is shown escaped — "\n", "\r", "\t", "\x1b", "\u009b" —
+// so that none can move the cursor, set the window title or write the clipboard (OSC 52);
+// invalid UTF-8 becomes U+FFFD. Everything ralphctl prints of such text goes through it (tables
+// and append_field do it for their cells); --json and `tail --raw` print the bytes as they are.
+std::string escape_controls(std::string_view text, line_breaks breaks = line_breaks::escaped);
+
 // Appends `text`, wrapped in the escape codes of `c` when `enabled`.
 void append_coloured(fmt::memory_buffer& out, std::string_view text, colour c, bool enabled);
 
@@ -94,7 +106,7 @@ class table {
     std::string text_;
 };
 
-// Appends "key          value\n" with the keys of a block aligned.
+// Appends "key          value\n" with the keys of a block aligned (the value escape_controls'd).
 void append_field(fmt::memory_buffer& out, std::string_view key, std::string_view value,
                   colour c = colour::none, bool use_colour = false);
 

@@ -62,13 +62,15 @@ void print_budgets(const client_context& ctx,
         }
         t.render(out, ctx.colour);
     }
-    // A hold learnt from a peer (ralphd --peer) says from which host.
+    // A hold learnt from a peer (ralphd --peer) says from which host; all of it is the peer's text.
     for (const auto& host : hosts)
         for (const auto& hold : host.result.holds)
-            fmt::format_to(
-                std::back_inserter(out), "{}{}agent {} held until {} (account {}{}{}): {}\n",
-                host.host, with_host ? ": " : "", hold.agent, format_local_time(hold.until),
-                hold.account, hold.origin.empty() ? "" : ", from ", hold.origin, hold.reason);
+            fmt::format_to(std::back_inserter(out),
+                           "{}{}agent {} held until {} (account {}{}{}): {}\n", host.host,
+                           with_host ? ": " : "", escape_controls(hold.agent),
+                           format_local_time(hold.until), escape_controls(hold.account),
+                           hold.origin.empty() ? "" : ", from ", escape_controls(hold.origin),
+                           escape_controls(hold.reason));
     write_stdout(out);
 }
 

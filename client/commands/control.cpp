@@ -39,7 +39,7 @@ int run_landing(const client_context& ctx, std::int64_t id) {
     if (ctx.json)
         print_json(result);
     else
-        fmt::print("loop {}: {}\n", id, result.loop.landing);
+        fmt::print("loop {}: {}\n", id, escape_controls(result.loop.landing));
     return result.landed ? exit_code::ok : exit_code::failure;
 }
 

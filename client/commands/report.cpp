@@ -105,15 +105,16 @@ void append_details(fmt::memory_buffer& out, const report_rows& report) {
         const std::string_view host = report.host(i);
         fmt::format_to(std::back_inserter(out), "\n{} {}: {}\n",
                        host.empty() ? fmt::format("{}", loop.id) : qualified_id(host, loop.id),
-                       loop.name,
+                       escape_controls(loop.name),
                        loop.stop_reason.empty() ? std::string(proto::to_string(loop.state))
-                                                : loop.stop_reason);
+                                                : escape_controls(loop.stop_reason));
+        const std::string workspace = escape_controls(shorten_home(loop.workspace));
         if (a.commits > 0 && !loop.head_before.empty() && !loop.head_after.empty())
-            fmt::format_to(std::back_inserter(out), "    git -C {} log {}..{}\n",
-                           shorten_home(loop.workspace), short_head(loop.head_before),
-                           short_head(loop.head_after));
+            fmt::format_to(std::back_inserter(out), "    git -C {} log {}..{}\n", workspace,
+                           escape_controls(short_head(loop.head_before)),
+                           escape_controls(short_head(loop.head_after)));
         else
-            fmt::format_to(std::back_inserter(out), "    in {}\n", shorten_home(loop.workspace));
+            fmt::format_to(std::back_inserter(out), "    in {}\n", workspace);
         if (a.by_agent.size() > 1)
             fmt::format_to(std::back_inserter(out), "    by agent: {}\n",
                            describe_by_agent(a.by_agent));

@@ -216,18 +216,19 @@ void append_attempts(fmt::memory_buffer& out, const std::vector<proto::attempt_i
         const std::string& said = attempt.error.empty() ? attempt.summary : attempt.error;
         if (!said.empty())
             fmt::format_to(std::back_inserter(out), "  {}.{}: {}\n", attempt.iteration,
-                           attempt.attempt, said);
+                           attempt.attempt, escape_controls(said));
         if (const auto& feedback = attempt.feedback) {
             const std::string score =
                 feedback->score ? fmt::format("{}/10 ", *feedback->score) : std::string();
             fmt::format_to(std::back_inserter(out), "       feedback {}{}\n", score,
-                           feedback->summary);
+                           escape_controls(feedback->summary));
             if (const std::string& next = feedback->next_steps; !next.empty())
                 fmt::format_to(std::back_inserter(out), "       next steps: {}\n",
-                               next.substr(0, next.find('\n')));
+                               escape_controls(next.substr(0, next.find('\n'))));
         }
         if (const std::string verdict = describe_verdict(attempt); !verdict.empty())
-            fmt::format_to(std::back_inserter(out), "       verdict {}\n", verdict);
+            fmt::format_to(std::back_inserter(out), "       verdict {}\n",
+                           escape_controls(verdict));
         if (attempt.verify_exit && *attempt.verify_exit != 0)
             fmt::format_to(std::back_inserter(out), "       --verify exited {}\n",
                            *attempt.verify_exit);
@@ -243,8 +244,8 @@ void append_events(fmt::memory_buffer& out, const std::vector<proto::event_info>
         }
         std::string_view text = e.text;
         text = text.substr(0, text.find('\n'));
-        fmt::format_to(std::back_inserter(out), "  {:<12} {}{}{}\n", e.kind, e.tool,
-                       e.tool.empty() ? "" : " ", text);
+        fmt::format_to(std::back_inserter(out), "  {:<12} {}{}{}\n", e.kind,
+                       escape_controls(e.tool), e.tool.empty() ? "" : " ", escape_controls(text));
     }
 }
 

@@ -54,11 +54,12 @@ std::string absolute_path(const std::string& path) {
 
 // The refusal's message, then the changes it lists (`git status --porcelain` lines), indented.
 std::string describe_dirty(const daemon_error& refusal) {
-    std::string text = refusal.what();
+    std::string text = escape_controls(refusal.what());
     const auto dirty = refusal.data<proto::dirty_workspace>();
     if (dirty.changes.empty()) return text;
     text += ":";
-    for (const auto& change : dirty.changes) text += "\n  " + change;
+    // File names are the repository's: any byte but '/' and NUL.
+    for (const auto& change : dirty.changes) text += "\n  " + escape_controls(change);
     return text;
 }
 
@@ -201,7 +202,7 @@ void warn_if_held(const placement& where, std::int64_t loop_id) {
     fmt::print(stderr,
                "ralphctl: warning: no host that accepted the loop starts loops now: loop {}:{} "
                "waits on {} ({})\n",
-               name, loop_id, name, room.scheduler_held_reason);
+               name, loop_id, name, escape_controls(room.scheduler_held_reason));
 }
 
 int run_submit(const client_context& ctx, submit_options& options) {
@@ -227,7 +228,7 @@ int run_submit(const client_context& ctx, submit_options& options) {
     const proto::loop_info& loop = submitted.loop;
     // What the daemon wants the user to know (e.g. changes left behind by --worktree).
     for (const auto& warning : submitted.warnings)
-        fmt::print(stderr, "ralphctl: warning: {}\n", warning);
+        fmt::print(stderr, "ralphctl: warning: {}\n", escape_controls(warning, line_breaks::kept));
     if (placed && submitted.created) warn_if_held(*placed, loop.id);
     if (ctx.json) {
         nlohmann::json out{
@@ -244,10 +245,12 @@ int run_submit(const client_context& ctx, submit_options& options) {
             placed ? fmt::format("{}:{}", placed->hosts[placed->chosen].name, loop.id)
                    : std::to_string(loop.id);
         // With --follow, stdout is for the loop's output.
-        fmt::print(options.follow ? stderr : stdout, "submitted loop {}{} in {}{}\n", id,
-                   loop.spec.name.empty() ? "" : fmt::format(" ({})", loop.spec.name),
-                   loop.spec.workspace,
-                   branch.empty() ? "" : fmt::format(" (a new worktree, branch {})", branch));
+        fmt::print(
+            options.follow ? stderr : stdout, "submitted loop {}{} in {}{}\n", id,
+            loop.spec.name.empty() ? "" : fmt::format(" ({})", escape_controls(loop.spec.name)),
+            escape_controls(loop.spec.workspace),
+            branch.empty() ? ""
+                           : fmt::format(" (a new worktree, branch {})", escape_controls(branch)));
         std::fflush(stdout);
     }
     if (!options.follow && !options.wait) return exit_code::ok;

@@ -23,6 +23,7 @@
 #include "client/output.hpp"
 #include "common/agent_stream.hpp"
 #include "common/ssh_command.hpp"
+#include "common/text.hpp"
 #include "proto/methods.hpp"
 #include "proto/types.hpp"
 
@@ -44,7 +45,9 @@ namespace {
 constexpr std::int64_t max_page_bytes = 4 << 20;
 
 // Writes one loop's output to stdout, with a "[id] " prefix on every line when `prefixed`;
-// rendered readably when `rendered` (each attempt's bytes by the format they come with).
+// rendered readably when `rendered` (each attempt's bytes by the format they come with), its
+// control characters escaped (escape_controls; a character cut between two pieces waits for
+// its end). --raw writes the bytes as they are.
 class output_writer {
   public:
     output_writer(std::int64_t id, bool prefixed, bool rendered)
@@ -52,14 +55,17 @@ class output_writer {
 
     void write(std::string_view bytes, std::string_view format) {
         if (rendered_)
-            write_bytes(renderer_.render(bytes, format));
+            write_safely(renderer_.render(bytes, format));
         else
             write_bytes(bytes);
     }
 
     // The loop has ended: a last line without a newline gets one.
     void finish() {
-        if (rendered_) write_bytes(renderer_.finish());
+        if (rendered_) {
+            write_safely(renderer_.finish());
+            write_bytes(escape_controls(std::exchange(held_, {}), line_breaks::kept));
+        }
         if (pending_.empty()) return;
         pending_.push_back('\n');
         std::fwrite(prefix_.data(), 1, prefix_.size(), stdout);
@@ -71,6 +77,15 @@ class output_writer {
     bool at_line_start() const { return at_line_start_; }
 
   private:
+    void write_safely(std::string rendered) {
+        held_ += rendered;
+        std::size_t whole = text::utf8_complete_prefix(held_);
+        // A CR may be the first half of a CRLF.
+        if (whole > 0 && held_[whole - 1] == '\r') --whole;
+        write_bytes(escape_controls(std::string_view(held_).substr(0, whole), line_breaks::kept));
+        held_.erase(0, whole);
+    }
+
     void write_bytes(std::string_view bytes) {
         if (prefix_.empty()) {
             std::fwrite(bytes.data(), 1, bytes.size(), stdout);
@@ -90,6 +105,7 @@ class output_writer {
     std::string prefix_;
     bool rendered_;
     agent_stream::output_renderer renderer_;
+    std::string held_;  // rendered bytes that end inside a character
     std::string pending_;
     bool at_line_start_ = true;
 };
@@ -181,7 +197,8 @@ void print_persisted(const client_context& ctx, const std::vector<std::int64_t>&
 std::string summary(const proto::state_notification& state) {
     return fmt::format("loop {} {}{}{} after {} iteration{}", state.id,
                        proto::to_string(state.state), state.stop_reason.empty() ? "" : ": ",
-                       state.stop_reason, state.iterations, state.iterations == 1 ? "" : "s");
+                       escape_controls(state.stop_reason), state.iterations,
+                       state.iterations == 1 ? "" : "s");
 }
 
 // A loop followed by follow_loops.

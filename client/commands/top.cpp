@@ -69,28 +69,18 @@ const std::vector<field> row_fields{field::id,          field::name,           f
                                     field::cost_usd,    field::attempts,       field::workspace,
                                     field::stop_reason, field::resume_at};
 
-// An output line made safe for the screen: tabs become spaces, escape sequences (colours,
-// cursor movement) and other control characters are dropped.
-std::string printable(std::string_view line) {
-    std::string out;
-    out.reserve(line.size());
-    for (std::size_t i = 0; i < line.size(); ++i) {
-        const auto c = static_cast<unsigned char>(line[i]);
-        if (c == '\t') {
-            out.append("    ");
-        } else if (c == 0x1b) {
-            // CSI: ESC [ parameters final byte (0x40..0x7e); anything else: ESC and one byte.
-            if (i + 1 < line.size() && line[i + 1] == '[') {
-                i += 2;
-                while (i < line.size() && (line[i] < 0x40 || line[i] > 0x7e)) ++i;
-            } else {
-                ++i;
-            }
-        } else if (c >= 0x20 && c != 0x7f) {
-            out.push_back(char(c));
-        }
+// A line for the screen: tabs as spaces, every other control character escaped
+// (escape_controls): what a loop, an agent or a host wrote moves no cursor.
+std::string screen_text(std::string_view line) {
+    std::string expanded;
+    expanded.reserve(line.size());
+    for (const char c : line) {
+        if (c == '\t')
+            expanded.append("    ");
+        else
+            expanded.push_back(c);
     }
-    return out;
+    return escape_controls(expanded);
 }
 
 std::string format_tokens(std::int64_t tokens) {
@@ -205,7 +195,7 @@ class output_view {
         std::size_t start = 0;
         for (std::size_t end; (end = partial_.find('\n', start)) != std::string::npos;
              start = end + 1) {
-            lines_.push_back(printable(std::string_view(partial_).substr(start, end - start)));
+            lines_.push_back(screen_text(std::string_view(partial_).substr(start, end - start)));
             if (lines_.size() > kept_output_lines) lines_.pop_front();
         }
         partial_.erase(0, start);
@@ -524,12 +514,12 @@ class dashboard {
     // One host: ralph's version, the scheduler and the time; the loops per state; the storage
     // when it is not ok.
     static void add_header(std::vector<std::string>& lines, const host_frame& frame) {
-        lines.push_back(fmt::format("ralph {} · scheduler {} · {}", frame.info.version,
-                                    describe_scheduler(frame.scheduler),
-                                    format_local_time(text::now_ms())));
+        lines.push_back(screen_text(fmt::format("ralph {} · scheduler {} · {}", frame.info.version,
+                                                describe_scheduler(frame.scheduler),
+                                                format_local_time(text::now_ms()))));
         lines.push_back(describe_loop_counts(frame.info.loops_by_state));
         if (frame.info.storage.state != "ok")
-            lines.push_back(describe_storage_line(frame.info.storage));
+            lines.push_back(screen_text(describe_storage_line(frame.info.storage)));
     }
 
     // Every host: how many answered and the time; then a line per host.
@@ -547,7 +537,7 @@ class dashboard {
         for (std::size_t i = 0; i < hosts_.size(); ++i) {
             const host_view& host = hosts_[i];
             if (!host.frame) {
-                lines.push_back(fmt::format("{} down: {}", host.name, errors[i]));
+                lines.push_back(fmt::format("{} down: {}", host.name, screen_text(errors[i])));
                 continue;
             }
             const proto::daemon_info& info = host.frame->info;
@@ -556,7 +546,7 @@ class dashboard {
                                            describe_loop_counts(info.loops_by_state));
             if (info.storage.state != "ok") line += " · " + describe_storage_line(info.storage);
             if (host.late) line += " · " + errors[i] + ", its rows as they were";
-            lines.push_back(printable(line));
+            lines.push_back(screen_text(line));
         }
     }
 
@@ -603,8 +593,9 @@ class dashboard {
     // The selected loop: its state, last attempt and the end of its output, to the screen's end.
     void add_selected(std::vector<std::string>& lines, terminal::size size) const {
         const auto& loop = *rows_[row_].loop;
-        std::string title = fmt::format("── loop {} {}", loop_name(rows_[row_]), loop.spec.name);
-        if (!loop.stop_reason.empty()) title += " · " + loop.stop_reason;
+        std::string title =
+            fmt::format("── loop {} {}", loop_name(rows_[row_]), screen_text(loop.spec.name));
+        if (!loop.stop_reason.empty()) title += " · " + screen_text(loop.stop_reason);
         if (loop.resume_at != 0) title += " · goes on at " + format_local_time(loop.resume_at);
         lines.push_back(title + " ──");
         if (const auto& attempt = output_.last_attempt()) {
@@ -619,18 +610,18 @@ class dashboard {
                 last += fmt::format(" · {} files +{} -{}", attempt->files_changed,
                                     attempt->insertions, attempt->deletions);
             if (!attempt->summary.empty()) last += " · " + attempt->summary;
-            lines.push_back(printable(last));
+            lines.push_back(screen_text(last));
         }
         const std::size_t footer = interactive_ ? 2 : 0;
         const std::size_t room =
             size.rows > lines.size() + footer ? size.rows - lines.size() - footer : 0;
-        std::vector<std::string_view> shown;
-        if (!output_.partial().empty()) shown.emplace_back(output_.partial());
+        std::vector<std::string> shown;
+        if (!output_.partial().empty()) shown.push_back(screen_text(output_.partial()));
         for (auto it = output_.lines().rbegin();
              it != output_.lines().rend() && shown.size() < room; ++it)
-            shown.emplace_back(*it);
+            shown.push_back(*it);
         if (shown.size() > room) shown.resize(room);
-        for (auto it = shown.rbegin(); it != shown.rend(); ++it) lines.push_back(printable(*it));
+        lines.insert(lines.end(), shown.rbegin(), shown.rend());
     }
 
     // `table_header`: the index of the table's header line (bold, as the first line).
@@ -645,7 +636,7 @@ class dashboard {
         std::vector<terminal::line> body;
         for (std::size_t i = 0; i < lines.size(); ++i)
             body.push_back({lines[i], i == 0 || i == table_header, i == selected_line});
-        return terminal::draw(body, {{status_}, {keys}}, size);
+        return terminal::draw(body, {{screen_text(status_)}, {keys}}, size);
     }
 
     std::unique_ptr<connection> daemon_;     // one host
