@@ -29,9 +29,8 @@ int main(int argc, char** argv) {
     ctx.colour = stdout_wants_colour();
 
     CLI::App app;
-    define_cli(app, ctx, command_word(argc, argv));
-
     try {
+        define_cli(app, ctx, command_word(argc, argv));
         // $RALPH_HOST is the default; --socket or --host on the command line replaces it.
         if (const char* host = std::getenv("RALPH_HOST"); host && *host)
             ctx.socket = host_address(ctx, host, command_word(argc, argv));

@@ -1,6 +1,7 @@
 // Exit codes, colours, tables and formatting for ralphctl (see output.hpp).
 #include "client/output.hpp"
 
+#include "client/terminal.hpp"
 #include "common/text.hpp"
 #include "proto/version.hpp"
 
@@ -8,10 +9,13 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <iterator>
+#include <optional>
 
 namespace ralph::client {
 
@@ -85,6 +89,28 @@ bool plain_text(std::string_view text, line_breaks breaks) {
     return std::all_of(text.begin(), text.end(),
                        [breaks](char c) { return plain_byte(c, breaks); });
 }
+
+// Where the `n`th code point of `text` starts (its size when it has fewer).
+std::size_t code_point_offset(std::string_view text, std::size_t n) {
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        if ((static_cast<unsigned char>(text[i]) & 0xC0) == 0x80) continue;
+        if (n-- == 0) return i;
+    }
+    return text.size();
+}
+
+// `text` in `width` columns: as it is when it fits, else cut with "…" where the rest was.
+std::string cut_to(std::string_view text, std::size_t text_width, std::size_t width,
+                   table::fit how) {
+    if (text_width <= width) return std::string(text);
+    if (width == 0) return {};
+    if (how == table::fit::cut_start)
+        return "…" + std::string(text.substr(code_point_offset(text, text_width - (width - 1))));
+    return std::string(text.substr(0, code_point_offset(text, width - 1))) + "…";
+}
+
+// The fewest columns a cut column keeps.
+constexpr std::size_t narrowest_cut = 8;
 
 }  // namespace
 
@@ -160,31 +186,73 @@ void table::finish_cell(std::size_t start, colour c) {
     cells_.push_back({start, length, width, c});
 }
 
-void table::render(fmt::memory_buffer& out, bool use_colour) const {
+std::vector<std::size_t> table::fitted_widths(std::size_t width) const {
     const std::size_t n = columns_.size();
+    std::vector<std::size_t> widths = widths_;
+    auto total = [&widths] {
+        std::size_t sum = 0;
+        std::size_t shown = 0;
+        for (std::size_t w : widths) {
+            sum += w;
+            shown += w > 0 ? 1 : 0;
+        }
+        return sum + (shown > 0 ? 2 * (shown - 1) : 0);
+    };
+    if (width == 0 || total() <= width) return widths;
+    auto cuttable = [this](std::size_t col) {
+        return columns_[col].how == fit::cut_end || columns_[col].how == fit::cut_start;
+    };
+    // Cut the widest cuttable column by a column at a time, down to its narrowest; then leave out
+    // the last optional column still shown, and cut again from the whole widths.
+    for (std::size_t dropped = n;;) {
+        for (;;) {
+            if (total() <= width) return widths;
+            std::optional<std::size_t> widest;
+            for (std::size_t col = 0; col < n; ++col) {
+                const std::size_t narrowest =
+                    std::max(display_width(columns_[col].header), narrowest_cut);
+                if (cuttable(col) && widths[col] > narrowest &&
+                    (!widest || widths[col] > widths[*widest]))
+                    widest = col;
+            }
+            if (!widest) break;
+            --widths[*widest];
+        }
+        while (dropped > 0 && columns_[dropped - 1].how != fit::optional) --dropped;
+        if (dropped == 0) return widths;
+        --dropped;
+        for (std::size_t col = 0; col < n; ++col)
+            widths[col] = widths[col] == 0 || col == dropped ? 0 : widths_[col];
+    }
+}
+
+void table::render(fmt::memory_buffer& out, bool use_colour, std::size_t width) const {
+    const std::size_t n = columns_.size();
+    const std::vector<std::size_t> widths = fitted_widths(width);
+    std::size_t last = n;
+    while (last > 0 && widths[last - 1] == 0) --last;
     auto pad = [&](std::size_t count) {
         for (std::size_t i = 0; i < count; ++i) out.push_back(' ');
     };
-    // One pass for the header, then one per row; the header is bold.
-    for (std::size_t col = 0; col < n; ++col) {
-        const auto& header = columns_[col].header;
-        std::size_t gap = widths_[col] - display_width(header);
+    auto append_cell = [&](std::size_t col, std::string_view text, std::size_t text_width,
+                           colour c) {
+        if (widths[col] == 0) return;
+        const std::string shown = cut_to(text, text_width, widths[col], columns_[col].how);
+        const std::size_t gap = widths[col] - std::min(widths[col], text_width);
         if (columns_[col].right_aligned) pad(gap);
-        append_coloured(out, header, colour::bold, use_colour);
-        if (col + 1 < n) pad((columns_[col].right_aligned ? 0 : gap) + 2);
-    }
-    out.push_back('\n');
-    std::string_view text(text_);
-    for (std::size_t i = 0; i < cells_.size(); ++i) {
-        const cell& c = cells_[i];
-        std::size_t col = i % n;
-        std::size_t gap = widths_[col] - c.width;
-        if (columns_[col].right_aligned) pad(gap);
-        append_coloured(out, text.substr(c.start, c.length), c.c, use_colour);
-        if (col + 1 < n)
+        append_coloured(out, shown, c, use_colour);
+        if (col + 1 < last)
             pad((columns_[col].right_aligned ? 0 : gap) + 2);
         else
             out.push_back('\n');
+    };
+    // One pass for the header, then one per row; the header is bold.
+    for (std::size_t col = 0; col < n; ++col)
+        append_cell(col, columns_[col].header, display_width(columns_[col].header), colour::bold);
+    const std::string_view text(text_);
+    for (std::size_t i = 0; i < cells_.size(); ++i) {
+        const cell& c = cells_[i];
+        append_cell(i % n, text.substr(c.start, c.length), c.width, c.c);
     }
 }
 
@@ -223,6 +291,62 @@ std::string format_local_time(std::int64_t epoch_ms) {
     char buffer[32];
     std::strftime(buffer, sizeof buffer, "%Y-%m-%d %H:%M:%S", &tm);
     return buffer;
+}
+
+std::size_t output_columns() {
+    if (const char* columns = std::getenv("COLUMNS"); columns != nullptr && *columns != '\0') {
+        std::size_t value = 0;
+        const std::string_view text(columns);
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (ec == std::errc() && end == text.data() + text.size() && value > 0) return value;
+    }
+    return ::isatty(STDOUT_FILENO) == 1 ? terminal::window_size().columns : 0;
+}
+
+std::string format_count(std::int64_t count) {
+    if (count < 1000 && count > -1000) return std::to_string(count);
+    constexpr std::array<std::pair<double, std::string_view>, 3> units{
+        {{1e9, "G"}, {1e6, "M"}, {1e3, "k"}}};
+    const double value = double(count);
+    for (const auto& [size, unit] : units) {
+        if (std::abs(value) < size) continue;
+        const double scaled = value / size;
+        // Two or three significant digits: 1.2k, 45k, 450k.
+        return std::abs(scaled) < 10 ? fmt::format("{:.1f}{}", scaled, unit)
+                                     : fmt::format("{:.0f}{}", scaled, unit);
+    }
+    return std::to_string(count);
+}
+
+std::string closest_word(std::string_view word, const std::vector<std::string>& known) {
+    // Levenshtein distance, one row at a time.
+    auto distance = [](std::string_view a, std::string_view b) {
+        std::vector<std::size_t> row(b.size() + 1);
+        for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+        for (std::size_t i = 1; i <= a.size(); ++i) {
+            std::size_t diagonal = row[0];
+            row[0] = i;
+            for (std::size_t j = 1; j <= b.size(); ++j) {
+                const std::size_t above = row[j];
+                row[j] = std::min(
+                    {row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+                diagonal = above;
+            }
+        }
+        return row[b.size()];
+    };
+    // A typo: at most a third of the word's letters off (one for a short word).
+    std::string best;
+    std::size_t best_distance = std::max<std::size_t>(1, word.size() / 3) + 1;
+    for (const auto& candidate : known) {
+        if (word.size() >= 2 && candidate.starts_with(word)) return candidate;
+        const std::size_t d = distance(word, candidate);
+        if (d < best_distance) {
+            best = candidate;
+            best_distance = d;
+        }
+    }
+    return best;
 }
 
 std::string format_age(std::int64_t ms) {
@@ -299,6 +423,15 @@ std::string describe_loop_counts(const std::map<std::string, std::int64_t>& coun
         text += fmt::format("{} {}", it->first, it->second);
     }
     return text.empty() ? "none" : text;
+}
+
+std::string describe_scheduler(const proto::scheduler_state& state) {
+    const auto& settings = state.settings;
+    std::string scheduler =
+        settings.paused ? "paused"
+                        : fmt::format("{} of {} running", state.running, settings.max_concurrent);
+    if (!settings.window.empty()) scheduler += fmt::format(", window {}", settings.window);
+    return scheduler;
 }
 
 std::string describe_storage(const proto::storage_status& storage) {

@@ -3,6 +3,7 @@
 // formatting of times, durations and paths. stdout carries only data; diagnostics go to stderr.
 #pragma once
 
+#include "proto/daemon_api.hpp"
 #include "proto/loop_api.hpp"
 #include "proto/types.hpp"
 
@@ -68,14 +69,28 @@ std::string escape_controls(std::string_view text, line_breaks breaks = line_bre
 // Appends `text`, wrapped in the escape codes of `c` when `enabled`.
 void append_coloured(fmt::memory_buffer& out, std::string_view text, colour c, bool enabled);
 
+// The columns a table may take on stdout: $COLUMNS, else the terminal's width, else 0 (a pipe or
+// a file: no limit).
+std::size_t output_columns();
+
 // A table with a header line and left-aligned columns separated by two spaces (right-aligned
 // where asked). Cells are appended row by row into one string, so a table of thousands of rows
-// costs a couple of allocations, not one per cell.
+// costs a couple of allocations, not one per cell. Rendered into a width, it fits: its columns
+// that may be cut are cut (widest first, "…" where the text was), then its optional columns
+// are left out, the last first.
 class table {
   public:
+    // How a column gives way when the table is wider than the screen.
+    enum class fit {
+        fixed,      // always whole (ids, states, numbers)
+        cut_end,    // cut at its end (names, text)
+        cut_start,  // cut at its start (paths, whose end says most)
+        optional,   // left out
+    };
     struct column {
         std::string_view header;
         bool right_aligned = false;
+        fit how = fit::fixed;
     };
 
     explicit table(std::vector<column> columns);
@@ -88,8 +103,9 @@ class table {
         finish_cell(start, colour::none);
     }
 
-    // Appends the table to `out`; the last column is not padded.
-    void render(fmt::memory_buffer& out, bool use_colour) const;
+    // Appends the table to `out`, in at most `width` columns (0: no limit, output_columns());
+    // the last column is not padded.
+    void render(fmt::memory_buffer& out, bool use_colour, std::size_t width) const;
 
   private:
     struct cell {
@@ -99,6 +115,8 @@ class table {
         colour c;
     };
     void finish_cell(std::size_t start, colour c);
+    // Each column's width in `width` (0: left out).
+    std::vector<std::size_t> fitted_widths(std::size_t width) const;
 
     std::vector<column> columns_;
     std::vector<std::size_t> widths_;
@@ -121,6 +139,10 @@ std::size_t display_width(std::string_view text);
 
 // Local time "2026-11-22 10:11:12"; "-" for 0.
 std::string format_local_time(std::int64_t epoch_ms);
+// A count for people: "999", "1.2k", "45k", "1.2M", "3.4G".
+std::string format_count(std::int64_t count);
+// The known word closest to `word` (a typo of it: a few letters off, or its start), or "".
+std::string closest_word(std::string_view word, const std::vector<std::string>& known);
 // Compact age for tables: "42s", "5m", "3h", "12d".
 std::string format_age(std::int64_t ms);
 // Seconds from the API (timeouts, delays) as "30m00s".
@@ -133,6 +155,8 @@ std::string describe_loop_counts(const std::map<std::string, std::int64_t>& coun
 std::string describe_by_agent(const std::map<std::string, proto::usage>& by_agent);
 // A judge attempt's verdict: "ACCEPT", "REJECT: <the first line of its reasons>", or "" (none).
 std::string describe_verdict(const proto::attempt_info& attempt);
+// The scheduler in a few words: "paused", "1 of 2 running, window 01:00-07:00".
+std::string describe_scheduler(const proto::scheduler_state& state);
 // daemon.info's storage: "ok", or "degraded since …: cause (N writes refused)" — the fix is
 // storage.fix.
 std::string describe_storage(const proto::storage_status& storage);

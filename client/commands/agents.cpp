@@ -86,12 +86,12 @@ agents_found find_agents(connection& daemon) {
 void print_agents(const client_context& ctx, const std::vector<host_result<agents_found>>& hosts) {
     table rows(with_host_column(ctx.all_hosts, {{"AGENT"},
                                                 {"FOUND"},
-                                                {"VERSION"},
+                                                {"VERSION", false, table::fit::cut_end},
                                                 {"OUTPUT"},
-                                                {"TOKENS"},
-                                                {"COST"},
-                                                {"RATE LIMITS"},
-                                                {"PROGRAM"}}));
+                                                {"TOKENS", false, table::fit::optional},
+                                                {"COST", false, table::fit::optional},
+                                                {"RATE LIMITS", false, table::fit::optional},
+                                                {"PROGRAM", false, table::fit::cut_start}}));
     for (const auto& [host, found] : hosts) {
         for (std::size_t i = 0; i < found.agents.size(); ++i) {
             const auto& agent = found.agents[i];
@@ -110,7 +110,7 @@ void print_agents(const client_context& ctx, const std::vector<host_result<agent
         }
     }
     fmt::memory_buffer out;
-    rows.render(out, ctx.colour);
+    rows.render(out, ctx.colour, output_columns());
     write_stdout(out);
 }
 

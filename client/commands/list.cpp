@@ -110,12 +110,12 @@ std::vector<proto::list_request> list_requests(const list_options& options) {
 void print_table(const client_context& ctx, const std::vector<proto::loop_info>& loops,
                  const std::vector<std::string>& hosts = {}) {
     table rows(with_host_column(!hosts.empty(), {id_column(!hosts.empty()),
-                                                 {"NAME"},
+                                                 {"NAME", false, table::fit::cut_end},
                                                  {"STATE"},
                                                  {"ITER", true},
                                                  {"AGENT"},
                                                  {"AGE", true},
-                                                 {"WORKSPACE"}}));
+                                                 {"WORKSPACE", false, table::fit::cut_start}}));
     const std::int64_t now = text::now_ms();
     for (std::size_t i = 0; i < loops.size(); ++i) {
         const proto::loop_info& loop = loops[i];
@@ -131,7 +131,7 @@ void print_table(const client_context& ctx, const std::vector<proto::loop_info>&
         rows.add(shorten_home(loop.spec.workspace));
     }
     fmt::memory_buffer out;
-    rows.render(out, ctx.colour);
+    rows.render(out, ctx.colour, output_columns());
     write_stdout(out);
 }
 
@@ -211,6 +211,51 @@ int run_list(const client_context& ctx, const list_options& options) {
     print_table(ctx, reader.loops);
     return exit_code::ok;
 }
+
+// The loops not ended and the latest that have, in the summary of bare `ralphctl`.
+constexpr std::int64_t summary_ended_loops = 10;
+
+}  // namespace
+
+int run_summary(const client_context& ctx, const std::string& help) {
+    using namespace proto::method;
+    std::optional<connection> daemon;
+    proto::daemon_info info;
+    proto::scheduler_state scheduler;
+    std::vector<proto::loop_info> loops;
+    try {
+        daemon.emplace(ctx.socket);
+        info = daemon->call<daemon_info>({});
+        scheduler = daemon->call<scheduler_get>({});
+        loops = fetch_loops(*daemon, recent_loops_requests(summary_ended_loops));
+    } catch (const client_error& e) {
+        if (e.code() != exit_code::unreachable) throw;
+        // No daemon yet (a first run): what ralphctl does, and how to start it.
+        fmt::print("{}", help);
+        std::fflush(stdout);
+        fmt::print(stderr, "\nralphctl: {}\n{}\n", e.what(), e.hint());
+        return exit_code::ok;
+    }
+    if (ctx.json) {
+        print_json({{"daemon", info}, {"scheduler", scheduler}, {"loops", loops}});
+        return exit_code::ok;
+    }
+    fmt::memory_buffer out;
+    fmt::format_to(std::back_inserter(out), "ralph {} on {} · scheduler {} · {}\n\n",
+                   escape_controls(info.version), escape_controls(info.host),
+                   describe_scheduler(scheduler), describe_loop_counts(info.loops_by_state));
+    write_stdout(out);
+    if (loops.empty())
+        fmt::print(
+            "No loop yet: ralphctl submit \"…\" starts one (ralphctl init writes a "
+            "PROMPT.md to start from).\n");
+    else
+        print_table(ctx, loops);
+    fmt::print("\nralphctl top: live view · list --all: every loop · --help: every command\n");
+    return exit_code::ok;
+}
+
+namespace {
 
 CLI::Validator loop_state_name() {
     return CLI::Validator(

@@ -67,11 +67,11 @@ struct report_rows {
 
 void append_table(fmt::memory_buffer& out, const report_rows& report, bool use_colour) {
     table rows(with_host_column(!report.hosts.empty(), {id_column(!report.hosts.empty()),
-                                                        {"NAME"},
+                                                        {"NAME", false, table::fit::cut_end},
                                                         {"STATE"},
                                                         {"ITER", true},
-                                                        {"TOTAL", true},
-                                                        {"COMMITS", true},
+                                                        {"TOTAL", true, table::fit::optional},
+                                                        {"COMMITS", true, table::fit::optional},
                                                         {"CHANGES", true},
                                                         {"TOKENS IN/OUT", true},
                                                         {"COST", true},
@@ -89,11 +89,12 @@ void append_table(fmt::memory_buffer& out, const report_rows& report, bool use_c
             rows.add_format("{}/{}", loop.iterations_total, loop.max_iterations);
         rows.add_format("{}", a.commits);
         rows.add(describe_changes(a));
-        rows.add_format("{}/{}", a.usage.input_tokens, a.usage.output_tokens);
+        rows.add_format("{}/{}", format_count(a.usage.input_tokens),
+                        format_count(a.usage.output_tokens));
         rows.add(describe_cost(a.usage));
         rows.add(loop.started_at == 0 ? std::string("-") : text::format_duration(loop.duration_ms));
     }
-    rows.render(out, use_colour);
+    rows.render(out, use_colour, output_columns());
 }
 
 // Under the table, what a row cannot say: why the loop stopped, where its commits are, what

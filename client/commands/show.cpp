@@ -161,23 +161,23 @@ void append_loop(fmt::memory_buffer& out, const proto::loop_info& loop,
 
 void append_attempts(fmt::memory_buffer& out, const std::vector<proto::attempt_info>& attempts,
                      bool use_colour) {
-    table rows({{"ITER", true},
-                {"ATTEMPT", true},
-                {"AGENT"},
-                {"START"},
-                {"DURATION", true},
+    // "#" is ITERATION.ATTEMPT. What a narrow terminal leaves out first: the bytes of output, the
+    // tool calls, the exit status, the start.
+    table rows({{"#", true},
+                {"AGENT", false, table::fit::cut_end},
+                {"START", false, table::fit::optional},
+                {"TIME", true},
                 {"TERMINATION"},
-                {"EXIT", true},
-                {"FAILURE"},
+                {"EXIT", true, table::fit::optional},
+                {"FAILURE", false, table::fit::cut_end},
                 {"TOKENS", true},
                 {"COST", true},
-                {"TOOLS", true},
-                {"CHANGES", true},
-                {"OUTPUT", true}});
+                {"TOOLS", true, table::fit::optional},
+                {"CHANGES", true, table::fit::cut_end},
+                {"OUTPUT", true, table::fit::optional}});
     const std::int64_t now = text::now_ms();
     for (const auto& attempt : attempts) {
-        rows.add_format("{}", attempt.iteration);
-        rows.add_format("{}", attempt.attempt);
+        rows.add_format("{}.{}", attempt.iteration, attempt.attempt);
         rows.add(attempt.kind == proto::attempt_kind::judge ? "judge " + attempt.agent
                                                             : attempt.agent);
         rows.add(format_local_time(attempt.started_at));
@@ -196,7 +196,8 @@ void append_attempts(fmt::memory_buffer& out, const std::vector<proto::attempt_i
         rows.add(attempt.failure == proto::failure_class::none
                      ? std::string("-")
                      : std::string(proto::to_string(attempt.failure)));
-        rows.add_format("{}/{}", attempt.usage.input_tokens, attempt.usage.output_tokens);
+        rows.add_format("{}/{}", format_count(attempt.usage.input_tokens),
+                        format_count(attempt.usage.output_tokens));
         if (attempt.usage.cost_usd)
             rows.add_format("${:.4f}", *attempt.usage.cost_usd);
         else
@@ -207,9 +208,9 @@ void append_attempts(fmt::memory_buffer& out, const std::vector<proto::attempt_i
         else
             rows.add_format("{} files +{} -{}", attempt.files_changed, attempt.insertions,
                             attempt.deletions);
-        rows.add_format("{}", attempt.output_end - attempt.output_start);
+        rows.add(format_bytes(attempt.output_end - attempt.output_start));
     }
-    rows.render(out, use_colour);
+    rows.render(out, use_colour, output_columns());
     // What each attempt ended with: its summary, or why it failed; the agent's feedback; a
     // failed --verify.
     for (const auto& attempt : attempts) {

@@ -27,6 +27,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -73,6 +74,26 @@ bool confirm_dirty(const std::string& changes) {
     return answer == "y" || answer == "Y" || answer == "yes";
 }
 
+// ralphd refused an agent: when one of those the submit names is not an agent of ralphd's at all
+// (a typo), a usage error that says which it probably meant.
+void explain_unknown_agent(connection& daemon, const daemon_error& refusal,
+                           const proto::submit_params& spec) {
+    std::vector<std::string> known;
+    for (const auto& agent : daemon.call<proto::method::agents_list>({}).agents)
+        known.push_back(agent.name);
+    std::vector<std::string> named{spec.agent, spec.judge};
+    for (const auto& fallback : spec.fallback)
+        named.push_back(fallback.substr(0, fallback.find(':')));
+    for (const auto& name : named) {
+        if (name.empty() || std::find(known.begin(), known.end(), name) != known.end()) continue;
+        const std::string meant = closest_word(name, known);
+        throw client_error(
+            exit_code::usage, refusal.what(),
+            (meant.empty() ? std::string() : fmt::format("did you mean '{}'? ", meant)) +
+                "ralphctl agents lists them");
+    }
+}
+
 // loop.submit; when the daemon refuses the workspace's uncommitted changes, the user may start
 // anyway (allow_dirty).
 proto::submit_result submit(connection& daemon, proto::submit_params& spec) {
@@ -80,6 +101,8 @@ proto::submit_result submit(connection& daemon, proto::submit_params& spec) {
     try {
         return daemon.call<loop_submit>(spec);
     } catch (const daemon_error& refusal) {
+        if (refusal.kind() == proto::error_kind::agent_unavailable)
+            explain_unknown_agent(daemon, refusal, spec);
         if (refusal.kind() != proto::error_kind::workspace_dirty) throw;
         const std::string changes = describe_dirty(refusal);
         if (!confirm_dirty(changes))
@@ -381,7 +404,7 @@ void register_submit_command(CLI::App& app, client_context& ctx) {
     completion
         ->add_option("--judge-max-rejections", spec.judge_max_rejections,
                      "Rejections after which the loop ends stalled")
-        ->check(CLI::PositiveNumber)
+        ->check(number_between(1, double(proto::max_count)))
         ->capture_default_str();
     git->add_flag("--commit", spec.commit, "Commit each iteration's work (git workspaces)");
     git->add_flag("--allow-dirty", spec.allow_dirty,
@@ -450,7 +473,7 @@ void register_submit_command(CLI::App& app, client_context& ctx) {
     budgets
         ->add_option("--max-cost", spec.max_cost_usd,
                      "End the loop as exhausted once its agents reported this many US dollars")
-        ->check(CLI::NonNegativeNumber);
+        ->check(non_negative_number());
     cmd->add_option("--workspace", spec.workspace,
                     "Directory the agent works in (default: .), on the daemon's machine")
         ->check(on_this_machine(ctx, CLI::ExistingDirectory));

@@ -83,12 +83,6 @@ std::string screen_text(std::string_view line) {
     return escape_controls(expanded);
 }
 
-std::string format_tokens(std::int64_t tokens) {
-    if (tokens < 1000) return std::to_string(tokens);
-    if (tokens < 1000000) return fmt::format("{:.1f}k", double(tokens) / 1000);
-    return fmt::format("{:.1f}M", double(tokens) / 1000000);
-}
-
 // What top reads of the selected loop at a refresh, on its host's connection: its new output and,
 // when its attempt count changed, its last attempt.
 struct output_query {
@@ -282,7 +276,7 @@ class dashboard {
     // `live_wait`: how long a refresh after the first waits for the hosts (with every host).
     dashboard(const client_context& ctx, bool interactive, std::int64_t selected_id,
               std::chrono::milliseconds live_wait)
-        : interactive_(interactive), live_wait_(live_wait) {
+        : interactive_(interactive), colour_(interactive && ctx.colour), live_wait_(live_wait) {
         if (ctx.all_hosts) {
             fleet_.emplace(ctx.local_socket);
             for (const auto& host : fleet_->hosts()) hosts_.push_back({host.name, {}, false, {}});
@@ -379,7 +373,7 @@ class dashboard {
         else
             add_header(lines, *hosts_[0].frame);
         lines.emplace_back();
-        const auto rows = table_lines();
+        const auto rows = table_lines(interactive_ ? size.columns : output_columns());
         // The table gets at most half the screen; the selected row stays visible.
         const std::size_t table_rows = std::max<std::size_t>(size.rows / 2, 3) - 1;
         std::size_t first = 0;
@@ -498,15 +492,6 @@ class dashboard {
             output_.select(hosts_[rows_[row_].host].name, rows_[row_].loop->id);
     }
 
-    static std::string describe_scheduler(const proto::scheduler_state& state) {
-        const auto& settings = state.settings;
-        std::string scheduler = settings.paused ? "paused"
-                                                : fmt::format("{} of {} running", state.running,
-                                                              settings.max_concurrent);
-        if (!settings.window.empty()) scheduler += fmt::format(", window {}", settings.window);
-        return scheduler;
-    }
-
     static std::string describe_storage_line(const proto::storage_status& storage) {
         return fmt::format("storage {} — {}", describe_storage(storage), storage.fix);
     }
@@ -551,22 +536,23 @@ class dashboard {
     }
 
     // The header line and one line per loop.
-    std::vector<std::string> table_lines() const {
+    // Coloured by state on a terminal that takes colours (not with NO_COLOR), in `columns`.
+    std::vector<std::string> table_lines(std::size_t columns) const {
         const bool with_host = fleet_.has_value();
         table t(with_host_column(with_host, {id_column(with_host),
-                                             {"NAME"},
+                                             {"NAME", false, table::fit::cut_end},
                                              {"STATE"},
                                              {"ITER", true},
                                              {"ELAPSED", true},
                                              {"TOKENS", true},
                                              {"COST", true},
-                                             {"WORKSPACE"}}));
+                                             {"WORKSPACE", false, table::fit::cut_start}}));
         const auto now = text::now_ms();
         for (const auto& r : rows_) {
             const proto::loop_info& loop = *r.loop;
             add_host_and_id(t, hosts_[r.host].name, loop.id);
             t.add(loop.spec.name);
-            t.add(std::string(proto::to_string(loop.state)));
+            t.add(proto::to_string(loop.state), state_colour(loop.state));
             const auto max = loop.spec.max_iterations;
             t.add_format("{}/{}", loop.iterations,
                          max == 0 ? std::string("∞") : std::to_string(max));
@@ -574,12 +560,12 @@ class dashboard {
                       ? "-"
                       : format_age((loop.finished_at != 0 ? loop.finished_at : now) -
                                    loop.started_at));
-            t.add(format_tokens(loop.usage.input_tokens + loop.usage.output_tokens));
+            t.add(format_count(loop.usage.input_tokens + loop.usage.output_tokens));
             t.add(loop.usage.cost_usd ? fmt::format("${:.4f}", *loop.usage.cost_usd) : "-");
             t.add(shorten_home(loop.spec.workspace));
         }
         fmt::memory_buffer out;
-        t.render(out, false);
+        t.render(out, colour_, columns);
         std::vector<std::string> lines;
         std::string_view text(out.data(), out.size());
         for (std::size_t start = 0, end; start < text.size(); start = end + 1) {
@@ -642,6 +628,7 @@ class dashboard {
     std::unique_ptr<connection> daemon_;     // one host
     std::optional<fleet<host_read>> fleet_;  // every host
     bool interactive_;
+    bool colour_;  // states coloured (a terminal, no NO_COLOR)
     std::chrono::milliseconds live_wait_;
     bool refreshed_ = false;
     std::vector<host_view> hosts_;  // one, or the fleet's in its order
@@ -714,7 +701,7 @@ void register_top_command(CLI::App& app, client_context& ctx) {
                     "another host's)")
         ->transform(loop_id(ctx));
     cmd->add_option("--interval", options->interval_s, "Seconds between refreshes")
-        ->check(CLI::Range(0.1, 3600.0))
+        ->check(number_between(0.1, 3600))
         ->capture_default_str();
     cmd->add_flag("--once", options->once,
                   "Print one frame and exit (also when stdin or stdout is not a terminal)");

@@ -75,6 +75,25 @@ class TopTest(DaemonTestCase):
         self.assertTerminalGivenBack(again)
         d.call("loop.cancel", {"id": second["id"]})
 
+    def test_states_are_coloured_unless_no_color_is_set(self):
+        d = self.daemon()
+        done = d.submit(d.workspace(), agent_command("count-to-complete.sh", 1), name="done")
+        d.wait_state(done["id"], "completed")
+        running = d.submit(d.workspace(), agent_command("sleep.sh", 60), name="runs")
+        d.wait_state(running["id"], "running")
+
+        # Cyan for running, green for completed. The harness sets NO_COLOR for every ralphctl:
+        # taken away, the states are coloured; with it, not.
+        for env, coloured in (({"NO_COLOR": None}, True), ({"NO_COLOR": "1"}, False)):
+            screen = Screen(d, "--interval", "0.2", env=env)
+            self.addCleanup(screen.close)
+            screen.wait_for("runs", "done", "q quit")
+            for sequence in (b"\x1b[36mrunning\x1b[0m", b"\x1b[32mcompleted\x1b[0m"):
+                self.assertEqual(sequence in screen.raw, coloured, (env, screen.raw))
+            screen.press(b"q")
+            self.assertEqual(screen.wait_exit(), 0)
+        d.call("loop.cancel", {"id": running["id"]})
+
     def test_a_daemon_that_goes_away_ends_top_with_exit_3_and_the_terminal_given_back(self):
         d = self.daemon()
         screen = self.screen(d, "--interval", "0.2")
