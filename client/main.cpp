@@ -2,6 +2,7 @@
 // (CLI11), runs it and turns every failure into a message on stderr and an exit code (SPEC §7):
 // 0 ok, 1 failure, 2 usage error, 3 daemon unreachable, 130 Ctrl-C.
 #include "client/cli.hpp"
+#include "client/hosts.hpp"
 #include "client/output.hpp"
 #include "common/paths.hpp"
 
@@ -30,10 +31,19 @@ int main(int argc, char** argv) {
 
     CLI::App app;
     try {
-        define_cli(app, ctx, command_word(argc, argv));
-        // $RALPH_HOST is the default; --socket or --host on the command line replaces it.
+        const std::string_view command = command_word(argc, argv);
+        // Not for what runs on behalf of another machine (dial-stdio) or at build time.
+        if (command != "dial-stdio" && command != "completion" && command != "man-page")
+            ctx.config = read_client_config(ralph::paths::default_client_config());
+        define_cli(app, ctx, command);
+        // $RALPH_HOST, else $RALPH_SOCKET, else ralphctl.conf's host is the default; --socket or
+        // --host on the command line replaces it. The configured `auto` is submit's only.
+        const std::string& configured = ctx.config.host;
         if (const char* host = std::getenv("RALPH_HOST"); host && *host)
-            ctx.socket = host_address(ctx, host, command_word(argc, argv));
+            ctx.socket = host_address(ctx, host, command);
+        else if (!configured.empty() && std::getenv("RALPH_SOCKET") == nullptr &&
+                 (configured != ralph::placement_host || command == "submit"))
+            ctx.socket = host_address(ctx, configured, command);
         // The chosen command runs inside parse(), from its callback, once all options are read.
         app.parse(argc, argv);
         return ctx.exit_code;

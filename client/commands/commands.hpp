@@ -3,6 +3,8 @@
 // in the context; failures are thrown as client_error and reported by main.
 #pragma once
 
+#include "client/config.hpp"
+
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
@@ -23,6 +25,7 @@ struct client_context {
     int exit_code = 0;         // set by the command that ran
     // --host auto: submit places its loop on the host with the most room (client/placement.hpp)
     bool place_anywhere = false;
+    client_config config;  // ralphctl.conf (client/config.hpp)
 };
 
 void register_submit_command(CLI::App& app, client_context& ctx);

@@ -20,6 +20,7 @@
 #include "client/fleet.hpp"
 #include "client/output.hpp"
 #include "client/placement.hpp"
+#include "common/text.hpp"
 #include "proto/errors.hpp"
 #include "proto/methods.hpp"
 #include "proto/types.hpp"
@@ -39,6 +40,8 @@ namespace {
 
 struct submit_options {
     proto::submit_params spec;
+    const CLI::Option* agent = nullptr;  // --agent, to know whether it was given
+    const CLI::Option* model = nullptr;
     std::vector<std::string> env;  // K=V
     std::string sandbox;  // --sandbox: "true"; --sandbox=offline: "offline"; "" = not given
     std::string pr;       // --pr: "true"; --pr=REMOTE: REMOTE; "" = not given
@@ -72,6 +75,43 @@ bool confirm_dirty(const std::string& changes) {
     std::string answer;
     std::getline(std::cin, answer);
     return answer == "y" || answer == "Y" || answer == "yes";
+}
+
+// The agent CLIs a loop runs on when the submit names none (no --agent, --command or
+// ralphctl.conf's agent): the first of these that ralphd finds on its PATH.
+const std::vector<std::string> preferred_agents{"claude",   "codex", "gemini",
+                                                "opencode", "aider", "kiro"};
+
+// Chooses the loop's agent when --agent was not given: `command` for --command, else
+// ralphctl.conf's (with its model), else the first preferred agent the ralphd at `address` finds.
+// Returns where the choice came from, for the submitted line ("" when there is nothing to say).
+std::string choose_agent(const std::string& address, submit_options& options,
+                         const client_config& config) {
+    auto& spec = options.spec;
+    if (options.agent->count() > 0 || !spec.command.empty()) {
+        if (spec.agent == config.agent && options.model->count() == 0) spec.model = config.model;
+        return {};
+    }
+    if (!config.agent.empty()) {
+        spec.agent = config.agent;
+        if (options.model->count() == 0) spec.model = config.model;
+        return "set in " + shorten_home(config.path.string());
+    }
+    const auto agents = connection(address).call<proto::method::agents_list>({}).agents;
+    for (const auto& preferred : preferred_agents) {
+        for (const auto& agent : agents) {
+            if (agent.name != preferred || agent.path.empty()) continue;
+            spec.agent = agent.name;
+            return "the first agent CLI ralphd finds on its PATH; choose one with --agent, or "
+                   "agent = NAME in ~/.config/ralph/ralphctl.conf";
+        }
+    }
+    throw client_error(
+        exit_code::usage,
+        fmt::format("no --agent given, and ralphd finds none of {} on its PATH",
+                    text::join_words(preferred_agents, ", ")),
+        "install one, or name the agent: --agent NAME (ralphctl agents lists them), or agent = "
+        "NAME in ~/.config/ralph/ralphctl.conf; --command 'PROGRAM {prompt}' runs any program");
 }
 
 // ralphd refused an agent: when one of those the submit names is not an agent of ralphd's at all
@@ -241,6 +281,9 @@ int run_submit(const client_context& ctx, submit_options& options) {
     spec.pr_remote = options.pr == "true" ? proto::default_pr_remote : options.pr;
 
     client_context target = ctx;  // the daemon that gets the loop
+    // With --host auto, the agent is chosen by what this machine's ralphd finds.
+    const std::string agent_chosen =
+        choose_agent(ctx.place_anywhere ? ctx.local_socket : ctx.socket, options, ctx.config);
     std::optional<placement> placed;
     if (ctx.place_anywhere) {
         placed = place(ctx, spec);
@@ -269,11 +312,15 @@ int run_submit(const client_context& ctx, submit_options& options) {
                    : std::to_string(loop.id);
         // With --follow, stdout is for the loop's output.
         fmt::print(
-            options.follow ? stderr : stdout, "submitted loop {}{} in {}{}\n", id,
+            options.follow ? stderr : stdout, "submitted loop {}{} in {}{}{}\n", id,
             loop.spec.name.empty() ? "" : fmt::format(" ({})", escape_controls(loop.spec.name)),
             escape_controls(loop.spec.workspace),
             branch.empty() ? ""
-                           : fmt::format(" (a new worktree, branch {})", escape_controls(branch)));
+                           : fmt::format(" (a new worktree, branch {})", escape_controls(branch)),
+            agent_chosen.empty()
+                ? ""
+                : fmt::format(" with {}{} ({})", loop.spec.agent,
+                              loop.spec.model.empty() ? "" : " " + loop.spec.model, agent_chosen));
         std::fflush(stdout);
     }
     if (!options.follow && !options.wait) return exit_code::ok;
@@ -309,6 +356,12 @@ CLI::Validator env_assignment() {
 void register_submit_command(CLI::App& app, client_context& ctx) {
     auto options = std::make_shared<submit_options>();
     auto& spec = options->spec;
+    // ralphctl.conf's limits are the options' defaults (--help shows them).
+    const client_config& config = ctx.config;
+    spec.max_iterations = config.max_iterations.value_or(spec.max_iterations);
+    spec.timeout_s = config.timeout_s.value_or(spec.timeout_s);
+    spec.max_cost_usd = config.max_cost_usd.value_or(spec.max_cost_usd);
+    spec.max_tokens = config.max_tokens.value_or(spec.max_tokens);
     auto* cmd = app.add_subcommand(
         "submit", "Submit a new loop (with --host auto: to the host with the most room)");
     // Sections of --help. (CLI11 also compares a new option's names with those of its own
@@ -325,14 +378,18 @@ void register_submit_command(CLI::App& app, client_context& ctx) {
                     "File holding the prompt, re-read at every iteration")
         ->check(on_this_machine(ctx, CLI::ExistingFile))
         ->excludes(prompt);
-    cmd->add_option("--agent", spec.agent,
-                    "claude, codex, opencode, gemini, aider, kiro, command (any program, see "
-                    "--command) or demo (the bundled demo agent)")
-        ->capture_default_str();
+    options->agent = cmd->add_option(
+        "--agent", spec.agent,
+        "claude, codex, opencode, gemini, aider, kiro, command (any program, see --command) or "
+        "demo (the bundled demo agent); default: command with --command, else agent in "
+        "ralphctl.conf, else the first of claude, codex, gemini, opencode, aider, kiro that "
+        "ralphd finds");
     cmd->add_option("--command", spec.command,
                     "Argv template for --agent command; {prompt} and {prompt_file} are "
                     "replaced, nothing goes through a shell");
-    cmd->add_option("--model", spec.model, "Model passed to the agent");
+    options->model = cmd->add_option(
+        "--model", spec.model,
+        "Model passed to the agent (default: model in ralphctl.conf, with its agent)");
     cmd->add_option("--fallback", spec.fallback,
                     "AGENT[:MODEL] an iteration runs on while a usage limit holds the agents "
                     "before it (repeatable, in order; back to --agent once its limit resets)")
