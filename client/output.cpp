@@ -350,6 +350,53 @@ std::string closest_word(std::string_view word, const std::vector<std::string>& 
     return best;
 }
 
+std::string format_until(std::int64_t at, std::int64_t now) {
+    if (at <= now) return "now";
+    const std::time_t at_s = at / 1000;
+    const std::time_t now_s = now / 1000;
+    std::tm when{};
+    std::tm today{};
+    ::localtime_r(&at_s, &when);
+    ::localtime_r(&now_s, &today);
+    char clock[32];
+    const std::int64_t left_s = (at - now + 999) / 1000;
+    // The day is said when it is not today: its name within the week, else its date.
+    const char* form = when.tm_yday == today.tm_yday && when.tm_year == today.tm_year ? "%H:%M"
+                       : left_s < 6 * 86400                                           ? "%a %H:%M"
+                                            : "%Y-%m-%d %H:%M";
+    std::strftime(clock, sizeof clock, form, &when);
+    std::string left;
+    if (left_s < 60)
+        left = fmt::format("{} s", left_s);
+    else if (left_s < 3600)
+        left = fmt::format("{} min", (left_s + 59) / 60);
+    else if (left_s < 48 * 3600)
+        left = fmt::format("{} h {:02} min", left_s / 3600, (left_s % 3600) / 60);
+    else
+        left = fmt::format("{} days", left_s / 86400);
+    return fmt::format("{} (in {})", clock, left);
+}
+
+std::string describe_wait(const proto::loop_info& loop, const queue_view* queue, std::int64_t now) {
+    if (loop.state == proto::loop_state::waiting) {
+        if (loop.resume_at == 0) return loop.stop_reason;
+        const std::string until = "until " + format_until(loop.resume_at, now);
+        return loop.stop_reason.empty() ? until : until + ": " + loop.stop_reason;
+    }
+    if (loop.state != proto::loop_state::queued) return {};
+    if (!loop.stop_reason.empty() || queue == nullptr) return loop.stop_reason;
+    const proto::scheduler_state& scheduler = queue->scheduler;
+    if (scheduler.settings.paused) return "the scheduler is paused (ralphctl scheduler resume)";
+    for (const auto& other : queue->loops)
+        if (other.state == proto::loop_state::running && other.id != loop.id &&
+            other.spec.workspace == loop.spec.workspace)
+            return fmt::format("waiting for loop {}, which runs in the same workspace", other.id);
+    if (scheduler.running >= scheduler.settings.max_concurrent)
+        return fmt::format("waiting for a free slot ({} of {} running)", scheduler.running,
+                           scheduler.settings.max_concurrent);
+    return {};
+}
+
 std::string format_age(std::int64_t ms) {
     std::int64_t s = std::max<std::int64_t>(ms, 0) / 1000;
     if (s < 60) return fmt::format("{}s", s);

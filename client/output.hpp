@@ -143,6 +143,21 @@ std::string format_local_time(std::int64_t epoch_ms);
 std::string format_count(std::int64_t count);
 // The known word closest to `word` (a typo of it: a few letters off, or its start), or "".
 std::string closest_word(std::string_view word, const std::vector<std::string>& known);
+// When `at` is, for people, in local time: "14:05 (in 42 min)", "Sat 09:00 (in 2 days)",
+// "2026-12-24 09:00 (in 26 days)"; "now" once it has passed.
+std::string format_until(std::int64_t at, std::int64_t now);
+// What a view knows of a daemon's queue, to say why a queued loop waits: its scheduler, and the
+// loops it lists (the running ones among them).
+struct queue_view {
+    const proto::scheduler_state& scheduler;
+    const std::vector<proto::loop_info>& loops;
+};
+// Why `loop` does not run now, and until when, time first: a waiting loop's "until 14:05 (in 42
+// min): waiting for the reset of the claude usage limit …" (its stop reason: which budget, whose
+// usage limit, the time window, a retry's backoff); a queued loop's stop reason, else with
+// `queue` the scheduler paused, a loop running in its workspace, or no free slot. "" for a loop
+// that runs, is paused or has ended, or is next to start. Not escaped.
+std::string describe_wait(const proto::loop_info& loop, const queue_view* queue, std::int64_t now);
 // Compact age for tables: "42s", "5m", "3h", "12d".
 std::string format_age(std::int64_t ms);
 // Seconds from the API (timeouts, delays) as "30m00s".

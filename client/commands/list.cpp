@@ -106,9 +106,11 @@ std::vector<proto::list_request> list_requests(const list_options& options) {
     return {request};
 }
 
-// The table; with `hosts` (--all-hosts: each loop's host, by index), a HOST column first.
+// The table; with `hosts` (--all-hosts: each loop's host, by index), a HOST column first. Under
+// it, a line per loop that waits, saying why and until when (describe_wait; with `queue`, the
+// one daemon's, the causes of queued loops too).
 void print_table(const client_context& ctx, const std::vector<proto::loop_info>& loops,
-                 const std::vector<std::string>& hosts = {}) {
+                 const queue_view* queue, const std::vector<std::string>& hosts = {}) {
     table rows(with_host_column(!hosts.empty(), {id_column(!hosts.empty()),
                                                  {"NAME", false, table::fit::cut_end},
                                                  {"STATE"},
@@ -132,6 +134,19 @@ void print_table(const client_context& ctx, const std::vector<proto::loop_info>&
     }
     fmt::memory_buffer out;
     rows.render(out, ctx.colour, output_columns());
+    std::vector<std::pair<std::string, std::string>> waits;
+    std::size_t id_width = 0;
+    for (std::size_t i = 0; i < loops.size(); ++i) {
+        std::string why = describe_wait(loops[i], queue, now);
+        if (why.empty()) continue;
+        std::string id =
+            hosts.empty() ? std::to_string(loops[i].id) : qualified_id(hosts[i], loops[i].id);
+        id_width = std::max(id_width, id.size());
+        waits.emplace_back(std::move(id), escape_controls(why));
+    }
+    if (!waits.empty()) out.push_back('\n');
+    for (const auto& [id, why] : waits)
+        fmt::format_to(std::back_inserter(out), "{:>{}}  {}\n", id, id_width, why);
     write_stdout(out);
 }
 
@@ -181,7 +196,7 @@ int run_list_all_hosts(const client_context& ctx, const list_options& options) {
         loops.push_back(*r.loop);
         names.push_back(*r.host);
     }
-    print_table(ctx, loops, names);
+    print_table(ctx, loops, nullptr, names);
     return hosts.exit_code();
 }
 
@@ -201,14 +216,17 @@ int run_list(const client_context& ctx, const list_options& options) {
         using field = proto::summary_field;
         request.fields = {field::id,         field::name,           field::state,
                           field::iterations, field::max_iterations, field::agent,
-                          field::created_at, field::workspace};
+                          field::created_at, field::workspace,      field::stop_reason,
+                          field::resume_at};
         if (!nlohmann::json::sax_parse(daemon.call_text<loop_list>(request), &reader))
             throw client_error(exit_code::failure, "ralphd sent a reply that is not valid JSON");
         if (reader.error) throw client_error(exit_code::failure, *reader.error);
     }
     std::stable_sort(reader.loops.begin(), reader.loops.end(),
                      [](const auto& a, const auto& b) { return a.id > b.id; });
-    print_table(ctx, reader.loops);
+    const proto::scheduler_state scheduler = daemon.call<proto::method::scheduler_get>({});
+    const queue_view queue{scheduler, reader.loops};
+    print_table(ctx, reader.loops, &queue);
     return exit_code::ok;
 }
 
@@ -240,6 +258,7 @@ int run_summary(const client_context& ctx, const std::string& help) {
         print_json({{"daemon", info}, {"scheduler", scheduler}, {"loops", loops}});
         return exit_code::ok;
     }
+    const queue_view queue{scheduler, loops};
     fmt::memory_buffer out;
     fmt::format_to(std::back_inserter(out), "ralph {} on {} · scheduler {} · {}\n\n",
                    escape_controls(info.version), escape_controls(info.host),
@@ -250,7 +269,7 @@ int run_summary(const client_context& ctx, const std::string& help) {
             "No loop yet: ralphctl submit \"…\" starts one (ralphctl init writes a "
             "PROMPT.md to start from).\n");
     else
-        print_table(ctx, loops);
+        print_table(ctx, loops, &queue);
     fmt::print("\nralphctl top: live view · list --all: every loop · --help: every command\n");
     return exit_code::ok;
 }

@@ -69,15 +69,19 @@ void append_time(fmt::memory_buffer& out, std::string_view key, std::int64_t at,
     append_field(out, key, fmt::format("{} ({})", format_local_time(at), relative));
 }
 
+// `why`: why it does not run now, and until when (describe_wait), or "".
 void append_loop(fmt::memory_buffer& out, const proto::loop_info& loop,
                  const proto::agent_info& agent, const std::vector<proto::attempt_info>& attempts,
-                 bool use_colour) {
+                 const std::string& why, bool use_colour) {
     const auto& spec = loop.spec;
     const std::int64_t now = text::now_ms();
     append_field(out, "id", fmt::format("{}", loop.id));
     if (!spec.name.empty()) append_field(out, "name", spec.name);
     append_field(out, "state", proto::to_string(loop.state), state_colour(loop.state), use_colour);
-    if (!loop.stop_reason.empty()) append_field(out, "stop reason", loop.stop_reason);
+    if (!why.empty())
+        append_field(out, "waits", why, colour::yellow, use_colour);
+    else if (!loop.stop_reason.empty())
+        append_field(out, "stop reason", loop.stop_reason);
     append_field(out, "workspace", spec.workspace);
     if (!spec.worktree_path.empty())
         append_field(
@@ -155,7 +159,6 @@ void append_loop(fmt::memory_buffer& out, const proto::loop_info& loop,
     append_time(out, "created", loop.created_at, now);
     append_time(out, "started", loop.started_at, now);
     append_time(out, "finished", loop.finished_at, now);
-    if (loop.state == proto::loop_state::waiting) append_time(out, "resumes", loop.resume_at, now);
     append_field(out, "output", fmt::format("{} bytes", loop.output_bytes));
 }
 
@@ -275,8 +278,20 @@ int run_show(const client_context& ctx, std::int64_t id, bool with_events) {
         print_json(std::move(doc));
         return exit_code::ok;
     }
+    // A queued loop's cause is the queue's: the scheduler and the loops that run.
+    std::string why;
+    if (loop.loop.state == proto::loop_state::queued) {
+        const auto scheduler = daemon.call<proto::method::scheduler_get>({});
+        proto::list_request running;
+        running.states = {proto::loop_state::running};
+        const auto loops = daemon.call<proto::method::loop_list>(running).loops;
+        const queue_view queue{scheduler, loops};
+        why = describe_wait(loop.loop, &queue, text::now_ms());
+    } else {
+        why = describe_wait(loop.loop, nullptr, text::now_ms());
+    }
     fmt::memory_buffer out;
-    append_loop(out, loop.loop, loop.agent, attempts, ctx.colour);
+    append_loop(out, loop.loop, loop.agent, attempts, why, ctx.colour);
     if (!attempts.empty()) {
         out.push_back('\n');
         append_attempts(out, attempts, ctx.colour);

@@ -98,7 +98,7 @@ struct output_query {
 // What an output_query read.
 struct output_read {
     output_query query;
-    proto::output_page page;
+    std::vector<proto::output_page> pages;  // a page per attempt, up to output_page_bytes
     bool attempt_read = false;  // the attempts changed: `last_attempt` is the new last one
     std::optional<proto::attempt_info> last_attempt;
     std::string error;  // why it could not be read (the loop was just removed by gc…)
@@ -150,8 +150,16 @@ class output_view {
                 start.max_bytes = 1;
                 request.offset = daemon.call<proto::method::loop_output>(start).offset;
             }
-            request.max_bytes = output_page_bytes;
-            read.page = daemon.call<proto::method::loop_output>(request);
+            // A page holds one attempt's bytes: read on to the end, or output_page_bytes.
+            std::int64_t budget = output_page_bytes;
+            do {
+                request.max_bytes = budget;
+                read.pages.push_back(daemon.call<proto::method::loop_output>(request));
+                const proto::output_page& page = read.pages.back();
+                budget -= page.next_offset - page.offset;
+                request.offset = page.next_offset;
+            } while (budget > 0 && read.pages.back().next_offset < read.pages.back().end_offset &&
+                     read.pages.back().next_offset > read.pages.back().offset);
             if (query.attempts != query.attempts_seen) {
                 auto all = daemon.call<proto::method::loop_iterations>({query.loop_id}).attempts;
                 read.attempt_read = true;
@@ -170,8 +178,9 @@ class output_view {
         const output_query& asked = read.query;
         if (asked.host != host_ || asked.loop_id != loop_id_ || asked.offset != offset_) return "";
         if (!read.error.empty()) return read.error;
-        const proto::output_page& page = read.page;
-        add_text(renderer_.render(page.data, page.format));
+        for (const proto::output_page& page : read.pages)
+            add_text(renderer_.render(page.data, page.format, proto::output_section(page.origin)));
+        const proto::output_page& page = read.pages.back();
         // Far behind (a flood): skip to the last page instead of reading everything.
         offset_ = page.end_offset - page.next_offset > output_page_bytes
                       ? page.end_offset - output_page_bytes
@@ -581,8 +590,14 @@ class dashboard {
         const auto& loop = *rows_[row_].loop;
         std::string title =
             fmt::format("── loop {} {}", loop_name(rows_[row_]), screen_text(loop.spec.name));
-        if (!loop.stop_reason.empty()) title += " · " + screen_text(loop.stop_reason);
-        if (loop.resume_at != 0) title += " · goes on at " + format_local_time(loop.resume_at);
+        // Why it does not run, and until when; else why it stopped.
+        const host_frame& frame = *hosts_[rows_[row_].host].frame;
+        const queue_view queue{frame.scheduler, frame.loops};
+        const std::string why = describe_wait(loop, &queue, text::now_ms());
+        if (!why.empty())
+            title += " · " + screen_text(why);
+        else if (!loop.stop_reason.empty())
+            title += " · " + screen_text(loop.stop_reason);
         lines.push_back(title + " ──");
         if (const auto& attempt = output_.last_attempt()) {
             std::string last = fmt::format("last attempt: iteration {} {}{}", attempt->iteration,

@@ -83,6 +83,43 @@ function elapsed(loop, now) {
   return (end - start) / 1000;
 }
 
+// When `ms` is, in local time: "14:05 (in 42 min)", "Sat 09:00 (in 2 days)"; "now" once passed.
+function fmtUntil(ms, now) {
+  if (ms <= now) return 'now';
+  const when = new Date(ms);
+  const today = new Date(now);
+  const left = Math.ceil((ms - now) / 1000);
+  const clock = when.toLocaleTimeString([], {hour: '2-digit', minute: '2-digit'});
+  const day = when.toDateString() === today.toDateString() ? ''
+    : left < 6 * 86400 ? when.toLocaleDateString([], {weekday: 'short'}) + ' '
+      : when.toLocaleDateString() + ' ';
+  const inText = left < 60 ? `${left} s`
+    : left < 3600 ? `${Math.ceil(left / 60)} min`
+      : left < 48 * 3600 ? `${Math.floor(left / 3600)} h ${String(Math.floor((left % 3600) / 60)).padStart(2, '0')} min`
+        : `${Math.floor(left / 86400)} days`;
+  return `${day}${clock} (in ${inText})`;
+}
+
+// Why a loop does not run now, and until when, time first (as ralphctl's describe_wait): a
+// waiting loop's stop reason and resume time; a queued loop's stop reason, else the scheduler
+// paused, a loop running in its workspace, no free slot. '' for any other loop.
+function describeWait(loop, scheduler, loops, now) {
+  if (loop.state === 'waiting') {
+    const at = parseTime(loop.resume_at);
+    if (at === null) return loop.stop_reason;
+    return `until ${fmtUntil(at, now)}` + (loop.stop_reason ? `: ${loop.stop_reason}` : '');
+  }
+  if (loop.state !== 'queued') return '';
+  if (loop.stop_reason || !scheduler) return loop.stop_reason;
+  if (scheduler.paused) return 'the scheduler is paused (ralphctl scheduler resume)';
+  const busy = loops.find((other) => other.state === 'running' && other.id !== loop.id &&
+                                     other.workspace === loop.workspace);
+  if (busy) return `waiting for loop ${busy.id}, which runs in the same workspace`;
+  if (scheduler.running >= scheduler.max_concurrent)
+    return `waiting for a free slot (${scheduler.running} of ${scheduler.max_concurrent} running)`;
+  return '';
+}
+
 function iterationText(loop) {
   return `${loop.iterations}/${loop.max_iterations > 0 ? loop.max_iterations : '∞'}`;
 }
@@ -252,6 +289,7 @@ function loopActions(loop, message) {
 async function loopsView() {
   const loops = new Map();  // id → summary, the latest known
   let host = '';
+  let scheduler = null;  // scheduler.get's, read again at every change (why queued loops wait)
   let shown = false;  // the table is on the page
   const message = el('div', {id: 'message'});
   const body = el('tbody');
@@ -259,13 +297,25 @@ async function loopsView() {
     if (method !== 'loop.changed') return;
     loops.set(params.id, params);
     if (shown) draw();
+    // Drawn again only when what a queued loop waits for changed.
+    const queueOf = (s) => s && `${s.paused} ${s.running} ${s.max_concurrent}`;
+    call('scheduler.get').then((got) => {
+      const changed = queueOf(got) !== queueOf(scheduler);
+      scheduler = got;
+      if (changed && shown) draw();
+    }).catch(() => {});
   }, connectionLost);
+
+  // Why the loop waits, and until when ('' for one that does not).
+  function why(loop, now) {
+    return describeWait(loop, scheduler, [...loops.values()], now);
+  }
 
   function row(loop, now) {
     return el('tr', {'data-id': loop.id, 'data-state': loop.state},
       el('td', {className: 'num'}, el('a', {href: '#/loop/' + loop.id}, loop.id)),
       el('td', {}, el('a', {href: '#/loop/' + loop.id}, loop.name)),
-      el('td', {}, stateBadge(loop)),
+      el('td', {}, stateBadge(loop), el('div', {className: 'why muted'}, why(loop, now))),
       el('td', {className: 'num'}, iterationText(loop)),
       el('td', {className: 'num elapsed'}, fmtDuration(elapsed(loop, now))),
       el('td', {className: 'num'}, fmtTokens((loop.input_tokens || 0) + (loop.output_tokens || 0))),
@@ -286,12 +336,14 @@ async function loopsView() {
   // Subscribe first, then list: no change can fall between the two.
   await session.call('events.subscribe');
   setLive(true);
-  const [info, active, ended] = await Promise.all([
+  const [info, active, ended, schedulerNow] = await Promise.all([
     call('daemon.info'),
     call('loop.list', {states: liveStates}),
     call('loop.list', {states: endedStates, limit: 50}),
+    call('scheduler.get'),
   ]);
   host = info.host;
+  scheduler = schedulerNow;
   document.getElementById('daemon').textContent = `${info.host} · ralphd ${info.version}`;
   for (const loop of [...active.loops, ...ended.loops])
     if (!loops.has(loop.id)) loops.set(loop.id, loop);
@@ -305,13 +357,16 @@ async function loopsView() {
                           ['workspace', 'wide'], ['host', 'wide'], ['']], body));
   shown = true;
   draw();
-  // The running loops' elapsed time moves on with the clock, not with the daemon.
+  // The running loops' elapsed time and the waiting ones' "in 42 min" move on with the clock,
+  // not with the daemon.
   const ticker = setInterval(() => {
     const now = Date.now();
     for (const tr of body.querySelectorAll('tr[data-state="running"]')) {
       const loop = loops.get(Number(tr.dataset.id));
       tr.querySelector('.elapsed').textContent = fmtDuration(elapsed(loop, now));
     }
+    for (const tr of body.querySelectorAll('tr[data-state="waiting"]'))
+      tr.querySelector('.why').textContent = why(loops.get(Number(tr.dataset.id)), now);
   }, 1000);
   return {leave: () => { clearInterval(ticker); session.close(); }};
 }
@@ -365,6 +420,7 @@ async function loopView(id) {
   const output = el('section', {id: 'output', 'data-offset': 0, 'data-final': 'false'});
   const decoder = new TextDecoder('utf-8');
   let loop = await call('loop.get', {id});
+  let queue = {scheduler: null, loops: []};  // a queued loop's: why it waits
   let refreshing = null;
 
   // Follows the end of a <pre> only while the reader is at its end.
@@ -399,8 +455,13 @@ async function loopView(id) {
   function refresh() {
     if (refreshing) return;
     refreshing = Promise.all([call('loop.get', {id}), call('loop.iterations', {id})])
-      .then(([got, iterations]) => {
+      .then(async ([got, iterations]) => {
         loop = got;
+        if (loop.state === 'queued') {
+          const [scheduler, running] = await Promise.all([
+            call('scheduler.get'), call('loop.list', {states: ['running']})]);
+          queue = {scheduler, loops: running.loops};
+        }
         drawLoop();
         drawAttempts(iterations.attempts);
       })
@@ -408,10 +469,18 @@ async function loopView(id) {
       .finally(() => { refreshing = null; });
   }
 
+  // Why it waits and until when, or why it stopped.
+  function reasonText(now) {
+    const why = describeWait(loop, queue.scheduler, queue.loops, now);
+    if (!why) return loop.stop_reason;
+    return 'Waits' + (why.startsWith('until ') ? ' ' : ': ') + why;
+  }
+
   function drawLoop() {
     head.replaceChildren(
       el('h1', {}, `Loop ${loop.id} · ${loop.name} `, stateBadge(loop)),
-      el('p', {id: 'stop-reason'}, loop.stop_reason),
+      el('p', {id: 'stop-reason', className: loop.state === 'waiting' || loop.state === 'queued' ? 'why' : null},
+        reasonText(Date.now())),
       el('div', {className: 'actions'}, loopActions(loop, message)));
     const limits = [
       ['agent', loop.agent + (loop.model ? ` (${loop.model})` : '')],
@@ -517,7 +586,12 @@ async function loopView(id) {
   setLive(true);
   refresh();
   if (location.hash.endsWith('?steer')) steerText.focus();
-  return {leave: () => session.close()};
+  // "in 42 min" moves on with the clock.
+  const ticker = setInterval(() => {
+    const reason = head.querySelector('#stop-reason');
+    if (reason && loop.state === 'waiting') reason.textContent = reasonText(Date.now());
+  }, 1000);
+  return {leave: () => { clearInterval(ticker); session.close(); }};
 }
 
 // ---- the morning report

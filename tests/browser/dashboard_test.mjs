@@ -2,7 +2,7 @@
 // tests/integration/test_dashboard.py, which runs ralphd on TCP and gives this script:
 //   RALPH_DASHBOARD   http://127.0.0.1:PORT        RALPH_TOKEN      the login token
 //   RALPH_CHROMIUM    the browser                  RALPHCTL, RALPH_SOCKET  the client
-//   RALPH_WORKSPACES  four clean git workspaces    RALPH_ARTIFACTS  where screenshots go
+//   RALPH_WORKSPACES  five clean git workspaces    RALPH_ARTIFACTS  where screenshots go
 //   RALPH_TEST_TIMEOUT_SCALE  stretches every wait (sanitizers)
 // Each step prints its name; the first failure saves failure.png and exits 1.
 import assert from 'node:assert/strict';
@@ -15,7 +15,7 @@ import puppeteer from 'puppeteer-core';
 const base = process.env.RALPH_DASHBOARD;
 const token = process.env.RALPH_TOKEN;
 const artifacts = process.env.RALPH_ARTIFACTS;
-const [liveWs, cancelWs, claudeWs, formWs] = process.env.RALPH_WORKSPACES.split(',');
+const [liveWs, cancelWs, claudeWs, formWs, waitWs] = process.env.RALPH_WORKSPACES.split(',');
 const scale = Number(process.env.RALPH_TEST_TIMEOUT_SCALE || '1');
 const timeout = 15000 * scale;
 
@@ -85,9 +85,17 @@ async function check(name, body) {
   await body();
 }
 
-// Clicks the element once it is there (views draw after their first reads).
+// Clicks the element once it is there (views draw after their first reads; a live change may
+// draw it again between the wait and the click: then the new one is clicked).
 async function click(selector) {
-  await (await page.waitForSelector(selector)).click();
+  for (let tries = 0; ; ++tries) {
+    try {
+      await (await page.waitForSelector(selector)).click();
+      return;
+    } catch (error) {
+      if (tries === 3 || !/detached/.test(error.message)) throw error;
+    }
+  }
 }
 
 async function shot(name) {
@@ -159,8 +167,12 @@ try {
     const rendered = await page.$eval('#output-rendered', (pre) => pre.textContent);
     assert.ok(rendered.includes('●'), 'no tool call rendered: ' + rendered.slice(0, 500));
     assert.ok(!rendered.includes('"type":'), 'JSON in the rendered view: ' + rendered.slice(0, 500));
+    // A line marks where each iteration begins, in the rendered view only.
+    assert.ok(rendered.includes('── iteration 1 ──\n') && rendered.indexOf('── iteration 2 ──\n') > rendered.indexOf('── iteration 1 ──'),
+      'no iteration lines: ' + rendered.slice(0, 500));
     const raw = await page.$eval('#output-raw', (pre) => pre.textContent);
     assert.ok(raw.includes('"type":"assistant"'), raw.slice(0, 300));
+    assert.ok(!raw.includes('── iteration'), 'the raw view is the bytes');
     await page.waitForFunction(() => document.querySelectorAll('#attempts tbody tr').length === 2);
     const limits = await page.$eval('#limits', (dl) => dl.textContent);
     assert.match(limits, /iterations2\/30 \(at least 1\)/);
@@ -173,6 +185,19 @@ try {
     assert.ok(diff.includes('+run 2') && !diff.includes('+run 1'), diff);
     assert.equal(await page.$$eval('#diff pre.diff span.add', (lines) => lines.length) > 0, true);
     await shot('loop-desktop.png');
+  });
+
+  await check('a waiting loop says why and until when, on the loops page and on its own', async () => {
+    const id = submit('--workspace', waitWs, '--name', 'budgeted', '--iterations-per-hour', '1', '-m', '3',
+      '--delay', '0', '--command', '/bin/echo one step');
+    await waitForState(id, 'waiting');
+    const why = new RegExp(`^until .+ \\(in (59 min|60 min|1 h 00 min)\\): waiting for the loop ${id}'s budget iterations per hour used up \\(1 of 1\\)$`);
+    await page.goto(`${base}/#/`);
+    await page.waitForSelector(`#loops tr[data-id="${id}"][data-state="waiting"]`);
+    assert.match(await page.$eval(`#loops tr[data-id="${id}"] .why`, (e) => e.textContent), why);
+    await page.goto(`${base}/#/loop/${id}`);
+    await page.waitForFunction(() => document.querySelector('#stop-reason')?.textContent.startsWith('Waits until'));
+    assert.match((await page.$eval('#stop-reason', (p) => p.textContent)).replace(/^Waits /, ''), why);
   });
 
   await check('pause, resume, steer; cancel from the page ends the agent\'s process group', async () => {

@@ -45,7 +45,7 @@ class DashboardTest(DaemonTestCase):
             "RALPH_DASHBOARD": "http://127.0.0.1:%d" % port,
             "RALPH_TOKEN": token,
             "RALPH_CHROMIUM": CHROMIUM,
-            "RALPH_WORKSPACES": ",".join(make_workspace(root, "ws%d" % i) for i in range(4)),
+            "RALPH_WORKSPACES": ",".join(make_workspace(root, "ws%d" % i) for i in range(5)),
             "RALPH_ARTIFACTS": artifacts,
             "RALPH_TEST_TIMEOUT_SCALE": str(scaled(1)),
         })

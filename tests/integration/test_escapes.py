@@ -2,7 +2,7 @@
 feedback, the version it prints), a peer (a hold's reason and origin) and so a loop's stop reason
 reaches the terminal with its control characters escaped — "\\x1b", "\\x07", "\\n" shown as
 text — in every command that prints it: show, list, top, budget, report, agents, tail's rendered
-view. `--json` and `tail --raw` give the bytes as they are."""
+view and tail -f's waiting line. `--json` and `tail --raw` give the bytes as they are."""
 
 import json
 import os
@@ -82,10 +82,13 @@ class EscapesTest(DaemonTestCase):
         budget = d.ctl("budget").stdout
         self.assertEscaped("budget", budget, "usage limit\\nreached " + SHOWN)
         self.assertNotIn("usage limit\nreached", budget, "the reason's newline is shown as \\n")
-        for args in (("show", loop["id"]), ("top", "--once"), ("report",)):
+        for args in (("show", loop["id"]), ("list",), ("top", "--once"), ("report",)):
             out = d.ctl(*args).stdout
             self.assertEscaped(" ".join(map(str, args)), out, "usage limit\\nreached")
             self.assertNotIn("usage limit\nreached", out)
+        # tail -f says why the loop waits, on stderr, escaped too.
+        line = d.ctl_first_stderr_line("tail", "-f", loop["id"])
+        self.assertEscaped("tail -f's waiting line", line, "usage limit\\nreached " + SHOWN)
 
 
 if __name__ == "__main__":
