@@ -3,7 +3,7 @@
 // that have: iteration X/max, elapsed, tokens, cost), and for the selected loop (ID, else the
 // first running one) its last attempt (summary, diff stats) and the end of its output, rendered
 // like `tail` renders it.
-// Keys: ↑/↓ or k/j select, c cancel, p pause, r resume, q or Ctrl-C quit.
+// Keys: ↑/↓ or k/j select, c cancel (y confirms), p pause, r resume, q or Ctrl-C quit.
 //
 // It polls, like top(1): every interval (default 1 s) it asks ralphd for the scheduler, the loop
 // list and the selected loop's new output (from the offset it has read up to), and redraws the
@@ -325,6 +325,32 @@ class dashboard {
         if (rows_.empty()) return;
         const auto last = std::int64_t(rows_.size()) - 1;
         select_row(std::size_t(std::clamp<std::int64_t>(std::int64_t(row_) + delta, 0, last)));
+    }
+
+    // `c`: cancel asks first (it stops the agent, and cannot be undone): the status line asks,
+    // and the next key answers (answer_cancel).
+    void ask_cancel() {
+        if (rows_.empty()) return;
+        const row& selected = rows_[row_];
+        cancel_asked_ = {hosts_[selected.host].name, selected.loop->id};
+        status_ = fmt::format(
+            "cancel loop {} ({})? y: cancel it (its agent is stopped), any other "
+            "key: keep it",
+            loop_name(selected), proto::to_string(selected.loop->state));
+    }
+
+    // The key after ask_cancel: `y` cancels the loop asked about, any other keeps it. False when
+    // nothing was asked (the key is for something else).
+    bool answer_cancel(char key) {
+        if (!cancel_asked_) return false;
+        const auto asked = *std::exchange(cancel_asked_, std::nullopt);
+        const bool still_selected = !rows_.empty() && rows_[row_].loop->id == asked.second &&
+                                    hosts_[rows_[row_].host].name == asked.first;
+        if ((key == 'y' || key == 'Y') && still_selected)
+            control<proto::method::loop_cancel>("cancel");
+        else
+            status_ = fmt::format("loop {} not cancelled", asked.second);
+        return true;
     }
 
     // cancel / pause / resume (Method: loop_cancel, loop_pause, loop_resume) of the selected
@@ -652,6 +678,8 @@ class dashboard {
     output_view output_;
     std::vector<std::pair<std::size_t, loop_action>>
         actions_;  // hosts_'s index, for the next refresh
+    // The loop (host name, id) whose cancel waits for a `y`.
+    std::optional<std::pair<std::string, std::int64_t>> cancel_asked_;
     std::string status_;
 };
 
@@ -661,9 +689,10 @@ bool handle_keys(dashboard& board, const std::vector<terminal::key>& keys) {
     for (const terminal::key& key : keys) {
         const char c = key.what == kind::character ? key.character : 0;
         if (c == 'q' || c == 'Q' || c == 0x03) return false;
+        if (board.answer_cancel(c)) continue;
         if (key.what == kind::up || c == 'k') board.move_selection(-1);
         if (key.what == kind::down || c == 'j') board.move_selection(1);
-        if (c == 'c') board.control<proto::method::loop_cancel>("cancel");
+        if (c == 'c') board.ask_cancel();
         if (c == 'p') board.control<proto::method::loop_pause>("pause");
         if (c == 'r') board.control<proto::method::loop_resume>("resume");
     }

@@ -39,8 +39,16 @@ class TopTest(DaemonTestCase):
         self.assertRegex(shown, r"%d\s+second-loop\s+queued\s+0/10" % second["id"])
         self.assertIn("── loop %d first-loop" % first["id"], shown)
 
-        # c cancels the selected loop: its agent is ended, and the second loop gets to run.
+        # c asks first; any key but y keeps the loop running.
         screen.press(b"c")
+        screen.wait_for("cancel loop %d (running)? y: cancel it" % first["id"])
+        screen.press(b"n")
+        screen.wait_for("loop %d not cancelled" % first["id"])
+        self.assertEqual(d.get(first["id"])["state"], "running")
+        # c, then y, cancels it: its agent is ended, and the second loop gets to run.
+        screen.press(b"c")
+        screen.wait_for("cancel loop %d (running)?" % first["id"])
+        screen.press(b"y")
         screen.wait_for("cancel loop %d: now" % first["id"])
         d.wait_state(first["id"], ["cancelled"])
         d.wait_output_contains(second["id"], b"iteration 2 of 5 started")
