@@ -26,6 +26,7 @@
 
 #include "client/connection.hpp"
 #include "client/fleet.hpp"
+#include "client/loop_output_view.hpp"
 #include "client/output.hpp"
 #include "client/terminal.hpp"
 #include "common/agent_stream.hpp"
@@ -38,7 +39,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <deque>
 #include <functional>
 #include <iterator>
 #include <memory>
@@ -56,11 +56,6 @@ struct top_options {
 
 // The loops that have ended shown below the others.
 constexpr std::int64_t ended_rows = 20;
-// Output lines kept for the selected loop (more than any screen shows).
-constexpr std::size_t kept_output_lines = 500;
-// Bytes of new output read per refresh; a loop that writes faster is shown from its end.
-constexpr std::int64_t output_page_bytes = 256 << 10;
-
 // The summary fields the rows show.
 using field = proto::summary_field;
 const std::vector<field> row_fields{field::id,          field::name,           field::state,
@@ -68,151 +63,6 @@ const std::vector<field> row_fields{field::id,          field::name,           f
                                     field::finished_at, field::input_tokens,   field::output_tokens,
                                     field::cost_usd,    field::attempts,       field::workspace,
                                     field::stop_reason, field::resume_at};
-
-// A line for the screen: tabs as spaces, every other control character escaped
-// (escape_controls): what a loop, an agent or a host wrote moves no cursor.
-std::string screen_text(std::string_view line) {
-    std::string expanded;
-    expanded.reserve(line.size());
-    for (const char c : line) {
-        if (c == '\t')
-            expanded.append("    ");
-        else
-            expanded.push_back(c);
-    }
-    return escape_controls(expanded);
-}
-
-// What top reads of the selected loop at a refresh, on its host's connection: its new output and,
-// when its attempt count changed, its last attempt.
-struct output_query {
-    std::string host;  // "" with one host
-    std::int64_t loop_id = 0;
-    // Where its output is read from; none: `screen_lines` lines before the end.
-    std::optional<std::int64_t> offset;
-    std::size_t screen_lines = 0;
-    std::int64_t attempts_seen = -1;  // the attempt count at which its last attempt was read
-    std::int64_t attempts = -1;       // its attempt count now: read the last again if it differs
-};
-
-// What an output_query read.
-struct output_read {
-    output_query query;
-    std::vector<proto::output_page> pages;  // a page per attempt, up to output_page_bytes
-    bool attempt_read = false;  // the attempts changed: `last_attempt` is the new last one
-    std::optional<proto::attempt_info> last_attempt;
-    std::string error;  // why it could not be read (the loop was just removed by gc…)
-};
-
-// The end of the selected loop's output, as lines, read incrementally. Reading runs on a host's
-// question (a thread of a fleet) and touches no view: query() says what to read, read() reads it,
-// apply() takes it.
-class output_view {
-  public:
-    // Loop `id` of `host` ("" with one host).
-    void select(const std::string& host, std::int64_t id) {
-        if (id == loop_id_ && host == host_) return;
-        host_ = host;
-        loop_id_ = id;
-        offset_.reset();
-        lines_.clear();
-        partial_.clear();
-        renderer_ = agent_stream::output_renderer();
-        attempts_seen_ = -1;
-        last_attempt_.reset();
-    }
-
-    std::int64_t loop_id() const { return loop_id_; }
-    const std::string& host() const { return host_; }
-    const std::deque<std::string>& lines() const { return lines_; }
-    const std::string& partial() const { return partial_; }
-    const std::optional<proto::attempt_info>& last_attempt() const { return last_attempt_; }
-
-    // What the loop wrote since the last read; the first read starts `screen_lines` lines before
-    // the end. Its attempt count is set by whoever knows it (the rows).
-    output_query query(std::size_t screen_lines) const {
-        return {host_, loop_id_, offset_, screen_lines, attempts_seen_, attempts_seen_};
-    }
-
-    // Reads `query` on `daemon`. A client_error other than a lost daemon is the read's `error`.
-    static output_read read(connection& daemon, const output_query& query) {
-        output_read read{query, {}, false, {}, {}};
-        try {
-            proto::output_request request;
-            request.id = query.loop_id;
-            request.offset = query.offset;
-            if (!request.offset) {
-                // A structured stream needs whole lines from their start: begin at a line
-                // boundary, a few screens back (a JSON line may render as nothing).
-                proto::output_request start;
-                start.id = query.loop_id;
-                start.last_lines = std::int64_t(query.screen_lines * 4);
-                start.max_bytes = 1;
-                request.offset = daemon.call<proto::method::loop_output>(start).offset;
-            }
-            // A page holds one attempt's bytes: read on to the end, or output_page_bytes.
-            std::int64_t budget = output_page_bytes;
-            do {
-                request.max_bytes = budget;
-                read.pages.push_back(daemon.call<proto::method::loop_output>(request));
-                const proto::output_page& page = read.pages.back();
-                budget -= page.next_offset - page.offset;
-                request.offset = page.next_offset;
-            } while (budget > 0 && read.pages.back().next_offset < read.pages.back().end_offset &&
-                     read.pages.back().next_offset > read.pages.back().offset);
-            if (query.attempts != query.attempts_seen) {
-                auto all = daemon.call<proto::method::loop_iterations>({query.loop_id}).attempts;
-                read.attempt_read = true;
-                if (!all.empty()) read.last_attempt = std::move(all.back());
-            }
-        } catch (const client_error& e) {
-            if (e.code() == exit_code::unreachable) throw;
-            read.error = e.what();
-        }
-        return read;
-    }
-
-    // Takes what `read` read, unless the selection or the offset moved since it was asked;
-    // returns why it could not be read ("" when it was, or is of no use now).
-    std::string apply(const output_read& read) {
-        const output_query& asked = read.query;
-        if (asked.host != host_ || asked.loop_id != loop_id_ || asked.offset != offset_) return "";
-        if (!read.error.empty()) return read.error;
-        for (const proto::output_page& page : read.pages)
-            add_text(renderer_.render(page.data, page.format, proto::output_section(page.origin)));
-        const proto::output_page& page = read.pages.back();
-        // Far behind (a flood): skip to the last page instead of reading everything.
-        offset_ = page.end_offset - page.next_offset > output_page_bytes
-                      ? page.end_offset - output_page_bytes
-                      : page.next_offset;
-        if (read.attempt_read) {
-            attempts_seen_ = asked.attempts;
-            last_attempt_ = read.last_attempt;
-        }
-        return "";
-    }
-
-  private:
-    void add_text(std::string_view bytes) {
-        partial_.append(bytes);
-        std::size_t start = 0;
-        for (std::size_t end; (end = partial_.find('\n', start)) != std::string::npos;
-             start = end + 1) {
-            lines_.push_back(screen_text(std::string_view(partial_).substr(start, end - start)));
-            if (lines_.size() > kept_output_lines) lines_.pop_front();
-        }
-        partial_.erase(0, start);
-    }
-
-    std::string host_;
-    std::int64_t loop_id_ = 0;
-    std::optional<std::int64_t> offset_;
-    std::deque<std::string> lines_;
-    std::string partial_;
-    agent_stream::output_renderer renderer_;
-    std::int64_t attempts_seen_ = -1;
-    std::optional<proto::attempt_info> last_attempt_;
-};
 
 // What top shows of one host: its daemon and scheduler (the header) and its loops (the rows).
 struct host_frame {
