@@ -22,9 +22,9 @@ class JudgeTestCase(AgentTestCase):
         super().setUp()
         require_bubblewrap()
 
-    def judge_daemon(self):
+    def judge_daemon(self, *extra_args):
         # Outside /tmp, which is empty under bubblewrap: the fake agents are under the root.
-        d = self.new_daemon_unstarted(parent="/var/tmp")
+        d = self.new_daemon_unstarted(parent="/var/tmp", extra_args=extra_args)
         d.env["PATH"] = fake_agent_bin(d.root) + ":" + d.env["PATH"]
         d.start()
         os.makedirs(os.path.join(d.home, ".claude"), exist_ok=True)
@@ -168,6 +168,55 @@ class VerdictTest(JudgeTestCase):
         use = [u for u in d.call("budget.get", {})["use"] if u["name"] == "tokens_per_day"][0]
         self.assertEqual(use["used"], 600)
         d.call("loop.cancel", {"id": loop["id"]})
+
+
+class HeldJudgeTest(JudgeTestCase):
+    """A finished work attempt whose judge cannot run yet (its agent held by a usage limit,
+    the loop paused, ralphd killed) waits for its judge: the work is never run, nor billed,
+    again (issue 38)."""
+
+    def test_a_judge_held_by_a_usage_limit_runs_again_and_the_work_does_not(self):
+        d = self.judge_daemon("--rate-limit-margin", "0.5")
+        loop, worker_runs, judge_runs = self.submit_judged(
+            d, ["rate-limit", "rate-limit", "judge-accept"])
+        final = self.wait_end(d, loop, "completed")
+        self.assertEqual(self.kinds(d, loop["id"]),
+                         [(1, "work", "", ""), (1, "judge", "", "rate_limit"),
+                          (1, "judge", "", "rate_limit"), (1, "judge", "accept", "")])
+        self.assertEqual(len(worker_runs()), 1, "the finished work ran again")
+        self.assertEqual(len(judge_runs()), 3)
+        self.assertEqual(final["iterations"], 1)
+        self.assertEqual(final["stop_reason"],
+                         "judge claude accepted the completion claimed in iteration 1")
+
+    def test_a_claim_waiting_for_its_held_judge_survives_a_kill_of_ralphd(self):
+        # The judge's hold outlasts the kill: the next ralphd finds the claim in the record and
+        # waits for the judge, not for another run of the work.
+        d = self.judge_daemon("--rate-limit-margin", "2")
+        loop, worker_runs, judge_runs = self.submit_judged(d, ["rate-limit", "judge-accept"])
+        waiting = d.wait_state(loop["id"], ("waiting",), timeout=60)
+        self.assertIn("usage limit", waiting["stop_reason"])
+        d.kill9()
+        d.restart()
+        self.wait_end(d, loop, "completed")
+        self.assertEqual(self.kinds(d, loop["id"]),
+                         [(1, "work", "", ""), (1, "judge", "", "rate_limit"),
+                          (1, "judge", "accept", "")])
+        self.assertEqual(len(worker_runs()), 1, "the finished work ran again")
+
+    def test_a_judge_interrupted_by_a_pause_judges_the_same_claim_after_the_resume(self):
+        d = self.judge_daemon()
+        loop, worker_runs, judge_runs = self.submit_judged(
+            d, ["judge-slow", "judge-accept"], "--env", "FAKE_JUDGE_SLEEP=30")
+        self.wait_judge_started(judge_runs)
+        d.ctl("pause", loop["id"])
+        d.wait_state(loop["id"], ("paused",), timeout=30)
+        d.ctl("resume", loop["id"])
+        self.wait_end(d, loop, "completed")
+        self.assertEqual([(k[1], k[2]) for k in self.kinds(d, loop["id"])],
+                         [("work", ""), ("judge", ""), ("judge", "accept")])
+        self.assertEqual(len(worker_runs()), 1, "the finished work ran again")
+        self.assertEqual(d.get(loop["id"])["iterations"], 1)
 
 
 class AdoptionTest(JudgeTestCase):
