@@ -164,7 +164,8 @@ awaitable<attempt_outcome> attempt_run::run(const proto::loop_info& loop, std::i
     attempt_plan plan;
     try {
         setting_ = co_await set_up_attempt(ctx_, loop, attempt.kind, iteration, attempt_number);
-        const attempt_inputs inputs = read_attempt_inputs(ctx_, loop, iteration, setting_.env, claim);
+        const attempt_inputs inputs =
+            read_attempt_inputs(ctx_, loop, iteration, setting_.env, claim);
         plan = co_await off_thread(ctx_.blocking, [&] {
             return prepare_attempt(ctx_, loop, attempt, setting_, inputs, refusals_);
         });
@@ -231,8 +232,8 @@ awaitable<attempt_outcome> attempt_run::adopt(const proto::loop_info& its_loop,
     // What the attempt's --verify needs: the sandbox it runs in, as the agent's (a judge runs
     // none).
     if (!judging)
-        setting_ = co_await set_up_attempt(ctx_, loop, attempt.kind, attempt.iteration,
-                                           attempt.attempt);
+        setting_ =
+            co_await set_up_attempt(ctx_, loop, attempt.kind, attempt.iteration, attempt.attempt);
     attempt_process process(ctx_.io, dir, ctx_.output.file_of(loop_id_), started);
     // The parser reads the attempt's whole output again (it only was in the earlier ralphd's
     // memory); the prompt file is still this attempt's.
@@ -405,9 +406,8 @@ awaitable<std::shared_ptr<workspace::snapshot>> attempt_run::assess(
     record_changes(attempt, before, found);
     if (spec.commit && attempt.progress.value_or(true) && found.after.is_git) {
         const std::filesystem::path workspace_dir = spec.workspace;
-        const std::string message = fmt::format("ralph: loop {} ({}), iteration {}\n\n{}",
-                                                loop_id_, spec.name, attempt.iteration,
-                                                attempt.summary);
+        const std::string message = fmt::format("ralph: loop {} ({}), iteration {}\n\n{}", loop_id_,
+                                                spec.name, attempt.iteration, attempt.summary);
         std::string error;
         std::string head = co_await off_thread(
             ctx_.blocking, [&] { return workspace::commit_all(workspace_dir, message, error); });
@@ -422,9 +422,9 @@ awaitable<std::shared_ptr<workspace::snapshot>> attempt_run::assess(
         !spec.verify_command.empty() && !co_await verify(loop, attempt)) {
         spdlog::info("loop {}: {} not accepted: --verify exited {}", loop_id_,
                      attempt.completion_rule, attempt.verify_exit.value_or(-1));
-        const std::string why = fmt::format("--verify exited {}: {}",
-                                            attempt.verify_exit.value_or(-1),
-                                            last_line(attempt.verify_output));
+        const std::string why =
+            fmt::format("--verify exited {}: {}", attempt.verify_exit.value_or(-1),
+                        last_line(attempt.verify_output));
         ctx_.notices.add(
             rejection_notification(ctx_.db.get_loop(loop_id_), attempt.iteration, why, now),
             spec.notify);
@@ -448,9 +448,14 @@ awaitable<bool> attempt_run::verify(const proto::loop_info& loop, proto::attempt
         request.argv = text::split_command_words(loop.spec.verify_command);
         if (request.argv.empty()) throw std::invalid_argument("empty command");
         // In the attempt's sandbox: the agent may have rewritten the check's program.
-        if (loop.spec.sandbox)
-            request.argv =
-                sandbox::wrap(setting_.bwrap, setting_.view, loop.spec.workspace, request.argv);
+        if (loop.spec.sandbox) {
+            sandbox::layout view = setting_.view;
+            for (auto& path : sandbox::program_paths(
+                     resolve_program(request.argv[0], request.env, loop.spec.workspace),
+                     view.hidden))
+                view.read_only.push_back(std::move(path));
+            request.argv = sandbox::wrap(setting_.bwrap, view, loop.spec.workspace, request.argv);
+        }
         process = co_await off_thread(ctx_.blocking, [&] { return ctx_.reaper.spawn(request); });
     } catch (const std::exception& e) {
         attempt.verify_exit = 127;

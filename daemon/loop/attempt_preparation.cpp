@@ -48,8 +48,8 @@ std::string write_state_file(const proto::loop_info& loop, std::int64_t iteratio
 }
 
 // The judge's prompt; makes the throw-away checkout it runs in unless it is sandboxed.
-std::string prepare_judge(runner_context& ctx, const proto::loop_info& loop,
-                          std::int64_t iteration, const attempt_inputs& inputs, bool sandboxed) {
+std::string prepare_judge(runner_context& ctx, const proto::loop_info& loop, std::int64_t iteration,
+                          const attempt_inputs& inputs, bool sandboxed) {
     const std::filesystem::path workspace_dir = loop.spec.workspace;
     judge_inputs judged;
     judged.iteration = iteration;
@@ -78,8 +78,8 @@ std::string prepare_judge(runner_context& ctx, const proto::loop_info& loop,
             judged.diff_unavailable = "(Nothing changed since the loop started.)";
     }
     if (!sandboxed) {
-        const std::string error = workspace::check_out_snapshot(
-            workspace_dir, now, ctx.state.judge_checkout_of(loop.id));
+        const std::string error =
+            workspace::check_out_snapshot(workspace_dir, now, ctx.state.judge_checkout_of(loop.id));
         if (!error.empty()) throw std::runtime_error(error);
     }
     return build_judge_prompt(loop, judged);
@@ -108,8 +108,8 @@ awaitable<attempt_setting> set_up_attempt(runner_context& ctx, const proto::loop
         // Nothing of the workspace (nor of its worktree, under the hidden state directory) is
         // writable: only the judge's TMPDIR and its own config and cache paths.
         setting.bwrap = paths::find_executable("bwrap", search_path_of(setting.env)).string();
-        view.writable =
-            sandbox::writable_paths({}, {}, setting.tmpdir, setting.env, adapter.home_state_paths());
+        view.writable = sandbox::writable_paths({}, {}, setting.tmpdir, setting.env,
+                                                adapter.home_state_paths());
         view.read_only = {loop.spec.workspace, ctx.state.prompt_of(loop.id)};
         if (!loop.spec.worktree_path.empty()) view.read_only.push_back(loop.spec.worktree_path);
         view.hidden = ctx.sandbox_hidden(loop.id);
@@ -189,10 +189,18 @@ attempt_plan prepare_attempt(runner_context& ctx, const proto::loop_info& loop,
     overwrite_file(ctx.state.prompt_dir(), state_dir::prompt_file_name(loop.id), plan.prompt);
     invocation inv = adapter.invoke({loop.spec, inputs.program, plan.prompt, prompt_file});
     // A judge without bwrap runs in its throw-away checkout.
-    const std::string cwd = judging && !sandboxed ? ctx.state.judge_checkout_of(loop.id).string()
-                                                  : loop.spec.workspace;
-    if (sandboxed) inv.argv = sandbox::wrap(setting.bwrap, setting.view, cwd, inv.argv);
+    const std::string cwd =
+        judging && !sandboxed ? ctx.state.judge_checkout_of(loop.id).string() : loop.spec.workspace;
     if (inv.argv.empty()) throw std::system_error(EINVAL, std::generic_category(), "empty command");
+    if (sandboxed) {
+        // The program as the sandbox will find it on the same PATH: shown when its private /tmp
+        // would hide it, refused when it lies in what the sandbox hides.
+        sandbox::layout view = setting.view;
+        for (auto& path : sandbox::program_paths(
+                 resolve_program(inv.argv[0], setting.env, loop.spec.workspace), view.hidden))
+            view.read_only.push_back(std::move(path));
+        inv.argv = sandbox::wrap(setting.bwrap, view, cwd, inv.argv);
+    }
     shim::spec& agent = plan.agent;
     agent.program = resolve_program(inv.argv[0], setting.env, loop.spec.workspace);
     agent.argv = std::move(inv.argv);

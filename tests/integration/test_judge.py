@@ -8,9 +8,13 @@ checked."""
 
 import json
 import os
+import shlex
+import shutil
+import tempfile
 import time
 
-from harness import fake_agent_bin, main, require_bubblewrap, wait_until, write_text
+from harness import (agent_command, fake_agent_bin, main, require_bubblewrap, wait_until,
+                     write_text)
 from test_agents import AgentTestCase, iteration_script
 
 REASONS = "The greeting test fails: greet prints nothing for two names."
@@ -23,8 +27,9 @@ class JudgeTestCase(AgentTestCase):
         require_bubblewrap()
 
     def judge_daemon(self, *extra_args):
-        # Outside /tmp, which is empty under bubblewrap: the fake agents are under the root.
-        d = self.new_daemon_unstarted(parent="/var/tmp", extra_args=extra_args)
+        # In /tmp, which is empty under bubblewrap but for the programs it runs: the fake agents
+        # are under the root.
+        d = self.new_daemon_unstarted(extra_args=extra_args)
         d.env["PATH"] = fake_agent_bin(d.root) + ":" + d.env["PATH"]
         d.start()
         os.makedirs(os.path.join(d.home, ".claude"), exist_ok=True)
@@ -217,6 +222,51 @@ class HeldJudgeTest(JudgeTestCase):
                          [("work", ""), ("judge", ""), ("judge", "accept")])
         self.assertEqual(len(worker_runs()), 1, "the finished work ran again")
         self.assertEqual(d.get(loop["id"])["iterations"], 1)
+
+
+class JudgeProgramTest(JudgeTestCase):
+    """A judge program of the user's own (--judge command) runs in the judge's sandbox wherever
+    the user keeps it, /tmp included; one in a place the sandbox hides is refused with why
+    (issue 38)."""
+
+    JUDGE = ("#!/bin/sh\ncat > /dev/null\necho 'Checked.'\n"
+             "echo '<ralph_verdict>ACCEPT</ralph_verdict>'\n")
+
+    def judge_program(self, directory):
+        os.makedirs(directory, exist_ok=True)
+        program = os.path.join(directory, "my judge.sh")
+        write_text(program, self.JUDGE)
+        os.chmod(program, 0o755)
+        return program
+
+    def test_a_judge_program_in_tmp_runs_in_its_sandbox(self):
+        d = self.judge_daemon()
+        directory = tempfile.mkdtemp(prefix="judge-", dir="/tmp")
+        self.addCleanup(shutil.rmtree, directory, True)
+        program = self.judge_program(directory)
+        loop, log = self.submit_agent(
+            d, "claude", ["ralph-iter2"], "--judge", "command",
+            "--judge-command", shlex.quote(program), "--stall-after", "0")
+        final = self.wait_end(d, loop, "completed")
+        self.assertEqual(final["stop_reason"],
+                         "judge command accepted the completion claimed in iteration 1")
+        self.assertEqual(len(self.agent_runs(log)), 1)
+
+    def test_a_judge_program_where_the_sandbox_hides_things_is_refused_with_why(self):
+        d = self.judge_daemon("--max-concurrent", "2")
+        other = d.workspace()
+        # Another loop's workspace, hidden from this loop's sandbox while it has not ended.
+        d.ctl_submit(other, "Wait.", "--command", agent_command("sleep.sh", "600"), name="other")
+        program = self.judge_program(os.path.join(other, "tools"))
+        loop, _ = self.submit_agent(
+            d, "claude", ["ralph-iter2"], "--judge", "command",
+            "--judge-command", shlex.quote(program), "--stall-after", "0")
+        final = d.wait_state(loop["id"], ("failed", "completed"), timeout=60)
+        self.assertEqual(final["state"], "failed", final["stop_reason"])
+        self.assertIn("the program %s is in %s, which the sandbox hides" % (program, other),
+                      final["stop_reason"])
+        self.assertEqual([(a["kind"], a["termination"]) for a in d.attempts(loop["id"])],
+                         [("work", "exited"), ("judge", "spawn_failed")])
 
 
 class AdoptionTest(JudgeTestCase):
