@@ -51,7 +51,6 @@ next_step loop_ends(proto::loop_event ending, std::string reason) {
     return step;
 }
 
-
 // The iteration is over and goes on, unless it was the last the loop may run or the last of too
 // many without progress.
 next_step iteration_over(const proto::submit_params& spec, const loop_record& record) {
@@ -85,20 +84,22 @@ next_step judged(const proto::submit_params& spec, const loop_record& record,
         next_step step;
         step.kind = step_kind::end_iteration;
         step.ending = proto::loop_event::stall;
-        step.reason = fmt::format(
-            "judge {} rejected the claim of completion {} time(s), last: {}", verdict.agent,
-            record.judge_rejections, text::first_line_within(verdict.verdict_reasons, max_quoted_bytes));
+        step.reason =
+            fmt::format("judge {} rejected the claim of completion {} time(s), last: {}",
+                        verdict.agent, record.judge_rejections,
+                        text::first_line_within(verdict.verdict_reasons, max_quoted_bytes));
         return step;
     }
     next_step step = iteration_over(spec, record);
     step.rejection =
-        fmt::format("judge {} rejected it: {}", verdict.agent, text::first_line_within(verdict.verdict_reasons, max_quoted_bytes));
+        fmt::format("judge {} rejected it: {}", verdict.agent,
+                    text::first_line_within(verdict.verdict_reasons, max_quoted_bytes));
     return step;
 }
 
 // The last attempt failed: the same step again after a backoff, or the loop ends.
-next_step after_failure(const proto::submit_params& spec,
-                        const std::vector<attempt_info>& attempts, next_step again) {
+next_step after_failure(const proto::submit_params& spec, const std::vector<attempt_info>& attempts,
+                        next_step again) {
     const attempt_info& last = attempts.back();
     if (auto reason = stopping_failure(last)) return loop_ends(proto::loop_event::fail, *reason);
     // Usage limits burn no retry (the admission parks the loop until the hold ends); neither
@@ -128,8 +129,8 @@ next_step after_failure(const proto::submit_params& spec,
         return loop_ends(proto::loop_event::fail,
                          fmt::format("iteration {} failed {} time(s), last: {}", last.iteration,
                                      failures, failure));
-    const double backoff = std::min(max_backoff_seconds,
-                                    spec.retry_backoff_s * std::pow(2.0, double(failures - 1)));
+    const double backoff =
+        std::min(max_backoff_seconds, spec.retry_backoff_s * std::pow(2.0, double(failures - 1)));
     again.not_before_ms = last.ended_at + std::int64_t(backoff * 1000);
     again.reason = fmt::format("retry {} of {} after {}", failures, spec.max_retries, failure);
     return again;

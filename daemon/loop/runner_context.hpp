@@ -78,8 +78,7 @@ struct runner_context {
     // Every state change of a loop: applies the change's event (store::set_state) and commits
     // it with the push notifications it causes (an end state, or a notable wait), then calls
     // on_state. Returns the new state.
-    std::function<proto::loop_state(std::int64_t loop_id, const state_change& change)>
-        change_state;
+    std::function<proto::loop_state(std::int64_t loop_id, const state_change& change)> change_state;
     notifier& notices;  // push notifications that are not a state change (a rejection)
     // What a --sandbox of the loop hides (sandbox::layout::hidden): ralph's own directories and
     // the workspaces of the other loops that have not ended.

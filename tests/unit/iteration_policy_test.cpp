@@ -153,8 +153,8 @@ TEST_CASE("policy: a judge held by a usage limit is run again, never the finishe
 }
 
 TEST_CASE("policy: a judge interrupted by a pause or a stop is run again on the same claim") {
-    const loop_record record =
-        record_of({work_exited(7, true), attempt(8, attempt_kind::judge, termination::interrupted)});
+    const loop_record record = record_of(
+        {work_exited(7, true), attempt(8, attempt_kind::judge, termination::interrupted)});
     const next_step step = decide_next(spec_of("codex"), record);
     CHECK(step.kind == step_kind::judge);
     CHECK(step.claim->attempt_id == 7);
@@ -172,11 +172,11 @@ TEST_CASE("policy: the judge's failures are counted from its claim, the work's b
 }
 
 TEST_CASE("policy: a judge failing past the retries fails the loop") {
-    const loop_record record = record_of(
-        {work_exited(7, true), failed(8, failure_class::crash, "a", attempt_kind::judge),
-         failed(9, failure_class::crash, "b", attempt_kind::judge),
-         failed(10, failure_class::crash, "c", attempt_kind::judge),
-         failed(11, failure_class::crash, "d", attempt_kind::judge)});
+    const loop_record record =
+        record_of({work_exited(7, true), failed(8, failure_class::crash, "a", attempt_kind::judge),
+                   failed(9, failure_class::crash, "b", attempt_kind::judge),
+                   failed(10, failure_class::crash, "c", attempt_kind::judge),
+                   failed(11, failure_class::crash, "d", attempt_kind::judge)});
     const next_step step = decide_next(spec_of("codex"), record);
     CHECK(step.kind == step_kind::end_loop);
     CHECK(step.ending == loop_event::fail);
@@ -201,7 +201,8 @@ TEST_CASE("policy: a REJECT ends the iteration with a notice, or stalls at the m
     record.judge_rejections = 3;
     step = decide_next(spec_of("codex"), record);
     CHECK(step.ending == loop_event::stall);
-    CHECK(step.reason == "judge codex rejected the claim of completion 3 time(s), last: the tests fail");
+    CHECK(step.reason ==
+          "judge codex rejected the claim of completion 3 time(s), last: the tests fail");
 }
 
 TEST_CASE("policy: a failed attempt is retried after a backoff that doubles") {
@@ -218,8 +219,9 @@ TEST_CASE("policy: a failed attempt is retried after a backoff that doubles") {
 
 TEST_CASE("policy: failures past max_retries fail the loop; the same failure again stalls it") {
     next_step step = decide_next(
-        spec_of(), record_of({failed(1, failure_class::crash, "a"), failed(2, failure_class::crash, "b"),
-                              failed(3, failure_class::crash, "c"), failed(4, failure_class::crash, "d")}));
+        spec_of(),
+        record_of({failed(1, failure_class::crash, "a"), failed(2, failure_class::crash, "b"),
+                   failed(3, failure_class::crash, "c"), failed(4, failure_class::crash, "d")}));
     CHECK(step.ending == loop_event::fail);
     CHECK(step.reason == "iteration 4 failed 4 time(s), last: d");
     submit_params spec = spec_of();
@@ -232,19 +234,19 @@ TEST_CASE("policy: failures past max_retries fail the loop; the same failure aga
 }
 
 TEST_CASE("policy: a usage limit burns no retry and waits for nothing but the admission") {
-    const next_step step = decide_next(
-        spec_of(), record_of({failed(1, failure_class::rate_limit, "429"),
-                              failed(2, failure_class::rate_limit, "429"),
-                              failed(3, failure_class::rate_limit, "429"),
-                              failed(4, failure_class::rate_limit, "429"),
-                              failed(5, failure_class::rate_limit, "429")}));
+    const next_step step =
+        decide_next(spec_of(), record_of({failed(1, failure_class::rate_limit, "429"),
+                                          failed(2, failure_class::rate_limit, "429"),
+                                          failed(3, failure_class::rate_limit, "429"),
+                                          failed(4, failure_class::rate_limit, "429"),
+                                          failed(5, failure_class::rate_limit, "429")}));
     CHECK(step.kind == step_kind::work);
     CHECK(step.not_before_ms == 0);
 }
 
 TEST_CASE("policy: a missing program, a failed start or a refused login stop the loop at once") {
-    attempt_info spawn = attempt(1, attempt_kind::work, termination::spawn_failed,
-                                 failure_class::crash);
+    attempt_info spawn =
+        attempt(1, attempt_kind::work, termination::spawn_failed, failure_class::crash);
     spawn.error = "execvp: no such file";
     next_step step = decide_next(spec_of(), record_of({spawn}));
     CHECK(step.ending == loop_event::fail);
