@@ -455,6 +455,7 @@ void to_json(nlohmann::json& j, const attempt_info& a) {
         {"exit_code", a.exit_code ? nlohmann::json(*a.exit_code) : nlohmann::json()},
         {"signal", a.signal ? nlohmann::json(*a.signal) : nlohmann::json()},
         {"completion_signal", a.completion_signal},
+        {"completion_rule", a.completion_rule},
         {"failure", to_string(a.failure)},
         {"error", a.error},
         {"summary", a.summary},
@@ -493,6 +494,7 @@ void from_json(const nlohmann::json& j, attempt_info& a) {
         a.exit_code = j["exit_code"].get<int>();
     if (j.contains("signal") && j["signal"].is_number()) a.signal = j["signal"].get<int>();
     a.completion_signal = read_or<bool>(j, "completion_signal", false);
+    a.completion_rule = read_or<std::string>(j, "completion_rule", "");
     a.failure = failure_class_from_string(read_or<std::string>(j, "failure", ""));
     a.error = read_or<std::string>(j, "error", "");
     a.summary = read_or<std::string>(j, "summary", "");

@@ -309,6 +309,7 @@ struct attempt_info {
     std::optional<int> exit_code;
     std::optional<int> signal;
     bool completion_signal = false;  // the completion rule matched in this attempt's output
+    std::string completion_rule;     // which rule, as the stop reason names it ("" = none)
     failure_class failure = failure_class::none;
     std::string error;  // why it failed or could not start
     proto::usage usage;

@@ -162,7 +162,9 @@ void scheduler::wake_at(std::int64_t when) {
 
 void scheduler::set_state(std::int64_t loop_id, proto::loop_event event, const std::string& reason,
                           std::int64_t resume_at, bool notable_wait) {
-    ctx_.change_state(loop_id, event, reason, resume_at, notable_wait);
+    ctx_.change_state(
+        loop_id,
+        {.event = event, .reason = reason, .resume_at = resume_at, .notable_wait = notable_wait});
 }
 
 void scheduler::start(std::int64_t loop_id, const std::string& workspace) {

@@ -45,7 +45,7 @@ constexpr const char* attempt_columns =
     "signal, completion_signal, error, output_start, output_end, failure, input_tokens, "
     "output_tokens, cost_usd, turns, tool_calls, summary, head_before, head_after, files_changed, "
     "insertions, deletions, progress, feedback, verify_exit, verify_output, agent, model, kind, "
-    "verdict, verdict_reasons, tree_before, tree_after";
+    "verdict, verdict_reasons, tree_before, tree_after, completion_rule";
 
 // Condition on attempts (?1 = loop_id, ?2 = iteration): after the last attempt of an earlier
 // iteration. Attempts are numbered in iteration order, so with `iteration = ?2` it selects the
@@ -129,6 +129,7 @@ proto::attempt_info attempt_from_row(SQLite::Statement& q) {
     a.verdict_reasons = q.getColumn(35).getString();
     a.tree_before = q.getColumn(36).getString();
     a.tree_after = q.getColumn(37).getString();
+    a.completion_rule = q.getColumn(38).getString();
     return a;
 }
 
@@ -407,7 +408,8 @@ std::int64_t store::begin_attempt(const proto::attempt_info& a, std::int64_t pro
 }
 
 void store::finish_attempt(const proto::attempt_info& a,
-                           const std::vector<proto::event_info>& last_events) {
+                           const std::vector<proto::event_info>& last_events,
+                           const std::string& claimed_answer) {
     SQLite::Transaction tx(db_);
     query q = prepared(
         "UPDATE attempts SET ended_at = ?, termination = ?, exit_code = ?, signal = ?, "
@@ -416,7 +418,7 @@ void store::finish_attempt(const proto::attempt_info& a,
         "tool_calls = ?, summary = ?, head_before = ?, head_after = ?, "
         "files_changed = ?, insertions = ?, deletions = ?, progress = ?, "
         "feedback = ?, verify_exit = ?, verify_output = ?, verdict = ?, verdict_reasons = ?, "
-        "tree_before = ?, tree_after = ? WHERE id = ?");
+        "tree_before = ?, tree_after = ?, completion_rule = ?, final_answer = ? WHERE id = ?");
     q.bind(1, a.ended_at);
     q.bind(2, std::string(proto::to_string(a.how)));
     if (a.exit_code)
@@ -459,7 +461,9 @@ void store::finish_attempt(const proto::attempt_info& a,
     q.bind(25, a.verdict_reasons);
     q.bind(26, a.tree_before);
     q.bind(27, a.tree_after);
-    q.bind(28, a.id);
+    q.bind(28, a.completion_rule);
+    q.bind(29, claimed_answer);
+    q.bind(30, a.id);
     q.exec();
     query sums = prepared(
         "UPDATE loops SET input_tokens = input_tokens + ?1, "
@@ -518,14 +522,21 @@ std::vector<proto::attempt_info> store::attempts_of(std::int64_t loop_id) {
     return attempts;
 }
 
-std::int64_t store::attempts_in_iteration(std::int64_t loop_id, std::int64_t iteration) {
-    query q = prepared(std::string("SELECT count(*) FROM attempts WHERE loop_id = ?1 AND "
-                                   "iteration = ?2 AND ") +
-                       after_earlier_iterations);
+std::vector<proto::attempt_info> store::attempts_in(std::int64_t loop_id, std::int64_t iteration) {
+    query q = prepared(std::string("SELECT ") + attempt_columns +
+                       " FROM attempts WHERE loop_id = ?1 AND iteration = ?2 AND " +
+                       after_earlier_iterations + " ORDER BY id");
     q.bind(1, loop_id);
     q.bind(2, iteration);
-    q.executeStep();
-    return q.getColumn(0).getInt64();
+    std::vector<proto::attempt_info> attempts;
+    while (q.executeStep()) attempts.push_back(attempt_from_row(q));
+    return attempts;
+}
+
+std::string store::final_answer_of(std::int64_t attempt_id) {
+    query q = prepared("SELECT final_answer FROM attempts WHERE id = ?");
+    q.bind(1, attempt_id);
+    return q.executeStep() ? q.getColumn(0).getString() : std::string();
 }
 
 std::optional<proto::agent_feedback> store::feedback_of(std::int64_t loop_id,
