@@ -6,7 +6,9 @@
 //
 // ralphd starts `ralph-shim ATTEMPT_DIR` with a shim_spec as JSON on its stdin, then reads one line
 // of JSON from its stdout: a shim_started once the agent runs, or {"error": "…"} when it could not
-// be started. From then on the shim runs in a session of its own and speaks through files:
+// be started (with "state_errno": N when what failed was a write of ralph's state — the output
+// file, the attempt's files — which is a storage fault, not the loop's). From then on the shim runs
+// in a session of its own and speaks through files:
 //   ATTEMPT_DIR/shim.json   shim_started: who runs (written before the answer, by rename)
 //   ATTEMPT_DIR/journal     one journal_record per write to the loop's output file, in order
 //   ATTEMPT_DIR/exit.json   shim_exit: how the attempt ended (by rename; the shim exits after it)

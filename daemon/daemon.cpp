@@ -44,14 +44,12 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
       db_(options_.db_path),
       checkpointer_(db_, options_.db_path),
       gate_(db_, options_.account),
-      health_(
-          io, db_,
-          {state_dir(options_.db_path).output_dir(), state_dir(options_.db_path).attempts_dir()},
-          [this] {
-              output_.flush();
-              take_up_loops();
-              notices_.deliver();
-          }),
+      health_(io, db_, state_dir(options_.db_path),
+              [this] {
+                  output_.flush();
+                  take_up_loops();
+                  notices_.deliver();
+              }),
       output_(
           io, db_, health_, state_dir(options_.db_path).output_dir(),
           [this](std::int64_t loop_id, std::int64_t end) { hub_.output_committed(loop_id, end); }),

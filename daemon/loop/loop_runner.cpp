@@ -582,8 +582,10 @@ loop_runner::attempt_plan loop_runner::prepare_attempt(const proto::loop_info& l
         plan.prompt = build_prompt(loop, attempt.iteration, extras);
     }
     const std::string prompt_file = ctx_.state.prompt_of(loop_id_).string();
-    // In place: the agent is not running.
-    overwrite_file(ctx_.state.prompt_dir(), state_dir::prompt_file_name(loop_id_), plan.prompt);
+    // In place: the agent is not running. A failure is ralph's storage's, not the loop's.
+    storage_health::write_state([&] {
+        overwrite_file(ctx_.state.prompt_dir(), state_dir::prompt_file_name(loop_id_), plan.prompt);
+    });
     invocation inv = adapter.invoke({loop.spec, inputs.program, plan.prompt, prompt_file});
     // A judge without bwrap runs in its throw-away checkout.
     const std::string cwd = judging && !sandboxed ? ctx_.state.judge_checkout_of(loop_id_).string()
@@ -686,8 +688,10 @@ awaitable<loop_runner::attempt_outcome> loop_runner::run_attempt(const proto::lo
         // Starting a process takes milliseconds (clone, exec, the shim's answer), and so can
         // creating files: off the io thread, which serves every client meanwhile.
         started = co_await off_thread(ctx_.blocking, [&] {
-            std::filesystem::create_directory(dir);
-            save_snapshot_before(dir, before);
+            storage_health::write_state([&] {
+                std::filesystem::create_directory(dir);
+                save_snapshot_before(dir, before);
+            });
             return attempt_process::start(ctx_.shim_program, dir, plan.agent);
         });
     } catch (const std::exception& e) {

@@ -2,6 +2,7 @@
 
 #include "common/process_info.hpp"
 #include "daemon/process/process.hpp"
+#include "daemon/state_dir.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -108,8 +109,13 @@ shim::started attempt_process::start(const std::filesystem::path& shim_program,
     const nlohmann::json message = nlohmann::json::parse(answer, nullptr, false);
     if (message.is_discarded() || !message.is_object())
         throw std::runtime_error(program + " answered something else than JSON: " + answer);
-    if (auto error = message.find("error"); error != message.end() && error->is_string())
+    if (auto error = message.find("error"); error != message.end() && error->is_string()) {
+        // Ralph's own storage refused a write: not the agent's failure (storage_health).
+        if (auto state = message.find("state_errno");
+            state != message.end() && state->is_number_integer())
+            throw state_write_error(state->get<int>(), error->get<std::string>());
         throw std::runtime_error(error->get<std::string>());
+    }
     return message.get<shim::started>();
 }
 

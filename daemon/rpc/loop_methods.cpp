@@ -108,6 +108,11 @@ proto::submit_result would_submit(submission checked, method_services& services)
 // pause up to the insert. A dry run stops before it: nothing is inserted, created or written.
 awaitable<proto::submit_result> submit(const proto::submit_params& spec,
                                        method_services& services) {
+    // The database would take the loop, and lose it at the next start (storage_health).
+    if (services.health.lost() && !spec.dry_run)
+        throw rpc_error(error_kind::storage_unavailable,
+                        "ralph cannot write its state: " + services.health.status().cause +
+                            " (see ralphctl daemon status)");
     for (;;) {
         if (auto earlier = submitted_before(spec, services.db)) {
             if (spec.dry_run) earlier->capacity = capacity_for(spec, services);

@@ -99,6 +99,12 @@ void answer(const nlohmann::json& message) {
     std::exit(1);
 }
 
+// A write of ralph's state failed with `error` (errno): `what` was being done.
+[[noreturn]] void refuse_state(const std::string& what, int error) {
+    answer({{"error", what + ": " + error_text(error)}, {"state_errno", error}});
+    std::exit(1);
+}
+
 // Writes `text` to `dir/name` through a temporary file and a rename: a reader sees all or nothing.
 bool publish(const fs::path& dir, const std::string& name, const std::string& text) {
     const fs::path temporary = dir / (name + ".tmp");
@@ -247,18 +253,18 @@ void supervisor::start() {
     output_.reset(::open(spec_.output_file.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
     if (output_.get() < 0 || ::ftruncate(output_.get(), spec_.output_start) != 0 ||
         ::lseek(output_.get(), spec_.output_start, SEEK_SET) < 0)
-        refuse("cannot open the output file " + spec_.output_file + ": " + error_text(errno));
+        refuse_state("cannot open the output file " + spec_.output_file, errno);
     offset_ = spec_.output_start;
     journal_.reset(::open((dir_ / shim::journal_file).c_str(),
                           O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600));
     if (journal_.get() < 0)
-        refuse("cannot create the attempt's journal in " + dir_.string() + ": " +
-               error_text(errno));
+        refuse_state("cannot create the attempt's journal in " + dir_.string(), errno);
     exit_room_.reset(::open((dir_ / shim::exit_room_file).c_str(),
                             O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
-    if (exit_room_.get() < 0 || ::posix_fallocate(exit_room_.get(), 0, exit_file_room) != 0)
-        refuse("cannot create the attempt's exit file in " + dir_.string() + ": " +
-               error_text(errno));
+    if (exit_room_.get() < 0)
+        refuse_state("cannot create the attempt's exit file in " + dir_.string(), errno);
+    if (const int error = ::posix_fallocate(exit_room_.get(), 0, exit_file_room); error != 0)
+        refuse_state("cannot create the attempt's exit file in " + dir_.string(), error);
 
     const std::string stdin_path = spec_.stdin_path.empty() ? "/dev/null" : spec_.stdin_path;
     unique_fd in(::open(stdin_path.c_str(), O_RDONLY | O_CLOEXEC));
@@ -302,7 +308,7 @@ void supervisor::start() {
         const int error = errno;
         ::kill(-agent_, SIGKILL);
         processes_.signal_all(SIGKILL);
-        refuse("cannot write " + (dir_ / shim::started_file).string() + ": " + error_text(error));
+        refuse_state("cannot write " + (dir_ / shim::started_file).string(), error);
     }
     answer(started);
     // ralphd may go away at any time from now on: nothing more is said on these.
