@@ -113,6 +113,7 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
                 reaper_,
                 notices_,
                 [this](bool rotate) { return web_login(rotate); },
+                [this] { return web_login_code(); },
                 [this](bool leave_running) {
                     // Stopping closes every session: give the reply to daemon.shutdown a moment
                     // to reach its client first (a WebSocket reply is written asynchronously).
@@ -180,6 +181,14 @@ proto::web_info ralphd::web_login(bool rotate) {
     }
     const std::string base = web_base_url(options_.listen_address, options_.listen_port);
     return {web_.token(), base.empty() ? "" : base + "/login?token=" + web_.token()};
+}
+
+proto::web_login_code ralphd::web_login_code() {
+    const std::string base = web_base_url(options_.listen_address, options_.listen_port);
+    if (base.empty()) return {};  // no TCP listener, no URL (as web.info)
+    const std::string code = web_.login_code(std::chrono::steady_clock::now());
+    return {base + "/login?code=" + code,
+            clock_.now_ms() + std::chrono::milliseconds(web_gate::login_code_lifetime).count()};
 }
 
 loop_files ralphd::forget_loop(std::int64_t loop_id) {

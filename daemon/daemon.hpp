@@ -102,6 +102,7 @@ class ralphd {
     loop_files forget_loop(std::int64_t loop_id);
     // method_services::web_login.
     proto::web_info web_login(bool rotate);
+    proto::web_login_code web_login_code();
     // runner_context::record_hold, and a hold learnt from a peer: records it in the ledger and,
     // when it is news, tells the peers (their links and the sessions of theirs linked here).
     // Returns whether it was news.

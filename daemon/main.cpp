@@ -6,6 +6,7 @@
 #include "common/hosts_file.hpp"
 #include "common/logging.hpp"
 #include "common/paths.hpp"
+#include "common/secret_file.hpp"
 #include "common/shim_protocol.hpp"
 #include "common/ssh_command.hpp"
 #include "common/text.hpp"
@@ -175,6 +176,7 @@ struct command_line {
     std::string on_done;
     double hook_timeout_s = 60;
     std::vector<std::string> notify;  // "desktop" (or "true": the older flag's form) and URLs
+    std::string notify_file;          // more of them, one a line (no secret on a command line)
     std::string listen;               // ADDRESS:PORT, "" = none
     std::string cgroups = "auto";
     std::string host_name;  // "" = the machine's name
@@ -184,7 +186,8 @@ struct command_line {
 
     void define(CLI::App& app);
     // The daemon's options (all but listen_fd); throws std::invalid_argument for an unknown agent
-    // name in --agent-binary and a --peer that the hosts file does not name with an ssh address.
+    // name in --agent-binary, a --peer that the hosts file does not name with an ssh address and
+    // a --notify-file that cannot be read, is not private or holds a bad URL.
     ralph::daemon_options options() const;
 };
 
@@ -265,6 +268,11 @@ void command_line::define(CLI::App& app) {
                 throw CLI::ValidationError("--notify", e.what());
             }
         });
+    app.add_option("--notify-file", notify_file,
+                   "Also --notify each URL of this file, one a line (`#` starts a comment): a "
+                   "webhook's URL holds its secret, which a command line shows every user of the "
+                   "machine. The file must be yours and readable by you only (chmod 600)")
+        ->type_name("FILE");
     app.add_option("--listen", listen,
                    "Also serve the API (and the web dashboard) on TCP at ADDRESS:PORT, e.g. "
                    "127.0.0.1:7177, to those with the web token (ralphctl web); an address "
@@ -314,7 +322,19 @@ ralph::daemon_options command_line::options() const {
     options.rate_limit_margin = std::chrono::milliseconds(std::llround(rate_limit_margin_s * 1000));
     options.rate_limit_wait = std::chrono::milliseconds(std::llround(rate_limit_wait_s * 1000));
     options.hooks.on_done = on_done;
-    for (const auto& target : notify) {
+    std::vector<std::string> targets = notify;
+    if (!notify_file.empty())
+        for (const auto& line : ralph::secret_file::read_lines(notify_file, "--notify-file")) {
+            const std::string target(ralph::text::trim(line.text));
+            try {
+                if (!is_desktop(target)) ralph::parse_webhook_target(target);
+            } catch (const std::invalid_argument& e) {
+                throw std::invalid_argument(fmt::format("--notify-file {}, line {}: {}",
+                                                        notify_file, line.number, e.what()));
+            }
+            targets.push_back(target);
+        }
+    for (const auto& target : targets) {
         if (is_desktop(target))
             options.hooks.notify = true;
         else

@@ -296,6 +296,10 @@ proto::web_info sample() {
     return {std::string(64, 'a'), "http://127.0.0.1:7177/login?token=" + std::string(64, 'a')};
 }
 template <>
+proto::web_login_code sample() {
+    return {"http://127.0.0.1:7177/login?code=" + std::string(32, 'c'), t0 + 60'000};
+}
+template <>
 proto::clock_request sample() {
     return {t0, 60'000};
 }
