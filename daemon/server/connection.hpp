@@ -87,6 +87,9 @@ class connection_set {
                 oldest = c;
         if (!oldest) return 0;
         const std::uint64_t id = oldest->id();
+        // No longer counted from now on, even while it finishes what it was waiting for (a
+        // stranger's answer the brake delays): the room it made is there at once.
+        live_.erase(oldest);
         oldest->close();
         return id;
     }
