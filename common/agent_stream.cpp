@@ -34,6 +34,7 @@
 #include "common/agent_stream.hpp"
 
 #include "common/agent_stream_line.hpp"
+#include "common/enum_names.hpp"
 #include "common/text.hpp"
 
 #include <algorithm>
@@ -45,67 +46,49 @@
 
 namespace ralph::agent_stream {
 
-std::string_view to_string(format value) {
-    switch (value) {
-        case format::text:
-            return "text";
-        case format::claude:
-            return "claude";
-        case format::codex:
-            return "codex";
-        case format::opencode:
-            return "opencode";
-        case format::gemini:
-            return "gemini";
-    }
-    return "text";
-}
+namespace {
+
+constexpr std::array<enum_name<format>, 5> format_names{{
+    {format::text, "text"},
+    {format::claude, "claude"},
+    {format::codex, "codex"},
+    {format::opencode, "opencode"},
+    {format::gemini, "gemini"},
+}};
+static_assert(names_in_order(format_names, format::gemini));
+
+constexpr std::array<enum_name<failure_hint>, 4> failure_hint_names{{
+    {failure_hint::none, "none"},
+    {failure_hint::rate_limit, "rate_limit"},
+    {failure_hint::transient, "transient"},
+    {failure_hint::auth, "auth"},
+}};
+static_assert(names_in_order(failure_hint_names, failure_hint::auth));
+
+constexpr std::array<enum_name<event_kind>, 9> event_kind_names{{
+    {event_kind::system, "system"},
+    {event_kind::text, "text"},
+    {event_kind::tool_use, "tool_use"},
+    {event_kind::tool_result, "tool_result"},
+    {event_kind::usage, "usage"},
+    {event_kind::error, "error"},
+    {event_kind::rate_limit, "rate_limit"},
+    {event_kind::final_answer, "final_answer"},
+    {event_kind::raw, "raw"},
+}};
+static_assert(names_in_order(event_kind_names, event_kind::raw));
+
+}  // namespace
+
+std::string_view to_string(format value) { return name_of(format_names, value); }
 
 format format_from_string(std::string_view name) {
-    for (format value :
-         {format::text, format::claude, format::codex, format::opencode, format::gemini})
-        if (to_string(value) == name) return value;
-    throw std::invalid_argument("unknown agent output format '" + std::string(name) +
-                                "' (use text, claude, codex, opencode or gemini)");
+    return parse(format_names, name, "agent output format");
 }
 
-std::string_view to_string(failure_hint value) {
-    switch (value) {
-        case failure_hint::none:
-            return "none";
-        case failure_hint::rate_limit:
-            return "rate_limit";
-        case failure_hint::transient:
-            return "transient";
-        case failure_hint::auth:
-            return "auth";
-    }
-    return "none";
-}
+std::string_view to_string(failure_hint value) { return name_of(failure_hint_names, value); }
 
-std::string_view to_string(event_kind value) {
-    switch (value) {
-        case event_kind::system:
-            return "system";
-        case event_kind::text:
-            return "text";
-        case event_kind::tool_use:
-            return "tool_use";
-        case event_kind::tool_result:
-            return "tool_result";
-        case event_kind::usage:
-            return "usage";
-        case event_kind::error:
-            return "error";
-        case event_kind::rate_limit:
-            return "rate_limit";
-        case event_kind::final_answer:
-            return "final_answer";
-        case event_kind::raw:
-            return "raw";
-    }
-    return "raw";
-}
+std::string_view to_string(event_kind value) { return name_of(event_kind_names, value); }
 
 // ---------------------------------------------------------------------------------------------
 // Error classification

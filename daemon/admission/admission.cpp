@@ -1,5 +1,6 @@
 #include "daemon/admission/admission.hpp"
 
+#include "common/enum_names.hpp"
 #include "common/text.hpp"
 #include "daemon/store/store.hpp"
 #include "proto/errors.hpp"
@@ -7,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <ctime>
 
@@ -21,10 +23,14 @@ constexpr const char* budget_key = "budget";
 // What a budget counts of each attempt.
 enum class charge { runs, tokens, cost };
 
+// The budgets that count something else than runs, by name.
+constexpr std::array<enum_name<charge>, 2> charged_budgets{{
+    {charge::tokens, "tokens_per_day"},
+    {charge::cost, "cost_per_day_usd"},
+}};
+
 charge charge_of(const std::string& budget_name) {
-    if (budget_name == "tokens_per_day") return charge::tokens;
-    if (budget_name == "cost_per_day_usd") return charge::cost;
-    return charge::runs;
+    return find_value(charged_budgets, budget_name).value_or(charge::runs);
 }
 
 double amount(const store::attempt_charge& attempt, charge what) {

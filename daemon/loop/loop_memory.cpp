@@ -12,6 +12,7 @@
 #include <system_error>
 #include <utility>
 
+#include "common/enum_names.hpp"
 #include "common/safe_open.hpp"
 #include "common/text.hpp"
 #include "common/unique_fd.hpp"
@@ -178,31 +179,25 @@ std::optional<std::pair<field, std::string_view>> parse_key_line(std::string_vie
     }
     if (!key.empty() && key.back() == ' ') key.pop_back();
 
-    struct known_key {
-        std::string_view name;
-        field which;
-    };
-    static constexpr std::array<known_key, 10> known{{
-        {"score", field::score},
-        {"summary", field::summary},
-        {"improvements", field::improvements},
-        {"improvement", field::improvements},
-        {"next steps", field::next_steps},
-        {"next step", field::next_steps},
-        {"ideas", field::ideas},
-        {"idea", field::ideas},
-        {"blockers", field::blockers},
-        {"blocker", field::blockers},
+    static constexpr std::array<enum_name<field>, 10> known{{
+        {field::score, "score"},
+        {field::summary, "summary"},
+        {field::improvements, "improvements"},
+        {field::improvements, "improvement"},
+        {field::next_steps, "next steps"},
+        {field::next_steps, "next step"},
+        {field::ideas, "ideas"},
+        {field::ideas, "idea"},
+        {field::blockers, "blockers"},
+        {field::blockers, "blocker"},
     }};
-    for (const known_key& k : known) {
-        if (key != k.name) continue;
-        std::string_view value = text::trim_start(s.substr(colon + 1));
-        // The closing emphasis of "**Score:** 7".
-        if (value.substr(0, 2) == "**" || value.substr(0, 2) == "__")
-            value = text::trim_start(value.substr(2));
-        return std::pair{k.which, value};
-    }
-    return std::nullopt;
+    const std::optional<field> which = find_value(known, key);
+    if (!which) return std::nullopt;
+    std::string_view value = text::trim_start(s.substr(colon + 1));
+    // The closing emphasis of "**Score:** 7".
+    if (value.substr(0, 2) == "**" || value.substr(0, 2) == "__")
+        value = text::trim_start(value.substr(2));
+    return std::pair{*which, value};
 }
 
 // `key: value` syntax; a line that starts no known key continues the current value.
