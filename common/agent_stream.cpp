@@ -113,29 +113,19 @@ constexpr std::string_view transient_words[] = {
 };
 // clang-format on
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_alnum(char c) { return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-
-std::string ascii_lower(std::string_view text) {
-    std::string lower(text);
-    for (char& c : lower)
-        if (c >= 'A' && c <= 'Z') c = char(c - 'A' + 'a');
-    return lower;
-}
-
 // Whether the digits at [pos, pos + len) stand alone: "(429)", "code":500, but not 15003,
 // "e500" or 1.500.
 bool is_whole_number(std::string_view text, std::size_t pos, std::size_t len) {
     const std::size_t end = pos + len;
     if (pos > 0) {
         const char before = text[pos - 1];
-        if (is_alnum(before)) return false;
-        if (before == '.' && pos > 1 && is_digit(text[pos - 2])) return false;
+        if (text::is_alnum(before)) return false;
+        if (before == '.' && pos > 1 && text::is_digit(text[pos - 2])) return false;
     }
     if (end < text.size()) {
         const char after = text[end];
-        if (is_alnum(after)) return false;
-        if (after == '.' && end + 1 < text.size() && is_digit(text[end + 1])) return false;
+        if (text::is_alnum(after)) return false;
+        if (after == '.' && end + 1 < text.size() && text::is_digit(text[end + 1])) return false;
     }
     return true;
 }
@@ -145,7 +135,7 @@ template <std::size_t n>
 std::size_t find_first(std::string_view lower, const std::string_view (&words)[n]) {
     std::size_t first = std::string_view::npos;
     for (std::string_view word : words) {
-        const bool numeric = is_digit(word.front());
+        const bool numeric = text::is_digit(word.front());
         for (std::size_t pos = lower.find(word); pos != std::string_view::npos && pos < first;
              pos = lower.find(word, pos + 1)) {
             if (!numeric || is_whole_number(lower, pos, word.size())) {
@@ -181,7 +171,7 @@ std::optional<std::int64_t> read_digits(std::string_view text, std::size_t& pos,
                                         std::size_t max_digits) {
     std::int64_t value = 0;
     std::size_t count = 0;
-    while (pos < text.size() && is_digit(text[pos]) && count < max_digits) {
+    while (pos < text.size() && text::is_digit(text[pos]) && count < max_digits) {
         value = value * 10 + (text[pos] - '0');
         ++pos, ++count;
     }
@@ -241,7 +231,7 @@ std::optional<std::int64_t> relative_reset(std::string_view lower, std::int64_t 
 
 failure_hint classify_error_text(std::string_view text, std::int64_t now_ms,
                                  std::int64_t& resets_at_ms) {
-    const std::string lower = ascii_lower(text);
+    const std::string lower = text::ascii_lower(text);
     std::optional<std::int64_t> reset = epoch_reset(lower);
     if (!reset) reset = iso_reset(lower);
     if (!reset) reset = relative_reset(lower, now_ms);
@@ -544,7 +534,7 @@ void line_parser::finish(std::vector<event>& out) {
     if (stderr_tail.size() > stderr_tail_bytes)
         stderr_tail.remove_prefix(stderr_tail.size() - stderr_tail_bytes);
     for (std::string_view tail : {stderr_tail, output_tail()}) {
-        const std::string lower = ascii_lower(tail);
+        const std::string lower = text::ascii_lower(tail);
         const failure_match match = match_failure(lower);
         if (match.hint == failure_hint::none) continue;
         // The message is the line that matched.

@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <ctime>
 
 namespace ralph {
@@ -98,7 +97,7 @@ int parse_clock_time(std::string_view text) {
     auto invalid = [&] { invalid_window(text); };
     if (text.size() != 5 || text[2] != ':') invalid();
     for (std::size_t i : {0, 1, 3, 4})
-        if (!std::isdigit(static_cast<unsigned char>(text[i]))) invalid();
+        if (!text::is_digit(text[i])) invalid();
     int hours = (text[0] - '0') * 10 + (text[1] - '0');
     int minutes = (text[3] - '0') * 10 + (text[4] - '0');
     if (hours > 23 || minutes > 59) invalid();
