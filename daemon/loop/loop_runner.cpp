@@ -1,6 +1,6 @@
 #include "daemon/loop/loop_runner.hpp"
 
-#include "common/agent_stream.hpp"
+#include "common/agent_stream/agent_stream.hpp"
 #include "common/paths.hpp"
 #include "common/safe_open.hpp"
 #include "common/text.hpp"

@@ -2,7 +2,7 @@
 // names of the API's and the database's enums, which must never change.
 #include "common/enum_names.hpp"
 
-#include "common/agent_stream.hpp"
+#include "common/agent_stream/agent_stream.hpp"
 #include "proto/state_machine.hpp"
 #include "proto/types.hpp"
 

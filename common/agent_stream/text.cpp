@@ -16,7 +16,7 @@
 //   holds "Tokens:" is looked at.
 // - At finish(), when the run stated no failure, the stderr tail and then the last 8 KiB of
 //   the answer are classified (the runner heeds it only for a non-zero exit).
-#include "common/agent_stream_line.hpp"
+#include "common/agent_stream/line.hpp"
 
 #include "common/text.hpp"
 

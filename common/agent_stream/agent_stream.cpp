@@ -1,5 +1,5 @@
 // The format-independent half of agent_stream: names, error classification, rendering, the
-// shared helpers of agent_stream_line.hpp, and the line discipline every parser obeys.
+// shared helpers of line.hpp, and the line discipline every parser obeys.
 //
 // Line discipline (line_parser):
 // - A line ends at '\n'; one trailing '\r' is stripped (by the format, which gets line ends as
@@ -31,9 +31,9 @@
 // after "try again in", "retry after", "retry-after:", "retry in", "resets in" (units ms, s, m,
 // h, d and their long forms; a bare number is seconds; "1m30s" is summed). resets_at_ms is left
 // unchanged when the text states no reset time.
-#include "common/agent_stream.hpp"
+#include "common/agent_stream/agent_stream.hpp"
 
-#include "common/agent_stream_line.hpp"
+#include "common/agent_stream/line.hpp"
 #include "common/enum_names.hpp"
 #include "common/text.hpp"
 
