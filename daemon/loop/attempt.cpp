@@ -384,6 +384,7 @@ awaitable<attempt_outcome> attempt_run::record(const proto::loop_info& loop,
                      : " (" + std::string(proto::to_string(attempt.failure)) + ")",
                  attempt.completion_signal ? " (completion signal)" : "");
     outcome.record = attempt;
+    outcome.quota = proto::quota_of(loop.spec);
     outcome.resets_at_ms = said.resets_at_ms;
     co_return outcome;
 }
