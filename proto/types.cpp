@@ -20,8 +20,9 @@ constexpr std::array<std::string_view, 8> termination_names{
     "running", "exited",    "failed",      "crashed",
     "timeout", "cancelled", "interrupted", "spawn_failed"};
 
-constexpr std::array<std::string_view, 8> failure_names{
-    "", "rate_limit", "transient", "auth", "missing_program", "timeout", "crash", "no_verdict"};
+constexpr std::array<std::string_view, 9> failure_names{"",      "rate_limit",      "transient",
+                                                        "auth",  "missing_program", "timeout",
+                                                        "crash", "no_verdict",      "output_limit"};
 
 constexpr std::array<std::string_view, 2> attempt_kind_names{"work", "judge"};
 
