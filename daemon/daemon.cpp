@@ -74,6 +74,7 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
           options_.shim_program,
           {},
           options_.kill_grace,
+          options_.max_output_bytes,
           options_.binaries,
           options_.agent_env,
           options_.rate_limit_margin,
@@ -246,6 +247,7 @@ std::vector<std::filesystem::path> ralphd::sandbox_hidden(std::int64_t loop_id) 
 
 void ralphd::reload(const daemon_options& options) {
     options_.kill_grace = runner_ctx_.kill_grace = options.kill_grace;
+    options_.max_output_bytes = runner_ctx_.max_output_bytes = options.max_output_bytes;
     options_.binaries = runner_ctx_.binaries = options.binaries;
     options_.agent_env = runner_ctx_.agent_env = options.agent_env;
     options_.rate_limit_margin = runner_ctx_.rate_limit_margin = options.rate_limit_margin;

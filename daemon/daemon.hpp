@@ -38,6 +38,7 @@ struct daemon_options {
     std::filesystem::path db_path;
     int listen_fd = -1;  // an inherited listening socket (systemd), or -1 to bind socket_path
     std::chrono::milliseconds kill_grace{10000};
+    std::int64_t max_output_bytes = std::int64_t(1) << 30;  // --max-output: per attempt, 0 = none
     std::optional<std::int64_t> max_concurrent;  // --max-concurrent: replaces the stored setting
     bool test_clock = false;                     // --test-clock: debug.clock may shift the time
     std::int64_t test_clock_start_ms = 0;        // the time to start at (0 = real time)

@@ -37,7 +37,7 @@ constexpr std::array<enum_name<termination>, 8> termination_names{{
 }};
 static_assert(names_in_order(termination_names, termination::spawn_failed));
 
-constexpr std::array<enum_name<failure_class>, 8> failure_class_names{{
+constexpr std::array<enum_name<failure_class>, 9> failure_class_names{{
     {failure_class::none, ""},
     {failure_class::rate_limit, "rate_limit"},
     {failure_class::transient, "transient"},
@@ -46,8 +46,9 @@ constexpr std::array<enum_name<failure_class>, 8> failure_class_names{{
     {failure_class::timeout, "timeout"},
     {failure_class::crash, "crash"},
     {failure_class::no_verdict, "no_verdict"},
+    {failure_class::output_limit, "output_limit"},
 }};
-static_assert(names_in_order(failure_class_names, failure_class::no_verdict));
+static_assert(names_in_order(failure_class_names, failure_class::output_limit));
 
 constexpr std::array<enum_name<attempt_kind>, 2> attempt_kind_names{{
     {attempt_kind::work, "work"},

@@ -353,6 +353,14 @@ awaitable<attempt_outcome> attempt_run::record(const proto::loop_info& loop,
     else if (timed_out_ || hung_)
         end = attempt_end::timed_out;
     classify_attempt(attempt, end, status, said);
+    if (process.exit() && process.exit()->over_output_limit) {
+        attempt.how = proto::termination::failed;
+        attempt.failure = proto::failure_class::output_limit;
+        attempt.error = fmt::format(
+            "the agent wrote more than {} bytes of output in one attempt and was ended (ralphd "
+            "--max-output raises the bound)",
+            ctx_.max_output_bytes);
+    }
     if (attempt.how == proto::termination::timeout)
         attempt.error = hung_ ? fmt::format(
                                     "no output for {}s while no tool was running "

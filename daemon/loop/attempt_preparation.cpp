@@ -161,6 +161,7 @@ attempt_inputs read_attempt_inputs(runner_context& ctx, const proto::loop_info& 
     inputs.program =
         find_program(find_agent(loop.spec.agent), loop.spec, ctx.binaries, search_path_of(env));
     inputs.kill_grace = ctx.kill_grace;
+    inputs.max_output_bytes = ctx.max_output_bytes;
     return inputs;
 }
 
@@ -210,6 +211,7 @@ attempt_plan prepare_attempt(runner_context& ctx, const proto::loop_info& loop,
     agent.output_file = ctx.output.file_of(loop.id).string();
     agent.output_start = attempt.output_start;
     agent.kill_grace_ms = inputs.kill_grace.count();
+    agent.max_output_bytes = inputs.max_output_bytes;
     return plan;
 }
 
