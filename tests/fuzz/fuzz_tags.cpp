@@ -100,8 +100,7 @@ void check_verdict(std::string_view text) {
         const std::string answer = std::string(text) + "\n<ralph_verdict>" +
                                    (accept ? "ACCEPT" : "REJECT") + "</ralph_verdict>";
         const auto verdict = extract_verdict(answer);
-        fuzz::check(!verdict || verdict->accepted == accept, "the other verdict was taken",
-                    answer);
+        fuzz::check(!verdict || verdict->accepted == accept, "the other verdict was taken", answer);
         fuzz::check(!plain || (verdict && verdict->accepted == accept),
                     "the verdict given is not the verdict", answer);
     }
