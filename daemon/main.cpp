@@ -167,6 +167,7 @@ struct command_line {
     std::string log_level = "info";
     std::string log_file;
     double kill_grace_s = 10;
+    std::int64_t max_output_bytes = std::int64_t(1) << 30;
     std::int64_t max_concurrent = 0;  // 0: not given
     std::int64_t test_clock_start_ms = -1;
     std::vector<std::string> agent_binaries;
@@ -206,6 +207,13 @@ void command_line::define(CLI::App& app) {
                    "Seconds between SIGTERM and SIGKILL for agents (at most 3600)")
         ->capture_default_str()
         ->check(seconds_up_to(3600, false));
+    app.add_option("--max-output", max_output_bytes,
+                   "The most output one attempt may write (e.g. 500M, 2G; 0 = no bound): an "
+                   "agent that writes more is ended, its attempt fails with class output_limit "
+                   "and its loop stops")
+        ->transform(CLI::AsSizeValue(false))
+        ->check(CLI::NonNegativeNumber)
+        ->default_str("1G");
     app.add_option("--max-concurrent", max_concurrent,
                    "Loops running at once (stored: replaces what `ralphctl scheduler set` "
                    "chose; default 1)")
@@ -310,6 +318,7 @@ ralph::daemon_options command_line::options() const {
         db_path.empty() ? ralph::paths::default_database() : std::filesystem::path(db_path);
     options.db_path = std::filesystem::absolute(options.db_path);
     options.kill_grace = std::chrono::milliseconds(std::llround(kill_grace_s * 1000));
+    options.max_output_bytes = max_output_bytes;
     if (max_concurrent > 0) options.max_concurrent = max_concurrent;
     options.test_clock = test_clock_start_ms >= 0;
     options.test_clock_start_ms = std::max<std::int64_t>(0, test_clock_start_ms);

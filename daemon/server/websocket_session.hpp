@@ -18,7 +18,7 @@
 // - once closed, the session is in no hub list.
 #pragma once
 
-#include "common/agent_stream.hpp"
+#include "common/agent_stream/agent_stream.hpp"
 #include "common/beast.hpp"
 #include "daemon/server/connection.hpp"
 #include "daemon/server/subscriber_hub.hpp"

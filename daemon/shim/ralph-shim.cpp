@@ -13,7 +13,9 @@
 // pipe fills up would stop working. Output that a full or read-only file system refuses is held in
 // memory (up to held_limit) and written, in order, as soon as it can be — the shim waits for that
 // after the agent's end too, unless it is told to end the attempt; output beyond the limit, or
-// that a failing file system refuses, is counted as lost (exit_info.lost_bytes).
+// that a failing file system refuses, is counted as lost (exit_info.lost_bytes). An attempt whose
+// output passes spec.max_output_bytes is ended (SIGTERM, SIGKILL after the grace) and the rest of
+// its output dropped: one agent cannot fill ralph's disk, with ralphd running or not.
 #include "common/process_info.hpp"
 #include "common/shim_protocol.hpp"
 #include "common/unique_fd.hpp"
@@ -346,6 +348,18 @@ void supervisor::exec_agent(int in, int out, int err, int report) {
 }
 
 void supervisor::append(shim::stream stream, const char* bytes, std::size_t size) {
+    if (spec_.max_output_bytes > 0) {
+        const std::int64_t written = offset_ - spec_.output_start + std::int64_t(held_bytes_);
+        const std::int64_t room = std::max<std::int64_t>(0, spec_.max_output_bytes - written);
+        if (std::int64_t(size) > room) {
+            size = std::size_t(room);
+            if (!exit_.over_output_limit) {
+                exit_.over_output_limit = true;
+                end_attempt(SIGTERM);
+            }
+        }
+        if (size == 0) return;
+    }
     const std::size_t taken = write_held() ? write_output(stream, bytes, size) : 0;
     if (taken == size) return;
     // Held up to the limit, the rest lost: the output keeps one gap where bytes were lost, not
