@@ -5,7 +5,7 @@
 #pragma once
 
 #include "client/connection.hpp"
-#include "common/agent_stream.hpp"
+#include "common/agent_stream/agent_stream.hpp"
 #include "proto/loop_api.hpp"
 #include "proto/types.hpp"
 

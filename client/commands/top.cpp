@@ -29,7 +29,7 @@
 #include "client/loop_output_view.hpp"
 #include "client/output.hpp"
 #include "client/terminal.hpp"
-#include "common/agent_stream.hpp"
+#include "common/agent_stream/agent_stream.hpp"
 #include "common/text.hpp"
 #include "proto/methods.hpp"
 #include "proto/types.hpp"

@@ -10,7 +10,7 @@
 // draws a line where each attempt begins.
 #pragma once
 
-#include "common/agent_stream.hpp"
+#include "common/agent_stream/agent_stream.hpp"
 #include "common/asio.hpp"
 #include "proto/types.hpp"
 
