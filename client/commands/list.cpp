@@ -224,6 +224,14 @@ int run_list(const client_context& ctx, const list_options& options) {
     }
     std::stable_sort(reader.loops.begin(), reader.loops.end(),
                      [](const auto& a, const auto& b) { return a.id > b.id; });
+    // Why a queued loop waits is the queue's: the scheduler is asked only when one is listed.
+    const bool queued = std::any_of(reader.loops.begin(), reader.loops.end(), [](const auto& l) {
+        return l.state == proto::loop_state::queued;
+    });
+    if (!queued) {
+        print_table(ctx, reader.loops, nullptr);
+        return exit_code::ok;
+    }
     const proto::scheduler_state scheduler = daemon.call<proto::method::scheduler_get>({});
     const queue_view queue{scheduler, reader.loops};
     print_table(ctx, reader.loops, &queue);
@@ -247,8 +255,9 @@ int run_summary(const client_context& ctx, const std::string& help) {
         scheduler = daemon->call<scheduler_get>({});
         loops = fetch_loops(*daemon, recent_loops_requests(summary_ended_loops));
     } catch (const client_error& e) {
-        if (e.code() != exit_code::unreachable) throw;
-        // No daemon yet (a first run): what ralphctl does, and how to start it.
+        // No daemon yet (a first run): what ralphctl does, and how to start it; --json: the
+        // error, as every command gives it.
+        if (e.code() != exit_code::unreachable || ctx.json) throw;
         fmt::print("{}", help);
         std::fflush(stdout);
         fmt::print(stderr, "\nralphctl: {}\n{}\n", e.what(), e.hint());

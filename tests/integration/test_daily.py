@@ -26,6 +26,7 @@ class DailyTest(DaemonTestCase):
         self.assertIn("Subcommands:", alone.stdout)
         self.assertIn("not running", alone.stderr, "and says how to start ralphd")
         self.assertNotIn("A subcommand is required", alone.stdout + alone.stderr)
+        self.assertEqual(d.ctl("--json", check=False).returncode, 3, "--json: the error, no help")
 
         d.start()
         empty = d.ctl().stdout
