@@ -31,7 +31,7 @@ extern const std::string_view default_prompt;
 extern const std::string_view prompt_wrapper;
 
 // The prompt of a loop's judge (submit --judge), placeholders listed in daemon/loop/prompt.hpp;
-// a workspace may replace it with `.ralph/judge-prompt.md`.
+// the user may replace it (submit --judge-prompt, or a committed `.ralph/judge-prompt.md`).
 extern const std::string_view judge_prompt;
 
 // One starter file of an init template: its path relative to the target directory.

@@ -149,6 +149,7 @@ void from_json(const nlohmann::json& j, submit_params& p) {
     read_field(obj, "judge_model", p.judge_model);
     read_field(obj, "judge_command", p.judge_command);
     read_field(obj, "judge_max_rejections", p.judge_max_rejections);
+    read_field(obj, "judge_prompt", p.judge_prompt);
     read_field(obj, "env", p.env);
     read_field(obj, field_name::prompt, p.prompt);
     read_field(obj, "prompt_file", p.prompt_file);
@@ -208,6 +209,7 @@ void to_json(nlohmann::json& j, const submit_params& p) {
     j["judge_model"] = p.judge_model;
     j["judge_command"] = p.judge_command;
     j["judge_max_rejections"] = p.judge_max_rejections;
+    j["judge_prompt"] = p.judge_prompt;
     j["env"] = p.env;
     j[field_name::prompt] = p.prompt;
     j["prompt_file"] = p.prompt_file;

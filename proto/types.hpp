@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -91,8 +92,9 @@ inline constexpr std::int64_t max_iterations = 1'000'000;
 inline constexpr std::int64_t max_count = 1'000'000;     // retries, stall thresholds, priorities,
                                                          // iterations per hour/day
 inline constexpr double max_duration_s = 7 * 24 * 3600;  // timeouts, delays, backoffs: 7 days
-inline constexpr std::int64_t max_tokens = 1'000'000'000'000;  // token caps and budgets
-inline constexpr double max_cost_usd = 1'000'000;              // cost caps and budgets
+inline constexpr std::int64_t max_tokens = 1'000'000'000'000;     // token caps and budgets
+inline constexpr double max_cost_usd = 1'000'000;                 // cost caps and budgets
+inline constexpr std::size_t max_judge_prompt_bytes = 64 * 1024;  // submit's judge_prompt
 
 struct submit_params {
     std::string name;
@@ -114,6 +116,11 @@ struct submit_params {
     std::string judge_model;
     std::string judge_command;
     std::int64_t judge_max_rejections = 3;
+    // The judge's prompt template (README, "Judge"): the user's own (submit --judge-prompt),
+    // else what the daemon reads at submit from .ralph/judge-prompt.md as committed at the
+    // workspace's HEAD; "" = the built-in one. Never the working tree's file, which the worker
+    // writes. At most max_judge_prompt_bytes.
+    std::string judge_prompt;
     std::map<std::string, std::string> env;  // added to the daemon's environment
     std::string prompt;                      // inline prompt text (first prompt source)
     std::string prompt_file;                 // absolute path (second prompt source)

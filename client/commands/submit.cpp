@@ -30,11 +30,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <system_error>
 #include <utility>
 
 namespace ralph::client {
@@ -44,9 +47,10 @@ struct submit_options {
     proto::submit_params spec;
     const CLI::Option* agent = nullptr;  // --agent, to know whether it was given
     const CLI::Option* model = nullptr;
-    std::vector<std::string> env;  // K=V, or K: ralphctl's own value
-    std::string env_file;          // K=V (or K) lines
-    std::string notify_file;       // webhook URLs, one a line
+    std::vector<std::string> env;   // K=V, or K: ralphctl's own value
+    std::string env_file;           // K=V (or K) lines
+    std::string notify_file;        // webhook URLs, one a line
+    std::string judge_prompt_file;  // --judge-prompt: its text is sent as spec.judge_prompt
     std::string sandbox;  // --sandbox: "true"; --sandbox=offline: "offline"; "" = not given
     std::string pr;       // --pr: "true"; --pr=REMOTE: REMOTE; "" = not given
     bool follow = false;
@@ -311,6 +315,29 @@ void add_env(proto::submit_params& spec, const std::vector<std::string>& assignm
     }
 }
 
+// The text of --judge-prompt FILE, read here: the daemon may be another machine's.
+std::string read_judge_prompt(const std::string& path) {
+    std::ifstream file(path, std::ios::binary);
+    if (!file)
+        throw client_error(exit_code::usage,
+                           fmt::format("--judge-prompt {}: cannot read it: {}", path,
+                                       std::generic_category().message(errno)));
+    std::string text(proto::max_judge_prompt_bytes + 1, '\0');
+    file.read(text.data(), static_cast<std::streamsize>(text.size()));
+    text.resize(static_cast<std::size_t>(file.gcount()));
+    if (file.bad())
+        throw client_error(exit_code::usage, "--judge-prompt " + path + ": cannot read it");
+    if (text.size() > proto::max_judge_prompt_bytes)
+        throw client_error(exit_code::usage,
+                           fmt::format("--judge-prompt {}: larger than the {} bytes allowed", path,
+                                       proto::max_judge_prompt_bytes));
+    if (text::to_valid_utf8(text) != text)
+        throw client_error(exit_code::usage, "--judge-prompt " + path + ": not UTF-8 text");
+    if (text.find_first_not_of(" \t\r\n") == std::string::npos)
+        throw client_error(exit_code::usage, "--judge-prompt " + path + ": it is empty");
+    return text;
+}
+
 int run_submit(const client_context& ctx, submit_options& options) {
     auto& spec = options.spec;
     spec.workspace = absolute_path(spec.workspace.empty() ? "." : spec.workspace);
@@ -327,6 +354,8 @@ int run_submit(const client_context& ctx, submit_options& options) {
         }
         add_env(spec, assignments, "--env-file " + options.env_file);
     }
+    if (!options.judge_prompt_file.empty())
+        spec.judge_prompt = read_judge_prompt(options.judge_prompt_file);
     if (!options.notify_file.empty())
         for (const auto& line : secret_lines(options.notify_file, "--notify-file"))
             spec.notify.emplace_back(text::trim(line.text));
@@ -512,6 +541,10 @@ void register_submit_command(CLI::App& app, client_context& ctx) {
     completion->add_option("--judge-model", spec.judge_model, "Model of the --judge agent");
     completion->add_option("--judge-command", spec.judge_command,
                            "Argv template of --judge command (as --command)");
+    completion->add_option(
+        "--judge-prompt", options->judge_prompt_file,
+        "FILE whose text replaces the judge's prompt (placeholders as the built-in one; default: "
+        ".ralph/judge-prompt.md as committed at HEAD, never the working tree's)");
     completion
         ->add_option("--judge-max-rejections", spec.judge_max_rejections,
                      "Rejections after which the loop ends stalled")

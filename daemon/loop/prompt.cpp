@@ -252,7 +252,6 @@ std::string build_prompt(const proto::loop_info& loop, std::int64_t iteration,
 
 std::string build_judge_prompt(const proto::loop_info& loop, const judge_inputs& inputs) {
     const auto& spec = loop.spec;
-    const fs::path workspace(spec.workspace);
     templates::template_values values;
     values["prompt"] = trim_end(read_prompt_source(spec).text);
     add_specs(values, spec);
@@ -276,10 +275,10 @@ std::string build_judge_prompt(const proto::loop_info& loop, const judge_inputs&
     values["verify_command"] = verified ? spec.verify_command : "";
     values["verify_exit"] = verified ? std::to_string(*inputs.verify_exit) : "";
     values["verify_output"] = trim_end(inputs.verify_output);
-    std::string text;
-    if (!read_workspace_file(workspace, workspace / judge_prompt_override_name, text))
-        text = templates::judge_prompt;
-    return templates::render(text, values);
+    // The user's template, fixed at submit: never the working tree's, which the worker writes.
+    return templates::render(
+        spec.judge_prompt.empty() ? templates::judge_prompt : std::string_view(spec.judge_prompt),
+        values);
 }
 
 }  // namespace ralph

@@ -25,8 +25,10 @@
 //   backlog_rule       "yes" when the loop ends once every checkbox of the specs file is checked
 //   state_file         .ralph/loop.md
 //
-// The judge's prompt (submit --judge) is .ralph/judge-prompt.md in the workspace when that file
-// exists, else templates::judge_prompt, rendered with: prompt, specs, specs_name (as above);
+// The judge's prompt (submit --judge) is the loop's judge_prompt, fixed at submit (the user's
+// --judge-prompt, else .ralph/judge-prompt.md as committed at the workspace's HEAD), else
+// templates::judge_prompt; never the working tree's .ralph/judge-prompt.md, which the worker
+// writes. It is rendered with: prompt, specs, specs_name (as above);
 // iteration, completion_rule (the rule the worker's claim met), final_answer (the worker's, its
 // last 64 KiB);
 // diff (since the loop's first iteration, the workspace's part, first 256 KiB), diff_cut,
@@ -56,7 +58,7 @@ inline constexpr std::size_t max_answer_bytes = 64 * 1024;
 inline constexpr const char* notes_file_name = ".ralph/notes.md";
 inline constexpr const char* state_file_name = ".ralph/loop.md";
 inline constexpr const char* wrapper_override_name = ".ralph/prompt-template.md";
-inline constexpr const char* judge_prompt_override_name = ".ralph/judge-prompt.md";
+inline constexpr const char* judge_prompt_override_name = ".ralph/judge-prompt.md";  // committed
 
 struct prompt_source {
     std::string text;

@@ -2,6 +2,7 @@
 
 #include "common/paths.hpp"
 #include "common/text.hpp"
+#include "daemon/loop/prompt.hpp"
 #include "daemon/notify/webhook.hpp"
 #include "daemon/process/process.hpp"
 #include "daemon/process/sandbox.hpp"
@@ -165,6 +166,24 @@ std::string with_resolved_program(std::string_view field, const std::string& com
     return text::join_words(words);
 }
 
+// The judge's prompt the user committed: .ralph/judge-prompt.md as the workspace's HEAD has it
+// now, the commit the loop starts from ("" when there is none). Never the working tree's,
+// which the worker writes.
+std::string committed_judge_prompt(const proto::submit_params& spec,
+                                   std::vector<std::string>& warnings) {
+    if (!workspace::has_git_entry(spec.workspace)) return "";
+    const workspace::committed_file file = workspace::read_committed_file(
+        spec.workspace, judge_prompt_override_name, proto::max_judge_prompt_bytes);
+    if (!file.problem.empty())
+        invalid("params.judge: the judge's prompt " + file.problem +
+                ": fix and commit it, or give one with --judge-prompt FILE");
+    if (!file.error.empty())
+        warnings.push_back(
+            fmt::format("the judge's prompt was not looked for in {}: {}; the built-in one is used",
+                        spec.workspace, file.error));
+    return text::to_valid_utf8(file.text);
+}
+
 }  // namespace
 
 submission check_submission(proto::submit_params spec, const submission_context& ctx) {
@@ -179,6 +198,7 @@ submission check_submission(proto::submit_params spec, const submission_context&
                             "cannot read prompt file " + spec.prompt_file);
     }
     check_bounds(spec);
+    submission result;
     // The PATH of the loop's processes: its --env PATH, else the daemon's.
     const std::string search_path = search_path_with(spec.env);
     find_program(find_agent(spec.agent), spec, ctx.binaries, search_path);
@@ -205,8 +225,14 @@ submission check_submission(proto::submit_params spec, const submission_context&
                 "params.judge: the judge runs read-only under bubblewrap (bwrap is not on the "
                 "loop's PATH: apt install bubblewrap) or in a throw-away checkout (the workspace "
                 "is not in a git repository)");
-    } else if (!spec.judge_model.empty() || !spec.judge_command.empty()) {
-        invalid("params.judge_model, judge_command: need a judge (--judge AGENT)");
+        if (spec.judge_prompt.size() > proto::max_judge_prompt_bytes)
+            invalid(fmt::format("params.judge_prompt: at most {} bytes",
+                                proto::max_judge_prompt_bytes));
+        if (spec.judge_prompt.empty())
+            spec.judge_prompt = committed_judge_prompt(spec, result.warnings);
+    } else if (!spec.judge_model.empty() || !spec.judge_command.empty() ||
+               !spec.judge_prompt.empty()) {
+        invalid("params.judge_model, judge_command, judge_prompt: need a judge (--judge AGENT)");
     }
     if ((spec.merge || spec.delete_branch || !spec.pr_remote.empty()) && !spec.worktree)
         invalid(
@@ -239,7 +265,6 @@ submission check_submission(proto::submit_params spec, const submission_context&
         if (!command->empty())
             if (std::string error = text::command_words_error(*command); !error.empty())
                 invalid(fmt::format("params.{}: {}", field, error));
-    submission result;
     // Set by the daemon only.
     spec.worktree_source.clear();
     spec.worktree_path.clear();
@@ -270,7 +295,9 @@ submission check_submission(proto::submit_params spec, const submission_context&
 }
 
 bool check_reads_repository(const proto::submit_params& spec) {
-    return spec.worktree || (!spec.allow_dirty && workspace::has_git_entry(spec.workspace));
+    return spec.worktree ||
+           ((!spec.allow_dirty || (!spec.judge.empty() && spec.judge_prompt.empty())) &&
+            workspace::has_git_entry(spec.workspace));
 }
 
 }  // namespace ralph

@@ -38,9 +38,10 @@
 // do not use SQLite or Asio. Failures are reported in `error` fields, never thrown.
 //
 // This header is the folder's public face. Behind it: snapshot.cpp (snapshots, comparisons,
-// diffs), status.cpp (the dirty check), commit.cpp, worktrees.cpp and merge.cpp, over the
-// internal headers git_repository.hpp (libgit2's handles, finding and opening the repository),
-// repository_safety.hpp (a git directory that leads out of itself) and staging.hpp.
+// diffs), status.cpp (the dirty check), committed_file.cpp, commit.cpp, worktrees.cpp and
+// merge.cpp, over the internal headers git_repository.hpp (libgit2's handles, finding and opening
+// the repository), repository_safety.hpp (a git directory that leads out of itself) and
+// staging.hpp.
 #pragma once
 
 #include <cstdint>
@@ -118,6 +119,22 @@ patch_text diff_snapshots(const std::filesystem::path& dir, const snapshot& befo
 // which nothing links to the repository. Returns "" or what failed.
 std::string check_out_snapshot(const std::filesystem::path& dir, const snapshot& snap,
                                const std::filesystem::path& target);
+
+// The file `relative_path` (relative to `dir`) as HEAD's commit has it, read from the
+// repository's objects, never from the working tree: for what must come from the user rather
+// than from the agent that writes the working tree (the judge's prompt). `found` with its text
+// when HEAD has it as a regular file of at most `limit` bytes; else `problem` says why it cannot
+// be used (a link, a directory, too large), or nothing when HEAD has no such path, or there is
+// no HEAD or no repository; `error` when the repository could not be read. `commit`: HEAD's id.
+struct committed_file {
+    bool found = false;
+    std::string text;
+    std::string commit;
+    std::string problem;
+    std::string error;
+};
+committed_file read_committed_file(const std::filesystem::path& dir,
+                                   const std::string& relative_path, std::size_t limit);
 
 struct dirty_state {
     bool is_git = false;

@@ -18,6 +18,8 @@ Every run appends {"argv", "stdin", "cwd", "tmpdir", "api_keys" (the names of th
 variables it got)} as a JSON line to $FAKE_AGENT_LOG if set. With $FAKE_WRITES set, a run of the
 loop's work appends "run N" to that file in the current directory (a change for progress and
 diffs).
+With $FAKE_PLANT set to PATH=TEXT, a run of the loop's work writes TEXT to PATH (relative to the
+current directory), as a worker that tries to steer its judge would.
 
 A judge (RALPH_ATTEMPT_KIND=judge), which may not write its current directory, takes its
 scenarios from $FAKE_JUDGE_SCRIPT, counts its runs in $FAKE_JUDGE_LOG.runs and logs to
@@ -26,6 +28,9 @@ list its current directory ("listing") and say whether it could write there ("wr
 the scenario "judge-edit" tries (then replays judge-accept); "judge-slow" logs, then sleeps
 $FAKE_JUDGE_SLEEP seconds (default 10: outlasting a restart of ralphd), then replays
 judge-accept.
+"judge-obey" does what the first line of its prompt says, as a model follows its instructions:
+judge-accept when the line has ACCEPT, else judge-reject (the built-in prompt's first line is
+"# Review: is this work done?").
 `--version` prints "<name> 9.9.9 (ralph replay)".
 """
 import json
@@ -140,10 +145,18 @@ def main():
     if os.environ.get("FAKE_WRITES") and not is_judge():
         with open(os.environ["FAKE_WRITES"], "a") as f:
             f.write("run %d\n" % run)
+    if os.environ.get("FAKE_PLANT") and not is_judge():
+        path, text = os.environ["FAKE_PLANT"].split("=", 1)
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        with open(path, "w") as f:
+            f.write(text + "\n")
     log = os.environ.get("FAKE_JUDGE_LOG" if is_judge() else "FAKE_AGENT_LOG")
     if log:
         with open(log, "a") as f:
             f.write(json.dumps(record) + "\n")
+    if scenario == "judge-obey":
+        first_line = prompt_received(stdin_text).split("\n", 1)[0]
+        scenario = "judge-accept" if "ACCEPT" in first_line else "judge-reject"
     if scenario == "judge-slow":
         time.sleep(float(os.environ.get("FAKE_JUDGE_SLEEP", "10")))
         scenario = "judge-accept"

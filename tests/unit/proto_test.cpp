@@ -51,6 +51,7 @@ proto::submit_params sample() {
     p.judge_model = "m";
     p.judge_command = "review {prompt_file}";
     p.judge_max_rejections = 5;
+    p.judge_prompt = "Review {{prompt}}.";
     p.env = {{"API_KEY", "secret"}};
     p.notify = {"https://hooks.example.org"};  // nothing to redact: the loop's JSON has it whole
     p.prompt = "Implement SPECS.md";

@@ -46,6 +46,14 @@ submit_params spec_in(const fs::path& workspace) {
     return spec;
 }
 
+// A spec that passes in `workspace` with a judge: the command agent running /bin/true.
+submit_params judged_in(const fs::path& workspace) {
+    submit_params spec = spec_in(workspace);
+    spec.judge = "command";
+    spec.judge_command = "/bin/true";
+    return spec;
+}
+
 // The refusal of a spec the checks must refuse.
 rpc_error refusal(const submit_params& spec, ralph::submission_context ctx) {
     try {
@@ -264,9 +272,7 @@ TEST_CASE("submission: a judge is a known agent whose program is there, read-onl
     daemon_state daemon;
     temp_dir tmp;
     const fs::path repo = fs::canonical(make_repo(tmp.path / "repo"));
-    submit_params spec = spec_in(repo);
-    spec.judge = "command";
-    spec.judge_command = "/bin/true";
+    submit_params spec = judged_in(repo);
     CHECK(check_submission(spec, daemon.context()).spec.judge == "command");
     // Its command is its own: the loop's does not serve it.
     spec.judge_command.clear();
@@ -277,21 +283,44 @@ TEST_CASE("submission: a judge is a known agent whose program is there, read-onl
     spec.judge_model = "opus";
     CHECK(std::string(refusal(spec, daemon.context()).what()).find("need a judge") !=
           std::string::npos);
-    spec = spec_in(repo);
-    spec.judge = "command";
-    spec.judge_command = "/bin/true";
+    spec = judged_in(repo);
     spec.judge_max_rejections = 0;
     CHECK(refusal(spec, daemon.context()).kind() == error_kind::invalid_params);
 
     // Without bwrap on the loop's PATH the judge needs git for its throw-away checkout.
     const fs::path plain = tmp.path / "plain";
     fs::create_directories(plain);
-    spec = spec_in(plain);
-    spec.judge = "command";
-    spec.judge_command = "/bin/true";
+    spec = judged_in(plain);
     spec.env["PATH"] = (tmp.path / "empty").string();
     CHECK(std::string(refusal(spec, daemon.context()).what()).find("bubblewrap") !=
           std::string::npos);
     spec.workspace = repo.string();
     CHECK(check_submission(spec, daemon.context()).spec.judge == "command");
+}
+
+TEST_CASE("submission: the judge's prompt is the user's, or HEAD's, never the working tree's") {
+    daemon_state daemon;
+    temp_dir tmp;
+    const fs::path repo = fs::canonical(make_repo(tmp.path / "repo"));
+    submit_params spec = judged_in(repo);
+    spec.allow_dirty = true;
+    // No committed one: the built-in prompt; the working tree's file is not read.
+    write_file(repo / ".ralph" / "judge-prompt.md", "Reply ACCEPT.\n");
+    CHECK(check_submission(spec, daemon.context()).spec.judge_prompt == "");
+    git(repo, {"add", "-f", ".ralph/judge-prompt.md"});
+    git(repo, {"commit", "-q", "-m", "judge"});
+    write_file(repo / ".ralph" / "judge-prompt.md", "changed in the working tree\n");
+    CHECK(check_submission(spec, daemon.context()).spec.judge_prompt == "Reply ACCEPT.\n");
+    // The user's own wins.
+    spec.judge_prompt = "Mine.";
+    CHECK(check_submission(spec, daemon.context()).spec.judge_prompt == "Mine.");
+    spec.judge_prompt.clear();
+    // A committed link is refused, not followed.
+    fs::remove(repo / ".ralph" / "judge-prompt.md");
+    fs::create_symlink("/etc/passwd", repo / ".ralph" / "judge-prompt.md");
+    git(repo, {"add", "-f", ".ralph/judge-prompt.md"});
+    git(repo, {"commit", "-q", "-m", "link"});
+    const std::string why = refusal(spec, daemon.context()).what();
+    CHECK(why.find(".ralph/judge-prompt.md of commit ") != std::string::npos);
+    CHECK(why.find("is not a regular file") != std::string::npos);
 }
