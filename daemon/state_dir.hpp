@@ -8,7 +8,6 @@
 //   prompts/<loop>.prompt.md               each loop's current prompt (loop/loop_runner)
 //   tmp/loop-<loop>/                       the private TMPDIR of an attempt that gets one
 //   worktrees/loop-<loop>/                 the git worktree of a --worktree loop
-//   judges/loop-<loop>/                    the throw-away checkout a judge without bwrap runs in
 //   attempts/<attempt>/                    a running attempt's ralph-shim: its answer, journal and
 //                                          exit status (common/shim_protocol.hpp); removed once
 //                                          the attempt is recorded
@@ -61,10 +60,6 @@ class state_dir {
     std::filesystem::path worktree_dir() const { return root() / "worktrees"; }
     std::filesystem::path worktree_of(std::int64_t loop_id) const {
         return worktree_dir() / ("loop-" + std::to_string(loop_id));
-    }
-
-    std::filesystem::path judge_checkout_of(std::int64_t loop_id) const {
-        return root() / "judges" / ("loop-" + std::to_string(loop_id));
     }
 
     std::filesystem::path attempts_dir() const { return root() / "attempts"; }

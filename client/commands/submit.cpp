@@ -536,8 +536,8 @@ void register_submit_command(CLI::App& app, client_context& ctx) {
         "the signal counts only if it exits 0");
     completion->add_option(
         "--judge", spec.judge,
-        "AGENT that checks a claim of completion before the loop ends (read-only: under "
-        "bubblewrap, else in a throw-away checkout); its REJECT reasons go to the next iteration");
+        "AGENT that checks a claim of completion before the loop ends (read-only, under "
+        "bubblewrap, which it needs); its REJECT reasons go to the next iteration");
     completion->add_option("--judge-model", spec.judge_model, "Model of the --judge agent");
     completion->add_option("--judge-command", spec.judge_command,
                            "Argv template of --judge command (as --command)");

@@ -385,8 +385,6 @@ awaitable<attempt_outcome> attempt_run::record(const proto::loop_info& loop,
     ctx_.on_counters(loop_id_);
     std::error_code ignored;
     std::filesystem::remove_all(ctx_.state.attempt_dir(attempt.id), ignored);
-    if (attempt.kind == proto::attempt_kind::judge)
-        std::filesystem::remove_all(ctx_.state.judge_checkout_of(loop_id_), ignored);
     spdlog::info("loop {}: iteration {} {} attempt {} ended: {}{}{}", loop_id_, attempt.iteration,
                  proto::to_string(attempt.kind), attempt.attempt, proto::to_string(attempt.how),
                  attempt.failure == proto::failure_class::none

@@ -48,9 +48,9 @@ std::string write_state_file(const proto::loop_info& loop, std::int64_t iteratio
     return previous ? describe_for_prompt(*previous) : std::string();
 }
 
-// The judge's prompt; makes the throw-away checkout it runs in unless it is sandboxed.
-std::string prepare_judge(runner_context& ctx, const proto::loop_info& loop, std::int64_t iteration,
-                          const attempt_inputs& inputs, bool sandboxed) {
+// The judge's prompt, with the diff of the workspace since the loop started.
+std::string prepare_judge(const proto::loop_info& loop, std::int64_t iteration,
+                          const attempt_inputs& inputs) {
     const std::filesystem::path workspace_dir = loop.spec.workspace;
     judge_inputs judged;
     judged.iteration = iteration;
@@ -78,11 +78,6 @@ std::string prepare_judge(runner_context& ctx, const proto::loop_info& loop, std
         else if (patch.text.empty())
             judged.diff_unavailable = "(Nothing changed since the loop started.)";
     }
-    if (!sandboxed) {
-        const std::string error =
-            workspace::check_out_snapshot(workspace_dir, now, ctx.state.judge_checkout_of(loop.id));
-        if (!error.empty()) throw std::runtime_error(error);
-    }
     return build_judge_prompt(loop, judged);
 }
 
@@ -107,8 +102,9 @@ awaitable<attempt_setting> set_up_attempt(runner_context& ctx, const proto::loop
     sandbox::layout& view = setting.view;
     if (kind == proto::attempt_kind::judge) {
         // Nothing of the workspace (nor of its worktree, under the hidden state directory) is
-        // writable: only the judge's TMPDIR and its own config and cache paths.
-        setting.bwrap = paths::find_executable("bwrap", search_path_of(setting.env)).string();
+        // writable: only the judge's TMPDIR and its own config and cache paths. Never without
+        // bubblewrap (checked at submit): ralph's socket and state would be in its reach.
+        setting.bwrap = sandbox::find_bwrap(search_path_of(setting.env), "--judge");
         view.writable = sandbox::writable_paths({}, {}, setting.tmpdir, setting.env,
                                                 adapter.home_state_paths());
         view.read_only = {loop.spec.workspace, ctx.state.prompt_of(loop.id)};
@@ -175,10 +171,8 @@ attempt_plan prepare_attempt(runner_context& ctx, const proto::loop_info& loop,
         std::filesystem::remove_all(setting.tmpdir);
         std::filesystem::create_directories(setting.tmpdir);
     }
-    const bool judging = attempt.kind == proto::attempt_kind::judge;
-    const bool sandboxed = judging ? !setting.bwrap.empty() : loop.spec.sandbox;
-    if (judging) {
-        plan.prompt = prepare_judge(ctx, loop, attempt.iteration, inputs, sandboxed);
+    if (attempt.kind == proto::attempt_kind::judge) {
+        plan.prompt = prepare_judge(loop, attempt.iteration, inputs);
     } else {
         prompt_extras extras;
         extras.previous_feedback = write_state_file(loop, attempt.iteration, inputs, refusals);
@@ -192,11 +186,9 @@ attempt_plan prepare_attempt(runner_context& ctx, const proto::loop_info& loop,
         overwrite_file(ctx.state.prompt_dir(), state_dir::prompt_file_name(loop.id), plan.prompt);
     });
     invocation inv = adapter.invoke({loop.spec, inputs.program, plan.prompt, prompt_file});
-    // A judge without bwrap runs in its throw-away checkout.
-    const std::string cwd =
-        judging && !sandboxed ? ctx.state.judge_checkout_of(loop.id).string() : loop.spec.workspace;
+    const std::string& cwd = loop.spec.workspace;
     if (inv.argv.empty()) throw std::system_error(EINVAL, std::generic_category(), "empty command");
-    if (sandboxed) {
+    if (!setting.bwrap.empty()) {
         // The program as the sandbox will find it on the same PATH: shown when its private /tmp
         // would hide it, refused when it lies in what the sandbox hides.
         sandbox::layout view = setting.view;

@@ -33,8 +33,8 @@ struct attempt_setting {
 };
 
 // The agent's environment and, for a --sandbox loop, the sandbox's view (its git paths looked
-// up off the io thread). A judge's view: nothing of the workspace writable, where bwrap is
-// found; else no sandbox (the judge then runs in a throw-away checkout).
+// up off the io thread). A judge's view: nothing of the workspace writable; a judge always runs
+// under bubblewrap (rpc_error agent_unavailable when bwrap is gone).
 awaitable<attempt_setting> set_up_attempt(runner_context& ctx, const proto::loop_info& loop,
                                           proto::attempt_kind kind, std::int64_t iteration,
                                           std::int64_t attempt_number);
@@ -68,9 +68,8 @@ struct attempt_plan {
 };
 
 // Writes the state file and the prompt and builds the agent's invocation; a judge's prompt
-// instead, with the diff since the loop started, and the throw-away checkout it runs in when it
-// is not sandboxed. File system work: on the pool thread. What ralph refused to write through a
-// link goes to `refusals`.
+// instead, with the diff since the loop started. File system work: on the pool thread. What ralph
+// refused to write through a link goes to `refusals`.
 attempt_plan prepare_attempt(runner_context& ctx, const proto::loop_info& loop,
                              const proto::attempt_info& attempt, const attempt_setting& setting,
                              const attempt_inputs& inputs, std::vector<std::string>& refusals);

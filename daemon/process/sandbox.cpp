@@ -9,12 +9,13 @@
 namespace ralph::sandbox {
 namespace fs = std::filesystem;
 
-std::string find_bwrap(const std::string& search_path) {
+std::string find_bwrap(const std::string& search_path, std::string_view option) {
     fs::path bwrap = paths::find_executable("bwrap", search_path);
     if (bwrap.empty())
         throw proto::rpc_error(proto::error_kind::agent_unavailable,
-                               "--sandbox needs bubblewrap, and bwrap is not on the agent's PATH "
-                               "(install it: apt install bubblewrap)");
+                               std::string(option) +
+                                   " needs bubblewrap, and bwrap is not on the agent's PATH "
+                                   "(install it: apt install bubblewrap)");
     return bwrap.string();
 }
 

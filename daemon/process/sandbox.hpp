@@ -25,12 +25,14 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ralph::sandbox {
 
-// "bwrap" on `search_path`, or a proto::rpc_error(agent_unavailable) saying how to install it.
-std::string find_bwrap(const std::string& search_path);
+// "bwrap" on `search_path`, or a proto::rpc_error(agent_unavailable) saying that `option`
+// ("--sandbox", "--judge") needs it and how to install it.
+std::string find_bwrap(const std::string& search_path, std::string_view option = "--sandbox");
 
 // What one sandbox shows of the filesystem, and its network.
 struct layout {

@@ -217,14 +217,9 @@ submission check_submission(proto::submit_params spec, const submission_context&
     }
     if (!spec.judge.empty()) {
         find_program(find_agent(spec.judge), proto::as_judge(spec), ctx.binaries, search_path);
-        // The judge must not change the workspace: read-only under bubblewrap, else in a
-        // throw-away checkout of the workspace's files, which needs git.
-        if (paths::find_executable("bwrap", search_path).empty() && !spec.worktree &&
-            !workspace::has_git_entry(spec.workspace))
-            invalid(
-                "params.judge: the judge runs read-only under bubblewrap (bwrap is not on the "
-                "loop's PATH: apt install bubblewrap) or in a throw-away checkout (the workspace "
-                "is not in a git repository)");
+        // The judge must neither change the workspace nor reach ralph's socket and state: it
+        // runs under bubblewrap, read-only, or not at all.
+        sandbox::find_bwrap(search_path, "--judge");
         if (spec.judge_prompt.size() > proto::max_judge_prompt_bytes)
             invalid(fmt::format("params.judge_prompt: at most {} bytes",
                                 proto::max_judge_prompt_bytes));

@@ -353,36 +353,6 @@ patch_text diff_snapshots(const std::filesystem::path& dir, const snapshot& befo
     return patch;
 }
 
-std::string check_out_snapshot(const std::filesystem::path& dir, const snapshot& snap,
-                               const std::filesystem::path& target) {
-    const std::string what =
-        "cannot check the snapshot of " + dir.string() + " out into " + target.string();
-    if (!snap.is_git || snap.tree.empty()) return what + ": it is not a git snapshot";
-    repository repo = find_repository(dir, git_access::read);
-    if (!repo.git)
-        return what + ": " + (repo.error.empty() ? "not in a git work tree" : repo.error);
-    std::string error;
-    tree_handle tree;
-    if (!workspace_tree(repo.git.get(), snap.tree, repo.prefix, tree, error))
-        return what + ": " + error;
-    std::error_code ec;
-    fs::remove_all(target, ec);
-    fs::create_directories(target, ec);
-    if (ec) return what + ": " + ec.message();
-    if (!tree) return "";  // the workspace's directory is empty in the snapshot
-    git_checkout_options options;
-    git_checkout_options_init(&options, GIT_CHECKOUT_OPTIONS_VERSION);
-    // Every file written, into `target` only: neither the user's index nor work tree is touched,
-    // and no filter driver runs (see the top of workspace.hpp).
-    options.checkout_strategy = GIT_CHECKOUT_FORCE | GIT_CHECKOUT_DONT_UPDATE_INDEX;
-    options.disable_filters = 1;
-    const std::string target_directory = target.string();
-    options.target_directory = target_directory.c_str();
-    if (git_checkout_tree(repo.git.get(), reinterpret_cast<git_object*>(tree.get()), &options) < 0)
-        return git_failure(what);
-    return "";
-}
-
 bool file_changed(const snapshot& before, const snapshot& after, const std::filesystem::path& dir,
                   std::string_view relative_path) {
     auto key = workspace_key(dir, relative_path);

@@ -114,12 +114,6 @@ struct patch_text {
 patch_text diff_snapshots(const std::filesystem::path& dir, const snapshot& before,
                           const snapshot& after, std::size_t limit);
 
-// Writes the workspace's files as the git snapshot `snap` of `dir` has them into the directory
-// `target` (made anew, emptied first): a throw-away copy of the workspace without its .git,
-// which nothing links to the repository. Returns "" or what failed.
-std::string check_out_snapshot(const std::filesystem::path& dir, const snapshot& snap,
-                               const std::filesystem::path& target);
-
 // The file `relative_path` (relative to `dir`) as HEAD's commit has it, read from the
 // repository's objects, never from the working tree: for what must come from the user rather
 // than from the agent that writes the working tree (the judge's prompt). `found` with its text

@@ -396,27 +396,22 @@ class ReadOnlyTest(JudgeTestCase):
         self.assertFalse(run["wrote"], "the workspace was writable to the judge")
         self.assertFalse(os.path.exists(os.path.join(ws, "judge-was-here.txt")))
 
-    def test_without_bubblewrap_the_judge_works_in_a_throwaway_checkout(self):
+    def test_without_bubblewrap_a_judge_is_refused_at_submit_with_the_fix(self):
+        # Unsandboxed, a judge could reach ralph's socket and write its state: there is none.
         d = self.judge_daemon()
         ws = d.workspace()
-        write_text(os.path.join(ws, "notes.txt"), "uncommitted\n")
         # The loop's PATH has the agents and python3, not bwrap.
         bin_dir = os.path.join(d.root, "no-bwrap-bin")
         os.makedirs(bin_dir)
         for name in ("claude", "python3"):
             target = os.path.join(d.root, "fake-bin", name) if name == "claude" else "/usr/bin/python3"
             os.symlink(target, os.path.join(bin_dir, name))
-        loop, _, judge_runs = self.submit_judged(d, ["judge-edit"], "--env", "PATH=" + bin_dir,
-                                                 workspace=ws)
-        final = self.wait_end(d, loop, "completed")
-        [run] = judge_runs()
-        self.assertNotEqual(run["cwd"], os.path.realpath(ws))
-        self.assertTrue(run["wrote"], "the checkout is the judge's to write")
-        self.assertFalse(os.path.exists(os.path.join(ws, "judge-was-here.txt")))
-        self.assertFalse(os.path.exists(run["cwd"]), "the checkout was not removed")
-        # The checkout had the workspace's files as they were, uncommitted ones included.
-        self.assertIn("notes.txt", run["listing"])
-        self.assertIn("work.txt", run["listing"])
+        proc = d.ctl("submit", "--workspace", ws, "--agent", "claude", "--judge", "claude",
+                     "--env", "PATH=" + bin_dir, "task", check=False)
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("--judge needs bubblewrap, and bwrap is not on the agent's PATH "
+                      "(install it: apt install bubblewrap)", proc.stderr)
+        self.assertEqual(d.call("loop.list", {})["loops"], [])
 
     def test_a_judge_must_be_a_known_installed_agent(self):
         d = self.judge_daemon()

@@ -268,7 +268,7 @@ TEST_CASE(
           "params.on_done: " + (repo / "missing.sh").string() + " is not an executable file");
 }
 
-TEST_CASE("submission: a judge is a known agent whose program is there, read-only somewhere") {
+TEST_CASE("submission: a judge is a known agent whose program is there, and bwrap too") {
     daemon_state daemon;
     temp_dir tmp;
     const fs::path repo = fs::canonical(make_repo(tmp.path / "repo"));
@@ -287,15 +287,15 @@ TEST_CASE("submission: a judge is a known agent whose program is there, read-onl
     spec.judge_max_rejections = 0;
     CHECK(refusal(spec, daemon.context()).kind() == error_kind::invalid_params);
 
-    // Without bwrap on the loop's PATH the judge needs git for its throw-away checkout.
-    const fs::path plain = tmp.path / "plain";
-    fs::create_directories(plain);
-    spec = judged_in(plain);
+    // Without bwrap on the loop's PATH there is no judge, in git or not: ralph's socket and
+    // state would be in its reach.
+    spec = judged_in(repo);
     spec.env["PATH"] = (tmp.path / "empty").string();
-    CHECK(std::string(refusal(spec, daemon.context()).what()).find("bubblewrap") !=
-          std::string::npos);
-    spec.workspace = repo.string();
-    CHECK(check_submission(spec, daemon.context()).spec.judge == "command");
+    const rpc_error no_bwrap = refusal(spec, daemon.context());
+    CHECK(no_bwrap.kind() == error_kind::agent_unavailable);
+    CHECK(std::string(no_bwrap.what()) ==
+          "--judge needs bubblewrap, and bwrap is not on the agent's PATH (install it: apt "
+          "install bubblewrap)");
 }
 
 TEST_CASE("submission: the judge's prompt is the user's, or HEAD's, never the working tree's") {

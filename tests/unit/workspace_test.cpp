@@ -1126,7 +1126,7 @@ TEST_CASE("workspace: a FIFO in every directory holds the dirty check up once, n
     CHECK(dirty.total_changes == directories);
 }
 
-// ---- the judge's diff and throw-away checkout
+// ---- the judge's diff
 
 TEST_CASE("workspace: diff_snapshots gives git diff's changes between the snapshots, cut whole") {
     temp_dir tmp;
@@ -1167,42 +1167,6 @@ TEST_CASE("workspace: diff_snapshots gives git diff's changes between the snapsh
     CHECK((cut.text.empty() || cut.text.back() == '\n'));
 
     CHECK(diff_snapshots(repo, before, take_snapshot(tmp.path), 1 << 20).error != "");
-}
-
-TEST_CASE("workspace: check_out_snapshot writes the workspace's files, touching nothing of git") {
-    temp_dir tmp;
-    auto repo = make_repo(tmp.path / "repo");
-    auto sub = repo / "tool";
-    write_file(sub / "committed.txt", "committed\n");
-    write_file(repo / "outside.txt", "not the workspace's\n");
-    git(repo, {"add", "-A"});
-    git(repo, {"commit", "-q", "-m", "files"});
-    // A smudge filter that must not run, staged and uncommitted work that must be there.
-    const fs::path marker = tmp.path / "ran";
-    write_marker_program(tmp.path / "filter", marker);
-    git(repo, {"config", "filter.x.smudge", (tmp.path / "filter").string()});
-    write_file(sub / ".gitattributes", "*.txt filter=x\n");
-    write_file(sub / "staged.txt", "staged\n");
-    git(repo, {"add", "tool/staged.txt"});
-    write_file(sub / "committed.txt", "changed\n");
-    write_file(sub / "deep" / "untracked.txt", "untracked\n");
-    const std::string status = git(repo, {"status", "--porcelain"});
-    const std::string index = read_file(repo / ".git" / "index");
-
-    const fs::path target = tmp.path / "judge";
-    write_file(target / "stale.txt", "from an earlier checkout\n");
-    CHECK(check_out_snapshot(sub, take_snapshot(sub), target) == "");
-    CHECK(read_file(target / "committed.txt") == "changed\n");
-    CHECK(read_file(target / "staged.txt") == "staged\n");
-    CHECK(read_file(target / "deep" / "untracked.txt") == "untracked\n");
-    CHECK_FALSE(fs::exists(target / "outside.txt"));
-    CHECK_FALSE(fs::exists(target / "stale.txt"));
-    CHECK_FALSE(fs::exists(target / ".git"));
-    CHECK_FALSE(fs::exists(marker));
-    CHECK(git(repo, {"status", "--porcelain"}) == status);
-    CHECK(read_file(repo / ".git" / "index") == index);
-
-    CHECK(check_out_snapshot(tmp.path, take_snapshot(tmp.path), target) != "");
 }
 
 // ---- landing a loop's branch (submit --merge, ralphctl merge, gc)
