@@ -3,6 +3,8 @@
 #include "common/paths.hpp"
 #include "proto/errors.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <tuple>
 
@@ -128,6 +130,22 @@ std::vector<fs::path> program_paths(const fs::path& program, const std::vector<f
         if (is_within(normal, "/tmp")) shown.push_back(normal);
     }
     return shown;
+}
+
+void refuse_writable_program(std::string_view field, const fs::path& program,
+                             const std::vector<fs::path>& writable) {
+    std::error_code ec;
+    const fs::path real = fs::weakly_canonical(program, ec);
+    for (const fs::path& dir : writable)
+        for (const fs::path& path : {program.lexically_normal(), real})
+            if (!path.empty() && is_within(path, dir.lexically_normal()))
+                throw proto::rpc_error(
+                    proto::error_kind::invalid_params,
+                    fmt::format("params.{}: the program {} is in {}, which the agent may write "
+                                "under --sandbox: it could rewrite it before it runs; put it "
+                                "outside the workspace (for example in ~/bin), or submit without "
+                                "--sandbox",
+                                field, program.string(), dir.string()));
 }
 
 std::vector<std::string> wrap(const std::string& bwrap, const layout& view, const std::string& cwd,

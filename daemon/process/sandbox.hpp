@@ -80,6 +80,13 @@ std::vector<std::string> remove_git_redirects(
 std::vector<std::filesystem::path> program_paths(const std::filesystem::path& program,
                                                  const std::vector<std::filesystem::path>& hidden);
 
+// Refuses a program that a --sandbox loop runs after its agent (its --verify, its judge's) when
+// the agent could have rewritten it first: `program` (absolute), or the file it links to, lies
+// in one of `writable` (the agent's writable paths, absolute). The proto::rpc_error
+// (invalid_params) starts with `field` and says the fix.
+void refuse_writable_program(std::string_view field, const std::filesystem::path& program,
+                             const std::vector<std::filesystem::path>& writable);
+
 // `argv` wrapped in bwrap: `bwrap [namespaces] [mounts] --chdir cwd -- argv...`. The mounts are
 // applied parent first (sorted by path; at one path: hidden, then writable, then read-only), so
 // that the most specific rule wins whatever the order of the lists. Paths that do not exist

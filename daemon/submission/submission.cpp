@@ -166,6 +166,37 @@ std::string with_resolved_program(std::string_view field, const std::string& com
     return text::join_words(words);
 }
 
+// Under --sandbox the agent may write its workspace, its repository's git directories and its
+// own config paths under HOME: a --verify program, or the judge's, kept there could be rewritten
+// by the agent before ralph runs it to check the agent's work. Refused, with the fix.
+void refuse_programs_the_agent_writes(const proto::submit_params& spec,
+                                      const submission_context& ctx,
+                                      const std::string& search_path) {
+    std::vector<std::string> home_paths;
+    for (const auto& choice : proto::agents_of(spec))
+        for (auto& path : find_agent(choice.agent).home_state_paths())
+            home_paths.push_back(std::move(path));
+    const auto home = spec.env.find("HOME");
+    const char* daemon_home = std::getenv("HOME");
+    const std::string home_dir = home != spec.env.end()   ? home->second
+                                 : daemon_home != nullptr ? daemon_home
+                                                          : "";
+    // A --worktree loop's repository is the submitted workspace's.
+    const fs::path repository = spec.worktree ? spec.worktree_source : spec.workspace;
+    std::vector<fs::path> writable =
+        sandbox::writable_paths(spec.workspace, workspace::find_git_directories(repository), {},
+                                {"HOME=" + home_dir}, home_paths);
+    writable.emplace_back(spec.workspace);  // a worktree that does not exist yet
+    if (!spec.verify_command.empty())
+        sandbox::refuse_writable_program(
+            "verify_command", text::split_command_words(spec.verify_command).front(), writable);
+    if (!spec.judge.empty())
+        sandbox::refuse_writable_program(
+            "judge",
+            find_program(find_agent(spec.judge), proto::as_judge(spec), ctx.binaries, search_path),
+            writable);
+}
+
 // The judge's prompt the user committed: .ralph/judge-prompt.md as the workspace's HEAD has it
 // now, the commit the loop starts from ("" when there is none). Never the working tree's,
 // which the worker writes.
@@ -272,6 +303,7 @@ submission check_submission(proto::submit_params spec, const submission_context&
             *command = with_resolved_program(field, *command, search_path,
                                              spec.worktree ? spec.worktree_source : spec.workspace,
                                              spec.workspace);
+    if (spec.sandbox) refuse_programs_the_agent_writes(spec, ctx, search_path);
     if (!spec.worktree && !spec.allow_dirty) {
         workspace::dirty_state dirty = workspace::check_dirty(spec.workspace);
         if (dirty.dirty)
@@ -290,9 +322,9 @@ submission check_submission(proto::submit_params spec, const submission_context&
 }
 
 bool check_reads_repository(const proto::submit_params& spec) {
-    return spec.worktree ||
-           ((!spec.allow_dirty || (!spec.judge.empty() && spec.judge_prompt.empty())) &&
-            workspace::has_git_entry(spec.workspace));
+    return spec.worktree || ((!spec.allow_dirty || spec.sandbox ||
+                              (!spec.judge.empty() && spec.judge_prompt.empty())) &&
+                             workspace::has_git_entry(spec.workspace));
 }
 
 }  // namespace ralph

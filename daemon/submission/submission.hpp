@@ -1,7 +1,9 @@
 // What a submit must pass before a loop exists (loop.submit), and the spec as it is stored: the
 // workspace (an existing directory of the daemon's user, resolved without links), the prompt
 // file, every bound, the agent's program, bwrap for --sandbox, the programs of --verify and
-// --on-done (resolved now, so that what runs later is what was checked), and then the worktree a
+// --on-done (resolved now, so that what runs later is what was checked; under --sandbox, never
+// one the agent may write, nor the judge's), the judge's prompt (the user's, or the committed
+// one), and then the worktree a
 // --worktree loop will get or the dirty check. The checks run in the order API.md gives, and the
 // first refusal is a proto::rpc_error whose code and message the client shows as they are.
 // With capacity.hpp (the dry run's answer), what a submit meets before a loop exists: the

@@ -358,6 +358,18 @@ class JudgeProgramTest(JudgeTestCase):
                          [("work", "exited"), ("judge", "spawn_failed")])
 
 
+    def test_under_sandbox_a_judge_program_the_worker_could_rewrite_is_refused(self):
+        d = self.judge_daemon()
+        ws = d.workspace()
+        program = self.judge_program(os.path.join(ws, "tools"))
+        proc = d.ctl("submit", "--workspace", ws, "--sandbox", "--allow-dirty", "--agent",
+                     "claude", "--judge", "command", "--judge-command", shlex.quote(program),
+                     "task", check=False)
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("params.judge: the program %s is in %s, which the agent may write under "
+                      "--sandbox" % (program, os.path.realpath(ws)), proc.stderr)
+
+
 class AdoptionTest(JudgeTestCase):
 
     def test_a_judge_running_when_ralphd_is_killed_is_adopted_and_its_verdict_counts(self):

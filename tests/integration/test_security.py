@@ -25,9 +25,9 @@ import tempfile
 import time
 
 from harness import (RALPHCTL, RALPHD, DaemonTestCase, RpcError, UnixHTTPConnection,
-                     agent_command, agent_path, git, main, make_workspace, processes_in_group, read_text,
-                     require_bubblewrap, require_root, scaled, skip_test, wait_until,
-                     write_text)
+                     agent_command, agent_path, commit_all, git, main, make_workspace,
+                     processes_in_group, read_text, require_bubblewrap, require_root, scaled,
+                     skip_test, wait_until, write_text)
 
 OTHER_UID = 65534  # nobody: "another local user"
 
@@ -237,12 +237,36 @@ class SandboxTest(DaemonTestCase):
         self.assertIn("rewrite: done", output)
         return d, loop
 
-    def test_e_a_rewritten_verify_check_runs_inside_the_sandbox(self):
-        d, loop = self.run_rewriting("check.sh", "--verify")
-        self.assert_not_escaped()
-        attempt = d.attempts(loop["id"])[0]
-        self.assertEqual(attempt["verify_exit"], 0)
-        self.assertIn("Read-only file system", attempt["verify_output"])
+    def test_e_a_verify_check_the_agent_could_rewrite_is_refused_at_submit(self):
+        # Under --sandbox the agent writes its workspace: a --verify program there (or reached
+        # through a link from elsewhere) could be made to pass. Refused, saying the fix; one
+        # outside the workspace runs.
+        d = self.setup_daemon()
+        ws = make_workspace(d.root)
+        check = os.path.join(ws, "check.sh")
+        write_executable(check, "#!/bin/sh\nexit 0\n")
+        commit_all(ws)
+        tools = os.path.join(d.root, "tools")
+        os.mkdir(tools)
+        os.symlink(check, os.path.join(tools, "linked-check"))
+        for verify in ("./check.sh", os.path.join(tools, "linked-check")):
+            proc = d.ctl("submit", "--workspace", ws, "--sandbox", "--verify", verify,
+                         "--command", agent_command("count-to-complete.sh", 1), "Probe.",
+                         check=False)
+            self.assertEqual(proc.returncode, 1, proc)
+            self.assertIn("params.verify_command: the program ", proc.stderr)
+            self.assertIn("is in %s, which the agent may write under --sandbox" % ws, proc.stderr)
+            self.assertIn("put it outside the workspace (for example in ~/bin), or submit "
+                          "without --sandbox", proc.stderr)
+        self.assertEqual(d.call("loop.list", {})["loops"], [])
+        mine = os.path.join(tools, "check")
+        write_executable(mine, "#!/bin/sh\necho checked\n")
+        loop, _ = self.run_sandboxed(d, ws, "-m", "1", "--verify", mine, "--command",
+                                     agent_command("count-to-complete.sh", 1))
+        self.assertEqual(d.attempts(loop["id"])[0]["verify_exit"], 0)
+        # Without --sandbox the agent can change anything the user can: nothing to refuse.
+        d.ctl_submit(ws, "Probe.", "--verify", "./check.sh", "--command",
+                     agent_command("count-to-complete.sh", 1), name="unsandboxed")
 
     def test_f_a_rewritten_on_done_hook_runs_inside_the_sandbox(self):
         d, loop = self.run_rewriting("hook.sh", "--on-done")
