@@ -11,8 +11,11 @@
 #include "daemon/store/output_log.hpp"
 #include "daemon/store/storage_health.hpp"
 #include "daemon/store/store.hpp"
+#include "proto/errors.hpp"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 
 #include <system_error>
 
@@ -21,6 +24,32 @@ namespace {
 
 // The judge's prompt shows the first 256 KiB of the diff since the loop started.
 constexpr std::size_t max_judge_diff_bytes = 256 << 10;
+
+// The workspace is still the directory the loop was submitted with: no part of its path has
+// become a symbolic link since (submit stored it canonical; a --worktree loop's lies in ralph's
+// own worktrees directory), which ralph's writes, the sandbox's mounts and the agent would follow
+// elsewhere. Thrown (the loop fails at once, saying so) rather than followed. A path that is gone
+// is left to the agent's start, which says so.
+void check_workspace_path(const proto::submit_params& spec) {
+    const std::filesystem::path workspace = spec.workspace;
+    std::filesystem::path path = spec.worktree_path.empty()
+                                     ? workspace.root_path()
+                                     : std::filesystem::path(spec.worktree_path).parent_path();
+    for (const auto& part : workspace.lexically_relative(path)) {
+        path /= part;
+        struct stat st {};
+        if (::lstat(path.c_str(), &st) != 0) return;
+        if (!S_ISLNK(st.st_mode)) continue;
+        std::error_code ec;
+        throw proto::rpc_error(
+            proto::error_kind::invalid_workspace,
+            fmt::format("workspace {} is not the directory the loop was submitted with any more: "
+                        "{} is now a symbolic link (to {}), which ralph does not follow; put the "
+                        "directory back and resubmit the loop",
+                        spec.workspace, path.string(),
+                        std::filesystem::read_symlink(path, ec).string()));
+    }
+}
 
 // Writes .ralph/loop.md for the iteration and returns the previous feedback for its prompt.
 std::string write_state_file(const proto::loop_info& loop, std::int64_t iteration,
@@ -166,6 +195,7 @@ attempt_plan prepare_attempt(runner_context& ctx, const proto::loop_info& loop,
                              const proto::attempt_info& attempt, const attempt_setting& setting,
                              const attempt_inputs& inputs, std::vector<std::string>& refusals) {
     const agent& adapter = find_agent(loop.spec.agent);
+    check_workspace_path(loop.spec);
     attempt_plan plan;
     if (!setting.tmpdir.empty()) {
         std::filesystem::remove_all(setting.tmpdir);

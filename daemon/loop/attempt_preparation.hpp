@@ -67,7 +67,9 @@ struct attempt_plan {
     shim::spec agent;
 };
 
-// Writes the state file and the prompt and builds the agent's invocation; a judge's prompt
+// Checks that the workspace's path leads through no symbolic link it did not have at submit
+// (proto::rpc_error invalid_workspace: the loop fails at once), then writes the state file and
+// the prompt and builds the agent's invocation; a judge's prompt
 // instead, with the diff since the loop started. File system work: on the pool thread. What ralph
 // refused to write through a link goes to `refusals`.
 attempt_plan prepare_attempt(runner_context& ctx, const proto::loop_info& loop,

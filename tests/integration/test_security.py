@@ -342,6 +342,31 @@ class SandboxTest(DaemonTestCase):
         self.assertIn(b"Connection refused", d.output(offline["id"]))
 
 
+class WorkspaceLinkTest(DaemonTestCase):
+
+    def test_a_workspace_replaced_by_a_link_is_not_followed_and_the_loop_fails_once(self):
+        # The first run moves the workspace away and leaves a link to another directory in its
+        # place: the next attempt would run there, ralph writing its files there.
+        d = self.daemon()
+        ws = make_workspace(d.root)
+        elsewhere = os.path.join(d.root, "elsewhere")
+        os.mkdir(elsewhere)
+        swap = os.path.join(d.root, "swap.sh")
+        write_executable(swap, "#!/bin/sh\n[ -e %s/swapped ] && exit 0\ntouch %s/swapped\n"
+                               "mv %s %s.moved && ln -s %s %s && echo swapped\n"
+                               % ((d.root,) * 2 + (ws,) * 2 + (elsewhere, ws)))
+        loop = d.ctl_submit(ws, "Work.", "-m", "3", "--command", swap)
+        final = d.wait_state(loop["id"], ["failed", "exhausted", "completed"], timeout=30)
+        self.assertEqual(final["state"], "failed", final)
+        self.assertIn("workspace %s is not the directory the loop was submitted with any more: "
+                      "%s is now a symbolic link (to %s), which ralph does not follow; put the "
+                      "directory back and resubmit the loop" % (ws, ws, elsewhere),
+                      final["stop_reason"])
+        self.assertEqual([(a["iteration"], a["termination"]) for a in d.attempts(loop["id"])],
+                         [(1, "exited"), (2, "spawn_failed")])
+        self.assertEqual(os.listdir(elsewhere), [], "ralph or the agent wrote through the link")
+
+
 class LinkTest(DaemonTestCase):
     """A root ralphd and a workspace another user owns, with links planted in it."""
 
