@@ -211,7 +211,7 @@ std::vector<proto::list_request> recent_loops_requests(std::int64_t ended) {
           proto::loop_state::paused, proto::loop_state::completed, proto::loop_state::exhausted,
           proto::loop_state::failed, proto::loop_state::cancelled, proto::loop_state::stalled})
         (proto::is_terminal(state) ? recent : active).states.push_back(state);
-    recent.limit = ended;
+    active.limit = recent.limit = ended;
     return {active, recent};
 }
 

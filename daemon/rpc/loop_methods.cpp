@@ -77,9 +77,7 @@ proto::host_capacity capacity_for(const proto::submit_params& spec, method_servi
     room.workspace_busy = services.loops.workspace_busy(spec.workspace);
     if (!room.scheduler_held && !room.workspace_busy)
         room.free_slots = std::max<std::int64_t>(0, room.max_concurrent - room.running);
-    const std::map<std::string, std::int64_t> by_state = services.db.count_by_state();
-    const auto queued = by_state.find(std::string(proto::to_string(proto::loop_state::queued)));
-    room.queued = queued == by_state.end() ? 0 : queued->second;
+    room.queued = services.db.count_loops({proto::loop_state::queued});
     std::vector<std::string> agents;
     for (const proto::agent_choice& choice : proto::agents_of(spec)) agents.push_back(choice.agent);
     const admission::verdict held = services.gate.for_agents(agents, now_ms);
@@ -235,9 +233,10 @@ void register_loop_methods(method_registry& registry, method_services& services)
 
     registry.add<loop_list>([&services](const proto::list_request& request, call_context&) {
         std::vector<proto::loop_info> loops;
-        for (auto& loop : services.db.list_loops(request.states, request.limit))
+        for (auto& loop : services.db.list_loops(request.states, request.limit, request.before))
             loops.push_back(with_storage_reason(std::move(loop), services.health));
-        return proto::loop_list{std::move(loops), request.fields};
+        return proto::loop_list{std::move(loops), request.fields,
+                                services.db.count_loops(request.states)};
     });
 
     registry.add<loop_get>([&services](const proto::loop_id_request& request, call_context&) {
