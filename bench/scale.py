@@ -20,9 +20,11 @@ one loop running (an agent `sleep` in workspace "busy", which the submits queue 
    daemon in turn, so that the machine's load falls on all three alike. A call is what ralphctl
    makes: a new connection, one POST /rpc, the whole answer (bench/api_latency.py's Client).
    Printed per method and database: the median and p99 time, and the io thread's CPU per call
+   with what it leaves the daemon to do (a submit's schedule() and its loop's cancel, untimed)
    (/proc/PID/schedstat: it moves much less with the machine's load).
-3. The queue: two ralphd, one with 10,000 loops queued behind the running one (--quick: 2,000),
-   one with none; the default `list` and a submit (then cancelled, untimed), interleaved.
+3. The queue: two ralphd with the "day" history, one with 10,000 loops queued behind the running
+   one (--quick: 2,000), one with none; `list`'s default view (its two requests) and a submit
+   (then cancelled, untimed), interleaved.
 4. gc: history.gc of the year's loops that ended more than 36.5 days ago (--quick: 3.65; 90% of
    them), while another client calls daemon.info, the default loop.list and loop.get every 10 ms:
    their p50/p99/worst, the WAL's largest size (sampled every 20 ms), ralphd's RSS before, after
@@ -47,9 +49,12 @@ DAY_S = 24 * 3600
 NOT_ENDED = ["queued", "running", "waiting", "paused"]
 ENDED = ["completed", "exhausted", "failed", "cancelled", "stalled"]
 # What `ralphctl list` asks by default (client/output.cpp, recent_loops_requests): the first
-# screenful of the loops that have not ended with the count of the rest, and the 50 newest ended
+# screenful (20) of the loops that have not ended with the count of the rest, and the 50 newest ended
 # (--old-list: what it asked before the first was paged, every loop that has not ended).
-DEFAULT_LIST = [{"states": NOT_ENDED, "limit": 50}, {"states": ENDED, "limit": 50}]
+TABLE_FIELDS = ["id", "name", "state", "iterations", "max_iterations", "agent", "created_at",
+                "workspace"]
+DEFAULT_LIST = [{"states": NOT_ENDED, "limit": 20, "fields": TABLE_FIELDS},
+                {"states": ENDED, "limit": 50, "fields": TABLE_FIELDS}]
 # A page of `ralphctl list --all`.
 ALL_PAGE = 200
 BUDGETS = {"iterations_per_hour": 1000000, "iterations_per_day": 1000000,
@@ -192,12 +197,16 @@ def measure(daemons, calls, samples):
             for d in daemons:
                 p = params(d) if callable(params) else params
                 before = d.io_cpu_ns()
-                elapsed, result = d.client.call(method, p)
-                cpu[d.name] += d.io_cpu_ns() - before
+                if isinstance(p, list):  # one call per params, one after the other
+                    answers = [d.client.call(method, each) for each in p]
+                    elapsed, result = sum(a[0] for a in answers), answers[-1][1]
+                else:
+                    elapsed, result = d.client.call(method, p)
                 times[d.name].append(elapsed)
                 after = CLEANUP.get(method)
                 if after:
                     after(d, p, result)
+                cpu[d.name] += d.io_cpu_ns() - before
         results[label] = {d.name: (times[d.name], cpu[d.name] / samples) for d in daemons}
     return results
 
@@ -325,8 +334,7 @@ def bench_history(build, root, here, quick, samples, rounds):
     calls = [
         ("daemon.info", "daemon.info", None),
         ("scheduler.get", "scheduler.get", None),
-        ("list (default view)", "loop.list", DEFAULT_LIST[0]),
-        ("list (default, ended)", "loop.list", DEFAULT_LIST[1]),
+        ("list (default view)", "loop.list", DEFAULT_LIST),
         ("list --all (a page)", "loop.list", {"limit": ALL_PAGE}),
         ("loop.get", "loop.get", lambda d: {"id": d.busy_id}),
         ("budget.get (4 budgets)", "budget.get", None),
@@ -382,12 +390,15 @@ def bench_gc(year, days):
 
 def bench_queue(build, root, here, quick, samples):
     queued_n = 2000 if quick else 10000
+    loops, days = (10000, 36.5) if quick else (100000, 365)
     seed = Daemon(build, root, "seed")
     none, queued = Daemon(build, root, "none-queued"), Daemon(build, root, "queued")
     for d, n in ((none, 0), (queued, queued_n)):
         clone_state(seed, d)
-        generate(here, d, "--loops", "0", "--queued", str(n))
+        generate(here, d, "--loops", str(loops), "--days", str(days), "--last-day", "--queued",
+                 str(n))
     busy = os.path.join(root, "busy")
+    os.makedirs(busy, exist_ok=True)
     for d in (none, queued):
         d.start()
         d.busy_id = d.run_busy_loop(busy)
@@ -400,11 +411,15 @@ def bench_queue(build, root, here, quick, samples):
               ", and their count: %d" % first["total"]) if "total" in first else ""), flush=True)
     submit = {"workspace": busy, "agent": "command", "command": "true", "max_iterations": 1,
               "allow_dirty": True}
-    calls = [("list (default view)", "loop.list", DEFAULT_LIST[0]),
+    calls = [("list (default view)", "loop.list", DEFAULT_LIST),
+             ("list (its active page)", "loop.list", DEFAULT_LIST[0]),
              ("submit", "loop.submit", submit),
              ("daemon.info", "daemon.info", None)]
     results = measure([none, queued], calls, samples)
     print_results(results, ["none-queued", "queued"], "none-queued", "1.2x none queued")
+    state = queued.call("daemon.info")["loops_by_state"]
+    if state.get("queued") != queued_n or state.get("running") != 1:
+        raise RuntimeError("the queue changed while it was measured: %s" % state)
     for d in (none, queued):
         d.stop()
 

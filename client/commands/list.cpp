@@ -1,6 +1,6 @@
 // `ralphctl list [--all] [--state S]... [--limit N] [--all-hosts]`: the loops, newest first, as
 // a table (ID NAME STATE ITER AGENT AGE WORKSPACE) or with --json {"loops": [...]}. By default:
-// the 50 newest loops that have not ended (and how many more there are) and the 50 most recent
+// the 20 newest loops that have not ended (and how many more there are) and the 50 most recent
 // that have (see list_requests); --all asks page after page.
 // --all-hosts: those of every host of the hosts file, with their HOST.
 // Must stay fast with a long history: requests asking only for the fields the table shows, rows
@@ -95,8 +95,10 @@ struct list_options {
     bool all = false;
 };
 
-// Without --all, --state or --limit: the newest loops that have not ended, plus the most recent
-// ended ones, so that the list stays short and fast however long the history and the queue grow.
+// Without --all, --state or --limit: a screenful of the newest loops that have not ended (and how
+// many more there are), plus the most recent ended ones, so that the list stays short and fast
+// however long the history and the queue grow.
+constexpr std::int64_t first_active_loops = 20;
 constexpr std::int64_t recent_ended_loops = 50;
 // --all: the loops a page at a time, each call a short one for the daemon.
 constexpr std::int64_t all_page = 500;
@@ -109,7 +111,7 @@ struct list_plan {
 };
 list_plan list_requests(const list_options& options) {
     if (!options.all && options.states.empty() && options.limit == 0)
-        return {recent_loops_requests(recent_ended_loops)};
+        return {recent_loops_requests(first_active_loops, recent_ended_loops)};
     proto::list_request request;
     for (const auto& state : options.states)
         request.states.push_back(proto::loop_state_from_string(state));

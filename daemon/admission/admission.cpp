@@ -229,6 +229,12 @@ admission::verdict admission::for_agents(const std::vector<std::string>& agents,
     return earliest;
 }
 
+bool admission::any_agent_held(std::int64_t now_ms) {
+    const std::vector<proto::agent_hold> holds = db_.agent_holds(now_ms);
+    return std::any_of(holds.begin(), holds.end(),
+                       [this](const auto& hold) { return hold.account == account_; });
+}
+
 proto::agent_choice admission::pick_agent(const proto::submit_params& spec, std::int64_t now_ms) {
     const std::vector<proto::agent_choice> agents = proto::agents_of(spec);
     for (const auto& choice : agents)

@@ -61,6 +61,8 @@ class admission {
     // Usage-limit holds: go when one of `agents` (a loop's own, then its fallbacks) is free,
     // else wait until the earliest of their holds ends.
     verdict for_agents(const std::vector<std::string>& agents, std::int64_t now_ms);
+    // Whether a usage limit holds any agent under this daemon's account now.
+    bool any_agent_held(std::int64_t now_ms);
     // The agent the loop's next attempt runs on: the first of proto::agents_of that no usage
     // limit holds, or the loop's own when every one is held (check() says so first).
     proto::agent_choice pick_agent(const proto::submit_params& spec, std::int64_t now_ms);

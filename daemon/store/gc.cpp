@@ -24,9 +24,11 @@ namespace {
 
 // Each step of gc's work on the database (a transaction removing loops, a step of the vacuum)
 // takes as much as fit in this much of the io thread's time and of the WAL at the pace of the step
-// before (a short loop has a few dozen rows, a long night's thousands): the other calls wait for
-// one step at most, not for the whole removal.
-constexpr auto step_time = std::chrono::microseconds(2000);
+// before (a short loop has a few dozen rows, a long night's thousands), and is followed by a
+// pause as long as it took: a call that comes meanwhile waits for one step at most, and gc never
+// takes more than half of the io thread.
+constexpr auto step_time = std::chrono::microseconds(1000);
+constexpr auto longest_pause = std::chrono::milliseconds(50);
 constexpr std::int64_t step_wal_pages = 500;  // 2 MiB
 constexpr std::int64_t max_loops_per_transaction = 200;
 // The ended loops are read this many at a time (the (finished_at) index, from a cursor).
@@ -44,16 +46,16 @@ class pacer {
   public:
     pacer(store& db, std::int64_t first, std::int64_t most) : db_(db), next_(first), most_(most) {}
     std::int64_t next() const { return next_; }
+    std::chrono::steady_clock::duration took() const { return took_; }
     // Runs a step of `work` that does `amount` and returns it.
     template <typename Work>
     auto step(std::int64_t amount, Work&& work) {
         const auto t0 = std::chrono::steady_clock::now();
         const int pages_before = db_.wal_pages();
         auto result = work();
-        const auto us =
-            std::max<std::int64_t>(1, std::chrono::duration_cast<std::chrono::microseconds>(
-                                          std::chrono::steady_clock::now() - t0)
-                                          .count());
+        took_ = std::chrono::steady_clock::now() - t0;
+        const auto us = std::max<std::int64_t>(
+            1, std::chrono::duration_cast<std::chrono::microseconds>(took_).count());
         // (A WAL started over during the step holds only what came after.)
         const int pages_after = db_.wal_pages();
         const std::int64_t pages =
@@ -67,15 +69,19 @@ class pacer {
     store& db_;
     std::int64_t next_;
     std::int64_t most_;
+    std::chrono::steady_clock::duration took_{};
 };
 
-// Lets the io thread's other work run, and keeps the WAL small: when it has grown past
-// wal_pages_before_checkpoint, waits for a checkpoint that copies all of it (on the pool thread,
-// through a connection of its own: the store's is the io thread's). A checkpoint that another
-// one (wal_checkpointer's) or a reader kept from finishing is tried again a little later.
-awaitable<void> pause_for_others(const gc_context& ctx) {
+// Lets the io thread's other work run for as long as the last step took, and keeps the WAL small:
+// when it has grown past wal_pages_before_checkpoint, waits for a checkpoint that copies all of
+// it (on the pool thread, through a connection of its own: the store's is the io thread's). A
+// checkpoint that another one (wal_checkpointer's) or a reader kept from finishing is tried again
+// a little later.
+awaitable<void> pause_for_others(const gc_context& ctx, const pacer& last) {
     const auto executor = co_await net::this_coro::executor;
-    co_await net::post(executor, use_awaitable);
+    net::steady_timer others(
+        executor, std::min<std::chrono::steady_clock::duration>(last.took(), longest_pause));
+    co_await others.async_wait(use_awaitable);
     if (ctx.db.wal_pages() < wal_pages_before_checkpoint) co_return;
     const std::string path = ctx.db.path();
     for (int tries = 0; tries < 100; ++tries) {
@@ -154,7 +160,7 @@ awaitable<void> give_back_space(const gc_context& ctx) {
         const std::int64_t before = left;
         const std::int64_t n = pages.next();
         left = pages.step(n, [&ctx, n] { return ctx.db.vacuum_some(n); });
-        co_await pause_for_others(ctx);
+        co_await pause_for_others(ctx, pages);
         if (left >= before) break;  // a database without auto_vacuum keeps its free pages
     }
     const std::string path = ctx.db.path();
@@ -256,7 +262,7 @@ awaitable<proto::gc_result> collect_garbage(const proto::gc_request& request, st
                 for (std::int64_t id : gone) files.push_back(ctx.forget_loop(id));
                 forgotten += std::int64_t(gone.size());
             }
-            co_await pause_for_others(ctx);
+            co_await pause_for_others(ctx, loops_per_transaction);
         }
         if (request.dry_run) {
             const output_log& output = ctx.output;

@@ -283,19 +283,21 @@ proto::loop_info store::get_loop(std::int64_t id) {
 
 std::vector<proto::loop_info> store::list_loops(const std::vector<proto::loop_state>& states,
                                                 std::int64_t limit, std::int64_t before_id) {
-    // ?1 = before (a bound past every id when 0), ?2 = limit (-1: none); ?3... the states. Each
-    // state's loops are a range of the (state, id) index read newest first and cut at the limit,
-    // so a page costs the same whatever the history and the queue hold.
-    const std::string columns = std::string("SELECT ") + loop_columns + " FROM loops";
-    std::string sql;
+    // ?1 = before (a bound past every id when 0), ?2 = limit (-1: none); ?3... the states. The
+    // ids of each state are a range of the (state, id) index read newest first and cut at the
+    // limit, and only the page's rows are read: a page costs the same whatever the history and
+    // the queue hold.
+    std::string sql = std::string("SELECT ") + loop_columns + " FROM loops WHERE ";
     if (states.empty()) {
-        sql = columns + " WHERE id < ?1";
+        sql += "id < ?1";
     } else {
+        sql += "id IN (";
         for (std::size_t i = 0; i < states.size(); ++i)
             sql += fmt::format(
-                "{}SELECT * FROM ({} WHERE state = ?{} AND id < ?1 "
-                "ORDER BY id DESC LIMIT ?2)",
-                i ? " UNION ALL " : "", columns, i + 3);
+                "{}SELECT id FROM (SELECT id FROM loops WHERE state = ?{} AND "
+                "id < ?1 ORDER BY id DESC LIMIT ?2)",
+                i ? " UNION ALL " : "", i + 3);
+        sql += " ORDER BY id DESC LIMIT ?2)";
     }
     sql += " ORDER BY id DESC LIMIT ?2";
     query q = prepared(sql);
