@@ -247,15 +247,21 @@ class Watcher:
         self.wal_max = 0
         self.done = threading.Event()
         self.errors = []
+        self.slow = []  # the calls over 50 ms, when
 
     def calls(self):
         client = Client(self.daemon.socket)
+        t0 = time.perf_counter()
         while not self.done.is_set():
             try:
-                self.times["daemon.info"].append(client.call("daemon.info")[0])
-                self.times["loop.list"].append(sum(client.call("loop.list", r)[0]
-                                                   for r in DEFAULT_LIST))
-                self.times["loop.get"].append(client.call("loop.get", {"id": self.loop_id})[0])
+                for method, took in (
+                        ("daemon.info", client.call("daemon.info")[0]),
+                        ("loop.list", sum(client.call("loop.list", r)[0] for r in DEFAULT_LIST)),
+                        ("loop.get", client.call("loop.get", {"id": self.loop_id})[0])):
+                    self.times[method].append(took)
+                    if took > 0.05:
+                        self.slow.append("%s %.0f ms at %.1f s" % (
+                            method, took * 1000, time.perf_counter() - t0))
             except Exception as e:  # noqa: BLE001: reported after the run
                 self.errors.append(str(e))
             time.sleep(0.01)
@@ -360,6 +366,7 @@ def bench_gc(year, days):
     print("scale: gc of the loops that ended more than %.1f days ago: %d of %d loops, %d attempts"
           % (cutoff_s / DAY_S, len(dry["loop_ids"]), sum(counts.values()), dry["attempts"]),
           flush=True)
+    os.sync()  # the generator's writes on their way to the disk would slow what gc writes
     with Watcher(year, year.busy_id) as quiet:
         time.sleep(3)
     print("  another client without gc: %s" % quiet.report(), flush=True)
@@ -373,7 +380,8 @@ def bench_gc(year, days):
     after = {"rss": year.rss_kib() * 1024, "db": os.path.getsize(year.db),
              "output": du_bytes(os.path.join(year.state, "output"))}
     wal_end = os.path.getsize(year.db + "-wal") if os.path.exists(year.db + "-wal") else 0
-    if len(result["loop_ids"]) != len(dry["loop_ids"]) or watcher.errors:
+    # (Loops that ended since the dry run may have come under the cutoff, which follows the clock.)
+    if not 0 <= len(result["loop_ids"]) - len(dry["loop_ids"]) < 100 or watcher.errors:
         raise RuntimeError("gc removed %d loops, the dry run counted %d; errors: %s" % (
             len(result["loop_ids"]), len(dry["loop_ids"]), watcher.errors[:3]))
     print("  gc took %.1f s: %d loops, %d attempts, %d events, %s of output" % (
@@ -381,6 +389,8 @@ def bench_gc(year, days):
         mib(result["output_bytes"])), flush=True)
     print("  another client during gc: %s (goal p99 < 10 ms, worst < 50 ms)" % watcher.report(),
           flush=True)
+    if watcher.slow:
+        print("  over 50 ms: %s" % "; ".join(watcher.slow[:20]), flush=True)
     print("  WAL: largest %s during gc, %s after (goal < 64 MiB); RSS %s before, %s at the end, "
           "%s 2 s later (%.2fx, goal <= 1.5x); database %s -> %s; output files %s -> %s" % (
               mib(watcher.wal_max), mib(wal_end), mib(before["rss"]), mib(rss_after),

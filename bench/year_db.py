@@ -28,6 +28,7 @@ Prints one line: the counts, the size of the database and of the output files.
 """
 
 import argparse
+import concurrent.futures
 import json
 import os
 import sqlite3
@@ -63,6 +64,7 @@ def main():
     db.execute("PRAGMA journal_mode = DELETE")
     db.execute("PRAGMA synchronous = OFF")
     db.execute("PRAGMA cache_size = -262144")
+    db.execute("PRAGMA temp_store = MEMORY")  # the indexes are sorted in memory, not in files
     db.execute("BEGIN")
     for table in ("events", "output_chunks", "steering", "attempts", "loops"):
         db.execute("DELETE FROM %s" % table)
@@ -71,6 +73,12 @@ def main():
     except FileNotFoundError:
         pass
 
+    # The indexes are made again after the rows (one sort each instead of a row at a time) and the
+    # aggregates the triggers keep summed once, as the migration that made them did.
+    schema = db.execute("SELECT type, name, sql FROM sqlite_master WHERE type IN ('index', "
+                        "'trigger') AND sql IS NOT NULL").fetchall()
+    for kind, name, _ in schema:
+        db.execute("DROP %s %s" % (kind.upper(), name))
     if args.loops > 0:
         add_history(db, args, argv, spec, workspace, agent)
     (next_id,), = db.execute("SELECT coalesce(max(id), 0) + 1 FROM loops")
@@ -82,31 +90,57 @@ def main():
             "SELECT ? + i, 'queued-' || i, ?, ?, 20, 1, 0, ?, 'queued', ? + i * 300, ? + i * 300 "
             "FROM k", (args.queued, next_id, workspace, agent, spec, args.now - 3600 * 1000,
                        args.now - 3600 * 1000))
+    for _, _, sql in schema:
+        db.execute(sql)
+    sum_aggregates(db)
     db.execute("INSERT OR REPLACE INTO settings (key, value) VALUES ('scheduler', ?)",
                (json.dumps({"max_concurrent": 1, "paused": True, "window": ""}),))
     db.execute("COMMIT")
     db.execute("PRAGMA journal_mode = WAL")
     generated = time.monotonic()
 
-    # The output files: each loop's chunks, as text lines.
+    # The output files: each loop's chunks, as text lines (four threads: most of it is system
+    # calls, which run without the interpreter's lock).
     line = b"agent: working on the next item of the backlog, running the tests, all green so far\n"
     block = line * 64
     os.makedirs(args.output_dir, exist_ok=True)
-    files = 0
-    file_bytes = 0
-    for loop_id, size in db.execute("SELECT id, output_bytes FROM loops WHERE output_bytes > 0"):
-        data = block * (size // len(block) + 1)
-        with open(os.path.join(args.output_dir, "%d.log" % loop_id), "wb") as f:
-            f.write(data[:size])
-        files += 1
-        file_bytes += size
+    sizes = db.execute("SELECT id, output_bytes FROM loops WHERE output_bytes > 0").fetchall()
+
+    def write(some):
+        for loop_id, size in some:
+            fd = os.open(os.path.join(args.output_dir, "%d.log" % loop_id),
+                         os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            os.write(fd, (block * (size // len(block) + 1))[:size])
+            os.close(fd)
+
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        list(pool.map(write, [sizes[i::4] for i in range(4)]))
+    files, file_bytes = len(sizes), sum(size for _, size in sizes)
     counts = {table: db.execute("SELECT count(*) FROM %s" % table).fetchone()[0]
               for table in ("loops", "attempts", "output_chunks", "events")}
     db.close()
-    print("%s: %s; %.0f MiB database, %d output files of %.0f MiB; %.1f s (rows %.1f s)"
+    used = os.times()
+    with open("/proc/self/schedstat") as f:
+        waited = int(f.read().split()[1]) / 1e9  # for a CPU, this thread
+    print("%s: %s; %.0f MiB database, %d output files of %.0f MiB; %.1f s (rows %.1f s; CPU "
+          "%.1f s, %.1f s of it waiting for a CPU)"
           % (os.path.basename(args.db), ", ".join("%d %s" % (n, t) for t, n in counts.items()),
              os.path.getsize(args.db) / 2**20, files, file_bytes / 2**20,
-             time.monotonic() - t0, generated - t0))
+             time.monotonic() - t0, generated - t0, used.user + used.system, waited))
+
+
+def sum_aggregates(db):
+    """What the triggers of schema 13 keep (daemon/store/migrations.cpp), summed from the rows."""
+    tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if "loop_counts" in tables:
+        db.execute("DELETE FROM loop_counts")
+        db.execute("INSERT INTO loop_counts SELECT state, count(*) FROM loops GROUP BY state")
+    if "attempt_use" in tables:
+        db.execute("DELETE FROM attempt_use")
+        for span in (60000, 3600000):
+            db.execute("INSERT INTO attempt_use SELECT ?1, started_at / ?1, count(*), "
+                       "sum(input_tokens + output_tokens), total(cost_usd) FROM attempts "
+                       "GROUP BY 2", (span,))
 
 
 def add_history(db, args, argv, spec, workspace, agent):
@@ -183,7 +217,10 @@ def add_history(db, args, argv, spec, workspace, agent):
     reasons = ("CASE WHEN g.fate < 60 THEN 'completion signal' WHEN g.fate < 80 THEN "
                "'reached max_iterations' WHEN g.fate < 90 THEN 'agent failed 4 times' WHEN "
                "g.fate < 95 THEN 'cancelled' ELSE '3 iterations without progress' END")
-    last_end = "(SELECT max(ended_at) FROM attempts WHERE loop_id = g.i + 1 - ?1)"
+    # When the last attempt ended (the attempts' own formula, for j = n - 1): no index to look
+    # it up with while the rows are written.
+    last_start = "(g.created + 1000 + (g.n - 1) * (g.dur + 2000))"
+    last_end = "(%s + g.dur - %s %% (g.dur / 2))" % (last_start, h("g.i * 19 + g.n - 1", 7))
     running_past_now = ("(g.created + 1000 + (g.n - 1) * (g.dur + 2000) + g.dur >= ?2)")
     db.execute(
         "INSERT INTO loops (id, name, workspace, agent, max_iterations, min_iterations, priority, "
@@ -191,9 +228,9 @@ def add_history(db, args, argv, spec, workspace, agent):
         "SELECT g.i + 1 - ?1, 'night-' || g.i, ?3, ?4, 20, 1, 0, ?5, "
         "CASE WHEN %s THEN 'paused' ELSE %s END, CASE WHEN %s THEN 'paused' ELSE %s END, "
         "g.created, g.created + 1000, CASE WHEN %s THEN 0 ELSE %s + 1000 END, "
-        "coalesce(%s, g.created) + 1000, 0 FROM gen g ORDER BY g.i"
+        "CASE WHEN %s THEN g.created ELSE %s END + 1000, 0 FROM gen g ORDER BY g.i"
         % (running_past_now, states, running_past_now, reasons, running_past_now, last_end,
-           last_end),
+           running_past_now, last_end),
         (base, args.now, workspace, agent, spec))
     db.execute(
         "UPDATE loops SET iterations = s.iterations, attempts = s.attempts, retries = s.retries, "

@@ -233,6 +233,11 @@ std::int64_t store::vacuum_some(std::int64_t pages) {
     return free_pages();
 }
 
+void store::set_cache_kib(std::int64_t kib) {
+    db_.exec("PRAGMA cache_size = " + std::to_string(-(kib > 0 ? kib : 2000)));
+    release_memory();
+}
+
 void store::release_memory() { sqlite3_db_release_memory(db_.getHandle()); }
 
 }  // namespace ralph

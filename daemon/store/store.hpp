@@ -257,6 +257,9 @@ class store {
     // Gives up to `pages` (> 0) of them back to the file system (incremental_vacuum; the file
     // shrinks at the next checkpoint) and returns how many are left.
     std::int64_t vacuum_some(std::int64_t pages);
+    // SQLite's page cache: at most `kib` KiB (0: SQLite's default, 2 MiB), the pages of a larger
+    // one freed.
+    void set_cache_kib(std::int64_t kib);
     // Frees the memory of SQLite's page cache that nothing uses (it fills up again as needed).
     void release_memory();
 
