@@ -130,7 +130,7 @@ def main():
 
 
 def sum_aggregates(db):
-    """What the triggers of schema 13 keep (daemon/store/migrations.cpp), summed from the rows."""
+    """What the triggers of schema 14 keep (daemon/store/migrations.cpp), summed from the rows."""
     tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     if "loop_counts" in tables:
         db.execute("DELETE FROM loop_counts")

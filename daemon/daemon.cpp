@@ -44,14 +44,12 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
       db_(options_.db_path),
       checkpointer_(db_, options_.db_path),
       gate_(db_, options_.account),
-      health_(
-          io, db_,
-          {state_dir(options_.db_path).output_dir(), state_dir(options_.db_path).attempts_dir()},
-          [this] {
-              output_.flush();
-              take_up_loops();
-              notices_.deliver();
-          }),
+      health_(io, db_, state_dir(options_.db_path),
+              [this] {
+                  output_.flush();
+                  take_up_loops();
+                  notices_.deliver();
+              }),
       output_(
           io, db_, health_, state_dir(options_.db_path).output_dir(),
           [this](std::int64_t loop_id, std::int64_t end) { hub_.output_committed(loop_id, end); }),
@@ -74,6 +72,7 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
           options_.shim_program,
           {},
           options_.kill_grace,
+          options_.max_output_bytes,
           options_.binaries,
           options_.agent_env,
           options_.rate_limit_margin,
@@ -82,9 +81,8 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
           [this](std::int64_t loop_id) {
               if (hub_.has_event_watchers()) hub_.counters_changed(db_.get_loop(loop_id));
           },
-          [this](std::int64_t loop_id, proto::loop_event event, const std::string& reason,
-                 std::int64_t resume_at, bool notable_wait) {
-              return change_state(loop_id, event, reason, resume_at, notable_wait);
+          [this](std::int64_t loop_id, const state_change& change) {
+              return change_state(loop_id, change);
           },
           notices_,
           [this](std::int64_t loop_id) { return sandbox_hidden(loop_id); },
@@ -115,6 +113,7 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
                 reaper_,
                 notices_,
                 [this](bool rotate) { return web_login(rotate); },
+                [this] { return web_login_code(); },
                 [this](bool leave_running) {
                     // Stopping closes every session: give the reply to daemon.shutdown a moment
                     // to reach its client first (a WebSocket reply is written asynchronously).
@@ -184,6 +183,14 @@ proto::web_info ralphd::web_login(bool rotate) {
     return {web_.token(), base.empty() ? "" : base + "/login?token=" + web_.token()};
 }
 
+proto::web_login_code ralphd::web_login_code() {
+    const std::string base = web_base_url(options_.listen_address, options_.listen_port);
+    if (base.empty()) return {};  // no TCP listener, no URL (as web.info)
+    const std::string code = web_.login_code(std::chrono::steady_clock::now());
+    return {base + "/login?code=" + code,
+            clock_.now_ms() + std::chrono::milliseconds(web_gate::login_code_lifetime).count()};
+}
+
 loop_files ralphd::forget_loop(std::int64_t loop_id) {
     hub_.loop_removed(loop_id);
     output_.forget(loop_id);
@@ -192,18 +199,18 @@ loop_files ralphd::forget_loop(std::int64_t loop_id) {
                       runner_ctx_.state.scratch_of(loop_id)};
 }
 
-proto::loop_state ralphd::change_state(std::int64_t loop_id, proto::loop_event event,
-                                       const std::string& reason, std::int64_t resume_at,
-                                       bool notable_wait) {
+proto::loop_state ralphd::change_state(std::int64_t loop_id, const state_change& change) {
     const std::int64_t now = clock_.now_ms();
     proto::loop_state state{};
     // The notification is in the outbox if and only if the change is committed.
     db_.in_transaction([&] {
-        state = db_.set_state(loop_id, event, reason, resume_at, now);
-        if (!is_news(loop_id, state, notable_wait, reason) || !is_notified(state, notable_wait))
+        if (change.iterations) db_.set_iterations(loop_id, *change.iterations, now);
+        state = db_.set_state(loop_id, change.event, change.reason, change.resume_at, now);
+        if (!is_news(loop_id, state, change.notable_wait, change.reason) ||
+            !is_notified(state, change.notable_wait))
             return;
         const proto::loop_info loop = db_.get_loop(loop_id);
-        notices_.add(state_notification(loop, notable_wait, now), loop.spec.notify);
+        notices_.add(state_notification(loop, change.notable_wait, now), loop.spec.notify);
     });
     state_changed(loop_id, state);
     return state;
@@ -247,6 +254,7 @@ std::vector<std::filesystem::path> ralphd::sandbox_hidden(std::int64_t loop_id) 
 
 void ralphd::reload(const daemon_options& options) {
     options_.kill_grace = runner_ctx_.kill_grace = options.kill_grace;
+    options_.max_output_bytes = runner_ctx_.max_output_bytes = options.max_output_bytes;
     options_.binaries = runner_ctx_.binaries = options.binaries;
     options_.agent_env = runner_ctx_.agent_env = options.agent_env;
     options_.rate_limit_margin = runner_ctx_.rate_limit_margin = options.rate_limit_margin;

@@ -204,7 +204,15 @@ INSERT INTO agent_holds_12 (agent, account, until, reason)
 DROP TABLE agent_holds;
 ALTER TABLE agent_holds_12 RENAME TO agent_holds;
 )sql",
-        // 12 → 13: a year of history costs what a day of it does (bench/README.md, "scale").
+        // 12 → 13: a claim of completion survives a wait and a restart until its judge rules on
+        // it: the rule an attempt met, and the final answer that met it ('' for the others).
+        // The claims recorded before kept no rule's name.
+        R"sql(
+ALTER TABLE attempts ADD COLUMN completion_rule TEXT NOT NULL DEFAULT '';
+ALTER TABLE attempts ADD COLUMN final_answer TEXT NOT NULL DEFAULT '';
+UPDATE attempts SET completion_rule = 'a completion rule' WHERE completion_signal = 1;
+)sql",
+        // 13 → 14: a year of history costs what a day of it does (bench/README.md, "scale").
         // Indexes for what is bounded by a window or a state: the loops by end time (a report's
         // window, gc's cutoff), by state and id (a page of loop.list per state), the attempts
         // still running (recovery at start). Aggregates kept by triggers, in the transaction of
@@ -287,7 +295,7 @@ CREATE TRIGGER attempt_use_delete AFTER DELETE ON attempts BEGIN
           OR (span = 3600000 AND slot = old.started_at / 3600000));
 END;
 )sql",
-        // 13 → 14: the space gc frees goes back to the file system, a chunk at a time
+        // 14 → 15: the space gc frees goes back to the file system, a chunk at a time
         // (incremental_vacuum: store::vacuum_some), which auto_vacuum must be set for before the
         // tables are made: once, by rewriting the whole file.
         {R"sql(
