@@ -243,6 +243,38 @@ void to_json(nlohmann::json& j, const output_request& r) {
     if (r.last_lines) j[field_name::last_lines] = *r.last_lines;
 }
 
+std::string output_section(const output_origin& origin) {
+    if (origin.iteration <= 0) return {};
+    std::string section = "iteration " + std::to_string(origin.iteration);
+    if (origin.kind == attempt_kind::judge) return section + " · judge";
+    if (origin.attempt > 1) section += " · attempt " + std::to_string(origin.attempt);
+    return section;
+}
+
+namespace {
+
+// An output_origin is three members of a page or notification: "iteration", "attempt", "kind"
+// (none from a ralphd that does not say).
+output_origin origin_of(const nlohmann::json& j) {
+    output_origin origin;
+    origin.iteration = read_or<std::int64_t>(j, "iteration", 0);
+    origin.attempt = read_or<std::int64_t>(j, "attempt", 0);
+    try {
+        origin.kind = attempt_kind_from_string(read_or<std::string>(j, "kind", "work"));
+    } catch (const std::invalid_argument&) {
+        // a newer ralphd's kind of attempt: its output is shown as a worker's
+    }
+    return origin;
+}
+
+void add_origin(nlohmann::json& j, const output_origin& origin) {
+    j["iteration"] = origin.iteration;
+    j["attempt"] = origin.attempt;
+    j["kind"] = to_string(origin.kind);
+}
+
+}  // namespace
+
 void from_json(const nlohmann::json& j, output_page& r) {
     r.id = read_or<std::int64_t>(j, "id", 0);
     r.offset = read_or<std::int64_t>(j, "offset", 0);
@@ -253,6 +285,7 @@ void from_json(const nlohmann::json& j, output_page& r) {
     r.format = read_or<std::string>(j, "format", "text");
     r.state = state_or_queued(j);
     r.final = read_or<bool>(j, "final", false);
+    r.origin = origin_of(j);
 }
 void to_json(nlohmann::json& j, const output_page& r) {
     j = {{"id", r.id},
@@ -264,15 +297,22 @@ void to_json(nlohmann::json& j, const output_page& r) {
          {"format", r.format},
          {"state", to_string(r.state)},
          {"final", r.final}};
+    add_origin(j, r.origin);
 }
 
 void from_json(const nlohmann::json& j, tail_started& r) {
     r.id = read_or<std::int64_t>(j, "id", 0);
     r.offset = read_or<std::int64_t>(j, "offset", 0);
     r.state = state_or_queued(j);
+    r.stop_reason = read_or<std::string>(j, "stop_reason", "");
+    r.resume_at = time_from_json(j, "resume_at");
 }
 void to_json(nlohmann::json& j, const tail_started& r) {
-    j = {{"id", r.id}, {"offset", r.offset}, {"state", to_string(r.state)}};
+    j = {{"id", r.id},
+         {"offset", r.offset},
+         {"state", to_string(r.state)},
+         {"stop_reason", r.stop_reason},
+         {"resume_at", time_to_json(r.resume_at)}};
 }
 
 void from_json(const nlohmann::json& j, subscription& r) {
@@ -288,11 +328,13 @@ void from_json(const nlohmann::json& j, output_notification& n) {
     n.encoding = read_or<std::string>(j, "encoding", encoding::utf8);
     n.format = read_or<std::string>(j, "format", "text");
     if (j.contains("text")) n.text = j.at("text").get<std::string>();
+    n.origin = origin_of(j);
 }
 void to_json(nlohmann::json& j, const output_notification& n) {
     j = {{"id", n.id},     {"offset", n.offset},     {"length", n.length},
          {"data", n.data}, {"encoding", n.encoding}, {"format", n.format}};
     if (n.text) j["text"] = *n.text;
+    add_origin(j, n.origin);
 }
 
 void from_json(const nlohmann::json& j, state_notification& n) {
@@ -301,11 +343,13 @@ void from_json(const nlohmann::json& j, state_notification& n) {
     n.stop_reason = read_or<std::string>(j, "stop_reason", "");
     n.iterations = read_or<std::int64_t>(j, "iterations", 0);
     n.final = read_or<bool>(j, "final", false);
+    n.resume_at = time_from_json(j, "resume_at");
 }
 void to_json(nlohmann::json& j, const state_notification& n) {
     j = {{"id", n.id},
          {"state", to_string(n.state)},
          {"stop_reason", n.stop_reason},
+         {"resume_at", time_to_json(n.resume_at)},
          {"iterations", n.iterations},
          {"final", n.final}};
 }

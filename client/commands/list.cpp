@@ -130,16 +130,18 @@ bool next_page(const list_plan& plan, proto::list_request& request, std::size_t 
     return true;
 }
 
-// The table; with `hosts` (--all-hosts: each loop's host, by index), a HOST column first.
+// The table; with `hosts` (--all-hosts: each loop's host, by index), a HOST column first. Under
+// it, a line per loop that waits, saying why and until when (describe_wait; with `queue`, the
+// one daemon's, the causes of queued loops too).
 void print_table(const client_context& ctx, const std::vector<proto::loop_info>& loops,
-                 const std::vector<std::string>& hosts = {}) {
+                 const queue_view* queue, const std::vector<std::string>& hosts = {}) {
     table rows(with_host_column(!hosts.empty(), {id_column(!hosts.empty()),
-                                                 {"NAME"},
+                                                 {"NAME", false, table::fit::cut_end},
                                                  {"STATE"},
                                                  {"ITER", true},
                                                  {"AGENT"},
                                                  {"AGE", true},
-                                                 {"WORKSPACE"}}));
+                                                 {"WORKSPACE", false, table::fit::cut_start}}));
     const std::int64_t now = text::now_ms();
     for (std::size_t i = 0; i < loops.size(); ++i) {
         const proto::loop_info& loop = loops[i];
@@ -155,7 +157,20 @@ void print_table(const client_context& ctx, const std::vector<proto::loop_info>&
         rows.add(shorten_home(loop.spec.workspace));
     }
     fmt::memory_buffer out;
-    rows.render(out, ctx.colour);
+    rows.render(out, ctx.colour, output_columns());
+    std::vector<std::pair<std::string, std::string>> waits;
+    std::size_t id_width = 0;
+    for (std::size_t i = 0; i < loops.size(); ++i) {
+        std::string why = describe_wait(loops[i], queue, now);
+        if (why.empty()) continue;
+        std::string id =
+            hosts.empty() ? std::to_string(loops[i].id) : qualified_id(hosts[i], loops[i].id);
+        id_width = std::max(id_width, id.size());
+        waits.emplace_back(std::move(id), escape_controls(why));
+    }
+    if (!waits.empty()) out.push_back('\n');
+    for (const auto& [id, why] : waits)
+        fmt::format_to(std::back_inserter(out), "{:>{}}  {}\n", id, id_width, why);
     write_stdout(out);
 }
 
@@ -206,7 +221,7 @@ int run_list_all_hosts(const client_context& ctx, const list_options& options) {
         loops.push_back(*r.loop);
         names.push_back(*r.host);
     }
-    print_table(ctx, loops, names);
+    print_table(ctx, loops, nullptr, names);
     return hosts.exit_code();
 }
 
@@ -227,7 +242,8 @@ int run_list(const client_context& ctx, const list_options& options) {
         using field = proto::summary_field;
         request.fields = {field::id,         field::name,           field::state,
                           field::iterations, field::max_iterations, field::agent,
-                          field::created_at, field::workspace};
+                          field::created_at, field::workspace,      field::stop_reason,
+                          field::resume_at};
         std::size_t got = 0;
         do {
             const std::size_t had = reader.loops.size();
@@ -244,12 +260,70 @@ int run_list(const client_context& ctx, const list_options& options) {
     }
     std::stable_sort(reader.loops.begin(), reader.loops.end(),
                      [](const auto& a, const auto& b) { return a.id > b.id; });
-    print_table(ctx, reader.loops);
+    // Why a queued loop waits is the queue's: the scheduler is asked only when one is listed.
+    const bool queued = std::any_of(reader.loops.begin(), reader.loops.end(), [](const auto& l) {
+        return l.state == proto::loop_state::queued;
+    });
+    if (queued) {
+        const proto::scheduler_state scheduler = daemon.call<proto::method::scheduler_get>({});
+        const queue_view queue{scheduler, reader.loops};
+        print_table(ctx, reader.loops, &queue);
+    } else {
+        print_table(ctx, reader.loops, nullptr);
+    }
     if (not_shown > 0)
         fmt::print("… and {} more that have not ended (ralphctl list --all, or --state)\n",
                    not_shown);
     return exit_code::ok;
 }
+
+// The loops not ended and the latest that have, in the summary of bare `ralphctl`.
+constexpr std::int64_t summary_ended_loops = 10;
+
+}  // namespace
+
+int run_summary(const client_context& ctx, const std::string& help) {
+    using namespace proto::method;
+    std::optional<connection> daemon;
+    proto::daemon_info info;
+    proto::scheduler_state scheduler;
+    std::vector<proto::loop_info> loops;
+    try {
+        daemon.emplace(ctx.socket);
+        info = daemon->call<daemon_info>({});
+        scheduler = daemon->call<scheduler_get>({});
+        loops =
+            fetch_loops(*daemon, {recent_loops_requests(first_active_loops, summary_ended_loops)});
+    } catch (const client_error& e) {
+        // No daemon yet (a first run): what ralphctl does, and how to start it; --json: the
+        // error, as every command gives it.
+        if (e.code() != exit_code::unreachable || ctx.json) throw;
+        fmt::print("{}", help);
+        std::fflush(stdout);
+        fmt::print(stderr, "\nralphctl: {}\n{}\n", e.what(), e.hint());
+        return exit_code::ok;
+    }
+    if (ctx.json) {
+        print_json({{"daemon", info}, {"scheduler", scheduler}, {"loops", loops}});
+        return exit_code::ok;
+    }
+    const queue_view queue{scheduler, loops};
+    fmt::memory_buffer out;
+    fmt::format_to(std::back_inserter(out), "ralph {} on {} · scheduler {} · {}\n\n",
+                   escape_controls(info.version), escape_controls(info.host),
+                   describe_scheduler(scheduler), describe_loop_counts(info.loops_by_state));
+    write_stdout(out);
+    if (loops.empty())
+        fmt::print(
+            "No loop yet: ralphctl submit \"…\" starts one (ralphctl init writes a "
+            "PROMPT.md to start from).\n");
+    else
+        print_table(ctx, loops, &queue);
+    fmt::print("\nralphctl top: live view · list --all: every loop · --help: every command\n");
+    return exit_code::ok;
+}
+
+namespace {
 
 CLI::Validator loop_state_name() {
     return CLI::Validator(

@@ -227,7 +227,8 @@ admission::verdict admission::for_quotas(const std::vector<std::string>& quotas,
         if (!hold) return {};
         if (earliest.go() || hold->until < earliest.until_ms)
             earliest = {verdict::kind::wait,
-                        "waiting for the reset of the " + hold->reason +
+                        // Whose limit it is: the account, and the host that hit it.
+                        "waiting for the reset of account " + account_ + "'s " + hold->reason +
                             (hold->origin.empty() ? "" : ", learnt from " + hold->origin),
                         hold->until, true};
     }

@@ -296,6 +296,7 @@ void register_loop_methods(method_registry& registry, method_services& services)
         page.data = proto::encode_output(bytes, request.encoding);
         page.encoding = request.encoding;
         page.format = agent_stream::to_string(span.format);
+        page.origin = {span.iteration, span.attempt, span.kind};
         page.state = loop.state;
         page.final = proto::is_terminal(loop.state) && page.next_offset >= page.end_offset;
         return page;
@@ -314,7 +315,9 @@ void register_loop_methods(method_registry& registry, method_services& services)
         tail.encoding = request.encoding;
         tail.render = request.render;
         ctx.session->add_tail(tail);
-        return proto::tail_started{request.id, tail.offset, tail.loop.state};
+        const proto::loop_info shown = with_storage_reason(tail.loop, services.health);
+        return proto::tail_started{request.id, tail.offset, shown.state, shown.stop_reason,
+                                   shown.resume_at};
     });
 
     // From now on the session gets a loop.changed notification (the loop's summary) at every

@@ -864,12 +864,15 @@ std::int64_t store::output_bytes(std::int64_t loop_id) {
 
 std::vector<store::attempt_start> store::attempt_starts(std::int64_t loop_id) {
     query q = prepared(
-        "SELECT id, output_start, agent FROM attempts WHERE loop_id = ? ORDER BY output_start, id");
+        "SELECT id, output_start, agent, iteration, attempt, kind FROM attempts WHERE loop_id = ? "
+        "ORDER BY output_start, id");
     q.bind(1, loop_id);
     std::vector<attempt_start> starts;
     while (q.executeStep())
-        starts.push_back(
-            {q.getColumn(0).getInt64(), q.getColumn(1).getInt64(), q.getColumn(2).getString()});
+        starts.push_back({q.getColumn(0).getInt64(), q.getColumn(1).getInt64(),
+                          q.getColumn(2).getString(), q.getColumn(3).getInt64(),
+                          q.getColumn(4).getInt64(),
+                          proto::attempt_kind_from_string(q.getColumn(5).getString())});
     return starts;
 }
 

@@ -217,10 +217,13 @@ class store {
     void record_output(const std::vector<output_chunk_row>& rows,
                        const std::map<std::int64_t, std::int64_t>& loop_ends);
     std::int64_t output_bytes(std::int64_t loop_id);
-    // Where each attempt of the loop began writing its output, and on which agent, in order.
+    // Where each attempt of the loop began writing its output, on which agent, and which attempt
+    // it is, in order.
     struct attempt_start {
         std::int64_t attempt_id, output_start;
         std::string agent;
+        std::int64_t iteration, attempt;
+        proto::attempt_kind kind;
     };
     std::vector<attempt_start> attempt_starts(std::int64_t loop_id);
 

@@ -783,16 +783,20 @@ TEST_CASE("store: an idempotency key names at most one loop; loops without one a
     CHECK(db.insert_loop(spec, 5) != keyed);
 }
 
-TEST_CASE("output_log: the output is cut in spans where an attempt of another format begins") {
+TEST_CASE("output_log: the output is cut in spans where each attempt begins, in its format") {
     gc_fixture fixture;
     ralph::store& db = fixture.db;
     ralph::output_log& output = fixture.output;
     const std::int64_t loop_id = db.insert_loop(sample_spec(), 1);
-    // An attempt of agent `agent` that starts at `start` and writes `bytes` bytes.
-    const auto attempt_writes = [&](const std::string& agent, std::int64_t start,
+    // Attempt `number` of `iteration`, of agent `agent`, that starts at `start` and writes
+    // `bytes` bytes.
+    const auto attempt_writes = [&](std::int64_t iteration, std::int64_t number,
+                                    const std::string& agent, std::int64_t start,
                                     std::int64_t bytes) {
         ralph::proto::attempt_info a;
         a.loop_id = loop_id;
+        a.iteration = iteration;
+        a.attempt = number;
         a.agent = agent;
         a.output_start = start;
         a.id = db.begin_attempt(a, 0);
@@ -801,28 +805,33 @@ TEST_CASE("output_log: the output is cut in spans where an attempt of another fo
     };
     using ralph::agent_stream::format;
     constexpr std::int64_t open_end = std::numeric_limits<std::int64_t>::max();
-    attempt_writes("claude", 0, 4);
-    attempt_writes("claude", 4, 6);
+    attempt_writes(1, 1, "claude", 0, 4);
     CHECK(output.span_at(loop_id, 3).format == format::claude);
     CHECK(output.span_at(loop_id, 3).end == open_end);
+    attempt_writes(1, 2, "claude", 4, 6);
     // A judge of another CLI, an attempt that wrote nothing, an agent this ralphd does not know
     // (text, as aider's): the span read before was cached, the new attempts are seen the same.
-    attempt_writes("codex", 10, 5);
-    attempt_writes("claude", 15, 0);
-    attempt_writes("gemini", 15, 5);
-    attempt_writes("retired-agent", 20, 5);
-    attempt_writes("aider", 25, 5);
-    CHECK(output.span_at(loop_id, 0).end == 10);
+    attempt_writes(2, 1, "codex", 10, 5);
+    attempt_writes(3, 1, "claude", 15, 0);
+    attempt_writes(3, 2, "gemini", 15, 5);
+    attempt_writes(4, 1, "retired-agent", 20, 5);
+    attempt_writes(5, 1, "aider", 25, 5);
+    CHECK(output.span_at(loop_id, 0).end == 4);
     CHECK(output.span_at(loop_id, 9).format == format::claude);
+    CHECK(output.span_at(loop_id, 9).end == 10);
+    CHECK((output.span_at(loop_id, 9).iteration == 1 && output.span_at(loop_id, 9).attempt == 2));
     CHECK(output.span_at(loop_id, 10).format == format::codex);
     CHECK(output.span_at(loop_id, 10).end == 15);
     CHECK(output.span_at(loop_id, 15).format == format::gemini);
     CHECK(output.span_at(loop_id, 15).end == 20);
+    CHECK((output.span_at(loop_id, 15).iteration == 3 && output.span_at(loop_id, 15).attempt == 2));
     CHECK(output.span_at(loop_id, 22).format == format::text);
-    CHECK(output.span_at(loop_id, 22).end == open_end);
+    CHECK(output.span_at(loop_id, 22).end == 25);
+    CHECK(output.span_at(loop_id, 27).end == open_end);
     // A ralphd started afresh reads the same from the attempts table.
     ralph::output_log fresh{fixture.io, db, fixture.health, fixture.tmp.dir.path / "output",
                             [](std::int64_t, std::int64_t) {}};
     CHECK(fresh.span_at(loop_id, 12).format == format::codex);
     CHECK(fresh.span_at(loop_id, 12).end == 15);
+    CHECK(fresh.span_at(loop_id, 12).iteration == 2);
 }
