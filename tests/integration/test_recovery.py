@@ -191,6 +191,21 @@ class NoEscapeTest(DaemonTestCase):
             d.stop()  # SIGINT: a deliberate stop ends them
             self.assert_gone(pids)
 
+    def test_an_agent_that_kills_its_shim_leaves_none_of_its_group_running(self):
+        # Without cgroups the shim ends what the agent leaves; an agent that kills its shim
+        # first is ended by ralphd, which finds the shim gone without an exit file: the agent's
+        # whole process group (the double-forked sleeper with it). One that left the group
+        # (setsid) only a cgroup can find (README, "No orphans").
+        d = self.daemon(extra_args=["--cgroups", "off"])
+        ws = d.workspace()
+        loop = d.submit(ws, agent_command("escape-artist.sh", "kill-shim"), max_iterations=1)
+        setsid_pid, fork_pid = self.escapees(ws)
+        self.addCleanup(lambda: is_alive(setsid_pid) and os.kill(setsid_pid, 9))
+        final = d.wait_state(loop["id"], ("failed", "completed", "exhausted"), timeout=20)
+        [attempt] = d.attempts(loop["id"])
+        self.assert_gone([attempt["pid"], fork_pid])
+        self.assertEqual(final["state"], "failed", final)
+
     def test_with_a_cgroup_per_attempt(self):
         self.check_mode("auto")
 
