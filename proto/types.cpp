@@ -20,8 +20,9 @@ constexpr std::array<std::string_view, 8> termination_names{
     "running", "exited",    "failed",      "crashed",
     "timeout", "cancelled", "interrupted", "spawn_failed"};
 
-constexpr std::array<std::string_view, 8> failure_names{
-    "", "rate_limit", "transient", "auth", "missing_program", "timeout", "crash", "no_verdict"};
+constexpr std::array<std::string_view, 9> failure_names{"",      "rate_limit",      "transient",
+                                                        "auth",  "missing_program", "timeout",
+                                                        "crash", "no_verdict",      "config"};
 
 constexpr std::array<std::string_view, 2> attempt_kind_names{"work", "judge"};
 
@@ -546,7 +547,11 @@ void to_json(nlohmann::json& j, const agent_info& a) {
                        {"structured_output", a.structured_output},
                        {"tokens", a.tokens},
                        {"cost", a.cost},
-                       {"rate_limit_detection", a.rate_limit_detection}};
+                       {"rate_limit_detection", a.rate_limit_detection},
+                       {"environment",
+                        {{"passed", a.environment.passed},
+                         {"withheld", a.environment.withheld},
+                         {"unset", a.environment.unset}}}};
 }
 
 void from_json(const nlohmann::json& j, agent_info& a) {
@@ -559,6 +564,13 @@ void from_json(const nlohmann::json& j, agent_info& a) {
     a.tokens = read_or<bool>(j, "tokens", false);
     a.cost = read_or<bool>(j, "cost", false);
     a.rate_limit_detection = read_or<bool>(j, "rate_limit_detection", false);
+    const nlohmann::json environment = read_or<nlohmann::json>(j, "environment", {});
+    if (environment.is_object()) {
+        using names = std::vector<std::string>;
+        a.environment.passed = read_or<names>(environment, "passed", {});
+        a.environment.withheld = read_or<names>(environment, "withheld", {});
+        a.environment.unset = read_or<names>(environment, "unset", {});
+    }
 }
 
 void to_json(nlohmann::json& j, const storage_status& s) {

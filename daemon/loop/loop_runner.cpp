@@ -494,7 +494,7 @@ awaitable<std::vector<std::string>> loop_runner::agent_env_and_sandbox(
         overrides.emplace_back("TMPDIR", tmpdir.string());
     }
     std::vector<std::string> env =
-        agent_environment(ctx_.agent_env, adapter.environment_variables(), overrides);
+        agent_environment(ctx_.agent_env, agent_variables(adapter, loop.spec), overrides);
     if (kind == proto::attempt_kind::judge) {
         // Nothing of the workspace (nor of its worktree, under the hidden state directory) is
         // writable: only the judge's TMPDIR and its own config and cache paths.
@@ -1079,7 +1079,7 @@ awaitable<void> loop_runner::assess(const proto::loop_info& loop, const std::str
 
 awaitable<bool> loop_runner::verify(const proto::loop_info& loop, proto::attempt_info& attempt) {
     std::vector<std::string> env =
-        agent_environment(ctx_.agent_env, find_agent(loop.spec.agent).environment_variables(),
+        agent_environment(ctx_.agent_env, agent_variables(find_agent(loop.spec.agent), loop.spec),
                           std::vector<std::pair<std::string, std::string>>(loop.spec.env.begin(),
                                                                            loop.spec.env.end()));
     spawn_request request{{}, std::move(env), loop.spec.workspace, std::string()};
