@@ -281,8 +281,10 @@ awaitable<void> loop_runner::run_iterations() {
                 break;
             }
             std::string failure = describe_failure(outcome.how, outcome.error);
+            // A configuration failure (its error says the fix) fails the same way every time.
             if (outcome.how == proto::termination::spawn_failed ||
-                outcome.failure == proto::failure_class::missing_program) {
+                outcome.failure == proto::failure_class::missing_program ||
+                outcome.failure == proto::failure_class::config) {
                 set_state(proto::loop_event::fail, failure);
                 co_return;
             }
