@@ -170,7 +170,8 @@ placeholders or failing checks.
 {{/verify_command}}
 ## Your verdict
 
-End your answer with exactly one of:
+End your answer with exactly one of the two below, written as it is (not in a code block or a
+quote: a verdict you quote does not count, and two different verdicts are none):
 
 <ralph_verdict>ACCEPT</ralph_verdict>
 

@@ -171,6 +171,12 @@ std::string_view first_line(std::string_view text) {
     return rest.substr(0, rest.find_first_of("\r\n"));
 }
 
+std::string first_line_within(std::string_view text, std::size_t limit) {
+    const std::string_view line = first_line(text);
+    if (line.size() <= limit) return std::string(line);
+    return std::string(utf8_head(line, limit)) + "…";
+}
+
 std::string base64_encode(std::string_view bytes) {
     std::string out;
     base64_append(out, bytes);

@@ -33,6 +33,9 @@ std::string_view trim(std::string_view text, std::string_view chars = whitespace
 // The first line of `text` that is not blank, from its first non-whitespace character to its end
 // (the \r or \n is not part of it); "" when there is none.
 std::string_view first_line(std::string_view text);
+// first_line, cut to `limit` bytes at a character boundary and marked "…" when cut: a summary,
+// or a quote in a stop reason.
+std::string first_line_within(std::string_view text, std::size_t limit);
 
 std::string base64_encode(std::string_view bytes);
 // Appends the base64 of `bytes` to `out`, for a caller building a larger message around it.

@@ -82,9 +82,8 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
           [this](std::int64_t loop_id) {
               if (hub_.has_event_watchers()) hub_.counters_changed(db_.get_loop(loop_id));
           },
-          [this](std::int64_t loop_id, proto::loop_event event, const std::string& reason,
-                 std::int64_t resume_at, bool notable_wait) {
-              return change_state(loop_id, event, reason, resume_at, notable_wait);
+          [this](std::int64_t loop_id, const state_change& change) {
+              return change_state(loop_id, change);
           },
           notices_,
           [this](std::int64_t loop_id) { return sandbox_hidden(loop_id); },
@@ -193,18 +192,18 @@ loop_files ralphd::forget_loop(std::int64_t loop_id) {
                       runner_ctx_.state.scratch_of(loop_id)};
 }
 
-proto::loop_state ralphd::change_state(std::int64_t loop_id, proto::loop_event event,
-                                       const std::string& reason, std::int64_t resume_at,
-                                       bool notable_wait) {
+proto::loop_state ralphd::change_state(std::int64_t loop_id, const state_change& change) {
     const std::int64_t now = clock_.now_ms();
     proto::loop_state state{};
     // The notification is in the outbox if and only if the change is committed.
     db_.in_transaction([&] {
-        state = db_.set_state(loop_id, event, reason, resume_at, now);
-        if (!is_news(loop_id, state, notable_wait, reason) || !is_notified(state, notable_wait))
+        if (change.iterations) db_.set_iterations(loop_id, *change.iterations, now);
+        state = db_.set_state(loop_id, change.event, change.reason, change.resume_at, now);
+        if (!is_news(loop_id, state, change.notable_wait, change.reason) ||
+            !is_notified(state, change.notable_wait))
             return;
         const proto::loop_info loop = db_.get_loop(loop_id);
-        notices_.add(state_notification(loop, notable_wait, now), loop.spec.notify);
+        notices_.add(state_notification(loop, change.notable_wait, now), loop.spec.notify);
     });
     state_changed(loop_id, state);
     return state;

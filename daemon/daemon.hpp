@@ -111,9 +111,7 @@ class ralphd {
     // The holds in force as peers are told them.
     std::vector<proto::agent_hold> holds_in_force();
     // runner_context::change_state and on_state.
-    proto::loop_state change_state(std::int64_t loop_id, proto::loop_event event,
-                                   const std::string& reason, std::int64_t resume_at,
-                                   bool notable_wait);
+    proto::loop_state change_state(std::int64_t loop_id, const state_change& change);
     void state_changed(std::int64_t loop_id, proto::loop_state state);
     // Whether a loop's change to `state` is news for the push notifications: a loop parked again
     // for the cause it was announced waiting for (its budget taken again by another loop before

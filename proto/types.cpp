@@ -125,6 +125,12 @@ void from_json(const nlohmann::json& j, submit_params& p) {
         if (parse_agent_choice(fallback).agent.empty())
             throw rpc_error(error_kind::invalid_params,
                             "params.fallback: '" + fallback + "' names no agent (AGENT[:MODEL])");
+    read_field(obj, "quota_key", p.quota_key);
+    if (p.quota_key.size() > 64 ||
+        std::any_of(p.quota_key.begin(), p.quota_key.end(),
+                    [](unsigned char c) { return c < 0x20 || c == 0x7f; }))
+        throw rpc_error(error_kind::invalid_params,
+                        "params.quota_key: at most 64 bytes, no control characters");
     read_field(obj, "judge", p.judge);
     read_field(obj, "judge_model", p.judge_model);
     read_field(obj, "judge_command", p.judge_command);
@@ -183,6 +189,7 @@ void to_json(nlohmann::json& j, const submit_params& p) {
     j[field_name::command] = p.command;
     j["args"] = p.args;
     j["fallback"] = p.fallback;
+    j["quota_key"] = p.quota_key;
     j["judge"] = p.judge;
     j["judge_model"] = p.judge_model;
     j["judge_command"] = p.judge_command;
@@ -257,7 +264,34 @@ submit_params on_agent(const submit_params& spec, const agent_choice& choice) {
     on.agent = choice.agent;
     on.model = choice.model;
     on.args.clear();
+    on.quota_key.clear();  // the loop's own agent's
     return on;
+}
+
+std::string quota_of(const submit_params& spec) {
+    constexpr std::size_t max_quota_bytes = 64;
+    std::string quota = spec.quota_key;
+    if (quota.empty() && spec.agent == "command") {
+        // The program, without its directory: one script reached by two paths is one quota.
+        std::string program;
+        try {
+            const std::vector<std::string> words = text::split_command_words(spec.command);
+            if (!words.empty()) program = words.front();
+        } catch (const std::invalid_argument&) {
+            // Checked at submit; a command that does not parse runs nothing to hold.
+        }
+        quota = "command:" + program.substr(program.find_last_of('/') + 1);
+    } else if (quota.empty()) {
+        quota = spec.agent;
+    }
+    quota.resize(text::utf8_head(quota, max_quota_bytes).size());
+    return quota;
+}
+
+std::vector<std::string> quotas_of(const submit_params& spec) {
+    std::vector<std::string> quotas;
+    for (const auto& choice : agents_of(spec)) quotas.push_back(quota_of(on_agent(spec, choice)));
+    return quotas;
 }
 
 submit_params as_judge(const submit_params& spec) {
@@ -267,6 +301,7 @@ submit_params as_judge(const submit_params& spec) {
     judge.command = spec.judge_command;
     judge.args.clear();
     judge.fallback.clear();
+    judge.quota_key.clear();
     return judge;
 }
 
@@ -456,6 +491,7 @@ void to_json(nlohmann::json& j, const attempt_info& a) {
         {"exit_code", a.exit_code ? nlohmann::json(*a.exit_code) : nlohmann::json()},
         {"signal", a.signal ? nlohmann::json(*a.signal) : nlohmann::json()},
         {"completion_signal", a.completion_signal},
+        {"completion_rule", a.completion_rule},
         {"failure", to_string(a.failure)},
         {"error", a.error},
         {"summary", a.summary},
@@ -494,6 +530,7 @@ void from_json(const nlohmann::json& j, attempt_info& a) {
         a.exit_code = j["exit_code"].get<int>();
     if (j.contains("signal") && j["signal"].is_number()) a.signal = j["signal"].get<int>();
     a.completion_signal = read_or<bool>(j, "completion_signal", false);
+    a.completion_rule = read_or<std::string>(j, "completion_rule", "");
     a.failure = failure_class_from_string(read_or<std::string>(j, "failure", ""));
     a.error = read_or<std::string>(j, "error", "");
     a.summary = read_or<std::string>(j, "summary", "");

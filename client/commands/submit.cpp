@@ -311,6 +311,10 @@ void register_submit_command(CLI::App& app, client_context& ctx) {
                     "AGENT[:MODEL] an iteration runs on while a usage limit holds the agents "
                     "before it (repeatable, in order; back to --agent once its limit resets)")
         ->allow_extra_args(false);
+    cmd->add_option("--quota-key", spec.quota_key,
+                    "The usage quota --agent draws on, when it is not the agent's own (another "
+                    "account, a gateway): a usage limit holds the loops of the same quota only "
+                    "(default: the agent, or for command its program)");
     cmd->add_option("--arg", spec.args,
                     "Extra argument for the agent (repeatable; write --arg=-x for one "
                     "starting with -)")

@@ -197,11 +197,11 @@ std::int64_t admission::window_opens_at(std::int64_t now_ms) const {
     return window_ ? next_window_open(*window_, now_ms) : now_ms;
 }
 
-admission::verdict admission::for_agents(const std::vector<std::string>& agents,
+admission::verdict admission::for_quotas(const std::vector<std::string>& quotas,
                                          std::int64_t now_ms) {
     verdict earliest;
-    for (const auto& agent : agents) {
-        const auto hold = db_.agent_hold_of(agent, account_, now_ms);
+    for (const auto& quota : quotas) {
+        const auto hold = db_.agent_hold_of(quota, account_, now_ms);
         if (!hold) return {};
         if (earliest.go() || hold->until < earliest.until_ms)
             earliest = {verdict::kind::wait,
@@ -215,7 +215,8 @@ admission::verdict admission::for_agents(const std::vector<std::string>& agents,
 proto::agent_choice admission::pick_agent(const proto::submit_params& spec, std::int64_t now_ms) {
     const std::vector<proto::agent_choice> agents = proto::agents_of(spec);
     for (const auto& choice : agents)
-        if (!db_.agent_hold_of(choice.agent, account_, now_ms)) return choice;
+        if (!db_.agent_hold_of(proto::quota_of(proto::on_agent(spec, choice)), account_, now_ms))
+            return choice;
     return agents.front();
 }
 
@@ -235,9 +236,7 @@ admission::verdict admission::for_loop(const proto::loop_info& loop, std::int64_
 
 admission::verdict admission::check(const proto::loop_info& loop, std::int64_t now_ms) {
     if (auto v = global(now_ms); !v.go()) return v;
-    std::vector<std::string> agents;
-    for (const auto& choice : proto::agents_of(loop.spec)) agents.push_back(choice.agent);
-    if (auto v = for_agents(agents, now_ms); !v.go()) return v;
+    if (auto v = for_quotas(proto::quotas_of(loop.spec), now_ms); !v.go()) return v;
     return for_loop(loop, now_ms);
 }
 

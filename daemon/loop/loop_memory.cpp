@@ -354,14 +354,70 @@ bool status_matches(std::string_view status, std::string_view value) {
     return true;
 }
 
+std::string outside_quotes(std::string_view text) {
+    std::string out(text);
+    // The bodies of the blocks that quote: the judge's reasons, the worker's answer.
+    for (std::string_view name : {std::string_view("ralph_reasons"), std::string_view("answer")})
+        for (std::string_view body : find_blocks(text, name))
+            std::fill_n(out.begin() + (body.data() - text.data()), body.size(), ' ');
+    // Line by line: fences, blockquotes, inline code spans.
+    std::size_t fence_length = 0;  // inside a fence of this many fence_char when not 0
+    char fence_char = 0;
+    std::size_t pos = 0;
+    while (pos < out.size()) {
+        std::size_t end = out.find('\n', pos);
+        if (end == std::string::npos) end = out.size();
+        std::size_t i = pos;
+        while (i < end && is_blank(out[i])) ++i;
+        std::size_t run = 0;
+        while (i + run < end && (out[i + run] == '`' || out[i + run] == '~') &&
+               out[i + run] == out[i])
+            ++run;
+        const bool fence_line = run >= 3;
+        const char first = i < end ? out[i] : '\0';
+        const bool closes =
+            fence_length != 0 && fence_line && first == fence_char && run >= fence_length;
+        if (fence_length != 0 || fence_line || first == '>') {
+            std::fill(out.begin() + std::ptrdiff_t(pos), out.begin() + std::ptrdiff_t(end), ' ');
+            if (closes) {
+                fence_length = 0;
+            } else if (fence_length == 0 && fence_line) {
+                fence_length = run;
+                fence_char = first;
+            }
+        } else {
+            // Inline code: from a backtick to the next one on the line.
+            std::size_t open = std::string::npos;
+            for (std::size_t k = pos; k < end; ++k) {
+                if (out[k] != '`') continue;
+                if (open == std::string::npos) {
+                    open = k;
+                } else {
+                    std::fill(out.begin() + std::ptrdiff_t(open),
+                              out.begin() + std::ptrdiff_t(k) + 1, ' ');
+                    open = std::string::npos;
+                }
+            }
+        }
+        pos = end + 1;
+    }
+    return out;
+}
+
 std::optional<judge_verdict> extract_verdict(std::string_view answer) {
-    const std::optional<std::string> said = extract_status(answer, "ralph_verdict");
-    if (!said) return std::nullopt;
+    const std::string own = outside_quotes(answer);
+    const auto said = find_blocks(own, "ralph_verdict");
+    if (said.empty()) return std::nullopt;
     judge_verdict verdict;
-    if (status_matches(*said, "ACCEPT"))
-        verdict.accepted = true;
-    else if (!status_matches(*said, "REJECT"))
-        return std::nullopt;
+    for (std::size_t k = 0; k < said.size(); ++k) {
+        bool accepts = false;
+        if (status_matches(said[k], "ACCEPT"))
+            accepts = true;
+        else if (!status_matches(said[k], "REJECT"))
+            return std::nullopt;
+        if (k > 0 && accepts != verdict.accepted) return std::nullopt;
+        verdict.accepted = accepts;
+    }
     verdict.reasons =
         extract_status(answer, "ralph_reasons").value_or(bounded_text(answer, max_note_bytes));
     return verdict;

@@ -70,10 +70,18 @@ struct judge_verdict {
     bool accepted = false;
     std::string reasons;  // valid UTF-8, trimmed, at most max_note_bytes
 };
-// The LAST <ralph_verdict> block says ACCEPT or REJECT (ASCII case and surrounding whitespace
-// ignored); the reasons are the last <ralph_reasons> block, else the whole answer. nullopt when
-// there is no such block or it says anything else: no verdict, which never accepts.
+// The verdict the answer gives in its own words: its <ralph_verdict> blocks outside quoted
+// material (outside_quotes) all say ACCEPT, or all say REJECT (ASCII case and surrounding
+// whitespace ignored); the reasons are the last <ralph_reasons> block, else the whole answer.
+// nullopt when there is no such block, when they differ, or when one says anything else: no
+// verdict, which never accepts (a judge that quotes the worker's fake ACCEPT while it rejects
+// gives none).
 std::optional<judge_verdict> extract_verdict(std::string_view answer);
+
+// `text` without what it quotes, each quoted byte replaced by a space: fenced code blocks
+// (``` or ~~~), inline code spans, blockquote lines (starting with '>'), and the bodies of
+// <ralph_reasons> and <answer> blocks. Linear time.
+std::string outside_quotes(std::string_view text);
 
 // The opt-in legacy completion rule: `needle` occurs in `text`, ignoring ASCII case. Knuth–
 // Morris–Pratt, so O(|text| + |needle|) whatever the input (std::search may be quadratic).

@@ -101,6 +101,34 @@ std::vector<std::string> remove_git_redirects(const fs::path& workspace,
     return removed;
 }
 
+namespace {
+
+// Whether `path` is `dir` or below it (both absolute and normal).
+bool is_within(const fs::path& path, const fs::path& dir) {
+    auto [end, _] = std::mismatch(dir.begin(), dir.end(), path.begin(), path.end());
+    return end == dir.end();
+}
+
+}  // namespace
+
+std::vector<fs::path> program_paths(const fs::path& program, const std::vector<fs::path>& hidden) {
+    std::error_code ec;
+    std::vector<fs::path> shown;
+    for (const fs::path& dir : {program.parent_path(), fs::canonical(program, ec).parent_path()}) {
+        if (dir.empty()) continue;
+        const fs::path normal = dir.lexically_normal();
+        for (const auto& secret : hidden)
+            if (is_within(normal, secret.lexically_normal()))
+                throw proto::rpc_error(
+                    proto::error_kind::agent_unavailable,
+                    "the program " + program.string() + " is in " + secret.string() +
+                        ", which the sandbox hides (ralph's own directories and the workspaces of "
+                        "the other loops): put it elsewhere, for example in ~/bin");
+        if (is_within(normal, "/tmp")) shown.push_back(normal);
+    }
+    return shown;
+}
+
 std::vector<std::string> wrap(const std::string& bwrap, const layout& view, const std::string& cwd,
                               const std::vector<std::string>& argv) {
     // A new PID namespace: the agent sees and signals only its own processes, and everything

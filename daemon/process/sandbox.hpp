@@ -69,6 +69,15 @@ std::vector<std::string> remove_git_redirects(
     const std::filesystem::path& workspace, const workspace::git_directories& git,
     const std::vector<std::filesystem::path>& protected_paths);
 
+// What of the program `program` (an absolute path, as PATH found it) the sandbox must show so
+// that it runs there: its directory, and its real one when it is a link, where the sandbox's
+// empty /tmp would hide them — a program the user keeps in /tmp (a judge's `--judge-command`, a
+// clone of a project there) runs with its neighbours, read-only. A program inside a path of
+// `hidden` (ralph's own directories, another loop's workspace) cannot be shown without showing
+// what the sandbox hides: proto::rpc_error(agent_unavailable) names it and says why.
+std::vector<std::filesystem::path> program_paths(const std::filesystem::path& program,
+                                                 const std::vector<std::filesystem::path>& hidden);
+
 // `argv` wrapped in bwrap: `bwrap [namespaces] [mounts] --chdir cwd -- argv...`. The mounts are
 // applied parent first (sorted by path; at one path: hidden, then writable, then read-only), so
 // that the most specific rule wins whatever the order of the lists. Paths that do not exist

@@ -80,9 +80,7 @@ proto::host_capacity capacity_for(const proto::submit_params& spec, method_servi
     const std::map<std::string, std::int64_t> by_state = services.db.count_by_state();
     const auto queued = by_state.find(std::string(proto::to_string(proto::loop_state::queued)));
     room.queued = queued == by_state.end() ? 0 : queued->second;
-    std::vector<std::string> agents;
-    for (const proto::agent_choice& choice : proto::agents_of(spec)) agents.push_back(choice.agent);
-    const admission::verdict held = services.gate.for_agents(agents, now_ms);
+    const admission::verdict held = services.gate.for_quotas(proto::quotas_of(spec), now_ms);
     room.agent_held = !held.go();
     room.agent_held_until = room.agent_held ? held.until_ms : 0;
     return room;

@@ -204,6 +204,14 @@ INSERT INTO agent_holds_12 (agent, account, until, reason)
 DROP TABLE agent_holds;
 ALTER TABLE agent_holds_12 RENAME TO agent_holds;
 )sql",
+        // 12 → 13: a claim of completion survives a wait and a restart until its judge rules on
+        // it: the rule an attempt met, and the final answer that met it ('' for the others).
+        // The claims recorded before kept no rule's name.
+        R"sql(
+ALTER TABLE attempts ADD COLUMN completion_rule TEXT NOT NULL DEFAULT '';
+ALTER TABLE attempts ADD COLUMN final_answer TEXT NOT NULL DEFAULT '';
+UPDATE attempts SET completion_rule = 'a completion rule' WHERE completion_signal = 1;
+)sql",
     };
     return migrations;
 }

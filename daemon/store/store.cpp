@@ -45,7 +45,7 @@ constexpr const char* attempt_columns =
     "signal, completion_signal, error, output_start, output_end, failure, input_tokens, "
     "output_tokens, cost_usd, turns, tool_calls, summary, head_before, head_after, files_changed, "
     "insertions, deletions, progress, feedback, verify_exit, verify_output, agent, model, kind, "
-    "verdict, verdict_reasons, tree_before, tree_after";
+    "verdict, verdict_reasons, tree_before, tree_after, completion_rule";
 
 // Condition on attempts (?1 = loop_id, ?2 = iteration): after the last attempt of an earlier
 // iteration. Attempts are numbered in iteration order, so with `iteration = ?2` it selects the
@@ -129,6 +129,7 @@ proto::attempt_info attempt_from_row(SQLite::Statement& q) {
     a.verdict_reasons = q.getColumn(35).getString();
     a.tree_before = q.getColumn(36).getString();
     a.tree_after = q.getColumn(37).getString();
+    a.completion_rule = q.getColumn(38).getString();
     return a;
 }
 
@@ -316,14 +317,21 @@ std::vector<proto::loop_info> store::list_loops(const std::vector<proto::loop_st
 
 std::vector<store::queued_loop> store::queued_loops() {
     query q = prepared(
-        "SELECT id, workspace, agent, ifnull(json_extract(spec, '$.fallback'), '[]') FROM loops "
-        "WHERE state = 'queued' ORDER BY priority DESC, id");
+        "SELECT id, workspace, agent, ifnull(json_extract(spec, '$.fallback'), '[]'), "
+        "ifnull(json_extract(spec, '$.command'), ''), ifnull(json_extract(spec, '$.quota_key'), "
+        "'') "
+        "FROM loops WHERE state = 'queued' ORDER BY priority DESC, id");
     std::vector<queued_loop> loops;
     while (q.executeStep()) {
-        std::vector<std::string> agents{q.getColumn(2).getString()};
+        // What quotas_of reads of a spec, without parsing the rest.
+        proto::submit_params spec;
+        spec.agent = q.getColumn(2).getString();
         for (const auto& fallback : nlohmann::json::parse(q.getColumn(3).getString()))
-            agents.push_back(proto::parse_agent_choice(fallback.get<std::string>()).agent);
-        loops.push_back({q.getColumn(0).getInt64(), q.getColumn(1).getString(), agents});
+            spec.fallback.push_back(fallback.get<std::string>());
+        spec.command = q.getColumn(4).getString();
+        spec.quota_key = q.getColumn(5).getString();
+        loops.push_back(
+            {q.getColumn(0).getInt64(), q.getColumn(1).getString(), proto::quotas_of(spec)});
     }
     return loops;
 }
@@ -407,7 +415,8 @@ std::int64_t store::begin_attempt(const proto::attempt_info& a, std::int64_t pro
 }
 
 void store::finish_attempt(const proto::attempt_info& a,
-                           const std::vector<proto::event_info>& last_events) {
+                           const std::vector<proto::event_info>& last_events,
+                           const std::string& claimed_answer) {
     SQLite::Transaction tx(db_);
     query q = prepared(
         "UPDATE attempts SET ended_at = ?, termination = ?, exit_code = ?, signal = ?, "
@@ -416,7 +425,7 @@ void store::finish_attempt(const proto::attempt_info& a,
         "tool_calls = ?, summary = ?, head_before = ?, head_after = ?, "
         "files_changed = ?, insertions = ?, deletions = ?, progress = ?, "
         "feedback = ?, verify_exit = ?, verify_output = ?, verdict = ?, verdict_reasons = ?, "
-        "tree_before = ?, tree_after = ? WHERE id = ?");
+        "tree_before = ?, tree_after = ?, completion_rule = ?, final_answer = ? WHERE id = ?");
     q.bind(1, a.ended_at);
     q.bind(2, std::string(proto::to_string(a.how)));
     if (a.exit_code)
@@ -459,7 +468,9 @@ void store::finish_attempt(const proto::attempt_info& a,
     q.bind(25, a.verdict_reasons);
     q.bind(26, a.tree_before);
     q.bind(27, a.tree_after);
-    q.bind(28, a.id);
+    q.bind(28, a.completion_rule);
+    q.bind(29, claimed_answer);
+    q.bind(30, a.id);
     q.exec();
     query sums = prepared(
         "UPDATE loops SET input_tokens = input_tokens + ?1, "
@@ -518,14 +529,21 @@ std::vector<proto::attempt_info> store::attempts_of(std::int64_t loop_id) {
     return attempts;
 }
 
-std::int64_t store::attempts_in_iteration(std::int64_t loop_id, std::int64_t iteration) {
-    query q = prepared(std::string("SELECT count(*) FROM attempts WHERE loop_id = ?1 AND "
-                                   "iteration = ?2 AND ") +
-                       after_earlier_iterations);
+std::vector<proto::attempt_info> store::attempts_in(std::int64_t loop_id, std::int64_t iteration) {
+    query q = prepared(std::string("SELECT ") + attempt_columns +
+                       " FROM attempts WHERE loop_id = ?1 AND iteration = ?2 AND " +
+                       after_earlier_iterations + " ORDER BY id");
     q.bind(1, loop_id);
     q.bind(2, iteration);
-    q.executeStep();
-    return q.getColumn(0).getInt64();
+    std::vector<proto::attempt_info> attempts;
+    while (q.executeStep()) attempts.push_back(attempt_from_row(q));
+    return attempts;
+}
+
+std::string store::final_answer_of(std::int64_t attempt_id) {
+    query q = prepared("SELECT final_answer FROM attempts WHERE id = ?");
+    q.bind(1, attempt_id);
+    return q.executeStep() ? q.getColumn(0).getString() : std::string();
 }
 
 std::optional<proto::agent_feedback> store::feedback_of(std::int64_t loop_id,

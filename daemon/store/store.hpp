@@ -58,7 +58,7 @@ class store {
     struct queued_loop {
         std::int64_t id;
         std::string workspace;
-        std::vector<std::string> agents;  // its own, then its fallbacks (proto::agents_of)
+        std::vector<std::string> quotas;  // of its own agent, then its fallbacks' (quotas_of)
     };
     std::vector<queued_loop> queued_loops();
     std::map<std::string, std::int64_t> count_by_state();
@@ -78,9 +78,11 @@ class store {
     // attempts/retries counters.
     std::int64_t begin_attempt(const proto::attempt_info& attempt, std::int64_t process_start_time);
     // Records how the attempt ended and adds its usage to the loop's counters, and stores the
-    // attempt's last stream events, in one transaction.
+    // attempt's last stream events, in one transaction. `claimed_answer`: the final answer of a
+    // work attempt whose completion rule held, which its judge reads (final_answer_of).
     void finish_attempt(const proto::attempt_info& attempt,
-                        const std::vector<proto::event_info>& last_events = {});
+                        const std::vector<proto::event_info>& last_events = {},
+                        const std::string& claimed_answer = {});
     // The agent of a begun attempt runs: its pid (= process group) and start time.
     void set_attempt_process(std::int64_t attempt_id, std::int64_t pid,
                              std::int64_t process_start_time);
@@ -88,7 +90,10 @@ class store {
     // Throws std::runtime_error when there is no such attempt.
     proto::attempt_info get_attempt(std::int64_t attempt_id);
     std::vector<proto::attempt_info> attempts_of(std::int64_t loop_id);
-    std::int64_t attempts_in_iteration(std::int64_t loop_id, std::int64_t iteration);
+    // The attempts of the loop's iteration, oldest first.
+    std::vector<proto::attempt_info> attempts_in(std::int64_t loop_id, std::int64_t iteration);
+    // The final answer a claim of completion kept (finish_attempt), "" when none.
+    std::string final_answer_of(std::int64_t attempt_id);
     // The feedback the iteration's last attempt that gave one gave, if any.
     std::optional<proto::agent_feedback> feedback_of(std::int64_t loop_id, std::int64_t iteration);
     // Why the judge rejected the claim of completion of the iteration: the reasons of its last

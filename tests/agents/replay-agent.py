@@ -45,8 +45,13 @@ sys.path.insert(0, HERE)
 import agent_config  # noqa: E402  (next to this file, wherever it is linked from)
 
 STREAMS = os.path.join(HERE, "streams")
-FIXTURES = os.path.join(os.environ.get("RALPH_FIXTURES", os.path.join(HERE, "..", "fixtures")),
-                        "agents")
+# tests/fixtures, or the copy next to the agent that a sandbox shows with it (harness.py's
+# self_contained_agents).
+FIXTURES = os.path.join(
+    os.environ.get("RALPH_FIXTURES") or next(
+        path for path in (os.path.join(HERE, "fixtures"), os.path.join(HERE, "..", "fixtures"))
+        if os.path.isdir(path)),
+    "agents")
 
 
 def agent_name():

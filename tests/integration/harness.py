@@ -14,6 +14,7 @@ tags its environment with RALPH_IT_TAG=<its temp dir>, which every agent inherit
 can find and kill whatever a failed test left running.
 """
 
+import atexit
 import base64
 import datetime
 import fcntl
@@ -223,15 +224,36 @@ def wait_group_gone(pgid, timeout=10):
 AGENT_NAMES = ("claude", "codex", "opencode", "gemini", "aider", "kiro-cli")
 
 
+_agents_copy = None
+
+
+def self_contained_agents():
+    """The fake agents (tests/agents) with the recorded streams they replay (tests/fixtures/agents)
+    inside their own directory, copied once per test process into the temporary directory: a
+    sandbox shows a program in /tmp with its directory and nothing else of /tmp
+    (sandbox::program_paths), so the agents run sandboxed wherever the tree is — a clone in /tmp
+    included."""
+    global _agents_copy
+    if _agents_copy is None:
+        root = tempfile.mkdtemp(prefix="ralph-agents-", dir=_short_tmp_parent())
+        atexit.register(shutil.rmtree, root, True)
+        copy = os.path.join(root, "agents")
+        shutil.copytree(AGENTS, copy, symlinks=True)
+        shutil.copytree(os.path.join(FIXTURES, "agents"), os.path.join(copy, "fixtures", "agents"))
+        _agents_copy = copy
+    return _agents_copy
+
+
 def fake_agent_bin(parent, names=AGENT_NAMES):
-    """A directory under `parent` with the replay agent (tests/agents/replay-agent.py) installed
-    under the names of the real agent CLIs; put it first on the daemon's PATH."""
+    """A directory under `parent` with the replay agent (tests/agents/replay-agent.py, in its
+    self-contained copy) installed under the names of the real agent CLIs; put it first on the
+    daemon's PATH."""
     path = os.path.join(parent, "fake-bin")
     os.makedirs(path, exist_ok=True)
     for name in names:
         link = os.path.join(path, name)
         if not os.path.lexists(link):
-            os.symlink(os.path.join(AGENTS, "replay-agent.py"), link)
+            os.symlink(os.path.join(self_contained_agents(), "replay-agent.py"), link)
     return path
 
 

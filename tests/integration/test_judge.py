@@ -8,9 +8,13 @@ checked."""
 
 import json
 import os
+import shlex
+import shutil
+import tempfile
 import time
 
-from harness import fake_agent_bin, main, require_bubblewrap, wait_until, write_text
+from harness import (agent_command, fake_agent_bin, main, require_bubblewrap, wait_until,
+                     write_text)
 from test_agents import AgentTestCase, iteration_script
 
 REASONS = "The greeting test fails: greet prints nothing for two names."
@@ -22,9 +26,10 @@ class JudgeTestCase(AgentTestCase):
         super().setUp()
         require_bubblewrap()
 
-    def judge_daemon(self):
-        # Outside /tmp, which is empty under bubblewrap: the fake agents are under the root.
-        d = self.new_daemon_unstarted(parent="/var/tmp")
+    def judge_daemon(self, *extra_args):
+        # In /tmp, which is empty under bubblewrap but for the programs it runs: the fake agents
+        # are under the root.
+        d = self.new_daemon_unstarted(extra_args=extra_args)
         d.env["PATH"] = fake_agent_bin(d.root) + ":" + d.env["PATH"]
         d.start()
         os.makedirs(os.path.join(d.home, ".claude"), exist_ok=True)
@@ -168,6 +173,100 @@ class VerdictTest(JudgeTestCase):
         use = [u for u in d.call("budget.get", {})["use"] if u["name"] == "tokens_per_day"][0]
         self.assertEqual(use["used"], 600)
         d.call("loop.cancel", {"id": loop["id"]})
+
+
+class HeldJudgeTest(JudgeTestCase):
+    """A finished work attempt whose judge cannot run yet (its agent held by a usage limit,
+    the loop paused, ralphd killed) waits for its judge: the work is never run, nor billed,
+    again (issue 38)."""
+
+    def test_a_judge_held_by_a_usage_limit_runs_again_and_the_work_does_not(self):
+        d = self.judge_daemon("--rate-limit-margin", "0.5")
+        loop, worker_runs, judge_runs = self.submit_judged(
+            d, ["rate-limit", "rate-limit", "judge-accept"])
+        final = self.wait_end(d, loop, "completed")
+        self.assertEqual(self.kinds(d, loop["id"]),
+                         [(1, "work", "", ""), (1, "judge", "", "rate_limit"),
+                          (1, "judge", "", "rate_limit"), (1, "judge", "accept", "")])
+        self.assertEqual(len(worker_runs()), 1, "the finished work ran again")
+        self.assertEqual(len(judge_runs()), 3)
+        self.assertEqual(final["iterations"], 1)
+        self.assertEqual(final["stop_reason"],
+                         "judge claude accepted the completion claimed in iteration 1")
+
+    def test_a_claim_waiting_for_its_held_judge_survives_a_kill_of_ralphd(self):
+        # The judge's hold outlasts the kill: the next ralphd finds the claim in the record and
+        # waits for the judge, not for another run of the work.
+        d = self.judge_daemon("--rate-limit-margin", "2")
+        loop, worker_runs, judge_runs = self.submit_judged(d, ["rate-limit", "judge-accept"])
+        waiting = d.wait_state(loop["id"], ("waiting",), timeout=60)
+        self.assertIn("usage limit", waiting["stop_reason"])
+        d.kill9()
+        d.restart()
+        self.wait_end(d, loop, "completed")
+        self.assertEqual(self.kinds(d, loop["id"]),
+                         [(1, "work", "", ""), (1, "judge", "", "rate_limit"),
+                          (1, "judge", "accept", "")])
+        self.assertEqual(len(worker_runs()), 1, "the finished work ran again")
+
+    def test_a_judge_interrupted_by_a_pause_judges_the_same_claim_after_the_resume(self):
+        d = self.judge_daemon()
+        loop, worker_runs, judge_runs = self.submit_judged(
+            d, ["judge-slow", "judge-accept"], "--env", "FAKE_JUDGE_SLEEP=30")
+        self.wait_judge_started(judge_runs)
+        d.ctl("pause", loop["id"])
+        d.wait_state(loop["id"], ("paused",), timeout=30)
+        d.ctl("resume", loop["id"])
+        self.wait_end(d, loop, "completed")
+        self.assertEqual([(k[1], k[2]) for k in self.kinds(d, loop["id"])],
+                         [("work", ""), ("judge", ""), ("judge", "accept")])
+        self.assertEqual(len(worker_runs()), 1, "the finished work ran again")
+        self.assertEqual(d.get(loop["id"])["iterations"], 1)
+
+
+class JudgeProgramTest(JudgeTestCase):
+    """A judge program of the user's own (--judge command) runs in the judge's sandbox wherever
+    the user keeps it, /tmp included; one in a place the sandbox hides is refused with why
+    (issue 38)."""
+
+    JUDGE = ("#!/bin/sh\ncat > /dev/null\necho 'Checked.'\n"
+             "echo '<ralph_verdict>ACCEPT</ralph_verdict>'\n")
+
+    def judge_program(self, directory):
+        os.makedirs(directory, exist_ok=True)
+        program = os.path.join(directory, "my judge.sh")
+        write_text(program, self.JUDGE)
+        os.chmod(program, 0o755)
+        return program
+
+    def test_a_judge_program_in_tmp_runs_in_its_sandbox(self):
+        d = self.judge_daemon()
+        directory = tempfile.mkdtemp(prefix="judge-", dir="/tmp")
+        self.addCleanup(shutil.rmtree, directory, True)
+        program = self.judge_program(directory)
+        loop, log = self.submit_agent(
+            d, "claude", ["ralph-iter2"], "--judge", "command",
+            "--judge-command", shlex.quote(program), "--stall-after", "0")
+        final = self.wait_end(d, loop, "completed")
+        self.assertEqual(final["stop_reason"],
+                         "judge command accepted the completion claimed in iteration 1")
+        self.assertEqual(len(self.agent_runs(log)), 1)
+
+    def test_a_judge_program_where_the_sandbox_hides_things_is_refused_with_why(self):
+        d = self.judge_daemon("--max-concurrent", "2")
+        other = d.workspace()
+        # Another loop's workspace, hidden from this loop's sandbox while it has not ended.
+        d.ctl_submit(other, "Wait.", "--command", agent_command("sleep.sh", "600"), name="other")
+        program = self.judge_program(os.path.join(other, "tools"))
+        loop, _ = self.submit_agent(
+            d, "claude", ["ralph-iter2"], "--judge", "command",
+            "--judge-command", shlex.quote(program), "--stall-after", "0")
+        final = d.wait_state(loop["id"], ("failed", "completed"), timeout=60)
+        self.assertEqual(final["state"], "failed", final["stop_reason"])
+        self.assertIn("the program %s is in %s, which the sandbox hides" % (program, other),
+                      final["stop_reason"])
+        self.assertEqual([(a["kind"], a["termination"]) for a in d.attempts(loop["id"])],
+                         [("work", "exited"), ("judge", "spawn_failed")])
 
 
 class AdoptionTest(JudgeTestCase):

@@ -25,7 +25,7 @@ import tempfile
 import time
 
 from harness import (RALPHCTL, RALPHD, DaemonTestCase, RpcError, UnixHTTPConnection,
-                     agent_command, git, main, make_workspace, processes_in_group, read_text,
+                     agent_command, agent_path, git, main, make_workspace, processes_in_group, read_text,
                      require_bubblewrap, require_root, scaled, skip_test, wait_until,
                      write_text)
 
@@ -94,7 +94,7 @@ class SandboxTest(DaemonTestCase):
         self.assertRegex(d.ctl("show", loop["id"]).stdout, r"sandbox\s+bubblewrap")
         argv = d.attempts(loop["id"])[0]["argv"]
         self.assertTrue(argv[0].endswith("/bwrap"), argv)
-        self.assertEqual(argv[-2:], [agent_command("sandbox-probe.sh"), outside])
+        self.assertEqual(argv[-2:], [agent_path("sandbox-probe.sh"), outside])
 
         # The same agent without --sandbox writes where it likes.
         plain = d.ctl_submit(ws, "Probe again.", "-m", "1", "--command",
