@@ -59,6 +59,7 @@ enum class failure_class {
     timeout,          // ran past the per-iteration timeout: retry
     crash,            // killed by a signal, or a non-zero exit without a known cause: retry
     no_verdict,       // a judge that exited without <ralph_verdict>: retry, never an acceptance
+    output_limit,     // wrote more output than ralphd --max-output allows: stop the loop
     // The agent's setup (a variable its configuration needs, an unknown model): stop the loop,
     // saying what to fix. With auth and missing_program, the configuration failures.
     config,

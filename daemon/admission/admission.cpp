@@ -1,5 +1,6 @@
 #include "daemon/admission/admission.hpp"
 
+#include "common/enum_names.hpp"
 #include "common/text.hpp"
 #include "daemon/store/store.hpp"
 #include "proto/errors.hpp"
@@ -7,7 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
+#include <array>
 #include <ctime>
 
 namespace ralph {
@@ -21,10 +22,14 @@ constexpr const char* budget_key = "budget";
 // What a budget counts of each attempt.
 enum class charge { runs, tokens, cost };
 
+// The budgets that count something else than runs, by name.
+constexpr std::array<enum_name<charge>, 2> charged_budgets{{
+    {charge::tokens, "tokens_per_day"},
+    {charge::cost, "cost_per_day_usd"},
+}};
+
 charge charge_of(const std::string& budget_name) {
-    if (budget_name == "tokens_per_day") return charge::tokens;
-    if (budget_name == "cost_per_day_usd") return charge::cost;
-    return charge::runs;
+    return find_value(charged_budgets, budget_name).value_or(charge::runs);
 }
 
 double amount(const store::attempt_charge& attempt, charge what) {
@@ -92,7 +97,7 @@ int parse_clock_time(std::string_view text) {
     auto invalid = [&] { invalid_window(text); };
     if (text.size() != 5 || text[2] != ':') invalid();
     for (std::size_t i : {0, 1, 3, 4})
-        if (!std::isdigit(static_cast<unsigned char>(text[i]))) invalid();
+        if (!text::is_digit(text[i])) invalid();
     int hours = (text[0] - '0') * 10 + (text[1] - '0');
     int minutes = (text[3] - '0') * 10 + (text[4] - '0');
     if (hours > 23 || minutes > 59) invalid();
