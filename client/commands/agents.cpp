@@ -12,21 +12,20 @@
 #include "client/connection.hpp"
 #include "client/fleet.hpp"
 #include "client/output.hpp"
+#include "client/spawn.hpp"
 #include "common/text.hpp"
+#include "common/unique_fd.hpp"
 #include "proto/methods.hpp"
 #include "proto/types.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <optional>
-
-extern char** environ;
+#include <system_error>
 
 namespace ralph::client {
 namespace {
@@ -38,34 +37,32 @@ constexpr auto version_timeout = std::chrono::seconds(5);
 std::string program_version(const std::string& program) {
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0) return {};
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
-    posix_spawn_file_actions_adddup2(&actions, fds[1], STDERR_FILENO);
-    const char* argv[] = {program.c_str(), "--version", nullptr};
-    pid_t pid = 0;
-    int rc =
-        ::posix_spawn(&pid, program.c_str(), &actions, nullptr, const_cast<char**>(argv), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    ::close(fds[1]);
-    std::string output;
-    if (rc == 0) {
-        const auto deadline = std::chrono::steady_clock::now() + version_timeout;
-        char buffer[4096];
-        while (output.size() < 64 * 1024) {
-            auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                deadline - std::chrono::steady_clock::now());
-            pollfd p{fds[0], POLLIN, 0};
-            if (left.count() <= 0 || ::poll(&p, 1, int(left.count())) <= 0) break;
-            ssize_t n = ::read(fds[0], buffer, sizeof buffer);
-            if (n <= 0) break;
-            output.append(buffer, std::size_t(n));
+    unique_fd output_end(fds[0]);
+    pid_t pid = -1;
+    {
+        const unique_fd input_end(fds[1]);
+        const unique_fd nothing(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+        try {
+            pid = spawn_process({program, "--version"},
+                                {nothing.get(), input_end.get(), input_end.get()});
+        } catch (const std::system_error&) {
+            return {};
         }
-        ::kill(pid, SIGKILL);
-        ::waitpid(pid, nullptr, 0);
     }
-    ::close(fds[0]);
+    std::string output;
+    const auto deadline = std::chrono::steady_clock::now() + version_timeout;
+    char buffer[4096];
+    while (output.size() < 64 * 1024) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            deadline - std::chrono::steady_clock::now());
+        pollfd p{output_end.get(), POLLIN, 0};
+        if (left.count() <= 0 || ::poll(&p, 1, int(left.count())) <= 0) break;
+        ssize_t n = ::read(output_end.get(), buffer, sizeof buffer);
+        if (n <= 0) break;
+        output.append(buffer, std::size_t(n));
+    }
+    ::kill(pid, SIGKILL);
+    wait_process(pid);
     return std::string(text::first_line(output));
 }
 
@@ -113,13 +110,13 @@ agents_found find_agents(connection& daemon) {
 void print_agents(const client_context& ctx, const std::vector<host_result<agents_found>>& hosts) {
     table rows(with_host_column(ctx.all_hosts, {{"AGENT"},
                                                 {"FOUND"},
-                                                {"VERSION"},
+                                                {"VERSION", false, table::fit::cut_end},
                                                 {"OUTPUT"},
-                                                {"TOKENS"},
-                                                {"COST"},
-                                                {"RATE LIMITS"},
-                                                {"PROGRAM"},
-                                                {"ENVIRONMENT"}}));
+                                                {"TOKENS", false, table::fit::optional},
+                                                {"COST", false, table::fit::optional},
+                                                {"RATE LIMITS", false, table::fit::optional},
+                                                {"PROGRAM", false, table::fit::cut_start},
+                                                {"ENVIRONMENT", false, table::fit::cut_end}}));
     for (const auto& [host, found] : hosts) {
         for (std::size_t i = 0; i < found.agents.size(); ++i) {
             const auto& agent = found.agents[i];
@@ -142,10 +139,11 @@ void print_agents(const client_context& ctx, const std::vector<host_result<agent
         }
     }
     fmt::memory_buffer out;
-    rows.render(out, ctx.colour);
+    rows.render(out, ctx.colour, output_columns());
     for (const auto& [host, found] : hosts)
         fmt::format_to(std::back_inserter(out), "{}every agent gets: {}\n",
-                       ctx.all_hosts ? host + ": " : std::string(), joined(found.environment));
+                       ctx.all_hosts ? escape_controls(host) + ": " : std::string(),
+                       escape_controls(joined(found.environment)));
     write_stdout(out);
 }
 

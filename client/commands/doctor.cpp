@@ -251,17 +251,22 @@ int run_doctor(const client_context& ctx) {
         print_json({{"checks", std::move(checks)}, {"ok", !failed}});
         return failed ? exit_code::failure : exit_code::ok;
     }
-    table rows({{"STATUS"}, {"CHECK"}, {"DETAIL"}});
+    table rows({{"STATUS"}, {"CHECK"}, {"DETAIL", false, table::fit::cut_end}});
     for (const auto& result : results) {
         const colour c = result.status == "ok"     ? colour::green
                          : result.status == "warn" ? colour::yellow
                                                    : colour::red;
         rows.add(result.status, c);
         rows.add(result.check);
-        rows.add(result.fix.empty() ? result.detail : result.detail + "; fix: " + result.fix);
+        rows.add(result.detail);
     }
     fmt::memory_buffer out;
-    rows.render(out, ctx.colour);
+    rows.render(out, ctx.colour, output_columns());
+    // The fixes whole, below the table, however narrow the terminal.
+    for (const auto& result : results)
+        if (!result.fix.empty())
+            fmt::format_to(std::back_inserter(out), "fix {}: {}\n", result.check,
+                           escape_controls(result.fix));
     write_stdout(out);
     return failed ? exit_code::failure : exit_code::ok;
 }

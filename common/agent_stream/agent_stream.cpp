@@ -295,7 +295,7 @@ std::string render(const event& e) {
             return "● " + (e.tool.empty() ? std::string("tool") : e.tool) +
                    (e.text.empty() ? "" : " " + first_line(e.text, 200));
         case event_kind::tool_result:
-            return "  ⎿ " + first_line(e.text, 120);
+            return "  └ " + first_line(e.text, 120);
         case event_kind::error:
             return "✗ " + joined_lines(e.text, 500);
         case event_kind::rate_limit:
@@ -321,7 +321,8 @@ std::string render_lines(const std::vector<event>& events) {
     return lines;
 }
 
-std::string output_renderer::render(std::string_view bytes, std::string_view format_name) {
+std::string output_renderer::render(std::string_view bytes, std::string_view format_name,
+                                    std::string_view section) {
     format value = format::text;
     try {
         value = format_from_string(format_name);
@@ -329,15 +330,29 @@ std::string output_renderer::render(std::string_view bytes, std::string_view for
         // a newer ralphd's format: shown as text
     }
     std::string rendered;
-    if (value != format_) {
+    if (!section.empty() && section != section_) {
+        // Another attempt: the last one's held line first, then the line between them.
         rendered = finish();
+        if (!rendered.empty()) at_line_start_ = rendered.back() == '\n';
+        if (!at_line_start_) rendered += '\n';
+        rendered.append("── ").append(section).append(" ──\n");
+        section_ = section;
+    } else if (value != format_) {
+        rendered = finish();
+    }
+    if (value != format_) {
         format_ = value;
         if (value != format::text) parser_ = make_parser(value);
     }
-    if (!parser_) return rendered.append(bytes);
+    if (!parser_) return note(rendered.append(bytes));
     parser_->feed(bytes, events_);
     rendered += render_lines(events_);
     events_.clear();
+    return note(rendered);
+}
+
+std::string& output_renderer::note(std::string& rendered) {
+    if (!rendered.empty()) at_line_start_ = rendered.back() == '\n';
     return rendered;
 }
 

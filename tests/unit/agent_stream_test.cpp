@@ -278,7 +278,7 @@ TEST_CASE("codex: a command's start and end are one tool call with its exit code
     const auto results = r.of_kind(event_kind::tool_result);
     REQUIRE(results.size() == 1);
     CHECK(results[0].text == "exit 0: iteration 1 done\niteration 2 done\n");
-    CHECK(as::render(results[0]) == "  ⎿ exit 0: iteration 1 done…");
+    CHECK(as::render(results[0]) == "  └ exit 0: iteration 1 done…");
 }
 
 TEST_CASE("codex: failed turns and reconnect notices give failure hints") {
@@ -776,11 +776,11 @@ TEST_CASE("render: one line per event worth showing") {
     CHECK(as::render(e(event_kind::tool_use, "ralph-progress.txt", "Write")) ==
           "● Write ralph-progress.txt");
     CHECK(as::render(e(event_kind::tool_use, "", "TodoWrite")) == "● TodoWrite");
-    CHECK(as::render(e(event_kind::tool_result, "File created")) == "  ⎿ File created");
-    CHECK(as::render(e(event_kind::tool_result, "line 1\nline 2")) == "  ⎿ line 1…");
-    CHECK(as::render(e(event_kind::tool_result, "\n\nline 1\n\n")) == "  ⎿ line 1");
+    CHECK(as::render(e(event_kind::tool_result, "File created")) == "  └ File created");
+    CHECK(as::render(e(event_kind::tool_result, "line 1\nline 2")) == "  └ line 1…");
+    CHECK(as::render(e(event_kind::tool_result, "\n\nline 1\n\n")) == "  └ line 1");
     CHECK(as::render(e(event_kind::tool_result, std::string(300, 'a'))) ==
-          "  ⎿ " + std::string(120, 'a') + "…");
+          "  └ " + std::string(120, 'a') + "…");
     CHECK(as::render(e(event_kind::error, "API Error: 429\nslow down")) ==
           "✗ API Error: 429 slow down");
     CHECK(as::render(e(event_kind::rate_limit, "limit")) == "✗ rate limit hit");
@@ -859,4 +859,23 @@ TEST_CASE("output_renderer: each attempt's bytes are rendered by the format they
     // finish() renders what the parser still held.
     CHECK(renderer.render(claude_line, "claude").empty());
     CHECK(renderer.finish() == "claude says\n");
+}
+
+TEST_CASE("output_renderer: a line is drawn where each attempt's section begins") {
+    as::output_renderer renderer;
+    CHECK(renderer.render("first\n", "text", "iteration 1") == "── iteration 1 ──\nfirst\n");
+    CHECK(renderer.render("more\n", "text", "iteration 1") == "more\n");
+    // A section that ends inside a line: the line is ended before the next one is drawn.
+    CHECK(renderer.render("no newline", "text", "iteration 1") == "no newline");
+    CHECK(renderer.render("again\n", "text", "iteration 1 · attempt 2") ==
+          "\n── iteration 1 · attempt 2 ──\nagain\n");
+    // A structured attempt's held line is rendered before the line, and the next attempt of the
+    // same format is parsed afresh (a cut line of the first does not swallow the second's).
+    const std::string claude_line =
+        R"({"type":"assistant","message":{"content":[{"type":"text","text":"claude says"}]}})";
+    CHECK(renderer.render(claude_line, "claude", "iteration 2") == "── iteration 2 ──\n");
+    CHECK(renderer.render(claude_line + "\n", "claude", "iteration 2 · judge") ==
+          "claude says\n── iteration 2 · judge ──\nclaude says\n");
+    // No section (a ralphd that does not say): nothing is drawn.
+    CHECK(renderer.render("plain\n", "text") == "plain\n");
 }
