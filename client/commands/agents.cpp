@@ -107,6 +107,23 @@ agents_found find_agents(connection& daemon) {
 }
 
 // The agents of the hosts (one, `host` "", or with --all-hosts every host that answered).
+// "LABEL a, b, c" on lines of at most `width` columns (0: one line), the next ones indented.
+void append_wrapped(fmt::memory_buffer& out, const std::string& label,
+                    const std::vector<std::string>& names, std::size_t width) {
+    std::string line = label;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+        const std::string word =
+            escape_controls(names[i]) + (i + 1 < names.size() ? "," : std::string());
+        if (width != 0 && line != label && line.size() + 1 + word.size() > width) {
+            fmt::format_to(std::back_inserter(out), "{}\n", line);
+            line = "  " + word;
+        } else {
+            line += " " + word;
+        }
+    }
+    fmt::format_to(std::back_inserter(out), "{}\n", line);
+}
+
 void print_agents(const client_context& ctx, const std::vector<host_result<agents_found>>& hosts) {
     table rows(with_host_column(ctx.all_hosts, {{"AGENT"},
                                                 {"FOUND"},
@@ -141,9 +158,10 @@ void print_agents(const client_context& ctx, const std::vector<host_result<agent
     fmt::memory_buffer out;
     rows.render(out, ctx.colour, output_columns());
     for (const auto& [host, found] : hosts)
-        fmt::format_to(std::back_inserter(out), "{}every agent gets: {}\n",
-                       ctx.all_hosts ? escape_controls(host) + ": " : std::string(),
-                       escape_controls(joined(found.environment)));
+        append_wrapped(
+            out,
+            (ctx.all_hosts ? escape_controls(host) + ": " : std::string()) + "every agent gets:",
+            found.environment, output_columns());
     write_stdout(out);
 }
 

@@ -36,8 +36,7 @@ std::optional<std::string> stopping_failure(const attempt_info& attempt) {
     // A configuration failure's error ends with its fix (classify.cpp).
     if (attempt.how == termination::spawn_failed ||
         attempt.failure == failure_class::missing_program ||
-        attempt.failure == failure_class::output_limit ||
-        attempt.failure == failure_class::config)
+        attempt.failure == failure_class::output_limit || attempt.failure == failure_class::config)
         return failure;
     if (attempt.failure == failure_class::auth)
         return fmt::format(
