@@ -111,13 +111,16 @@ void attempt_run::watch_inactivity(std::chrono::milliseconds limit) {
 
 attempt_outcome attempt_run::record_start_failure(proto::attempt_info& attempt,
                                                   const std::exception& e) {
-    auto* unavailable = dynamic_cast<const proto::rpc_error*>(&e);
+    auto* refusal = dynamic_cast<const proto::rpc_error*>(&e);
     if (attempt.id == 0) attempt.id = ctx_.db.begin_attempt(attempt, 0);
     store_refusals(attempt.id);
     attempt.how = proto::termination::spawn_failed;
-    attempt.failure = unavailable && unavailable->kind() == proto::error_kind::agent_unavailable
-                          ? proto::failure_class::missing_program
-                          : proto::failure_class::crash;
+    attempt.failure = proto::failure_class::crash;
+    // What the user must fix (the program, the workspace replaced by a link): said once.
+    if (refusal && refusal->kind() == proto::error_kind::agent_unavailable)
+        attempt.failure = proto::failure_class::missing_program;
+    else if (refusal && refusal->kind() == proto::error_kind::invalid_workspace)
+        attempt.failure = proto::failure_class::config;
     attempt.error = e.what();
     attempt.ended_at = ctx_.clock.now_ms();
     attempt.output_end = attempt.output_start;

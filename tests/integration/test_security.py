@@ -362,8 +362,9 @@ class WorkspaceLinkTest(DaemonTestCase):
                       "%s is now a symbolic link (to %s), which ralph does not follow; put the "
                       "directory back and resubmit the loop" % (ws, ws, elsewhere),
                       final["stop_reason"])
-        self.assertEqual([(a["iteration"], a["termination"]) for a in d.attempts(loop["id"])],
-                         [(1, "exited"), (2, "spawn_failed")])
+        self.assertEqual([(a["iteration"], a["termination"], a["failure"])
+                          for a in d.attempts(loop["id"])],
+                         [(1, "exited", ""), (2, "spawn_failed", "config")])
         self.assertEqual(os.listdir(elsewhere), [], "ralph or the agent wrote through the link")
 
 
