@@ -844,9 +844,18 @@ void store::interrupt_attempt(std::int64_t attempt_id, std::int64_t output_end,
 }
 
 void store::discard_attempt(std::int64_t attempt_id) {
+    SQLite::Transaction tx(db_);
+    // The counts begin_attempt added, taken back.
+    query counters = prepared(
+        "UPDATE loops SET attempts = attempts - 1, retries = retries - (SELECT CASE WHEN "
+        "attempt > 1 AND kind = 'work' THEN 1 ELSE 0 END FROM attempts WHERE id = ?1) "
+        "WHERE id = (SELECT loop_id FROM attempts WHERE id = ?1)");
+    counters.bind(1, attempt_id);
+    counters.exec();
     query q = prepared("DELETE FROM attempts WHERE id = ?");
     q.bind(1, attempt_id);
     q.exec();
+    tx.commit();
 }
 
 void store::record_output(const std::vector<output_chunk_row>& rows,

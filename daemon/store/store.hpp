@@ -126,7 +126,8 @@ class store {
     // Recovery: the attempt was running when the daemon died.
     void interrupt_attempt(std::int64_t attempt_id, std::int64_t output_end, std::int64_t now_ms);
     // Recovery: the attempt's agent never started (ralphd stopped, or could not write, while
-    // starting it); its row goes, with its events.
+    // starting it); its row goes, with its events, and its loop counts it no more (attempts,
+    // retries): it ran nothing.
     void discard_attempt(std::int64_t attempt_id);
 
     // ---- steering hints (ralphctl steer)
