@@ -2,7 +2,9 @@
 """A fake agent CLI that replays recorded runs, for the integration tests.
 
 Installed (symlinked) under the names of the real CLIs: claude, codex, opencode, gemini, aider,
-kiro-cli. The name it was called by picks the agent; the scenario is the Nth name of the
+kiro-cli. The name it was called by picks the agent; under any other name (a copy of it that a
+`command` loop runs, harness.command_agent) it replays tests/agents/streams/command/, plain text
+as a program of the user's own writes it. The scenario is the Nth name of the
 comma-separated list in $FAKE_AGENT_SCRIPT, N being how many times a fake agent ran in the
 current directory (counted in .fake-agent-runs; the last name repeats). A scenario is replayed
 from tests/agents/streams/<agent>/ or else tests/fixtures/agents/<agent>/: its stdout
@@ -15,13 +17,16 @@ then the ralph-iter1 run), "garbage" (random bytes, exit 0), "echo-prompt" (prin
 it got, which contains the completion tag, then an answer without it).
 
 Every run appends {"argv", "stdin", "cwd", "tmpdir", "api_keys" (the names of the *_API_KEY
-variables it got)} as a JSON line to $FAKE_AGENT_LOG if set. With $FAKE_WRITES set, a run of the
+variables it got), "scenario", "resets_at" (what RESETS_AT became), "loop", "iteration",
+"attempt", "kind" (ralph's RALPH_* variables)} as a JSON line to $FAKE_AGENT_LOG if set (a
+relative path is in its current directory). With $FAKE_WRITES set, a run of the
 loop's work appends "run N" to that file in the current directory (a change for progress and
 diffs).
 
 A judge (RALPH_ATTEMPT_KIND=judge), which may not write its current directory, takes its
 scenarios from $FAKE_JUDGE_SCRIPT, counts its runs in $FAKE_JUDGE_LOG.runs and logs to
-$FAKE_JUDGE_LOG (put both where the judge may write, e.g. under ~/.claude); its log lines also
+$FAKE_JUDGE_LOG (put both where the judge may write, e.g. under ~/.claude; without
+$FAKE_JUDGE_LOG it counts nothing and always plays the script's first name); its log lines also
 list its current directory ("listing") and say whether it could write there ("wrote"), which
 the scenario "judge-edit" tries (then replays judge-accept); "judge-slow" logs, then sleeps
 $FAKE_JUDGE_SLEEP seconds (default 10: outlasting a restart of ralphd), then replays
@@ -45,9 +50,12 @@ FIXTURES = os.path.join(
     "agents")
 
 
+CLI_NAMES = {"claude": "claude", "codex": "codex", "opencode": "opencode", "gemini": "gemini",
+             "aider": "aider", "kiro-cli": "kiro"}
+
+
 def agent_name():
-    name = os.path.basename(sys.argv[0])
-    return "kiro" if name == "kiro-cli" else name
+    return CLI_NAMES.get(os.path.basename(sys.argv[0]), "command")
 
 
 def is_judge():
@@ -57,7 +65,10 @@ def is_judge():
 def next_scenario():
     if is_judge():
         names = [s for s in os.environ.get("FAKE_JUDGE_SCRIPT", "judge-accept").split(",") if s]
-        counter = os.environ["FAKE_JUDGE_LOG"] + ".runs"
+        log = os.environ.get("FAKE_JUDGE_LOG")
+        if not log:
+            return names[0], 1
+        counter = log + ".runs"
     else:
         names = [s for s in os.environ.get("FAKE_AGENT_SCRIPT", "ralph-iter1").split(",") if s]
         counter = ".fake-agent-runs"
@@ -129,9 +140,13 @@ def main():
     stdin_text = "" if sys.stdin.isatty() else sys.stdin.read()
     agent = agent_name()
     scenario, run = next_scenario()
+    resets_at = os.environ.get("FAKE_RESETS_AT", str(int(time.time()) + 2))
     record = {"argv": sys.argv, "stdin": stdin_text, "cwd": os.getcwd(),
               "tmpdir": os.environ.get("TMPDIR", ""),
-              "api_keys": sorted(k for k in os.environ if k.endswith("_API_KEY"))}
+              "api_keys": sorted(k for k in os.environ if k.endswith("_API_KEY")),
+              "scenario": scenario, "resets_at": resets_at,
+              "loop": os.environ.get("RALPH_LOOP_ID"), "iteration": os.environ.get("RALPH_ITERATION"),
+              "attempt": os.environ.get("RALPH_ATTEMPT"), "kind": os.environ.get("RALPH_ATTEMPT_KIND")}
     if is_judge():
         record["listing"] = sorted(os.listdir("."))
     if scenario == "judge-edit":
@@ -163,7 +178,6 @@ def main():
         prefix = b"x" * (20 << 20) + b"\n"
         scenario = "ralph-iter1"
     base, ext = find_recording(agent, scenario)
-    resets_at = os.environ.get("FAKE_RESETS_AT", str(int(time.time()) + 2))
     stdout = read(base + ext).replace(b"RESETS_AT", resets_at.encode())
     write_in_pieces(prefix + stdout)
     sys.stderr.buffer.write(read(base + ".stderr"))

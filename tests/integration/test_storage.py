@@ -4,15 +4,14 @@ degraded (running agents go on, no attempt starts, reads and gc work, `daemon st
 write. ralph's state lives on a small tmpfs of its own here, which the tests fill, free and
 remount read-only."""
 
-import errno
 import os
 import sqlite3
 import subprocess
 import tempfile
 import time
 
-from harness import (DaemonTestCase, FakePeer, RpcError, agent_command, all_pids, main,
-                     make_workspace, pattern_bytes, proc_cmdline, process_name, read_bytes,
+from harness import (DaemonTestCase, FakePeer, RpcError, SmallDisk, agent_command, all_pids,
+                     main, make_workspace, pattern_bytes, proc_cmdline, process_name, read_bytes,
                      require_root, wait_until, write_text)
 
 FULL_MESSAGE = "cannot write ralph's state"
@@ -22,7 +21,7 @@ class StorageFaultTest(DaemonTestCase):
 
     def setUp(self):
         require_root("to mount a small tmpfs for ralph's state")
-        self.mount = None
+        self.disk = None
         self.read_only_dirs = []
         # Registered first, so it runs after the daemon's own cleanups have stopped it.
         self.addCleanup(self.unmount)
@@ -37,33 +36,13 @@ class StorageFaultTest(DaemonTestCase):
         d = self.new_daemon_unstarted(**daemon_args)
         if hosts:
             write_text(os.path.join(d.config_dir, "ralph", "hosts"), hosts)
-        self.mount = os.path.dirname(d.db)
-        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=%s,mode=0700" % size, "tmpfs",
-                        self.mount], check=True)
-        self.filler = os.path.join(self.mount, "filler")
+        self.disk = SmallDisk(os.path.dirname(d.db), size)
         return d.start()
 
     def unmount(self):
         self.restore_writes()
-        if self.mount:
-            subprocess.run(["umount", "-l", self.mount], check=True)
-
-    def fill(self):
-        """Fills the tmpfs to its last byte."""
-        fd = os.open(self.filler, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        try:
-            size = 1 << 20
-            while size >= 1:
-                try:
-                    os.write(fd, b"\0" * size)
-                except OSError as e:
-                    self.assertEqual(e.errno, errno.ENOSPC)
-                    size //= 2
-        finally:
-            os.close(fd)
-
-    def free(self):
-        os.unlink(self.filler)
+        if self.disk:
+            self.disk.unmount()
 
     def read_only(self, directory):
         """Makes `directory` read-only for what opens a file in it from now on: a read-only bind
@@ -104,7 +83,7 @@ class StorageFaultTest(DaemonTestCase):
         own = os.path.join(flooding, ".own-output")
         wait_until(lambda: os.path.exists(own) and os.path.getsize(own) > 0, 10,
                    "the agent to start writing")
-        self.fill()
+        self.disk.fill()
         written_before_full = os.path.getsize(own)
 
         # A write fails (the submit's): ralphd is degraded, and says why and what to do.
@@ -139,7 +118,7 @@ class StorageFaultTest(DaemonTestCase):
         time.sleep(1)
         self.assertEqual(d.get(queued["id"])["state"], "queued", "no attempt starts")
 
-        self.free()
+        self.disk.free()
         self.wait_storage(d, "ok")
         d.wait_state(loop["id"], "completed", timeout=60)
         d.wait_state(queued["id"], "completed", timeout=30)
@@ -165,7 +144,7 @@ class StorageFaultTest(DaemonTestCase):
 
         ws, _ = peer.link()
         wait_until(lambda: evil()["linked"], 10, "ralphd linked to its peer")
-        self.fill()
+        self.disk.fill()
         until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600))
         hold = {"agent": "claude", "account": "default", "until": until, "reason": "usage limit"}
         ws.send_json({"jsonrpc": "2.0", "method": "agent.held", "params": hold})
@@ -179,7 +158,7 @@ class StorageFaultTest(DaemonTestCase):
         ws.close()
 
         # Room again: the next link's exchange brings the hold again, and it is stored.
-        self.free()
+        self.disk.free()
         self.wait_storage(d, "ok")
         again, _ = peer.link(holds=[hold])
         held = wait_until(lambda: d.call("budget.get")["holds"], 10, "the hold to be stored")
@@ -199,7 +178,7 @@ class StorageFaultTest(DaemonTestCase):
         os.chmod(agent, 0o755)
         loop = d.submit(ws, agent, max_iterations=1)
         d.running_attempt(loop["id"])
-        self.fill()
+        self.disk.fill()
         write_text(os.path.join(ws, ".go"), "")
         wait_until(lambda: os.path.exists(os.path.join(ws, ".flooded")), 60,
                    "the agent to flood")
@@ -213,7 +192,7 @@ class StorageFaultTest(DaemonTestCase):
         self.assertLess(rss_kib, 112 << 10, "the shim holds one copy of at most 64 MiB")
         self.assertEqual(d.get(loop["id"])["state"], "running", "the shim waits for room")
 
-        self.free()
+        self.disk.free()
         d.wait_state(loop["id"], "exhausted", timeout=60)  # one iteration, no completion signal
         self.assertEqual(d.attempts(loop["id"])[0]["exit_code"], 0)
         stored = d.output(loop["id"])
@@ -235,7 +214,7 @@ class StorageFaultTest(DaemonTestCase):
         done = d.submit(old, agent_command("flood-copy.py", "8", "0"), max_iterations=1)
         d.wait_state(done["id"], "completed", timeout=60)
         d.stop()
-        self.fill()
+        self.disk.fill()
 
         d.start()
         storage = self.wait_storage(d, "degraded", timeout=5)
