@@ -13,7 +13,9 @@
 // pipe fills up would stop working. Output that a full or read-only file system refuses is held in
 // memory (up to held_limit) and written, in order, as soon as it can be — the shim waits for that
 // after the agent's end too, unless it is told to end the attempt; output beyond the limit, or
-// that a failing file system refuses, is counted as lost (exit_info.lost_bytes).
+// that a failing file system refuses, is counted as lost (exit_info.lost_bytes). So are the
+// journal's records: no output is written while a record of earlier output waits, so ralphd
+// (which reads what the journal announces) gets every byte with its stream.
 #include "common/process_info.hpp"
 #include "common/shim_protocol.hpp"
 #include "common/unique_fd.hpp"
@@ -210,10 +212,14 @@ class supervisor {
     // Writes the output in order: what was held back first, then `bytes`, holding back what the
     // file system refuses.
     void append(shim::stream stream, const char* bytes, std::size_t size);
-    // Writes what it can of the held output; true when nothing is held any more.
+    // Writes what it can of the held output and journal records; true when nothing is held any
+    // more.
     bool write_held();
-    // Writes `size` bytes to the output file and journals what was written; returns that count.
+    // Writes `size` bytes to the output file and journals what was written; returns that count
+    // (none while a journal record is held).
     std::size_t write_output(shim::stream stream, const char* bytes, std::size_t size);
+    // Writes what it can of the held journal records; true when none is held any more.
+    bool write_journal();
     void lose(std::size_t size, int error);
     void handle_signals();
     void reap();
@@ -231,6 +237,7 @@ class supervisor {
     // Output not written yet (the file system refused it), in order, with its stream.
     std::deque<std::pair<shim::stream, std::string>> held_;
     std::size_t held_bytes_ = 0;
+    std::string journal_held_;  // records (or the end of one) the journal has not taken yet
     std::unique_ptr<char[]> buffer_ = std::make_unique_for_overwrite<char[]>(read_buffer_bytes);
 
     pid_t agent_ = 0;
@@ -354,6 +361,7 @@ void supervisor::append(shim::stream stream, const char* bytes, std::size_t size
 }
 
 bool supervisor::write_held() {
+    if (!write_journal()) return false;
     while (!held_.empty()) {
         auto& [stream, bytes] = held_.front();
         const std::size_t taken = write_output(stream, bytes.data(), bytes.size());
@@ -368,6 +376,7 @@ bool supervisor::write_held() {
 }
 
 std::size_t supervisor::write_output(shim::stream stream, const char* bytes, std::size_t size) {
+    if (!write_journal()) return 0;
     std::size_t written = 0;
     std::size_t taken = size;
     if (!write_all(output_.get(), bytes, size, written)) {
@@ -383,11 +392,18 @@ std::size_t supervisor::write_output(shim::stream stream, const char* bytes, std
     record.stream = std::uint8_t(stream);
     record.ts_ms = now_ms();
     offset_ += std::int64_t(written);
-    // A record the journal cannot take leaves its bytes in the file; ralphd indexes such bytes
-    // when the attempt ends.
-    std::size_t ignored = 0;
-    write_all(journal_.get(), reinterpret_cast<const char*>(&record), sizeof record, ignored);
+    // A record the journal cannot take now is held, and so is the output after it. One left at
+    // the end leaves its bytes in the file; ralphd indexes such bytes when the attempt ends.
+    journal_held_.append(reinterpret_cast<const char*>(&record), sizeof record);
+    write_journal();
     return taken;
+}
+
+bool supervisor::write_journal() {
+    std::size_t written = 0;
+    write_all(journal_.get(), journal_held_.data(), journal_held_.size(), written);
+    journal_held_.erase(0, written);
+    return journal_held_.empty();
 }
 
 void supervisor::lose(std::size_t size, int error) {

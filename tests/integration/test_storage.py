@@ -166,6 +166,34 @@ class StorageFaultTest(DaemonTestCase):
         self.assertTrue(evil()["linked"])
         again.close()
 
+    def test_output_whose_journal_the_disk_refuses_waits_for_it_and_keeps_its_claim(self):
+        # The shims' journals on a disk of their own, full, while the output's has room: the
+        # output waits for its journal records, so ralphd reads it as the agent's stdout and sees
+        # the claim of completion in it (found by the night simulation, test_night.py).
+        d = self.daemon_on_tmpfs()
+        journals = SmallDisk(os.path.join(os.path.dirname(d.db), "attempts"), "1m")
+        self.addCleanup(journals.unmount)
+        ws = make_workspace(self.workspaces, "claim")
+        agent = os.path.join(ws, "claim-when-told.sh")
+        write_text(agent, "#!/bin/sh\nwhile [ ! -e .go ]; do sleep 0.05; done\n"
+                          "echo 'All done.'\necho '<promise>COMPLETE</promise>'\ntouch .done\n")
+        os.chmod(agent, 0o755)
+        loop = d.submit(ws, agent, max_iterations=1)
+        d.running_attempt(loop["id"])
+        journals.fill()
+        write_text(os.path.join(ws, ".go"), "")
+        wait_until(lambda: os.path.exists(os.path.join(ws, ".done")), 10, "the agent's answer")
+        time.sleep(1)
+        self.assertEqual(d.get(loop["id"])["state"], "running", "the shim waits for room")
+        journals.free()
+        final = d.wait_state(loop["id"], ("completed", "exhausted"), timeout=30)
+        self.assertEqual(final["state"], "completed", final["stop_reason"])
+        d.stop()
+        with sqlite3.connect(d.db) as db:
+            streams = db.execute("SELECT DISTINCT stream FROM output_chunks").fetchall()
+        self.assertEqual(streams, [("stdout",)])
+        self.assert_intact(d)
+
     def test_a_flood_on_a_full_disk_holds_64_mib_and_counts_what_it_loses(self):
         # 80 MiB while the disk is full: the shim holds the first 64 MiB (its memory stays
         # bounded), loses the rest and says so; what is stored is exactly the start of the flood.
