@@ -244,6 +244,9 @@ class supervisor {
     std::optional<int> agent_status_;
     std::int64_t agent_ended_at_ = 0;
     bool ending_ = false;    // SIGTERM went to the attempt's processes
+    // ralphd asked to end the attempt (a cancel, a stop): held output is not waited for. Not so
+    // when the shim ends what the agent left running.
+    bool told_to_end_ = false;
     bool killed_ = false;    // SIGKILL did
     bool draining_ = false;  // the agent and everything it started are gone; the pipes may not be
     std::chrono::steady_clock::time_point kill_at_, stop_draining_at_;
@@ -453,7 +456,10 @@ void supervisor::handle_signals() {
     signalfd_siginfo info;
     while (::read(signals_.get(), &info, sizeof info) == ssize_t(sizeof info)) {
         if (info.ssi_signo == SIGCHLD) reap();
-        if (info.ssi_signo == SIGTERM) end_attempt(SIGTERM);
+        if (info.ssi_signo == SIGTERM) {
+            told_to_end_ = true;
+            end_attempt(SIGTERM);
+        }
     }
 }
 
@@ -471,8 +477,8 @@ int supervisor::run() {
         if (killed_ && any_member) processes_.signal_all(SIGKILL);  // ones forked meanwhile
         const bool pipes_open = std::any_of(pipes_.begin(), pipes_.end(),
                                             [](const output_pipe& p) { return p.fd.get() >= 0; });
-        // Held output waits for room, unless the attempt is being ended (cancel, daemon stop).
-        const bool held = !write_held() && !ending_;
+        // Held output waits for room, unless ralphd ends the attempt (cancel, daemon stop).
+        const bool held = !write_held() && !told_to_end_;
         if (agent_status_ && !any_member) {
             if (!pipes_open && !held) break;
             // What is left in the pipes comes at once; a pipe still open after that is held by a

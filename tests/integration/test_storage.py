@@ -169,14 +169,16 @@ class StorageFaultTest(DaemonTestCase):
     def test_output_whose_journal_the_disk_refuses_waits_for_it_and_keeps_its_claim(self):
         # The shims' journals on a disk of their own, full, while the output's has room: the
         # output waits for its journal records, so ralphd reads it as the agent's stdout and sees
-        # the claim of completion in it (found by the night simulation, test_night.py).
+        # the claim of completion in it; also when the agent leaves a process behind, which its
+        # shim ends (found by the night simulation, test_night.py: a sandboxed judge).
         d = self.daemon_on_tmpfs()
         journals = SmallDisk(os.path.join(os.path.dirname(d.db), "attempts"), "1m")
         self.addCleanup(journals.unmount)
         ws = make_workspace(self.workspaces, "claim")
         agent = os.path.join(ws, "claim-when-told.sh")
         write_text(agent, "#!/bin/sh\nwhile [ ! -e .go ]; do sleep 0.05; done\n"
-                          "echo 'All done.'\necho '<promise>COMPLETE</promise>'\ntouch .done\n")
+                          "echo 'All done.'\necho '<promise>COMPLETE</promise>'\n"
+                          "sleep 60 > /dev/null 2>&1 &\ntouch .done\n")
         os.chmod(agent, 0o755)
         loop = d.submit(ws, agent, max_iterations=1)
         d.running_attempt(loop["id"])
