@@ -183,6 +183,13 @@ proto::web_info ralphd::web_login(bool rotate) {
     return {web_.token(), base.empty() ? "" : base + "/login?token=" + web_.token()};
 }
 
+ralphd::~ralphd() {
+    blocking_.stop();
+    api_blocking_.stop();
+    blocking_.join();
+    api_blocking_.join();
+}
+
 loop_files ralphd::forget_loop(std::int64_t loop_id) {
     hub_.loop_removed(loop_id);
     output_.forget(loop_id);

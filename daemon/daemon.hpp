@@ -60,6 +60,9 @@ struct daemon_options {
 class ralphd {
   public:
     ralphd(net::io_context& io, daemon_options options);
+    // Ends the pools' work first: what they run uses everything else (a start begun finishes,
+    // one not begun never runs; the next ralphd takes both up).
+    ~ralphd();
 
     // Adopts the attempts an earlier ralphd left running (or that ended meanwhile), recovers the
     // rest, starts listening and scheduling.

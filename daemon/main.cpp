@@ -435,35 +435,40 @@ int main(int argc, char** argv) {
 
         // Agents' output pipes and clients may go away at any time: handle EPIPE, never die of it.
         ::signal(SIGPIPE, SIG_IGN);
-        ralph::net::io_context io;
-        ralph::ralphd daemon(io, options);
-        ralph::net::signal_set stop_signals(io, SIGTERM, SIGINT);
-        // SIGTERM is what systemd sends to restart or upgrade ralphd: the agents go on and the
-        // next ralphd adopts them. SIGINT (Ctrl-C in a terminal) ends them, as `daemon stop` does.
-        stop_signals.async_wait([&daemon](boost::system::error_code ec, int signal) {
-            if (ec) return;
-            spdlog::info("received signal {}", signal);
-            daemon.shutdown(signal == SIGTERM);
-        });
-        ralph::net::signal_set reload_signal(io, SIGHUP);
-        std::function<void()> wait_for_reload = [&] {
-            reload_signal.async_wait([&](boost::system::error_code ec, int) {
+        {
+            ralph::net::io_context io;
+            ralph::ralphd daemon(io, options);
+            ralph::net::signal_set stop_signals(io, SIGTERM, SIGINT);
+            // SIGTERM is what systemd sends to restart or upgrade ralphd: the agents go on and the
+            // next ralphd adopts them. SIGINT (Ctrl-C in a terminal) ends them, as `daemon stop`
+            // does.
+            stop_signals.async_wait([&daemon](boost::system::error_code ec, int signal) {
                 if (ec) return;
-                reload_config(daemon, line, argc, argv);
-                wait_for_reload();
+                spdlog::info("received signal {}", signal);
+                daemon.shutdown(signal == SIGTERM);
             });
-        };
-        wait_for_reload();
-        daemon.start();
-        // A write the storage refused in some handler does not end ralphd: it goes on, degraded.
-        for (bool stopped = false; !stopped;) {
-            try {
-                io.run();
-                stopped = true;
-            } catch (const std::exception& e) {
-                if (!daemon.storage_failed(e)) throw;
+            ralph::net::signal_set reload_signal(io, SIGHUP);
+            std::function<void()> wait_for_reload = [&] {
+                reload_signal.async_wait([&](boost::system::error_code ec, int) {
+                    if (ec) return;
+                    reload_config(daemon, line, argc, argv);
+                    wait_for_reload();
+                });
+            };
+            wait_for_reload();
+            daemon.start();
+            // A write the storage refused in some handler does not end ralphd: it goes on,
+            // degraded.
+            for (bool stopped = false; !stopped;) {
+                try {
+                    io.run();
+                    stopped = true;
+                } catch (const std::exception& e) {
+                    if (!daemon.storage_failed(e)) throw;
+                }
             }
         }
+        // Only once the daemon is gone: its thread pool may have been starting an agent.
         ::close(lock_fd);
         return 0;
     } catch (const std::exception& e) {

@@ -243,7 +243,7 @@ class supervisor {
     pid_t agent_ = 0;
     std::optional<int> agent_status_;
     std::int64_t agent_ended_at_ = 0;
-    bool ending_ = false;    // SIGTERM went to the attempt's processes
+    bool ending_ = false;  // SIGTERM went to the attempt's processes
     // ralphd asked to end the attempt (a cancel, a stop): held output is not waited for. Not so
     // when the shim ends what the agent left running.
     bool told_to_end_ = false;

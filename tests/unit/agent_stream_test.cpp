@@ -459,7 +459,8 @@ TEST_CASE("streams: every fixture fed in pieces of 1, 7 and 4096 bytes gives the
     streams.push_back({format::codex, variant("codex", "echo-promise"), {}});
     for (const auto& [value, agent] : agents)
         for (const char* scenario : {"judge-accept", "judge-reject"})
-            streams.push_back({value, variant(agent, scenario), variant(agent, scenario, "stderr")});
+            streams.push_back(
+                {value, variant(agent, scenario), variant(agent, scenario, "stderr")});
     for (const char* agent : {"aider", "kiro"})
         for (const char* scenario : {"ralph-iter1", "ralph-iter2"})
             streams.push_back({format::text, variant(agent, scenario, "txt"), {}});
@@ -503,9 +504,9 @@ TEST_CASE("streams: a judge's verdict in each CLI's format, and a program's, is 
               std::string::npos);
     }
     // A program's usage limit, with the reset it states.
-    const auto limited = run(format::text, "Error: usage limit reached|1763830800\n",
-                             std::numeric_limits<std::size_t>::max(),
-                             "Error: usage limit reached|1763830800\n");
+    const auto limited =
+        run(format::text, "Error: usage limit reached|1763830800\n",
+            std::numeric_limits<std::size_t>::max(), "Error: usage limit reached|1763830800\n");
     CHECK(limited.summary.failure == as::failure_hint::rate_limit);
     CHECK(limited.summary.resets_at_ms == 1763830800000);
 }
