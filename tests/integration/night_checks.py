@@ -21,8 +21,6 @@ from harness import FIXTURES, TERMINAL_STATES, parse_time
 
 STREAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "agents", "streams")
 CLI_AGENTS = ("claude", "codex", "opencode", "gemini")
-# What ralph counts as a failure of an iteration (not a usage limit, not an end it caused).
-RETRIED = ("failed", "crashed", "timeout", "spawn_failed")
 # Scenarios the replay agent plays as another recording.
 PLAYED_AS = {"judge-slow": "judge-accept", "judge-edit": "judge-accept"}
 
@@ -87,7 +85,7 @@ def check_no_rerun(record, runs):
     a claim; every run of a fake agent is an attempt of the record, once."""
     found = []
     for loop_id in record.loops:
-        by_iteration = {}
+        by_iteration, reruns = {}, []
         for a in record.attempts_of(loop_id):
             by_iteration.setdefault(a["iteration"], []).append(a)
         for iteration, attempts in by_iteration.items():
@@ -95,13 +93,15 @@ def check_no_rerun(record, runs):
             for a in attempts:
                 if a["kind"] == "work":
                     if finished:
-                        found.append("loop %d: %s ran after %s had finished the iteration's work"
-                                     % (loop_id, describe(a), describe(finished)))
+                        reruns.append("loop %d: %s ran after %s had finished the iteration's "
+                                      "work" % (loop_id, describe(a), describe(finished)))
                     if a["termination"] == "exited":
                         finished = a
                 elif not (finished and finished["completion_signal"]):
                     found.append("loop %d: judge %s ran without a claim of completion before it"
                                  % (loop_id, describe(a)))
+        found += reruns[:3] + (["loop %d: and %d more work attempts like these" % (
+            loop_id, len(reruns) - 3)] if len(reruns) > 3 else [])
     keys = {}
     for a in record.attempts:
         keys[(a["loop_id"], a["iteration"], a["attempt"], a["kind"])] = a
@@ -162,7 +162,10 @@ def check_holds(record, waits):
 # --------------------------------------------------------------------------- end states
 
 def failures_in(attempts):
-    return [a for a in attempts if a["termination"] in RETRIED and a["failure"] != "rate_limit"]
+    """The attempts that count toward the retries: failed, but not for a usage limit (it burns
+    none) and not ended by ralph itself."""
+    return [a for a in attempts if a["failure"] not in ("", "rate_limit")
+            and a["termination"] not in ("interrupted", "cancelled")]
 
 
 def justify_end(loop, attempts, cancelled):

@@ -356,7 +356,9 @@ class Night:
         if self.spec["budget"]:
             self.d.call("budget.set", self.spec["budget"])
         actions = list(self.spec["actions"])
-        deadline = time.monotonic() + scaled(60 + 6 * len(self.spec["loops"]))
+        # Loops that have not ended by then are stuck (a night's loops end in seconds).
+        limit = scaled(30 + 3 * len(self.spec["loops"]))
+        deadline = time.monotonic() + limit
         while True:
             if not self.d.running() and not self.expected_exit:
                 self.violations.append("ralphd exited by itself with %s:\n%s" % (
@@ -386,10 +388,10 @@ class Night:
                 self.jump_over_waits(active)
             if time.monotonic() > deadline:
                 self.violations.append("the night did not end in %.0f s: %s" % (
-                    scaled(60 + 6 * len(self.spec["loops"])),
-                    [(l["id"], l["name"], l["state"], l["stop_reason"]) for l in active]))
+                    limit, [(l["id"], l["name"], l["state"], l["stop_reason"]) for l in active]))
                 for l in active:
                     self.d.call("loop.cancel", {"id": l["id"]})
+                    self.cancelled.add(l["id"])
                 break
             time.sleep(0.1)
         self.finish()
@@ -427,7 +429,7 @@ class Night:
         if self.violations:  # what it announced, next to its logs
             with open(os.path.join(d.root, "timeline.json"), "w") as f:
                 json.dump(self.timeline, f, indent=0)
-            self.violations.append("ralphd's logs and announced states: %s" % d.root)
+            self.violations.insert(0, "ralphd's logs and announced states: %s" % d.root)
 
     def agent_runs(self, record):
         """What the fake agents logged of their runs: the workers in their workspace, the judges
@@ -496,9 +498,11 @@ class NightTest(DaemonTestCase):
                 sys.stderr.write("night: seed %d: %d violation(s) in %.1f s\n"
                                  % (seed, len(violations), time.monotonic() - started))
                 if violations:
+                    shown = violations[:40] + (["... and %d more" % (len(violations) - 40)]
+                                               if len(violations) > 40 else [])
                     self.fail("seed %d (replay: RALPH_NIGHT_SEED=%d) broke %d invariant(s):\n- %s"
                               "\nscenario: %s" % (seed, seed, len(violations),
-                                                  "\n- ".join(violations), json.dumps(scenario)))
+                                                  "\n- ".join(shown), json.dumps(scenario)))
             if "RALPH_NIGHT_ROUNDS" not in os.environ and time.monotonic() - began > budget:
                 break
 
