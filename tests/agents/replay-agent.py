@@ -31,8 +31,11 @@ list its current directory ("listing") and say whether it could write there ("wr
 the scenario "judge-edit" tries (then replays judge-accept); "judge-slow" logs, then sleeps
 $FAKE_JUDGE_SLEEP seconds (default 10: outlasting a restart of ralphd), then replays
 judge-accept.
+A run that cannot write where it counts its runs (its workspace, or a judge's log directory) for
+another reason than a full disk says so on stderr and exits 98.
 `--version` prints "<name> 9.9.9 (ralph replay)".
 """
+import errno
 import json
 import os
 import random
@@ -40,6 +43,9 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.realpath(__file__))
+# The exit status of a run that cannot write where it counts its runs: its workspace (a worker)
+# or its home directory (a judge), which ralph must leave it writable (a full disk aside).
+CANNOT_WRITE = 98
 STREAMS = os.path.join(HERE, "streams")
 # tests/fixtures, or the copy next to the agent that a sandbox shows with it (harness.py's
 # self_contained_agents).
@@ -76,8 +82,14 @@ def next_scenario():
     if os.path.exists(counter):
         with open(counter) as f:
             runs = int(f.read().strip() or 0)
-    with open(counter, "w") as f:
-        f.write(str(runs + 1))
+    try:
+        with open(counter, "w") as f:
+            f.write(str(runs + 1))
+    except OSError as e:
+        if e.errno == errno.ENOSPC:  # the disk's doing, not a sandbox's
+            raise
+        sys.stderr.write("replay-agent: cannot write %s: %s\n" % (counter, e.strerror))
+        sys.exit(CANNOT_WRITE)
     return names[min(runs, len(names) - 1)], runs + 1
 
 

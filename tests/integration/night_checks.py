@@ -3,7 +3,8 @@ read-only, and its output files; what the fake agents logged of each run; what r
 the webhook receiver; and the loop states it announced (events.subscribe). Each check returns the
 violations it found as sentences that name the loop, the attempts and the rows that show them.
 
-- no iteration's work attempt runs again once it finished, and every agent run is in the record;
+- no iteration's work attempt runs again once it finished, and every agent run is in the record
+  and could write its workspace;
 - a usage-limit hold holds only the loops that share its quota;
 - every loop ended, and its end state is justified by its attempts;
 - budgets are the sums of the attempts' tokens and cost, for the loops and for budget.get;
@@ -21,6 +22,8 @@ from harness import FIXTURES, TERMINAL_STATES, parse_time
 
 STREAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "agents", "streams")
 CLI_AGENTS = ("claude", "codex", "opencode", "gemini")
+# replay-agent.py's exit status when it cannot write where it counts its runs.
+CANNOT_WRITE = 98
 # Scenarios the replay agent plays as another recording.
 PLAYED_AS = {"judge-slow": "judge-accept", "judge-edit": "judge-accept"}
 
@@ -82,7 +85,8 @@ def quotas_of(spec):
 
 def check_no_rerun(record, runs):
     """A work attempt that exited is the last work attempt of its iteration; a judge runs only on
-    a claim; every run of a fake agent is an attempt of the record, once."""
+    a claim; every run of a fake agent is an attempt of the record, once, and could write its own
+    files."""
     found = []
     for loop_id in record.loops:
         by_iteration, reruns = {}, []
@@ -102,6 +106,10 @@ def check_no_rerun(record, runs):
                                  % (loop_id, describe(a)))
         found += reruns[:3] + (["loop %d: and %d more work attempts like these" % (
             loop_id, len(reruns) - 3)] if len(reruns) > 3 else [])
+    for a in record.attempts:
+        if a["exit_code"] == CANNOT_WRITE:
+            found.append("loop %d: %s could not write its own files (its workspace, or a judge's "
+                         "home): ralph left them read-only" % (a["loop_id"], describe(a)))
     keys = {}
     for a in record.attempts:
         keys[(a["loop_id"], a["iteration"], a["attempt"], a["kind"])] = a

@@ -1,7 +1,7 @@
 """The night simulation (issue 38): each of ralph's features passes its own tests; a user's night
-combines them. A seed draws a scenario — a few ralphd, each with a few dozen small loops of the
-four agent CLIs (the replay agent playing their recorded streams) and of two programs of the
-user's own (`command`), with judges of the same or another CLI or a program, fallbacks, usage
+combines them. A seed draws a scenario — one to three ralphd, each with six to twelve small loops
+of the four agent CLIs (the replay agent playing their recorded streams) and of two programs of
+the user's own (`command`), with judges of the same or another CLI or a program, fallbacks, usage
 limits with resets, transient failures, budgets per loop and global, --sandbox, worktrees with
 --merge, and the night's events: steer, pause and resume, cancel, kill -9 of ralphd and of agents,
 a stop that leaves the agents running, and a full disk (the state directory on a small tmpfs).
@@ -24,6 +24,7 @@ import signal
 import sys
 import threading
 import time
+import traceback
 
 import night_checks
 from harness import (TERMINAL_STATES, DaemonTestCase, Receiver, RpcError, SmallDisk, command_agent,
@@ -134,7 +135,7 @@ def draw_actions(rng, loops):
 def draw_scenario(seed):
     rng = random.Random(seed)
     nights = []
-    for night in range(rng.randint(1, 2)):
+    for night in range(rng.randint(1, 3)):
         loops = [draw_loop(rng, "n%d-%d" % (night, i)) for i in range(rng.randint(6, 12))]
         actions = draw_actions(rng, loops)
         small_disk = rng.random() < 0.35
@@ -156,7 +157,6 @@ class Night:
         self.case, self.spec, self.receiver = case, spec, receiver
         self.violations, self.waits, self.sockets = [], set(), []
         self.ids, self.cancelled, self.resumes, self.pending = {}, set(), {}, []
-        self.budget_checks = []
         self.timeline = []  # what events.subscribe said: (time, ralphd's start, loop, state, ...)
         self.disk, self.free_at = None, None
         self.offset_ms, self.expected_exit, self.fills = 0, False, 0
@@ -216,10 +216,13 @@ class Night:
 
     def restart(self, how):
         self.expected_exit = True
-        if how == "kill":
-            self.d.kill9()
-        else:
-            self.d.stop(leave_running=how == "term")
+        try:
+            if how == "kill":
+                self.d.kill9()
+            else:
+                self.d.stop(leave_running=how == "term")
+        except AssertionError as e:  # it crashed or hung: said, and the night goes on
+            self.violations.append("ralphd did not stop cleanly (%s): %s" % (how, str(e)[:2000]))
         self.expected_exit = False
         self.start()
 
@@ -347,7 +350,6 @@ class Night:
             return
         for budget in budgets:
             self.violations += night_checks.check_budget_use(record, budget)
-        self.budget_checks.append(budgets[0]["now"])
 
     # ---- the night
 
@@ -390,8 +392,11 @@ class Night:
                 self.violations.append("the night did not end in %.0f s: %s" % (
                     limit, [(l["id"], l["name"], l["state"], l["stop_reason"]) for l in active]))
                 for l in active:
-                    self.d.call("loop.cancel", {"id": l["id"]})
-                    self.cancelled.add(l["id"])
+                    try:
+                        self.d.call("loop.cancel", {"id": l["id"]})
+                        self.cancelled.add(l["id"])
+                    except RpcError:
+                        pass  # it ended meanwhile
                 break
             time.sleep(0.1)
         self.finish()
@@ -404,7 +409,10 @@ class Night:
         except AssertionError as e:
             self.violations.append(str(e))
         self.check_budgets()
-        d.stop()
+        try:
+            d.stop()
+        except AssertionError as e:
+            self.violations.append("ralphd did not stop cleanly: %s" % str(e)[:2000])
         if d.leftover_processes():
             self.violations.append("processes left after ralphd stopped: %r" % d.leftover_processes())
         if "the state machine has no" in d.log_text():
@@ -494,7 +502,10 @@ class NightTest(DaemonTestCase):
             scenario = draw_scenario(seed)
             sys.stderr.write("night: seed %d (replay: RALPH_NIGHT_SEED=%d)\n" % (seed, seed))
             with self.subTest(seed=seed):
-                violations = self.run_scenario(scenario)
+                try:
+                    violations = self.run_scenario(scenario)
+                except Exception:  # noqa: BLE001 - said with the seed and the scenario
+                    violations = ["the night could not go on:\n" + traceback.format_exc()]
                 sys.stderr.write("night: seed %d: %d violation(s) in %.1f s\n"
                                  % (seed, len(violations), time.monotonic() - started))
                 if violations:
