@@ -6,7 +6,9 @@
 //
 // ralphd starts `ralph-shim ATTEMPT_DIR` with a shim_spec as JSON on its stdin, then reads one line
 // of JSON from its stdout: a shim_started once the agent runs, or {"error": "…"} when it could not
-// be started. From then on the shim runs in a session of its own and speaks through files:
+// be started (with "state_errno": N when what failed was a write of ralph's state — the output
+// file, the attempt's files — which is a storage fault, not the loop's). From then on the shim runs
+// in a session of its own and speaks through files:
 //   ATTEMPT_DIR/shim.json   shim_started: who runs (written before the answer, by rename)
 //   ATTEMPT_DIR/journal     one journal_record per write to the loop's output file, in order
 //   ATTEMPT_DIR/exit.json   shim_exit: how the attempt ended (by rename; the shim exits after it)
@@ -43,6 +45,9 @@ struct spec {
     std::string cgroup;             // a cgroup v2 directory to create for the attempt, or empty:
                                     // the shim's own descendants are the attempt's processes
     std::int64_t kill_grace_ms = 5000;  // SIGTERM → SIGKILL
+    // The most output the attempt may write (0 = no bound): past it the shim ends the attempt
+    // as on SIGTERM and writes nothing more of it (exit_info::over_output_limit).
+    std::int64_t max_output_bytes = 0;
 };
 
 struct started {
@@ -73,15 +78,19 @@ struct exit_info {
     std::int64_t output_end = 0;   // the output file's size when the shim finished
     std::int64_t lost_bytes = 0;   // output the file system refused (disk full, read-only)
     std::string lost_reason;       // why, for the first loss
+    // The agent wrote more than spec::max_output_bytes: the attempt was ended for it, and what it
+    // wrote past the bound was dropped (not lost: never meant to be kept).
+    bool over_output_limit = false;
 };
 
 // Members by their names; a member missing from the JSON keeps its default, so that a newer
 // ralphd reads what an older shim wrote (and the other way round).
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(spec, program, argv, env, cwd, stdin_path,
-                                                output_file, output_start, cgroup, kill_grace_ms)
+                                                output_file, output_start, cgroup, kill_grace_ms,
+                                                max_output_bytes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(started, shim_pid, shim_start_time, agent_pid,
                                                 agent_start_time, cgroup)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(exit_info, wait_status, ended_at_ms, output_end,
-                                                lost_bytes, lost_reason)
+                                                lost_bytes, lost_reason, over_output_limit)
 
 }  // namespace ralph::shim

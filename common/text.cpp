@@ -25,8 +25,7 @@ std::string join_words(const std::vector<std::string>& words, std::string_view s
 
 std::string ascii_lower(std::string_view text) {
     std::string lowered(text);
-    for (char& c : lowered)
-        if (c >= 'A' && c <= 'Z') c = char(c - 'A' + 'a');
+    for (char& c : lowered) c = ascii_lower(c);
     return lowered;
 }
 
@@ -315,9 +314,6 @@ std::string format_iso8601(std::int64_t epoch_ms) {
 }
 
 namespace {
-
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-char ascii_lower(char c) { return c >= 'A' && c <= 'Z' ? char(c - 'A' + 'a') : c; }
 
 // Seconds per unit word (ASCII case ignored), 0 for a word that is not a unit.
 double unit_seconds(std::string_view unit) {

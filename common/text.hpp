@@ -51,6 +51,17 @@ std::size_t utf8_complete_prefix(std::string_view bytes);
 // The first `limit` bytes of `bytes` at most, without a character cut off at their end.
 std::string_view utf8_head(std::string_view bytes, std::size_t limit);
 
+// ASCII character classes and case, whatever the locale: a byte >= 0x80 (UTF-8) is none of
+// them and stays as it is.
+constexpr bool is_digit(char c) { return c >= '0' && c <= '9'; }
+constexpr bool is_alnum(char c) {
+    return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+// A blank within a line: space or tab.
+constexpr bool is_blank(char c) { return c == ' ' || c == '\t'; }
+// Any ASCII whitespace (`whitespace` above), as std::isspace in the C locale.
+constexpr bool is_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+constexpr char ascii_lower(char c) { return c >= 'A' && c <= 'Z' ? char(c - 'A' + 'a') : c; }
 // `text` with A-Z made a-z; other bytes (UTF-8 included) as they are, whatever the locale.
 std::string ascii_lower(std::string_view text);
 // The value of `name` in a list of name=value pairs split by `separator` (a query string:

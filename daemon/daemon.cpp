@@ -44,14 +44,12 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
       db_(options_.db_path),
       checkpointer_(db_, options_.db_path),
       gate_(db_, options_.account),
-      health_(
-          io, db_,
-          {state_dir(options_.db_path).output_dir(), state_dir(options_.db_path).attempts_dir()},
-          [this] {
-              output_.flush();
-              take_up_loops();
-              notices_.deliver();
-          }),
+      health_(io, db_, state_dir(options_.db_path),
+              [this] {
+                  output_.flush();
+                  take_up_loops();
+                  notices_.deliver();
+              }),
       output_(
           io, db_, health_, state_dir(options_.db_path).output_dir(),
           [this](std::int64_t loop_id, std::int64_t end) { hub_.output_committed(loop_id, end); }),
@@ -74,6 +72,7 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
           options_.shim_program,
           {},
           options_.kill_grace,
+          options_.max_output_bytes,
           options_.binaries,
           options_.agent_env,
           options_.rate_limit_margin,
@@ -114,6 +113,7 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
                 reaper_,
                 notices_,
                 [this](bool rotate) { return web_login(rotate); },
+                [this] { return web_login_code(); },
                 [this](bool leave_running) {
                     // Stopping closes every session: give the reply to daemon.shutdown a moment
                     // to reach its client first (a WebSocket reply is written asynchronously).
@@ -181,6 +181,14 @@ proto::web_info ralphd::web_login(bool rotate) {
     }
     const std::string base = web_base_url(options_.listen_address, options_.listen_port);
     return {web_.token(), base.empty() ? "" : base + "/login?token=" + web_.token()};
+}
+
+proto::web_login_code ralphd::web_login_code() {
+    const std::string base = web_base_url(options_.listen_address, options_.listen_port);
+    if (base.empty()) return {};  // no TCP listener, no URL (as web.info)
+    const std::string code = web_.login_code(std::chrono::steady_clock::now());
+    return {base + "/login?code=" + code,
+            clock_.now_ms() + std::chrono::milliseconds(web_gate::login_code_lifetime).count()};
 }
 
 ralphd::~ralphd() {
@@ -253,6 +261,7 @@ std::vector<std::filesystem::path> ralphd::sandbox_hidden(std::int64_t loop_id) 
 
 void ralphd::reload(const daemon_options& options) {
     options_.kill_grace = runner_ctx_.kill_grace = options.kill_grace;
+    options_.max_output_bytes = runner_ctx_.max_output_bytes = options.max_output_bytes;
     options_.binaries = runner_ctx_.binaries = options.binaries;
     options_.agent_env = runner_ctx_.agent_env = options.agent_env;
     options_.rate_limit_margin = runner_ctx_.rate_limit_margin = options.rate_limit_margin;

@@ -7,8 +7,8 @@
 #include "common/hosts_file.hpp"
 #include "daemon/admission/admission.hpp"
 #include "daemon/clock.hpp"
-#include "daemon/loop/hooks.hpp"
 #include "daemon/loop/loop_runner.hpp"
+#include "daemon/notify/hooks.hpp"
 #include "daemon/notify/notifier.hpp"
 #include "daemon/peers/peer_link.hpp"
 #include "daemon/process/child_reaper.hpp"
@@ -38,6 +38,7 @@ struct daemon_options {
     std::filesystem::path db_path;
     int listen_fd = -1;  // an inherited listening socket (systemd), or -1 to bind socket_path
     std::chrono::milliseconds kill_grace{10000};
+    std::int64_t max_output_bytes = std::int64_t(1) << 30;  // --max-output: per attempt, 0 = none
     std::optional<std::int64_t> max_concurrent;  // --max-concurrent: replaces the stored setting
     bool test_clock = false;                     // --test-clock: debug.clock may shift the time
     std::int64_t test_clock_start_ms = 0;        // the time to start at (0 = real time)
@@ -105,6 +106,7 @@ class ralphd {
     loop_files forget_loop(std::int64_t loop_id);
     // method_services::web_login.
     proto::web_info web_login(bool rotate);
+    proto::web_login_code web_login_code();
     // runner_context::record_hold, and a hold learnt from a peer: records it in the ledger and,
     // when it is news, tells the peers (their links and the sessions of theirs linked here).
     // Returns whether it was news.

@@ -6,6 +6,7 @@
 #include "common/hosts_file.hpp"
 #include "common/logging.hpp"
 #include "common/paths.hpp"
+#include "common/secret_file.hpp"
 #include "common/shim_protocol.hpp"
 #include "common/ssh_command.hpp"
 #include "common/text.hpp"
@@ -166,6 +167,7 @@ struct command_line {
     std::string log_level = "info";
     std::string log_file;
     double kill_grace_s = 10;
+    std::int64_t max_output_bytes = std::int64_t(1) << 30;
     std::int64_t max_concurrent = 0;  // 0: not given
     std::int64_t test_clock_start_ms = -1;
     std::vector<std::string> agent_binaries;
@@ -175,6 +177,7 @@ struct command_line {
     std::string on_done;
     double hook_timeout_s = 60;
     std::vector<std::string> notify;  // "desktop" (or "true": the older flag's form) and URLs
+    std::string notify_file;          // more of them, one a line (no secret on a command line)
     std::string listen;               // ADDRESS:PORT, "" = none
     std::string cgroups = "auto";
     std::string host_name;  // "" = the machine's name
@@ -184,7 +187,8 @@ struct command_line {
 
     void define(CLI::App& app);
     // The daemon's options (all but listen_fd); throws std::invalid_argument for an unknown agent
-    // name in --agent-binary and a --peer that the hosts file does not name with an ssh address.
+    // name in --agent-binary, a --peer that the hosts file does not name with an ssh address and
+    // a --notify-file that cannot be read, is not private or holds a bad URL.
     ralph::daemon_options options() const;
 };
 
@@ -203,6 +207,13 @@ void command_line::define(CLI::App& app) {
                    "Seconds between SIGTERM and SIGKILL for agents (at most 3600)")
         ->capture_default_str()
         ->check(seconds_up_to(3600, false));
+    app.add_option("--max-output", max_output_bytes,
+                   "The most output one attempt may write (e.g. 500M, 2G; 0 = no bound): an "
+                   "agent that writes more is ended, its attempt fails with class output_limit "
+                   "and its loop stops")
+        ->transform(CLI::AsSizeValue(false))
+        ->check(CLI::NonNegativeNumber)
+        ->default_str("1G");
     app.add_option("--max-concurrent", max_concurrent,
                    "Loops running at once (stored: replaces what `ralphctl scheduler set` "
                    "chose; default 1)")
@@ -265,6 +276,11 @@ void command_line::define(CLI::App& app) {
                 throw CLI::ValidationError("--notify", e.what());
             }
         });
+    app.add_option("--notify-file", notify_file,
+                   "Also --notify each URL of this file, one a line (`#` starts a comment): a "
+                   "webhook's URL holds its secret, which a command line shows every user of the "
+                   "machine. The file must be yours and readable by you only (chmod 600)")
+        ->type_name("FILE");
     app.add_option("--listen", listen,
                    "Also serve the API (and the web dashboard) on TCP at ADDRESS:PORT, e.g. "
                    "127.0.0.1:7177, to those with the web token (ralphctl web); an address "
@@ -302,6 +318,7 @@ ralph::daemon_options command_line::options() const {
         db_path.empty() ? ralph::paths::default_database() : std::filesystem::path(db_path);
     options.db_path = std::filesystem::absolute(options.db_path);
     options.kill_grace = std::chrono::milliseconds(std::llround(kill_grace_s * 1000));
+    options.max_output_bytes = max_output_bytes;
     if (max_concurrent > 0) options.max_concurrent = max_concurrent;
     options.test_clock = test_clock_start_ms >= 0;
     options.test_clock_start_ms = std::max<std::int64_t>(0, test_clock_start_ms);
@@ -314,7 +331,19 @@ ralph::daemon_options command_line::options() const {
     options.rate_limit_margin = std::chrono::milliseconds(std::llround(rate_limit_margin_s * 1000));
     options.rate_limit_wait = std::chrono::milliseconds(std::llround(rate_limit_wait_s * 1000));
     options.hooks.on_done = on_done;
-    for (const auto& target : notify) {
+    std::vector<std::string> targets = notify;
+    if (!notify_file.empty())
+        for (const auto& line : ralph::secret_file::read_lines(notify_file, "--notify-file")) {
+            const std::string target(ralph::text::trim(line.text));
+            try {
+                if (!is_desktop(target)) ralph::parse_webhook_target(target);
+            } catch (const std::invalid_argument& e) {
+                throw std::invalid_argument(fmt::format("--notify-file {}, line {}: {}",
+                                                        notify_file, line.number, e.what()));
+            }
+            targets.push_back(target);
+        }
+    for (const auto& target : targets) {
         if (is_desktop(target))
             options.hooks.notify = true;
         else

@@ -18,8 +18,18 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <system_error>
 
 namespace ralph {
+
+// A write in the state directory that failed (a prompt, an output file, an attempt's files): a
+// fault of ralph's storage, never of a loop, whatever its cause (storage_health degrades ralphd
+// for it). The errno when it is known, else EIO.
+class state_write_error : public std::system_error {
+  public:
+    state_write_error(int error, const std::string& what)
+        : std::system_error(error, std::generic_category(), what) {}
+};
 
 class state_dir {
   public:

@@ -177,6 +177,14 @@ void from_json(const nlohmann::json& j, web_info& r) {
 }
 void to_json(nlohmann::json& j, const web_info& r) { j = {{"token", r.token}, {"url", r.url}}; }
 
+void from_json(const nlohmann::json& j, web_login_code& r) {
+    r.url = read_or<std::string>(j, "url", "");
+    r.expires_at = time_from_json(j, "expires_at");
+}
+void to_json(nlohmann::json& j, const web_login_code& r) {
+    j = {{"url", r.url}, {"expires_at", time_to_json(r.expires_at)}};
+}
+
 void from_json(const nlohmann::json& j, clock_request& r) {
     const auto& obj = params_object(j);
     read_field(obj, "set_ms", r.set_ms);

@@ -175,6 +175,17 @@ struct web_info {
 void from_json(const nlohmann::json& j, web_info& r);
 void to_json(nlohmann::json& j, const web_info& r);
 
+// web.login_code: a login URL for one browser that holds no token, only a code good for one
+// login within a minute (ralphctl web --open: a command line others can read never holds the
+// token).
+struct web_login_code {
+    std::string url;              // http://ADDRESS:PORT/login?code=...
+    std::int64_t expires_at = 0;  // epoch ms
+    bool operator==(const web_login_code&) const = default;
+};
+void from_json(const nlohmann::json& j, web_login_code& r);
+void to_json(nlohmann::json& j, const web_login_code& r);
+
 // debug.clock (a daemon started with --test-clock): set the wall clock, then advance it.
 struct clock_request {
     std::optional<std::int64_t> set_ms;

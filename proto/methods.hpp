@@ -145,6 +145,12 @@ struct web_rotate_token {
     using request = no_params;
     using result = proto::web_info;
 };
+// A login URL with a one-time code instead of the token (ralphctl web --open).
+struct web_login_code {
+    static constexpr const char* name = "web.login_code";
+    using request = no_params;
+    using result = proto::web_login_code;
+};
 // Only on a daemon started with --test-clock: shifts its wall clock.
 struct debug_clock {
     static constexpr const char* name = "debug.clock";
@@ -183,7 +189,7 @@ using all_methods =
                loop_pause, loop_resume, loop_merge, loop_pr, loop_iterations, loop_diff, loop_steer,
                loop_events, loop_output, loop_tail, events_subscribe, agents_list, scheduler_get,
                scheduler_set, budget_get, budget_set, notify_test, web_info, web_rotate_token,
-               debug_clock, history_report, history_gc, peer_link, peer_hold>;
+               web_login_code, debug_clock, history_report, history_gc, peer_link, peer_hold>;
 
 }  // namespace ralph::proto::method
 

@@ -1,19 +1,30 @@
 #include "proto/state_machine.hpp"
 
+#include "common/enum_names.hpp"
+
 #include <array>
 
 namespace ralph::proto {
 namespace {
 
-constexpr std::array<std::string_view, 11> event_names{"start", "wait",   "wake",     "requeue",
-                                                       "pause", "resume", "complete", "exhaust",
-                                                       "stall", "fail",   "cancel"};
+constexpr std::array<enum_name<loop_event>, 11> loop_event_names{{
+    {loop_event::start, "start"},
+    {loop_event::wait, "wait"},
+    {loop_event::wake, "wake"},
+    {loop_event::requeue, "requeue"},
+    {loop_event::pause, "pause"},
+    {loop_event::resume, "resume"},
+    {loop_event::complete, "complete"},
+    {loop_event::exhaust, "exhaust"},
+    {loop_event::stall, "stall"},
+    {loop_event::fail, "fail"},
+    {loop_event::cancel, "cancel"},
+}};
+static_assert(names_in_order(loop_event_names, loop_event::cancel));
 
 }  // namespace
 
-std::string_view to_string(loop_event event) {
-    return event_names[static_cast<std::size_t>(event)];
-}
+std::string_view to_string(loop_event event) { return name_of(loop_event_names, event); }
 
 const std::vector<transition>& transitions() {
     using e = loop_event;

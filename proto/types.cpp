@@ -1,5 +1,6 @@
 #include "proto/types.hpp"
 
+#include "common/enum_names.hpp"
 #include "common/text.hpp"
 #include "proto/errors.hpp"
 #include "proto/field_names.hpp"
@@ -7,23 +8,53 @@
 
 #include <algorithm>
 #include <array>
-#include <stdexcept>
 
 namespace ralph::proto {
 namespace {
 
-constexpr std::array<std::string_view, 9> state_names{"queued", "running",   "waiting",
-                                                      "paused", "completed", "exhausted",
-                                                      "failed", "cancelled", "stalled"};
+constexpr std::array<enum_name<loop_state>, 9> loop_state_names{{
+    {loop_state::queued, "queued"},
+    {loop_state::running, "running"},
+    {loop_state::waiting, "waiting"},
+    {loop_state::paused, "paused"},
+    {loop_state::completed, "completed"},
+    {loop_state::exhausted, "exhausted"},
+    {loop_state::failed, "failed"},
+    {loop_state::cancelled, "cancelled"},
+    {loop_state::stalled, "stalled"},
+}};
+static_assert(names_in_order(loop_state_names, loop_state::stalled));
 
-constexpr std::array<std::string_view, 8> termination_names{
-    "running", "exited",    "failed",      "crashed",
-    "timeout", "cancelled", "interrupted", "spawn_failed"};
+constexpr std::array<enum_name<termination>, 8> termination_names{{
+    {termination::running, "running"},
+    {termination::exited, "exited"},
+    {termination::failed, "failed"},
+    {termination::crashed, "crashed"},
+    {termination::timeout, "timeout"},
+    {termination::cancelled, "cancelled"},
+    {termination::interrupted, "interrupted"},
+    {termination::spawn_failed, "spawn_failed"},
+}};
+static_assert(names_in_order(termination_names, termination::spawn_failed));
 
-constexpr std::array<std::string_view, 8> failure_names{
-    "", "rate_limit", "transient", "auth", "missing_program", "timeout", "crash", "no_verdict"};
+constexpr std::array<enum_name<failure_class>, 9> failure_class_names{{
+    {failure_class::none, ""},
+    {failure_class::rate_limit, "rate_limit"},
+    {failure_class::transient, "transient"},
+    {failure_class::auth, "auth"},
+    {failure_class::missing_program, "missing_program"},
+    {failure_class::timeout, "timeout"},
+    {failure_class::crash, "crash"},
+    {failure_class::no_verdict, "no_verdict"},
+    {failure_class::output_limit, "output_limit"},
+}};
+static_assert(names_in_order(failure_class_names, failure_class::output_limit));
 
-constexpr std::array<std::string_view, 2> attempt_kind_names{"work", "judge"};
+constexpr std::array<enum_name<attempt_kind>, 2> attempt_kind_names{{
+    {attempt_kind::work, "work"},
+    {attempt_kind::judge, "judge"},
+}};
+static_assert(names_in_order(attempt_kind_names, attempt_kind::judge));
 
 }  // namespace
 
@@ -37,14 +68,10 @@ std::int64_t time_from_json(const nlohmann::json& j, const char* name) {
     return text::parse_iso8601_or_zero(it->get_ref<const std::string&>());
 }
 
-std::string_view to_string(loop_state state) {
-    return state_names[static_cast<std::size_t>(state)];
-}
+std::string_view to_string(loop_state state) { return name_of(loop_state_names, state); }
 
 loop_state loop_state_from_string(std::string_view name) {
-    for (std::size_t i = 0; i < state_names.size(); ++i)
-        if (state_names[i] == name) return static_cast<loop_state>(i);
-    throw std::invalid_argument("unknown loop state '" + std::string(name) + "'");
+    return parse(loop_state_names, name, "loop state");
 }
 
 bool is_terminal(loop_state state) {
@@ -60,34 +87,22 @@ bool is_terminal(loop_state state) {
     }
 }
 
-std::string_view to_string(termination value) {
-    return termination_names[static_cast<std::size_t>(value)];
-}
+std::string_view to_string(termination value) { return name_of(termination_names, value); }
 
 termination termination_from_string(std::string_view name) {
-    for (std::size_t i = 0; i < termination_names.size(); ++i)
-        if (termination_names[i] == name) return static_cast<termination>(i);
-    throw std::invalid_argument("unknown termination '" + std::string(name) + "'");
+    return parse(termination_names, name, "termination");
 }
 
-std::string_view to_string(failure_class value) {
-    return failure_names[static_cast<std::size_t>(value)];
-}
+std::string_view to_string(failure_class value) { return name_of(failure_class_names, value); }
 
 failure_class failure_class_from_string(std::string_view name) {
-    for (std::size_t i = 0; i < failure_names.size(); ++i)
-        if (failure_names[i] == name) return static_cast<failure_class>(i);
-    throw std::invalid_argument("unknown failure class '" + std::string(name) + "'");
+    return parse(failure_class_names, name, "failure class");
 }
 
-std::string_view to_string(attempt_kind value) {
-    return attempt_kind_names[static_cast<std::size_t>(value)];
-}
+std::string_view to_string(attempt_kind value) { return name_of(attempt_kind_names, value); }
 
 attempt_kind attempt_kind_from_string(std::string_view name) {
-    for (std::size_t i = 0; i < attempt_kind_names.size(); ++i)
-        if (attempt_kind_names[i] == name) return static_cast<attempt_kind>(i);
-    throw std::invalid_argument("unknown attempt kind '" + std::string(name) + "'");
+    return parse(attempt_kind_names, name, "attempt kind");
 }
 
 // A usage is flattened into the object that has it.
@@ -124,6 +139,12 @@ void from_json(const nlohmann::json& j, submit_params& p) {
         if (parse_agent_choice(fallback).agent.empty())
             throw rpc_error(error_kind::invalid_params,
                             "params.fallback: '" + fallback + "' names no agent (AGENT[:MODEL])");
+    read_field(obj, "quota_key", p.quota_key);
+    if (p.quota_key.size() > 64 ||
+        std::any_of(p.quota_key.begin(), p.quota_key.end(),
+                    [](unsigned char c) { return c < 0x20 || c == 0x7f; }))
+        throw rpc_error(error_kind::invalid_params,
+                        "params.quota_key: at most 64 bytes, no control characters");
     read_field(obj, "judge", p.judge);
     read_field(obj, "judge_model", p.judge_model);
     read_field(obj, "judge_command", p.judge_command);
@@ -182,6 +203,7 @@ void to_json(nlohmann::json& j, const submit_params& p) {
     j[field_name::command] = p.command;
     j["args"] = p.args;
     j["fallback"] = p.fallback;
+    j["quota_key"] = p.quota_key;
     j["judge"] = p.judge;
     j["judge_model"] = p.judge_model;
     j["judge_command"] = p.judge_command;
@@ -256,7 +278,34 @@ submit_params on_agent(const submit_params& spec, const agent_choice& choice) {
     on.agent = choice.agent;
     on.model = choice.model;
     on.args.clear();
+    on.quota_key.clear();  // the loop's own agent's
     return on;
+}
+
+std::string quota_of(const submit_params& spec) {
+    constexpr std::size_t max_quota_bytes = 64;
+    std::string quota = spec.quota_key;
+    if (quota.empty() && spec.agent == "command") {
+        // The program, without its directory: one script reached by two paths is one quota.
+        std::string program;
+        try {
+            const std::vector<std::string> words = text::split_command_words(spec.command);
+            if (!words.empty()) program = words.front();
+        } catch (const std::invalid_argument&) {
+            // Checked at submit; a command that does not parse runs nothing to hold.
+        }
+        quota = "command:" + program.substr(program.find_last_of('/') + 1);
+    } else if (quota.empty()) {
+        quota = spec.agent;
+    }
+    quota.resize(text::utf8_head(quota, max_quota_bytes).size());
+    return quota;
+}
+
+std::vector<std::string> quotas_of(const submit_params& spec) {
+    std::vector<std::string> quotas;
+    for (const auto& choice : agents_of(spec)) quotas.push_back(quota_of(on_agent(spec, choice)));
+    return quotas;
 }
 
 submit_params as_judge(const submit_params& spec) {
@@ -266,6 +315,7 @@ submit_params as_judge(const submit_params& spec) {
     judge.command = spec.judge_command;
     judge.args.clear();
     judge.fallback.clear();
+    judge.quota_key.clear();
     return judge;
 }
 
@@ -303,7 +353,7 @@ void to_json(nlohmann::json& j, const loop_info& loop) {
 namespace {
 
 struct summary_column {
-    summary_field field;
+    summary_field value;
     std::string_view name;
     nlohmann::json (*get)(const loop_info&);
 };
@@ -358,29 +408,20 @@ constexpr std::array<summary_column, 23> summary_columns{{
      }},
 }};
 
-constexpr bool in_enum_order() {
-    for (std::size_t i = 0; i < summary_columns.size(); ++i)
-        if (summary_columns[i].field != static_cast<summary_field>(i)) return false;
-    return summary_columns.back().field == summary_field::cost_usd;
-}
-static_assert(in_enum_order(), "summary_columns lists every summary_field once, in order");
+static_assert(names_in_order(summary_columns, summary_field::cost_usd));
 
 }  // namespace
 
-std::string_view to_string(summary_field field) {
-    return summary_columns[static_cast<std::size_t>(field)].name;
-}
+std::string_view to_string(summary_field field) { return name_of(summary_columns, field); }
 
 summary_field summary_field_from_string(std::string_view name) {
-    for (const auto& column : summary_columns)
-        if (column.name == name) return column.field;
-    throw std::invalid_argument("unknown field '" + std::string(name) + "'");
+    return parse(summary_columns, name, "field");
 }
 
 nlohmann::json summary_json(const loop_info& loop, const std::vector<summary_field>& fields) {
     nlohmann::json j = nlohmann::json::object();
     for (const auto& column : summary_columns)
-        if (fields.empty() || std::find(fields.begin(), fields.end(), column.field) != fields.end())
+        if (fields.empty() || std::find(fields.begin(), fields.end(), column.value) != fields.end())
             j[std::string(column.name)] = column.get(loop);
     return j;
 }

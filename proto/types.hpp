@@ -59,6 +59,7 @@ enum class failure_class {
     timeout,          // ran past the per-iteration timeout: retry
     crash,            // killed by a signal, or a non-zero exit without a known cause: retry
     no_verdict,       // a judge that exited without <ralph_verdict>: retry, never an acceptance
+    output_limit,     // wrote more output than ralphd --max-output allows: stop the loop
 };
 
 std::string_view to_string(failure_class value);
@@ -103,6 +104,9 @@ struct submit_params {
     // "AGENT" or "AGENT:MODEL", in order: what an iteration runs on while a usage limit holds
     // the agents before it (agents_of). `args` and `command` are the loop's own agent's only.
     std::vector<std::string> fallback;
+    // The usage quota the loop's own agent draws on, as the user names it (several accounts of
+    // one CLI, several programs behind one gateway): "" = the agent's own (quota_of).
+    std::string quota_key;
     // A judge before completion: "" = none, else the agent that checks a claim of completion
     // (with its model, and its command for agent "command") before the loop may end `completed`;
     // after judge_max_rejections rejections the loop ends `stalled`.
@@ -194,6 +198,12 @@ struct agent_choice {
 agent_choice parse_agent_choice(std::string_view text);
 // The agents a loop may run on, in the order it prefers them: its own, then its fallbacks.
 std::vector<agent_choice> agents_of(const submit_params& spec);
+// The usage quota an attempt on `spec` draws on, which a usage limit holds for every loop that
+// draws on it (the ledger): `quota_key` when set, else the agent CLI's name, and for `command`
+// the program its command runs, "command:NAME". At most 64 bytes.
+std::string quota_of(const submit_params& spec);
+// The quotas of the loop's agents, its own then its fallbacks (agents_of).
+std::vector<std::string> quotas_of(const submit_params& spec);
 // The spec as an attempt on `choice` sees it: another agent than the loop's own gets its model
 // and none of the loop's own agent's extra arguments.
 submit_params on_agent(const submit_params& spec, const agent_choice& choice);

@@ -8,11 +8,13 @@
 
 #include "client/output.hpp"
 #include "common/cli_docs.hpp"
+#include "common/enum_names.hpp"
 #include "common/text.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <memory>
 #include <set>
@@ -30,16 +32,12 @@ std::string shell_quoted(std::string_view value) {
     return out + "'";
 }
 
-const char* kind_name(value_kind kind) {
-    switch (kind) {
-        case value_kind::file:
-            return "file";
-        case value_kind::directory:
-            return "dir";
-        default:
-            return "text";
-    }
-}
+// What _ralphctl_value echoes for an option's value (options with none are skipped).
+constexpr std::array<enum_name<value_kind>, 3> value_kind_names{{
+    {value_kind::text, "text"},
+    {value_kind::file, "file"},
+    {value_kind::directory, "dir"},
+}};
 
 // Shell functions bash and zsh share: the subcommands and the options of a command path, and
 // what kind of value an option of a path takes (nothing printed: a flag or no such option).
@@ -72,7 +70,7 @@ std::string data_functions(const std::vector<command_doc>& commands) {
                 patterns.push_back(&command == &root ? "*" + shell_quoted(" " + flag)
                                                      : shell_quoted(command.path + " " + flag));
             script += fmt::format("        {}) echo {} ;;\n", text::join_words(patterns, "|"),
-                                  kind_name(option.value));
+                                  name_of(value_kind_names, option.value));
         }
     return script + "    esac\n}\n";
 }

@@ -20,6 +20,8 @@
 #include "client/fleet.hpp"
 #include "client/output.hpp"
 #include "client/placement.hpp"
+#include "common/secret_file.hpp"
+#include "common/text.hpp"
 #include "proto/errors.hpp"
 #include "proto/methods.hpp"
 #include "proto/types.hpp"
@@ -27,6 +29,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -38,7 +41,9 @@ namespace {
 
 struct submit_options {
     proto::submit_params spec;
-    std::vector<std::string> env;  // K=V
+    std::vector<std::string> env;  // K=V, or K: ralphctl's own value
+    std::string env_file;          // K=V (or K) lines
+    std::string notify_file;       // webhook URLs, one a line
     std::string sandbox;  // --sandbox: "true"; --sandbox=offline: "offline"; "" = not given
     std::string pr;       // --pr: "true"; --pr=REMOTE: REMOTE; "" = not given
     bool follow = false;
@@ -204,14 +209,64 @@ void warn_if_held(const placement& where, std::int64_t loop_id) {
                name, loop_id, name, room.scheduler_held_reason);
 }
 
+// NAME=VALUE, or NAME alone (its value in ralphctl's environment); "" when it is one of them.
+std::string env_assignment_error(const std::string& value) {
+    const auto equals = value.find('=');
+    if (equals == 0 || value.empty())
+        return fmt::format("'{}' is not of the form NAME=VALUE or NAME", value);
+    return {};
+}
+
+CLI::Validator env_assignment() {
+    return CLI::Validator([](std::string& value) { return env_assignment_error(value); },
+                          "NAME[=VALUE]");
+}
+
+std::vector<secret_file::line> secret_lines(const std::string& path, std::string_view option) {
+    try {
+        return secret_file::read_lines(path, option);
+    } catch (const std::invalid_argument& e) {
+        throw client_error(exit_code::usage, e.what());
+    }
+}
+
+// Adds NAME=VALUE assignments (NAME alone: ralphctl's own value of NAME) to the loop's env.
+void add_env(proto::submit_params& spec, const std::vector<std::string>& assignments,
+             const std::string& given_by) {
+    for (const auto& assignment : assignments) {
+        const auto equals = assignment.find('=');
+        if (equals != std::string::npos) {
+            spec.env[assignment.substr(0, equals)] = assignment.substr(equals + 1);
+            continue;
+        }
+        const char* value = std::getenv(assignment.c_str());
+        if (value == nullptr)
+            throw client_error(exit_code::usage,
+                               fmt::format("{} {}: {} is not set in ralphctl's environment",
+                                           given_by, assignment, assignment));
+        spec.env[assignment] = value;
+    }
+}
+
 int run_submit(const client_context& ctx, submit_options& options) {
     auto& spec = options.spec;
     spec.workspace = absolute_path(spec.workspace.empty() ? "." : spec.workspace);
     if (!spec.prompt_file.empty()) spec.prompt_file = absolute_path(spec.prompt_file);
-    for (const auto& assignment : options.env) {
-        const auto equals = assignment.find('=');
-        spec.env[assignment.substr(0, equals)] = assignment.substr(equals + 1);
+    add_env(spec, options.env, "--env");
+    if (!options.env_file.empty()) {
+        std::vector<std::string> assignments;
+        for (const auto& line : secret_lines(options.env_file, "--env-file")) {
+            if (std::string problem = env_assignment_error(line.text); !problem.empty())
+                throw client_error(exit_code::usage,
+                                   fmt::format("--env-file {}, line {}: {}", options.env_file,
+                                               line.number, problem));
+            assignments.push_back(line.text);
+        }
+        add_env(spec, assignments, "--env-file " + options.env_file);
     }
+    if (!options.notify_file.empty())
+        for (const auto& line : secret_lines(options.notify_file, "--notify-file"))
+            spec.notify.emplace_back(text::trim(line.text));
     spec.sandbox = !options.sandbox.empty();
     spec.sandbox_offline = options.sandbox == "offline";
     spec.pr_remote = options.pr == "true" ? proto::default_pr_remote : options.pr;
@@ -267,17 +322,6 @@ CLI::Validator on_this_machine(const client_context& ctx, const CLI::Validator& 
         check.get_description());
 }
 
-CLI::Validator env_assignment() {
-    return CLI::Validator(
-        [](std::string& value) -> std::string {
-            const auto equals = value.find('=');
-            if (equals == std::string::npos || equals == 0)
-                return fmt::format("'{}' is not of the form NAME=VALUE", value);
-            return {};
-        },
-        "NAME=VALUE");
-}
-
 }  // namespace
 
 void register_submit_command(CLI::App& app, client_context& ctx) {
@@ -311,13 +355,24 @@ void register_submit_command(CLI::App& app, client_context& ctx) {
                     "AGENT[:MODEL] an iteration runs on while a usage limit holds the agents "
                     "before it (repeatable, in order; back to --agent once its limit resets)")
         ->allow_extra_args(false);
+    cmd->add_option("--quota-key", spec.quota_key,
+                    "The usage quota --agent draws on, when it is not the agent's own (another "
+                    "account, a gateway): a usage limit holds the loops of the same quota only "
+                    "(default: the agent, or for command its program)");
     cmd->add_option("--arg", spec.args,
                     "Extra argument for the agent (repeatable; write --arg=-x for one "
                     "starting with -)")
         ->allow_extra_args(false);
-    cmd->add_option("--env", options->env, "Variable for the agent's environment (repeatable)")
+    cmd->add_option("--env", options->env,
+                    "Variable for the agent's environment (repeatable); NAME alone passes "
+                    "ralphctl's own value, which keeps a secret off the command line")
         ->allow_extra_args(false)
         ->check(env_assignment());
+    cmd->add_option("--env-file", options->env_file,
+                    "Variables for the agent's environment, one NAME=VALUE (or NAME) a line, "
+                    "from a file only you can read (chmod 600): for API keys and other secrets, "
+                    "which a command line shows every user of the machine")
+        ->type_name("FILE");
     completion->add_option("-m,--max-iterations", spec.max_iterations, "0 = unlimited")
         ->check(non_negative())
         ->capture_default_str();
@@ -415,6 +470,10 @@ void register_submit_command(CLI::App& app, client_context& ctx) {
                     "telegram or generic; repeatable)")
         ->type_name("URL")
         ->allow_extra_args(false);
+    git->add_option("--notify-file", options->notify_file,
+                    "Also --notify each URL of this file, one a line: a webhook's URL holds its "
+                    "secret (the file must be yours only: chmod 600)")
+        ->type_name("FILE");
     attempts
         ->add_option("--stall-after", spec.stall_iterations,
                      "Stop as stalled after N iterations without progress (0 = never)")

@@ -21,7 +21,7 @@
 
 #include "client/connection.hpp"
 #include "client/output.hpp"
-#include "common/agent_stream.hpp"
+#include "common/agent_stream/agent_stream.hpp"
 #include "common/ssh_command.hpp"
 #include "proto/methods.hpp"
 #include "proto/types.hpp"

@@ -27,7 +27,7 @@
 #include "client/connection.hpp"
 #include "client/fleet.hpp"
 #include "client/output.hpp"
-#include "common/agent_stream.hpp"
+#include "common/agent_stream/agent_stream.hpp"
 #include "common/text.hpp"
 #include "proto/methods.hpp"
 #include "proto/types.hpp"

@@ -3,8 +3,10 @@
 // browser a cookie instead, and the token leaves the address bar. Without a TCP listener, how to
 // reach the Unix socket from another machine (ssh -L), where no token is needed; with --host
 // ssh://…, the ssh -L command to run here for that host's socket (or, when that host listens on
-// its loopback, for its port). --open starts xdg-open on the URL; --rotate-token replaces the
-// token first (browsers must log in again). With --json {"web": {"token": ..., "url": ...}}.
+// its loopback, for its port). --open starts xdg-open on a login URL of its own, which holds a
+// one-time code good for a minute instead of the token (web.login_code): a command line is
+// readable by every user of the machine. --rotate-token replaces the token first (browsers must
+// log in again). With --json {"web": {"token": ..., "url": ...}}.
 #include "client/commands/commands.hpp"
 
 #include "client/connection.hpp"
@@ -93,7 +95,8 @@ int run_web(const client_context& ctx, const web_options& options) {
                 "needed):\n  ssh -L 7177:{} HOST\n",
                 socket);
     }
-    if (options.open && !web.url.empty()) open_in_browser(web.url);
+    if (options.open && !web.url.empty())
+        open_in_browser(daemon.call<proto::method::web_login_code>({}).url);
     return exit_code::ok;
 }
 
@@ -103,7 +106,8 @@ void register_web_command(CLI::App& app, client_context& ctx) {
     auto options = std::make_shared<web_options>();
     auto* cmd = app.add_subcommand(
         "web", "Print the web dashboard's login URL (ralphd --listen), with its token");
-    cmd->add_flag("--open", options->open, "Open it in the browser (xdg-open)");
+    cmd->add_flag("--open", options->open,
+                  "Open the dashboard in the browser (xdg-open), logged in by a one-time code");
     cmd->add_flag("--rotate-token", options->rotate,
                   "Replace the token first: logged-in browsers must log in again");
     cmd->callback([&ctx, options] { ctx.exit_code = run_web(ctx, *options); });

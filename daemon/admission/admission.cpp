@@ -1,5 +1,6 @@
 #include "daemon/admission/admission.hpp"
 
+#include "common/enum_names.hpp"
 #include "common/text.hpp"
 #include "daemon/store/store.hpp"
 #include "proto/errors.hpp"
@@ -7,7 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
+#include <array>
 #include <ctime>
 
 namespace ralph {
@@ -21,10 +22,14 @@ constexpr const char* budget_key = "budget";
 // What a budget counts of each attempt.
 enum class charge { runs, tokens, cost };
 
+// The budgets that count something else than runs, by name.
+constexpr std::array<enum_name<charge>, 2> charged_budgets{{
+    {charge::tokens, "tokens_per_day"},
+    {charge::cost, "cost_per_day_usd"},
+}};
+
 charge charge_of(const std::string& budget_name) {
-    if (budget_name == "tokens_per_day") return charge::tokens;
-    if (budget_name == "cost_per_day_usd") return charge::cost;
-    return charge::runs;
+    return find_value(charged_budgets, budget_name).value_or(charge::runs);
 }
 
 double amount(const store::attempt_charge& attempt, charge what) {
@@ -92,7 +97,7 @@ int parse_clock_time(std::string_view text) {
     auto invalid = [&] { invalid_window(text); };
     if (text.size() != 5 || text[2] != ':') invalid();
     for (std::size_t i : {0, 1, 3, 4})
-        if (!std::isdigit(static_cast<unsigned char>(text[i]))) invalid();
+        if (!text::is_digit(text[i])) invalid();
     int hours = (text[0] - '0') * 10 + (text[1] - '0');
     int minutes = (text[3] - '0') * 10 + (text[4] - '0');
     if (hours > 23 || minutes > 59) invalid();
@@ -197,11 +202,11 @@ std::int64_t admission::window_opens_at(std::int64_t now_ms) const {
     return window_ ? next_window_open(*window_, now_ms) : now_ms;
 }
 
-admission::verdict admission::for_agents(const std::vector<std::string>& agents,
+admission::verdict admission::for_quotas(const std::vector<std::string>& quotas,
                                          std::int64_t now_ms) {
     verdict earliest;
-    for (const auto& agent : agents) {
-        const auto hold = db_.agent_hold_of(agent, account_, now_ms);
+    for (const auto& quota : quotas) {
+        const auto hold = db_.agent_hold_of(quota, account_, now_ms);
         if (!hold) return {};
         if (earliest.go() || hold->until < earliest.until_ms)
             earliest = {verdict::kind::wait,
@@ -215,7 +220,8 @@ admission::verdict admission::for_agents(const std::vector<std::string>& agents,
 proto::agent_choice admission::pick_agent(const proto::submit_params& spec, std::int64_t now_ms) {
     const std::vector<proto::agent_choice> agents = proto::agents_of(spec);
     for (const auto& choice : agents)
-        if (!db_.agent_hold_of(choice.agent, account_, now_ms)) return choice;
+        if (!db_.agent_hold_of(proto::quota_of(proto::on_agent(spec, choice)), account_, now_ms))
+            return choice;
     return agents.front();
 }
 
@@ -235,9 +241,7 @@ admission::verdict admission::for_loop(const proto::loop_info& loop, std::int64_
 
 admission::verdict admission::check(const proto::loop_info& loop, std::int64_t now_ms) {
     if (auto v = global(now_ms); !v.go()) return v;
-    std::vector<std::string> agents;
-    for (const auto& choice : proto::agents_of(loop.spec)) agents.push_back(choice.agent);
-    if (auto v = for_agents(agents, now_ms); !v.go()) return v;
+    if (auto v = for_quotas(proto::quotas_of(loop.spec), now_ms); !v.go()) return v;
     return for_loop(loop, now_ms);
 }
 

@@ -58,17 +58,17 @@ class admission {
 
     // What holds every loop: the pause, the time window, the global budgets.
     verdict global(std::int64_t now_ms);
-    // Usage-limit holds: go when one of `agents` (a loop's own, then its fallbacks) is free,
-    // else wait until the earliest of their holds ends.
-    verdict for_agents(const std::vector<std::string>& agents, std::int64_t now_ms);
-    // The agent the loop's next attempt runs on: the first of proto::agents_of that no usage
-    // limit holds, or the loop's own when every one is held (check() says so first).
+    // Usage-limit holds: go when one of `quotas` (those of a loop's own agent, then of its
+    // fallbacks: proto::quotas_of) is free, else wait until the earliest of their holds ends.
+    verdict for_quotas(const std::vector<std::string>& quotas, std::int64_t now_ms);
+    // The agent the loop's next attempt runs on: the first of proto::agents_of whose quota no
+    // usage limit holds, or the loop's own when every one is held (check() says so first).
     proto::agent_choice pick_agent(const proto::submit_params& spec, std::int64_t now_ms);
     // The loop's own caps and budgets.
     verdict for_loop(const proto::loop_info& loop, std::int64_t now_ms);
     // now_ms while the time window is open (or there is none), else when it opens next.
     std::int64_t window_opens_at(std::int64_t now_ms) const;
-    // The first of global, for_agents and for_loop that does not say go.
+    // The first of global, for_quotas and for_loop that does not say go.
     verdict check(const proto::loop_info& loop, std::int64_t now_ms);
 
     // Every global budget's use; with a loop also that loop's own budgets.

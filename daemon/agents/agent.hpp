@@ -3,7 +3,7 @@
 // One adapter per agent, one file each; find_agent() is the registry. Adapters are stateless.
 #pragma once
 
-#include "common/agent_stream.hpp"
+#include "common/agent_stream/agent_stream.hpp"
 #include "proto/types.hpp"
 
 #include <map>

@@ -1,6 +1,6 @@
 #include "daemon/loop/attempt.hpp"
 
-#include "common/agent_stream.hpp"
+#include "common/agent_stream/agent_stream.hpp"
 #include "common/text.hpp"
 #include "daemon/clock.hpp"
 #include "daemon/loop/assessment.hpp"
@@ -191,8 +191,10 @@ awaitable<attempt_outcome> attempt_run::run(const proto::loop_info& loop, std::i
         // Starting a process takes milliseconds (clone, exec, the shim's answer), and so can
         // creating files: off the io thread, which serves every client meanwhile.
         started = co_await off_thread(ctx_.blocking, [&] {
-            std::filesystem::create_directory(dir);
-            save_snapshot_before(dir, before);
+            storage_health::write_state([&] {
+                std::filesystem::create_directory(dir);
+                save_snapshot_before(dir, before);
+            });
             return attempt_process::start(ctx_.shim_program, dir, plan.agent);
         });
     } catch (const std::exception& e) {
@@ -354,6 +356,14 @@ awaitable<attempt_outcome> attempt_run::record(const proto::loop_info& loop,
     else if (timed_out_ || hung_)
         end = attempt_end::timed_out;
     classify_attempt(attempt, end, status, said);
+    if (process.exit() && process.exit()->over_output_limit) {
+        attempt.how = proto::termination::failed;
+        attempt.failure = proto::failure_class::output_limit;
+        attempt.error = fmt::format(
+            "the agent wrote more than {} bytes of output in one attempt and was ended (ralphd "
+            "--max-output raises the bound)",
+            ctx_.max_output_bytes);
+    }
     if (attempt.how == proto::termination::timeout)
         attempt.error = hung_ ? fmt::format(
                                     "no output for {}s while no tool was running "
@@ -385,6 +395,7 @@ awaitable<attempt_outcome> attempt_run::record(const proto::loop_info& loop,
                      : " (" + std::string(proto::to_string(attempt.failure)) + ")",
                  attempt.completion_signal ? " (completion signal)" : "");
     outcome.record = attempt;
+    outcome.quota = proto::quota_of(loop.spec);
     if (said.resets_at_ms > 0) outcome.resets_at_ms = on_clock(ctx_.clock, said.resets_at_ms);
     co_return outcome;
 }

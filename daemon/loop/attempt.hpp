@@ -40,6 +40,7 @@ struct event;
 // What came of an attempt.
 struct attempt_outcome {
     proto::attempt_info record;     // as stored
+    std::string quota;              // the usage quota it drew on (proto::quota_of)
     std::int64_t resets_at_ms = 0;  // a usage limit's stated reset
     // The workspace after a successful work attempt, for the next attempt to start from when it
     // starts at once; null when it cannot serve (--commit or --verify may have changed it).

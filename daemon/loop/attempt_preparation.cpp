@@ -9,6 +9,7 @@
 #include "daemon/off_thread.hpp"
 #include "daemon/process/process.hpp"
 #include "daemon/store/output_log.hpp"
+#include "daemon/store/storage_health.hpp"
 #include "daemon/store/store.hpp"
 
 #include <spdlog/spdlog.h>
@@ -162,6 +163,7 @@ attempt_inputs read_attempt_inputs(runner_context& ctx, const proto::loop_info& 
     inputs.program =
         find_program(find_agent(loop.spec.agent), loop.spec, ctx.binaries, search_path_of(env));
     inputs.kill_grace = ctx.kill_grace;
+    inputs.max_output_bytes = ctx.max_output_bytes;
     return inputs;
 }
 
@@ -186,8 +188,10 @@ attempt_plan prepare_attempt(runner_context& ctx, const proto::loop_info& loop,
         plan.prompt = build_prompt(loop, attempt.iteration, extras);
     }
     const std::string prompt_file = ctx.state.prompt_of(loop.id).string();
-    // In place: the agent is not running.
-    overwrite_file(ctx.state.prompt_dir(), state_dir::prompt_file_name(loop.id), plan.prompt);
+    // In place: the agent is not running. A failure is ralph's storage's, not the loop's.
+    storage_health::write_state([&] {
+        overwrite_file(ctx.state.prompt_dir(), state_dir::prompt_file_name(loop.id), plan.prompt);
+    });
     invocation inv = adapter.invoke({loop.spec, inputs.program, plan.prompt, prompt_file});
     // A judge without bwrap runs in its throw-away checkout.
     const std::string cwd =
@@ -211,6 +215,7 @@ attempt_plan prepare_attempt(runner_context& ctx, const proto::loop_info& loop,
     agent.output_file = ctx.output.file_of(loop.id).string();
     agent.output_start = attempt.output_start;
     agent.kill_grace_ms = inputs.kill_grace.count();
+    agent.max_output_bytes = inputs.max_output_bytes;
     return plan;
 }
 

@@ -47,6 +47,7 @@ struct attempt_inputs {
     std::int64_t loop_started_at = 0;
     std::string program;  // the agent's program, as find_program finds it
     std::chrono::milliseconds kill_grace{0};
+    std::int64_t max_output_bytes = 0;
     std::string judge_reasons;  // why the judge rejected the previous iteration's claim
     // A judge's: the claim (with the worker's final answer), the loop's base, the claiming
     // attempt's --verify.

@@ -2,7 +2,7 @@
 // it, the agent's exit status and what its stream said. SPEC §4's failure policy reads these.
 #pragma once
 
-#include "common/agent_stream.hpp"
+#include "common/agent_stream/agent_stream.hpp"
 #include "proto/types.hpp"
 
 #include <optional>

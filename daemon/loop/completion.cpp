@@ -1,26 +1,24 @@
 #include "daemon/loop/completion.hpp"
 
-#include <cctype>
+#include "common/text.hpp"
+
 #include <string>
 
 namespace ralph {
 namespace {
-
-bool is_space(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }
-char lower(char c) { return char(std::tolower(static_cast<unsigned char>(c))); }
 
 // Lower-cased `text` with whitespace runs collapsed to one space and trimmed.
 std::string normalized(std::string_view text) {
     std::string out;
     bool pending_space = false;
     for (char c : text) {
-        if (is_space(c)) {
+        if (text::is_space(c)) {
             pending_space = !out.empty();
             continue;
         }
         if (pending_space) out.push_back(' ');
         pending_space = false;
-        out.push_back(lower(c));
+        out.push_back(text::ascii_lower(c));
     }
     return out;
 }
@@ -28,7 +26,7 @@ std::string normalized(std::string_view text) {
 bool tag_at(std::string_view text, std::size_t pos, std::string_view tag) {
     if (pos + tag.size() > text.size()) return false;
     for (std::size_t k = 0; k < tag.size(); ++k)
-        if (lower(text[pos + k]) != tag[k]) return false;
+        if (text::ascii_lower(text[pos + k]) != tag[k]) return false;
     return true;
 }
 

@@ -34,7 +34,8 @@ bool counts_as_failure(const attempt_info& attempt) {
 std::optional<std::string> stopping_failure(const attempt_info& attempt) {
     const std::string failure = describe_failure(attempt);
     if (attempt.how == termination::spawn_failed ||
-        attempt.failure == failure_class::missing_program)
+        attempt.failure == failure_class::missing_program ||
+        attempt.failure == failure_class::output_limit)
         return failure;
     if (attempt.failure == failure_class::auth)
         return fmt::format(

@@ -12,6 +12,7 @@
 #include <system_error>
 #include <utility>
 
+#include "common/enum_names.hpp"
 #include "common/safe_open.hpp"
 #include "common/text.hpp"
 #include "common/unique_fd.hpp"
@@ -21,16 +22,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool is_blank(char c) { return c == ' ' || c == '\t'; }
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-// ASCII only on purpose: std::tolower depends on the locale, and bytes >= 0x80 (UTF-8) must
-// stay as they are.
-char lower(char c) { return c >= 'A' && c <= 'Z' ? char(c - 'A' + 'a') : c; }
-
 bool starts_with_ci(std::string_view text, std::size_t pos, std::string_view lowered) {
     if (pos > text.size() || text.size() - pos < lowered.size()) return false;
     for (std::size_t k = 0; k < lowered.size(); ++k)
-        if (lower(text[pos + k]) != lowered[k]) return false;
+        if (text::ascii_lower(text[pos + k]) != lowered[k]) return false;
     return true;
 }
 
@@ -156,10 +151,10 @@ bool read_sub_tags(std::string_view body, proto::agent_feedback& fb) {
 std::optional<std::pair<field, std::string_view>> parse_key_line(std::string_view line) {
     std::string_view s = text::trim_start(line);
     // A list marker: "- Score: 7".
-    if (s.size() >= 2 && (s[0] == '-' || s[0] == '*' || s[0] == '+') && is_blank(s[1]))
+    if (s.size() >= 2 && (s[0] == '-' || s[0] == '*' || s[0] == '+') && text::is_blank(s[1]))
         s = text::trim_start(s.substr(2));
     // Markdown emphasis or a heading: "**Score:** 7", "__Score__: 7", "### Score: 7".
-    while (!s.empty() && (s[0] == '*' || s[0] == '_' || s[0] == '#' || is_blank(s[0])))
+    while (!s.empty() && (s[0] == '*' || s[0] == '_' || s[0] == '#' || text::is_blank(s[0])))
         s.remove_prefix(1);
     constexpr std::size_t max_key_length = 32;  // keeps the work per line bounded
     const std::size_t colon = s.substr(0, max_key_length + 1).find(':');
@@ -168,41 +163,35 @@ std::optional<std::pair<field, std::string_view>> parse_key_line(std::string_vie
     std::string key;
     for (char c : s.substr(0, colon)) {
         if (c == '*') continue;
-        if (c == '_' || c == '-' || is_blank(c)) {
+        if (c == '_' || c == '-' || text::is_blank(c)) {
             if (!key.empty() && key.back() != ' ') key.push_back(' ');
             continue;
         }
-        c = lower(c);
+        c = text::ascii_lower(c);
         if (c < 'a' || c > 'z') return std::nullopt;
         key.push_back(c);
     }
     if (!key.empty() && key.back() == ' ') key.pop_back();
 
-    struct known_key {
-        std::string_view name;
-        field which;
-    };
-    static constexpr std::array<known_key, 10> known{{
-        {"score", field::score},
-        {"summary", field::summary},
-        {"improvements", field::improvements},
-        {"improvement", field::improvements},
-        {"next steps", field::next_steps},
-        {"next step", field::next_steps},
-        {"ideas", field::ideas},
-        {"idea", field::ideas},
-        {"blockers", field::blockers},
-        {"blocker", field::blockers},
+    static constexpr std::array<enum_name<field>, 10> known{{
+        {field::score, "score"},
+        {field::summary, "summary"},
+        {field::improvements, "improvements"},
+        {field::improvements, "improvement"},
+        {field::next_steps, "next steps"},
+        {field::next_steps, "next step"},
+        {field::ideas, "ideas"},
+        {field::ideas, "idea"},
+        {field::blockers, "blockers"},
+        {field::blockers, "blocker"},
     }};
-    for (const known_key& k : known) {
-        if (key != k.name) continue;
-        std::string_view value = text::trim_start(s.substr(colon + 1));
-        // The closing emphasis of "**Score:** 7".
-        if (value.substr(0, 2) == "**" || value.substr(0, 2) == "__")
-            value = text::trim_start(value.substr(2));
-        return std::pair{k.which, value};
-    }
-    return std::nullopt;
+    const std::optional<field> which = find_value(known, key);
+    if (!which) return std::nullopt;
+    std::string_view value = text::trim_start(s.substr(colon + 1));
+    // The closing emphasis of "**Score:** 7".
+    if (value.substr(0, 2) == "**" || value.substr(0, 2) == "__")
+        value = text::trim_start(value.substr(2));
+    return std::pair{*which, value};
 }
 
 // `key: value` syntax; a line that starts no known key continues the current value.
@@ -276,15 +265,17 @@ std::vector<std::string> extract_notes(std::string_view answer) {
 std::optional<int> parse_score(std::string_view text) {
     std::string_view s = text::trim(text);
     while (!s.empty() && s[0] == '*') s.remove_prefix(1);  // "**7**/10"
-    if (s.empty() || !is_digit(s[0])) return std::nullopt;
+    if (s.empty() || !text::is_digit(s[0])) return std::nullopt;
 
     // The integer part, saturated above 10 so that a long run of digits cannot overflow.
     int whole = 0;
     std::size_t i = 0;
-    for (; i < s.size() && is_digit(s[i]); ++i) whole = std::min(whole * 10 + (s[i] - '0'), 11);
+    for (; i < s.size() && text::is_digit(s[i]); ++i)
+        whole = std::min(whole * 10 + (s[i] - '0'), 11);
     bool has_fraction = false;
-    if (i + 1 < s.size() && s[i] == '.' && is_digit(s[i + 1])) {
-        for (++i; i < s.size() && is_digit(s[i]); ++i) has_fraction = has_fraction || s[i] != '0';
+    if (i + 1 < s.size() && s[i] == '.' && text::is_digit(s[i + 1])) {
+        for (++i; i < s.size() && text::is_digit(s[i]); ++i)
+            has_fraction = has_fraction || s[i] != '0';
     }
     if (whole > 10 || (whole == 10 && has_fraction)) return std::nullopt;
 
@@ -300,7 +291,8 @@ std::optional<int> parse_score(std::string_view text) {
     // What follows must not continue the number: "7/100", "7.5.3", "7/10/2".
     if (!rest.empty()) {
         const char c = rest[0];
-        if (is_digit(c) || c == '/' || (c == '.' && rest.size() > 1 && is_digit(rest[1])))
+        if (text::is_digit(c) || c == '/' ||
+            (c == '.' && rest.size() > 1 && text::is_digit(rest[1])))
             return std::nullopt;
     }
     return whole;
@@ -339,7 +331,7 @@ std::string describe_for_prompt(const proto::agent_feedback& fb) {
 std::optional<std::string> extract_status(std::string_view answer, std::string_view tag) {
     if (tag.empty()) return std::nullopt;
     std::string name;
-    for (char c : tag) name.push_back(lower(c));
+    for (char c : tag) name.push_back(text::ascii_lower(c));
     const auto blocks = find_blocks(answer, name);
     if (blocks.empty()) return std::nullopt;
     return bounded_text(blocks.back(), max_note_bytes);
@@ -350,7 +342,7 @@ bool status_matches(std::string_view status, std::string_view value) {
     value = text::trim(value);
     if (status.size() != value.size()) return false;
     for (std::size_t i = 0; i < status.size(); ++i)
-        if (lower(status[i]) != lower(value[i])) return false;
+        if (text::ascii_lower(status[i]) != text::ascii_lower(value[i])) return false;
     return true;
 }
 
@@ -368,7 +360,7 @@ std::string outside_quotes(std::string_view text) {
         std::size_t end = out.find('\n', pos);
         if (end == std::string::npos) end = out.size();
         std::size_t i = pos;
-        while (i < end && is_blank(out[i])) ++i;
+        while (i < end && text::is_blank(out[i])) ++i;
         std::size_t run = 0;
         while (i + run < end && (out[i + run] == '`' || out[i + run] == '~') &&
                out[i + run] == out[i])
@@ -427,7 +419,7 @@ bool contains_substring_ci(std::string_view text, std::string_view needle) {
     if (needle.empty()) return false;
     std::string pattern;
     pattern.reserve(needle.size());
-    for (char c : needle) pattern.push_back(lower(c));
+    for (char c : needle) pattern.push_back(text::ascii_lower(c));
     // KMP failure table: fail[k] is the length of the longest proper prefix of pattern[0..k]
     // that is also its suffix.
     std::vector<std::size_t> fail(pattern.size(), 0);
@@ -438,7 +430,7 @@ bool contains_substring_ci(std::string_view text, std::string_view needle) {
     }
     std::size_t matched = 0;
     for (char raw : text) {
-        const char c = lower(raw);
+        const char c = text::ascii_lower(raw);
         while (matched > 0 && c != pattern[matched]) matched = fail[matched - 1];
         if (c == pattern[matched]) ++matched;
         if (matched == pattern.size()) return true;
@@ -460,7 +452,7 @@ backlog_progress count_checkboxes(std::string_view markdown) {
         if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
 
         std::size_t i = 0;
-        while (i < line.size() && is_blank(line[i])) ++i;
+        while (i < line.size() && text::is_blank(line[i])) ++i;
         const std::string_view s = line.substr(i);
 
         // A fence: three or more backticks or tildes; it is closed by a fence of the same
@@ -489,16 +481,16 @@ backlog_progress count_checkboxes(std::string_view markdown) {
         if (!s.empty() && (s[0] == '-' || s[0] == '*' || s[0] == '+')) {
             k = 1;
         } else {
-            while (k < s.size() && k < 9 && is_digit(s[k])) ++k;
+            while (k < s.size() && k < 9 && text::is_digit(s[k])) ++k;
             if (k == 0 || k >= s.size() || (s[k] != '.' && s[k] != ')')) continue;
             ++k;
         }
-        if (k >= s.size() || !is_blank(s[k])) continue;
-        while (k < s.size() && is_blank(s[k])) ++k;
+        if (k >= s.size() || !text::is_blank(s[k])) continue;
+        while (k < s.size() && text::is_blank(s[k])) ++k;
 
         // The checkbox, then whitespace or the end of the line.
         if (s.size() - k < 3 || s[k] != '[' || s[k + 2] != ']') continue;
-        if (k + 3 < s.size() && !is_blank(s[k + 3])) continue;
+        if (k + 3 < s.size() && !text::is_blank(s[k + 3])) continue;
         const char mark = s[k + 1];
         if (mark == ' ') {
             ++progress.open;

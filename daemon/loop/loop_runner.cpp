@@ -175,9 +175,8 @@ void loop_runner::hold_agent(const attempt_outcome& outcome) {
     const std::int64_t until = usage_limit_hold_until(
         read_record(loop), outcome.resets_at_ms, ctx_.rate_limit_margin.count(),
         ctx_.rate_limit_wait.count(), ctx_.clock.now_ms());
-    const std::string& agent = outcome.record.agent;
-    ctx_.record_hold({agent, ctx_.gate.account(), until,
-                      fmt::format("{} usage limit (loop {}: {})", agent, loop_id_,
+    ctx_.record_hold({outcome.quota, ctx_.gate.account(), until,
+                      fmt::format("{} usage limit (loop {}: {})", outcome.quota, loop_id_,
                                   describe_failure(outcome.record)),
                       ""});
 }

@@ -65,6 +65,7 @@ struct runner_context {
     // its id; empty when ralphd cannot create cgroups (the shim ends its own descendants then).
     std::string cgroup_prefix;
     std::chrono::milliseconds kill_grace;         // SIGTERM → SIGKILL
+    std::int64_t max_output_bytes;                // an attempt's output bound (0 = none)
     agent_binaries binaries;                      // configured agent programs
     env_policy agent_env;                         // which of ralphd's variables agents get
     std::chrono::milliseconds rate_limit_margin;  // added to a usage limit's stated reset

@@ -11,6 +11,9 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <functional>
+#include <memory>
+#include <type_traits>
 
 namespace ralph {
 namespace {
@@ -18,10 +21,48 @@ namespace {
 namespace http = beast::http;
 using tcp = net::ip::tcp;
 
-// What a receiver answers is read up to this size; only its status is used.
+// What a receiver answers is read up to this size; only its status is used. The buffer the
+// answer is read into is bounded as well: what the parser cannot take (an endless header or
+// chunk line) ends the reading there, never grows ralphd.
 constexpr std::uint64_t max_answer_bytes = 64 << 10;
+constexpr std::uint32_t max_answer_header_bytes = 16 << 10;
+constexpr std::size_t max_buffered_bytes = 128 << 10;
 
 post_result failure(std::string what) { return {0, std::move(what), {}}; }
+
+// The time limit of a whole exchange (resolving, connecting, TLS, the request and the answer),
+// whatever the receiver does (answers byte by byte, or without end): when it passes, `cut` runs
+// (it closes the socket), which ends what is pending. Beast's stream timeouts are not enough:
+// they do not fire while every read completes at once, as with a receiver that streams.
+class time_limit {
+  public:
+    time_limit(const net::any_io_executor& executor, std::chrono::milliseconds limit,
+               std::function<void()> cut)
+        : timer_(executor, limit), state_(std::make_shared<state>(state{std::move(cut), false})) {
+        timer_.async_wait([state = state_](boost::system::error_code ec) {
+            if (ec || !state->cut) return;
+            state->expired = true;
+            state->cut();
+        });
+    }
+    // What `cut` closes may go with this: the handler, if it runs later, does nothing.
+    ~time_limit() {
+        state_->cut = nullptr;
+        timer_.cancel();
+    }
+    time_limit(const time_limit&) = delete;
+    time_limit& operator=(const time_limit&) = delete;
+
+    bool expired() const { return state_->expired; }
+
+  private:
+    struct state {
+        std::function<void()> cut;
+        bool expired;
+    };
+    net::steady_timer timer_;
+    std::shared_ptr<state> state_;
+};
 
 std::chrono::seconds retry_after_of(const http::response<http::string_body>& answer) {
     auto it = answer.find(http::field::retry_after);
@@ -52,8 +93,9 @@ awaitable<post_result> exchange(Stream& stream, const webhook_target& target,
     boost::system::error_code ec;
     co_await http::async_write(stream, post, net::redirect_error(use_awaitable, ec));
     if (ec) co_return failure("cannot send: " + ec.message());
-    beast::flat_buffer buffer;
+    beast::flat_buffer buffer(max_buffered_bytes);
     http::response_parser<http::string_body> parser;
+    parser.header_limit(max_answer_header_bytes);
     parser.body_limit(max_answer_bytes);
     co_await http::async_read(stream, buffer, parser, net::redirect_error(use_awaitable, ec));
     // The status decides: a body past the limit, or cut short, changes nothing.
@@ -62,6 +104,54 @@ awaitable<post_result> exchange(Stream& stream, const webhook_target& target,
     post_result result{int(answer.result_int()), "", retry_after_of(answer)};
     if (!result.delivered())
         result.error = fmt::format("answered {} {}", result.status, to_std(answer.reason()));
+    co_return result;
+}
+
+// Resolves, connects (with TLS for an ssl_stream, verifying the server's name) and exchanges.
+template <typename Stream>
+awaitable<post_result> post_steps(Stream& stream, tcp::resolver& resolver,
+                                  const webhook_target& target, const webhook_request& request) {
+    boost::system::error_code ec;
+    const tcp::resolver::results_type addresses = co_await resolver.async_resolve(
+        target.host, target.port, net::redirect_error(use_awaitable, ec));
+    if (ec) co_return failure(fmt::format("cannot resolve {}: {}", target.host, ec.message()));
+    constexpr bool secure = !std::is_same_v<Stream, beast::tcp_stream>;
+    if constexpr (secure) {
+        // The name the server's certificate must have, and (for a name, not an address) SNI.
+        stream.set_verify_callback(net::ssl::host_name_verification(target.host));
+        boost::system::error_code not_an_address;
+        net::ip::make_address(target.host, not_an_address);
+        if (not_an_address &&
+            !SSL_set_tlsext_host_name(stream.native_handle(), target.host.c_str()))
+            co_return failure("cannot set the TLS server name");
+    }
+    co_await beast::get_lowest_layer(stream).async_connect(addresses,
+                                                           net::redirect_error(use_awaitable, ec));
+    if (ec) co_return failure("cannot connect: " + ec.message());
+    if constexpr (secure) {
+        co_await stream.async_handshake(net::ssl::stream_base::client,
+                                        net::redirect_error(use_awaitable, ec));
+        if (ec) co_return failure("TLS: " + ec.message());
+    }
+    co_return co_await exchange(stream, target, request);
+}
+
+// post_steps within `timeout`.
+template <typename Stream>
+awaitable<post_result> post_within(Stream& stream, const webhook_target& target,
+                                   const webhook_request& request,
+                                   std::chrono::milliseconds timeout) {
+    tcp::resolver resolver(stream.get_executor());
+    beast::tcp_stream& socket = beast::get_lowest_layer(stream);
+    const time_limit limit(stream.get_executor(), timeout, [&] {
+        resolver.cancel();
+        socket.close();
+    });
+    post_result result = co_await post_steps(stream, resolver, target, request);
+    if (limit.expired())
+        result = failure(fmt::format("no answer within {} s", double(timeout.count()) / 1000));
+    // The answer is read; a receiver that closes without a TLS shutdown changes nothing.
+    socket.close();
     co_return result;
 }
 
@@ -77,38 +167,12 @@ net::ssl::context verifying_tls_context() {
 awaitable<post_result> post_webhook(const webhook_target& target, const webhook_request& request,
                                     net::ssl::context& tls, std::chrono::milliseconds timeout) {
     auto executor = co_await net::this_coro::executor;
-    boost::system::error_code ec;
-    tcp::resolver resolver(executor);
-    const tcp::resolver::results_type addresses = co_await resolver.async_resolve(
-        target.host, target.port, net::redirect_error(use_awaitable, ec));
-    if (ec) co_return failure(fmt::format("cannot resolve {}: {}", target.host, ec.message()));
     if (!target.tls) {
         beast::tcp_stream stream(executor);
-        stream.expires_after(timeout);
-        co_await stream.async_connect(addresses, net::redirect_error(use_awaitable, ec));
-        if (ec) co_return failure("cannot connect: " + ec.message());
-        post_result result = co_await exchange(stream, target, request);
-        stream.socket().shutdown(tcp::socket::shutdown_both, ec);
-        co_return result;
+        co_return co_await post_within(stream, target, request, timeout);
     }
     beast::ssl_stream<beast::tcp_stream> stream(executor, tls);
-    beast::get_lowest_layer(stream).expires_after(timeout);
-    // The name the server's certificate must have, and (for a name, not an address) SNI.
-    stream.set_verify_callback(net::ssl::host_name_verification(target.host));
-    boost::system::error_code not_an_address;
-    net::ip::make_address(target.host, not_an_address);
-    if (not_an_address && !SSL_set_tlsext_host_name(stream.native_handle(), target.host.c_str()))
-        co_return failure("cannot set the TLS server name");
-    co_await beast::get_lowest_layer(stream).async_connect(addresses,
-                                                           net::redirect_error(use_awaitable, ec));
-    if (ec) co_return failure("cannot connect: " + ec.message());
-    co_await stream.async_handshake(net::ssl::stream_base::client,
-                                    net::redirect_error(use_awaitable, ec));
-    if (ec) co_return failure("TLS: " + ec.message());
-    post_result result = co_await exchange(stream, target, request);
-    // The answer is read; a receiver that closes without a TLS shutdown changes nothing.
-    beast::get_lowest_layer(stream).close();
-    co_return result;
+    co_return co_await post_within(stream, target, request, timeout);
 }
 
 }  // namespace ralph

@@ -1,4 +1,5 @@
-// Push notifications (ralphd --notify URL, submit --notify URL), delivered at least once, in
+// Push notifications (ralphd --notify URL, submit --notify URL; the on-done hooks and desktop
+// notifications, what else a loop's end sets off, are in hooks.hpp), delivered at least once, in
 // order, from the outbox: the `notifications` table of the store. An event is added to it in the
 // transaction of what causes it (a loop's state change, a rejected completion, a recovery), one
 // row per target, so that neither a crash nor a receiver that is down loses one. One delivery

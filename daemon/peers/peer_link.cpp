@@ -256,6 +256,9 @@ awaitable<void> peer_link::link_once() {
     beast::error_code ignored;
     s->ws.next_layer().close(ignored);
     ssh->end();
+    if (const std::size_t left_out = junk_log_.take_left_out(); left_out > 0)
+        spdlog::warn("peer {}: {} more message(s) it sent were ignored without a line in the log",
+                     status_.name, left_out);
     std::rethrow_exception(failure);
 }
 
@@ -306,39 +309,44 @@ awaitable<void> peer_link::send_told(session& s) {
 void peer_link::handle(const std::string& text) {
     const nlohmann::json message = nlohmann::json::parse(text, nullptr, false);
     if (!message.is_object()) {
-        spdlog::warn("peer {}: sent a message that is not a JSON object (ignored)", status_.name);
+        log_ignored("sent a message that is not a JSON object (ignored)");
         return;
     }
     if (message.contains("error")) {
-        spdlog::warn("peer {}: refused a hold: {}", status_.name, error_message(message));
+        log_ignored("refused a hold: " + error_message(message));
         return;
     }
     if (message.contains("result")) return;  // a peer.hold taken
     if (!message.contains("method") || message["method"] != proto::notification::agent_held) {
-        spdlog::warn("peer {}: sent a message that is neither {} nor an answer (ignored)",
-                     status_.name, proto::notification::agent_held);
+        log_ignored(fmt::format("sent a message that is neither {} nor an answer (ignored)",
+                                proto::notification::agent_held));
         return;
     }
     proto::agent_hold hold;
     try {
         hold = message.at("params").get<proto::agent_hold>();
     } catch (const std::exception& e) {
-        spdlog::warn("peer {}: sent a hold that is not one: {}", status_.name, e.what());
+        log_ignored(std::string("sent a hold that is not one: ") + e.what());
         return;
     }
     learn(hold);
 }
 
+void peer_link::log_ignored(std::string_view what) {
+    // A peer may send junk as fast as ssh carries it: the log takes a few lines a minute of it.
+    if (auto note = junk_log_.admit()) spdlog::warn("peer {}: {}{}", status_.name, what, *note);
+}
+
 bool peer_link::learn(const proto::agent_hold& hold) {
     // A time that is not one reads as 0 (proto::time_from_json).
     if (hold.until <= ctx_.now_ms()) {
-        spdlog::warn("peer {}: sent a hold that has ended or has no time (ignored)", status_.name);
+        log_ignored("sent a hold that has ended or has no time (ignored)");
         return false;
     }
     try {
         return ctx_.learn(hold, status_.name);  // which logs what it records
     } catch (const proto::rpc_error& e) {
-        spdlog::warn("peer {}: a hold it sent was not taken: {}", status_.name, e.what());
+        log_ignored(std::string("a hold it sent was not taken: ") + e.what());
         return false;
     }
 }

@@ -4,14 +4,15 @@
 // dial-stdio` there (common/ssh_command.hpp, as ralphctl --host does): it calls peer.link with
 // the holds in force here and records the peer's, then records each agent.held the peer sends
 // and sends peer.hold for each hold this daemon takes. A message of the peer that is not what it
-// should be is logged and ignored; one above 2 MiB, or a hold that cannot be recorded, ends the
-// session. When the session cannot be made or ends, it is made again after a backoff (1 s,
-// doubling to 1 min). Nothing waits for a link: a hold
-// is recorded here first, and a peer that was down is told at the next link, whose exchange
-// carries every hold in force. Everything runs on the io thread.
+// should be is ignored and logged, at most 20 lines a minute (the rest are counted and the count
+// said); one above 2 MiB, or a hold that cannot be recorded, ends the session. When the session
+// cannot be made or ends, it is made again after a backoff (1 s, doubling to 1 min). Nothing waits
+// for a link: a hold is recorded here first, and a peer that was down is told at the next link,
+// whose exchange carries every hold in force. Everything runs on the io thread.
 #pragma once
 
 #include "common/asio.hpp"
+#include "common/log_brake.hpp"
 #include "proto/daemon_api.hpp"
 
 #include <sys/types.h>
@@ -22,6 +23,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ralph {
@@ -83,6 +85,8 @@ class peer_link {
     // is logged, and the link goes on; one that cannot be recorded (a full disk) throws, which
     // ends the session: the next link's exchange brings the hold again.
     bool learn(const proto::agent_hold& hold);
+    // Logs what the peer sent that was ignored (`what` it did), through junk_log_.
+    void log_ignored(std::string_view what);
     void set_status(bool linked, std::string error);
 
     peer_context& ctx_;
@@ -93,6 +97,7 @@ class peer_link {
     net::steady_timer retry_;
     std::int64_t next_id_ = 1;
     bool stopped_ = false;
+    log_brake junk_log_{20, std::chrono::minutes(1)};
 };
 
 }  // namespace ralph

@@ -2,6 +2,7 @@
 
 #include "common/process_info.hpp"
 #include "daemon/process/process.hpp"
+#include "daemon/state_dir.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -108,8 +109,13 @@ shim::started attempt_process::start(const std::filesystem::path& shim_program,
     const nlohmann::json message = nlohmann::json::parse(answer, nullptr, false);
     if (message.is_discarded() || !message.is_object())
         throw std::runtime_error(program + " answered something else than JSON: " + answer);
-    if (auto error = message.find("error"); error != message.end() && error->is_string())
+    if (auto error = message.find("error"); error != message.end() && error->is_string()) {
+        // Ralph's own storage refused a write: not the agent's failure (storage_health).
+        if (auto state = message.find("state_errno");
+            state != message.end() && state->is_number_integer())
+            throw state_write_error(state->get<int>(), error->get<std::string>());
         throw std::runtime_error(error->get<std::string>());
+    }
     return message.get<shim::started>();
 }
 
@@ -130,8 +136,10 @@ attempt_process::attempt_process(net::io_context& io, std::filesystem::path dir,
     // Watched before anything is read, so that no change between the two is missed.
     inotify_.reset(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
     if (inotify_.get() < 0) throw system_error("cannot watch " + dir_.string());
+    // The attempt's directory and the output file are ralph's state: not finding them (the state
+    // directory removed) is a fault of the storage, not of the agent (storage_health).
     if (::inotify_add_watch(inotify_.get(), dir_.c_str(), IN_MODIFY | IN_MOVED_TO) < 0)
-        throw system_error("cannot watch " + dir_.string());
+        throw state_write_error(errno, "cannot watch " + dir_.string());
     // The shim is known by its pidfd only if the process with its pid is still the same one.
     // (Debian 12's glibc declares pidfd_open without C linkage: the system call it is.)
     pidfd_.reset(int(::syscall(SYS_pidfd_open, started_.shim_pid, 0)));
@@ -149,9 +157,11 @@ attempt_process::attempt_process(net::io_context& io, std::filesystem::path dir,
     }
     wakeup_ = std::make_unique<net::posix::stream_descriptor>(io, epoll.release());
     output_.reset(::open(output_path_.c_str(), O_RDONLY | O_CLOEXEC));
-    if (output_.get() < 0) throw system_error("cannot read output file " + output_path_.string());
+    if (output_.get() < 0)
+        throw state_write_error(errno, "cannot read output file " + output_path_.string());
     journal_.reset(::open((dir_ / shim::journal_file).c_str(), O_RDONLY | O_CLOEXEC));
-    if (journal_.get() < 0) throw system_error("cannot read the journal in " + dir_.string());
+    if (journal_.get() < 0)
+        throw state_write_error(errno, "cannot read the journal in " + dir_.string());
 }
 
 attempt_process::~attempt_process() = default;

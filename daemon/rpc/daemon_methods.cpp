@@ -1,4 +1,4 @@
-// daemon.info, daemon.shutdown, notify.test, web.info and web.rotate_token.
+// daemon.info, daemon.shutdown, notify.test, web.info, web.rotate_token and web.login_code.
 #include "common/asio.hpp"
 #include "daemon/admission/admission.hpp"
 #include "daemon/notify/notification.hpp"
@@ -53,6 +53,8 @@ void register_daemon_methods(method_registry& registry, method_services& service
         [&services](const proto::no_params&, call_context&) { return services.web_login(false); });
     registry.add<proto::method::web_rotate_token>(
         [&services](const proto::no_params&, call_context&) { return services.web_login(true); });
+    registry.add<proto::method::web_login_code>(
+        [&services](const proto::no_params&, call_context&) { return services.web_login_code(); });
 }
 
 }  // namespace ralph::rpc

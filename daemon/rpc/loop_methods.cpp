@@ -1,10 +1,8 @@
 // loop.submit, loop.list, loop.get, loop.cancel, loop.pause, loop.resume, loop.merge, loop.pr,
 // loop.steer, loop.iterations, loop.diff, loop.events, loop.output, loop.tail, events.subscribe.
-#include "daemon/admission/admission.hpp"
 #include "daemon/agents/agent.hpp"
 #include "daemon/clock.hpp"
 #include "daemon/loop/landing.hpp"
-#include "daemon/loop/submission.hpp"
 #include "daemon/off_thread.hpp"
 #include "daemon/process/process.hpp"
 #include "daemon/rpc/methods.hpp"
@@ -13,6 +11,8 @@
 #include "daemon/store/output_log.hpp"
 #include "daemon/store/storage_health.hpp"
 #include "daemon/store/store.hpp"
+#include "daemon/submission/capacity.hpp"
+#include "daemon/submission/submission.hpp"
 #include "daemon/workspace/workspace.hpp"
 #include "proto/methods.hpp"
 
@@ -55,37 +55,14 @@ std::optional<proto::submit_result> submitted_before(const proto::submit_params&
         std::nullopt};
 }
 
-// Why this daemon starts no loop now, as scheduler::schedule decides it (ralphd degraded; the
-// scheduler paused, outside its time window or out of a global budget); "" when it starts loops.
-std::string scheduler_held_reason(method_services& services, std::int64_t now_ms) {
-    if (services.health.degraded())
-        return "ralph cannot write its state: " + services.health.status().cause;
-    const admission::verdict global = services.gate.global(now_ms);
-    return global.go() ? "" : global.reason;
-}
-
-// What this daemon has room for, for a loop on `spec`'s agents in `spec`'s workspace: loop.submit's
-// dry run answers it (ralphctl submit --host auto places the loop by it). A slot counts as free
-// only if the loop would start in it now: not while the scheduler is held or the workspace busy.
-proto::host_capacity capacity_for(const proto::submit_params& spec, method_services& services) {
-    const std::int64_t now_ms = services.clock.now_ms();
-    proto::host_capacity room;
-    room.max_concurrent = services.gate.scheduler_settings().max_concurrent;
-    room.running = std::int64_t(services.loops.running_count());
-    room.scheduler_held_reason = scheduler_held_reason(services, now_ms);
-    room.scheduler_held = !room.scheduler_held_reason.empty();
-    room.workspace_busy = services.loops.workspace_busy(spec.workspace);
-    if (!room.scheduler_held && !room.workspace_busy)
-        room.free_slots = std::max<std::int64_t>(0, room.max_concurrent - room.running);
-    const std::map<std::string, std::int64_t> by_state = services.db.count_by_state();
-    const auto queued = by_state.find(std::string(proto::to_string(proto::loop_state::queued)));
-    room.queued = queued == by_state.end() ? 0 : queued->second;
-    std::vector<std::string> agents;
-    for (const proto::agent_choice& choice : proto::agents_of(spec)) agents.push_back(choice.agent);
-    const admission::verdict held = services.gate.for_agents(agents, now_ms);
-    room.agent_held = !held.go();
-    room.agent_held_until = room.agent_held ? held.until_ms : 0;
-    return room;
+// What this daemon has room for a loop on `spec` (capacity_for), at the scheduler's load now.
+proto::host_capacity capacity_now(const proto::submit_params& spec, method_services& services) {
+    const runner_load load{
+        .running = std::int64_t(services.loops.running_count()),
+        .workspace_busy = services.loops.workspace_busy(spec.workspace),
+    };
+    return capacity_for(spec, services.clock.now_ms(), load, services.gate, services.health,
+                        services.db);
 }
 
 // A dry run's answer: the loop as the submit would have inserted it (id 0: none was taken; the
@@ -96,7 +73,7 @@ proto::submit_result would_submit(submission checked, method_services& services)
     result.loop.created_at = result.loop.updated_at = services.clock.now_ms();
     result.created = false;
     result.warnings = std::move(checked.warnings);
-    result.capacity = capacity_for(result.loop.spec, services);
+    result.capacity = capacity_now(result.loop.spec, services);
     return result;
 }
 
@@ -108,9 +85,14 @@ proto::submit_result would_submit(submission checked, method_services& services)
 // pause up to the insert. A dry run stops before it: nothing is inserted, created or written.
 awaitable<proto::submit_result> submit(const proto::submit_params& spec,
                                        method_services& services) {
+    // The database would take the loop, and lose it at the next start (storage_health).
+    if (services.health.lost() && !spec.dry_run)
+        throw rpc_error(error_kind::storage_unavailable,
+                        "ralph cannot write its state: " + services.health.status().cause +
+                            " (see ralphctl daemon status)");
     for (;;) {
         if (auto earlier = submitted_before(spec, services.db)) {
-            if (spec.dry_run) earlier->capacity = capacity_for(spec, services);
+            if (spec.dry_run) earlier->capacity = capacity_now(spec, services);
             co_return std::move(*earlier);
         }
         const std::int64_t loop_id = services.db.next_loop_id();

@@ -47,6 +47,8 @@ struct method_services {
     // web.info and web.rotate_token: the web token (replaced first when `rotate`) and the login
     // URL of ralphd --listen (server/web_gate).
     std::function<proto::web_info(bool rotate)> web_login;
+    // web.login_code: a login URL with a one-time code instead of the token.
+    std::function<proto::web_login_code()> web_login_code;
     // Stops ralphd after the reply is on its way, leaving the agents running or not.
     std::function<void(bool leave_running)> request_shutdown;
     // gc_context::forget_loop: for history.gc, once the loop's rows are gone.

@@ -111,19 +111,19 @@ void scheduler::schedule_now() {
     const auto max_concurrent = std::size_t(ctx_.gate.scheduler_settings().max_concurrent);
     std::set<std::string> busy_workspaces;
     for (const auto& [id, run] : running_) busy_workspaces.insert(run.workspace);
-    // One lookup per set of agents, not per queued loop: a long queue mostly shares a few.
-    std::map<std::vector<std::string>, admission::verdict> agents;
+    // One lookup per set of quotas, not per queued loop: a long queue mostly shares a few.
+    std::map<std::vector<std::string>, admission::verdict> quotas;
     for (const auto& queued : ctx_.db.queued_loops()) {
         if (running_.count(queued.id)) continue;  // its runner is still ending (paused, resumed)
         if (!global.go()) {
             park(queued.id, global);
             continue;
         }
-        auto agent = agents.find(queued.agents);
-        if (agent == agents.end())
-            agent = agents.emplace(queued.agents, ctx_.gate.for_agents(queued.agents, now)).first;
-        if (!agent->second.go()) {
-            park(queued.id, agent->second);
+        auto held = quotas.find(queued.quotas);
+        if (held == quotas.end())
+            held = quotas.emplace(queued.quotas, ctx_.gate.for_quotas(queued.quotas, now)).first;
+        if (!held->second.go()) {
+            park(queued.id, held->second);
             continue;
         }
         if (running_.size() >= max_concurrent) continue;

@@ -5,10 +5,13 @@
 //
 // No client can take every connection: when all are taken, a new one closes the connection that
 // has been idle the longest (and a new WebSocket session, when the sessions are all taken, the
-// session idle the longest), so `ralphctl` always gets in.
+// session idle the longest), so `ralphctl` always gets in. The owner's connections (the Unix
+// socket's, and those on TCP that carried the web token) and strangers' (TCP, no token yet) are
+// two pools: a stranger only ever closes a stranger's connection, never the owner's.
 #pragma once
 
 #include "common/beast.hpp"
+#include "common/log_brake.hpp"
 #include "daemon/server/server.hpp"
 #include "proto/version.hpp"
 
@@ -45,12 +48,17 @@ class connection {
     std::chrono::steady_clock::time_point idle_since() const { return idle_since_; }
     void touch() { idle_since_ = std::chrono::steady_clock::now(); }
     std::uint64_t id() const { return id_; }
+    // The owner's: from the Unix socket (its uid checked), or a TCP connection once a request
+    // on it carried the web token.
+    bool owned() const { return owned_; }
+    void set_owned() { owned_ = true; }
 
   protected:
-    explicit connection(std::uint64_t id) : id_(id) {}
+    connection(std::uint64_t id, bool owned) : id_(id), owned_(owned) {}
 
   private:
     std::uint64_t id_;
+    bool owned_;
     std::chrono::steady_clock::time_point idle_since_ = std::chrono::steady_clock::now();
 };
 
@@ -58,22 +66,30 @@ class connection_set {
   public:
     void add(connection* c) { live_.insert(c); }
     void remove(connection* c) { live_.erase(c); }
-    std::size_t size() const { return live_.size(); }
+    // The connections of one pool: the owner's or strangers'.
+    std::size_t count(bool owned) const {
+        return std::size_t(std::count_if(live_.begin(), live_.end(), [owned](const connection* c) {
+            return c->owned() == owned;
+        }));
+    }
     std::size_t websocket_count() const {
         std::size_t count = 0;
         for (const connection* c : live_) count += c->is_websocket();
         return count;
     }
-    // Closes the connection (of the WebSocket sessions only, when asked) idle the longest, to
-    // make room for a new one; returns its id, 0 when there is none.
-    std::uint64_t close_longest_idle(bool websockets_only) {
+    // Closes the connection of the pool (of its WebSocket sessions only, when asked) idle the
+    // longest, to make room for a new one; returns its id, 0 when there is none.
+    std::uint64_t close_longest_idle(bool owned, bool websockets_only) {
         connection* oldest = nullptr;
         for (connection* c : live_)
-            if ((!websockets_only || c->is_websocket()) &&
+            if (c->owned() == owned && (!websockets_only || c->is_websocket()) &&
                 (!oldest || c->idle_since() < oldest->idle_since()))
                 oldest = c;
         if (!oldest) return 0;
         const std::uint64_t id = oldest->id();
+        // No longer counted from now on, even while it finishes what it was waiting for (a
+        // stranger's answer the brake delays): the room it made is there at once.
+        live_.erase(oldest);
         oldest->close();
         return id;
     }
@@ -110,11 +126,17 @@ class tail_pacer {
 };
 
 struct shared_state {
+    explicit shared_state(server_context context) : context(context) {}
     server_context context;
     connection_set connections;
     tail_pacer pacer;
-    std::uint64_t next_connection_id = 1;  // of every listener
+    std::uint64_t next_connection_id = 1;                 // of every listener
+    log_brake stranger_log{10, std::chrono::minutes(1)};  // what strangers on TCP cause
 };
+
+// Makes room in the pool of the owner's connections or of strangers' for a new one from `who`:
+// when the pool is full, closes its connection idle the longest (server.cpp).
+void make_room(shared_state& state, bool owned, const std::string& who);
 
 // What the web pages may load and do: only this server's own files and connections; no inline
 // script or style, no frame, no plugin, no other site as a form's target.

@@ -25,7 +25,10 @@ constexpr std::chrono::seconds linger_time{2};
 
 http_session::http_session(std::shared_ptr<shared_state> state, api_socket socket, std::uint64_t id,
                            api_peer peer)
-    : connection(id), state_(std::move(state)), peer_(std::move(peer)), stream_(std::move(socket)) {
+    : connection(id, !peer.tcp),
+      state_(std::move(state)),
+      peer_(std::move(peer)),
+      stream_(std::move(socket)) {
     state_->connections.add(this);
 }
 
@@ -47,16 +50,12 @@ awaitable<void> http_session::serve() {
             if (!req) break;
 
             touch();
-            if (std::optional<http_response> refused = co_await gate_answer(*req)) {
-                refused->keep_alive(req->keep_alive());
-                if (!co_await send(std::move(*refused)) || !req->keep_alive()) break;
-                continue;
-            }
             if (beast::websocket::is_upgrade(*req) && path_of(req->target()) == rpc_path) {
                 spdlog::debug("connection {}: WebSocket upgrade", id());
                 const server_limits& limits = state_->context.limits;
                 if (state_->connections.websocket_count() >= limits.max_websocket_sessions) {
-                    const std::uint64_t closed = state_->connections.close_longest_idle(true);
+                    // Every session is the owner's: an upgrade passed the web gate.
+                    const std::uint64_t closed = state_->connections.close_longest_idle(true, true);
                     spdlog::warn(
                         "all {} WebSocket sessions are taken: closed connection {}, idle "
                         "the longest, for connection {}",
@@ -86,17 +85,34 @@ awaitable<void> http_session::serve() {
 
 awaitable<std::optional<http_request>> http_session::read_request() {
     const server_limits& limits = state_->context.limits;
-    http_request_parser parser;
-    bound_request_parser(parser, limits);
+    for (;;) {
+        http_request_parser parser;
+        bound_request_parser(parser, limits);
+        beast::error_code ec;
+        // The timeout covers the idle time before a request as well as a client sending it
+        // slowly.
+        stream_.expires_after(limits.http_idle_timeout);
+        co_await http::async_read_header(stream_, buffer_, parser,
+                                         net::redirect_error(use_awaitable, ec));
+        if (ec) co_return co_await refuse_unread(ec);
+        // On TCP the web gate decides on the header: a body is read only for a request that
+        // may be served (a stranger's megabytes are never held).
+        std::optional<http_response> refusal = co_await gate_answer(parser.get());
+        if (!refusal) co_return co_await read_body(parser);
+        const bool body_follows = !parser.is_done();
+        refusal->keep_alive(parser.get().keep_alive() && !body_follows);
+        const bool keep_alive = refusal->keep_alive();
+        if (!co_await send(std::move(*refusal))) co_return std::nullopt;
+        if (body_follows) co_await discard_input();
+        if (!keep_alive) co_return std::nullopt;
+    }
+}
 
+awaitable<std::optional<http_request>> http_session::read_body(http_request_parser& parser) {
+    const server_limits& limits = state_->context.limits;
     beast::error_code ec;
-    // The timeout covers the idle time before a request as well as a client sending it slowly.
-    stream_.expires_after(limits.http_idle_timeout);
-    co_await http::async_read_header(stream_, buffer_, parser,
-                                     net::redirect_error(use_awaitable, ec));
-
     // curl and others wait for "100 Continue" before sending a large body.
-    if (!ec && beast::iequals(parser.get()[http::field::expect], "100-continue")) {
+    if (beast::iequals(parser.get()[http::field::expect], "100-continue")) {
         http::response<http::empty_body> go_on{http::status::continue_, parser.get().version()};
         set_server_headers(go_on);
         stream_.expires_after(limits.http_idle_timeout);
@@ -107,8 +123,11 @@ awaitable<std::optional<http_request>> http_session::read_request() {
         co_await http::async_read(stream_, buffer_, parser, net::redirect_error(use_awaitable, ec));
     }
     if (!ec) co_return parser.release();
+    co_return co_await refuse_unread(ec);
+}
 
-    std::optional<http_response> refusal = answer_read_error(ec, limits);
+awaitable<std::optional<http_request>> http_session::refuse_unread(const beast::error_code& ec) {
+    std::optional<http_response> refusal = answer_read_error(ec, state_->context.limits);
     if (!refusal) {
         spdlog::debug("connection {}: closed ({})", id(), ec.message());
         co_return std::nullopt;
@@ -134,6 +153,11 @@ awaitable<std::optional<http_response>> http_session::gate_answer(const http_req
         throw std::logic_error("a TCP connection without the web gate");
     web_gate::verdict verdict =
         state_->context.gate->check(req, peer_.address, std::chrono::steady_clock::now());
+    if (!verdict.answer && !owned()) {
+        // It carried the token: the owner's from now on, in the owner's pool.
+        make_room(*state_, true, peer_.address);
+        set_owned();
+    }
     if (verdict.delay.count() > 0) {
         net::steady_timer wait(stream_.get_executor());
         wait.expires_after(verdict.delay);

@@ -26,16 +26,22 @@ class http_session : public connection, public std::enable_shared_from_this<http
 
   private:
     awaitable<void> serve();
-    // Reads one request; nullopt when the connection must end (an error reply was sent, or the
-    // peer went away or idled out).
+    // Reads one request that may be served (on TCP, answering those the web gate refuses after
+    // reading their header only); nullopt when the connection must end (an error reply was sent,
+    // or the peer went away or idled out).
     awaitable<std::optional<http_request>> read_request();
+    // The body of a request whose header `parser` has read.
+    awaitable<std::optional<http_request>> read_body(http_request_parser& parser);
+    // After a read that failed with `ec`: the error reply if there is one. Always nullopt.
+    awaitable<std::optional<http_request>> refuse_unread(const beast::error_code& ec);
     // A client still sending a body we refused would fail with EPIPE before reading our 413:
     // read and drop its input for a moment (bounded in time) before closing.
     awaitable<void> discard_input();
     // Writes a response; false when the peer is gone.
     awaitable<bool> send(http_response res);
     // A TCP connection's request that the web gate answers itself (a refusal, the login), after
-    // the delay it asks for; nullopt when it may be served.
+    // the delay it asks for; nullopt when it may be served (the connection is the owner's then).
+    // `req` may hold the header only.
     awaitable<std::optional<http_response>> gate_answer(const http_request& req);
 
     std::shared_ptr<shared_state> state_;

@@ -24,6 +24,25 @@
 #include <string>
 
 namespace ralph {
+
+void make_room(shared_state& state, bool owned, const std::string& who) {
+    const server_limits& limits = state.context.limits;
+    const std::size_t room = owned ? limits.max_connections : limits.max_stranger_connections;
+    if (state.connections.count(owned) < room) return;
+    const std::uint64_t closed = state.connections.close_longest_idle(owned, false);
+    // Strangers may come by the thousand: their part of the log is bounded.
+    if (owned)
+        spdlog::warn(
+            "all {} connections are taken: closed connection {}, idle the longest, for a new "
+            "one from {}",
+            room, closed, who);
+    else if (auto note = state.stranger_log.admit())
+        spdlog::warn(
+            "all {} connections for TCP clients without the token are taken: closed connection "
+            "{}, idle the longest, for a new one from {}{}",
+            room, closed, who, *note);
+}
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -120,14 +139,9 @@ void admit(listener& self, api_socket socket) {
     } else if (!our_uid(socket, who)) {
         return;
     }
-    const std::size_t max_connections = self.state->context.limits.max_connections;
-    if (self.state->connections.size() >= max_connections) {
-        const std::uint64_t closed = self.state->connections.close_longest_idle(false);
-        spdlog::warn(
-            "all {} connections are taken: closed connection {}, idle the longest, for "
-            "a new one from {}",
-            max_connections, closed, who);
-    }
+    // A TCP connection is a stranger's until a request on it carries the token (http_session).
+    const bool owned = !self.tcp;
+    make_room(*self.state, owned, who);
     const std::uint64_t id = self.state->next_connection_id++;
     spdlog::debug("connection {}: accepted from {}", id, who);
     std::make_shared<http_session>(self.state, std::move(socket), id, std::move(peer))->start();
@@ -157,7 +171,7 @@ awaitable<void> accept_loop(std::shared_ptr<listener> self) {
 struct server::impl {
     impl(net::io_context& io, server_context context, fs::path path)
         : io(io),
-          state(std::make_shared<shared_state>(shared_state{context, {}, {}, 1})),
+          state(std::make_shared<shared_state>(context)),
           unix_socket(std::make_shared<listener>(io, state, false)),
           path(std::move(path)) {}
     net::io_context& io;

@@ -1,7 +1,7 @@
 // The API server: accepts connections on the Unix socket, checks the peer's uid, speaks
 // HTTP/1.1 (POST /rpc) and WebSocket (GET /rpc upgrade) and hands requests to the registry.
 // Bounds: body size, header size, connection and session counts (the one idle the longest gives
-// way to a new one), idle timeouts, per-session queue.
+// way to a new one; strangers on TCP in a pool of their own), idle timeouts, per-session queue.
 #pragma once
 
 #include "common/asio.hpp"
@@ -24,10 +24,15 @@ struct server_limits {
     std::size_t max_body_bytes = 1 << 20;  // one HTTP body or WebSocket message
     std::size_t max_header_bytes = 8 << 10;
     // Beyond either, the connection (or session) idle the longest is closed for the new one.
-    std::size_t max_connections = 256;
+    std::size_t max_connections = 256;  // the owner's (connection.hpp)
     std::size_t max_websocket_sessions = 128;
+    // TCP connections that carried no token yet: a pool of their own, so that strangers only
+    // ever close each other's connections.
+    std::size_t max_stranger_connections = 32;
     std::chrono::seconds http_idle_timeout{5};  // connection with no request (or a slow one)
-    std::size_t max_session_queue = 256;        // queued messages per WebSocket session
+    // Bytes of replies and notifications queued per WebSocket session: bytes, not messages, so
+    // that a burst of small notifications (a hundred loops ending at once) never fills it.
+    std::size_t max_session_queue_bytes = 16 << 20;
     std::size_t max_tails_per_session = 64;
 };
 

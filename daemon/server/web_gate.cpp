@@ -2,6 +2,7 @@
 
 #include "common/text.hpp"
 #include "daemon/server/connection.hpp"
+#include "proto/errors.hpp"
 
 #include <fcntl.h>
 #include <sys/random.h>
@@ -24,20 +25,38 @@ namespace {
 
 namespace http = beast::http;
 constexpr std::size_t token_bytes = 32;
+constexpr std::size_t login_code_bytes = 16;
+constexpr std::size_t max_login_codes = 8;
 constexpr auto failure_window = std::chrono::minutes(1);
-constexpr std::size_t max_addresses_remembered = 4096;
+constexpr std::size_t max_sources_remembered = 4096;
 
-std::string new_token() {
-    unsigned char bytes[token_bytes];
-    if (::getrandom(bytes, sizeof bytes, 0) != sizeof bytes)
-        throw std::runtime_error(std::string("cannot make a web token: ") + std::strerror(errno));
+// `size` random bytes in hex; `what` names them in the error.
+std::string random_hex(std::size_t size, const char* what) {
     std::string hex;
     constexpr std::string_view digits = "0123456789abcdef";
-    for (unsigned char b : bytes) {
-        hex += digits[b >> 4];
-        hex += digits[b & 15];
+    unsigned char bytes[token_bytes];
+    if (size > sizeof bytes || ::getrandom(bytes, size, 0) != ssize_t(size))
+        throw std::runtime_error(std::string("cannot make ") + what + ": " + std::strerror(errno));
+    for (std::size_t i = 0; i < size; ++i) {
+        hex += digits[bytes[i] >> 4];
+        hex += digits[bytes[i] & 15];
     }
     return hex;
+}
+
+// What failed logins from `address` are counted against: every loopback address is this machine
+// (any local user may use any of them), an IPv6 address its /64, an IPv4 address itself.
+std::string source_of(const std::string& address) {
+    boost::system::error_code not_an_address;
+    net::ip::address ip = net::ip::make_address(address, not_an_address);
+    if (not_an_address) return address;
+    if (ip.is_v6() && ip.to_v6().is_v4_mapped())
+        ip = net::ip::make_address_v4(net::ip::v4_mapped, ip.to_v6());
+    if (ip.is_loopback()) return "this machine (loopback)";
+    if (ip.is_v4()) return ip.to_string();
+    net::ip::address_v6::bytes_type bytes = ip.to_v6().to_bytes();
+    std::fill(bytes.begin() + 8, bytes.end(), 0);
+    return net::ip::address_v6(bytes).to_string() + "/64";
 }
 
 bool well_formed(const std::string& token) {
@@ -80,7 +99,7 @@ web_gate::web_gate(std::filesystem::path token_file, unsigned port)
 }
 
 void web_gate::rotate() {
-    const std::string token = new_token();
+    const std::string token = random_hex(token_bytes, "a web token");
     const std::filesystem::path temporary = token_file_.string() + ".new";
     ::unlink(temporary.c_str());
     const int fd =
@@ -99,6 +118,22 @@ void web_gate::rotate() {
             fmt::format("cannot write {}: {}", token_file_.string(), std::strerror(error)));
     }
     token_ = token;
+    login_codes_.clear();  // made for the old token's holder
+}
+
+std::string web_gate::login_code(clock::time_point now) {
+    if (token_.empty())
+        throw proto::rpc_error(proto::error_kind::storage_unavailable,
+                               "ralphd has no web token: it could not write one (see its log); "
+                               "ralphctl web --rotate-token makes one");
+    std::erase_if(login_codes_, [now](const auto& code) { return code.second <= now; });
+    while (login_codes_.size() >= max_login_codes)
+        login_codes_.erase(
+            std::min_element(login_codes_.begin(), login_codes_.end(),
+                             [](const auto& a, const auto& b) { return a.second < b.second; }));
+    std::string code = random_hex(login_code_bytes, "a login code");
+    login_codes_.emplace(code, now + login_code_lifetime);
+    return code;
 }
 
 web_gate::credential web_gate::credential_of(const http_request& req) const {
@@ -135,22 +170,45 @@ bool web_gate::host_allowed(std::string_view host) const {
     return !not_an_address || lowered == "localhost" || lowered == host_name_;
 }
 
-std::size_t web_gate::failures_of(const std::string& address, clock::time_point now) {
-    auto it = failures_.find(address);
-    if (it == failures_.end()) return 0;
-    while (!it->second.empty() && now - it->second.front() > failure_window) it->second.pop_front();
-    return it->second.size();
+web_gate::credential web_gate::login_credential(std::string_view query, clock::time_point now) {
+    if (const std::string_view token = text::parameter_value(query, "token", '&'); !token.empty())
+        return same_secret(token, token_) ? credential::right : credential::wrong;
+    const std::string_view code = text::parameter_value(query, "code", '&');
+    if (code.empty()) return credential::none;
+    std::erase_if(login_codes_, [now](const auto& good) { return good.second <= now; });
+    for (auto it = login_codes_.begin(); it != login_codes_.end(); ++it)
+        if (same_secret(code, it->first)) {
+            login_codes_.erase(it);  // once only
+            return credential::right;
+        }
+    return credential::wrong;
 }
 
-std::size_t web_gate::failed(const std::string& address, clock::time_point now) {
-    if (failures_.size() >= max_addresses_remembered && !failures_.contains(address))
-        failures_.clear();  // a flood from many addresses: start counting afresh
-    std::deque<clock::time_point>& times = failures_[address];
+void web_gate::prune_failures(clock::time_point now) {
+    for (auto it = failures_.begin(); it != failures_.end();) {
+        auto& times = it->second;
+        while (!times.empty() && now - times.front() > failure_window) times.pop_front();
+        it = times.empty() ? failures_.erase(it) : std::next(it);
+    }
+    if (failures_.size() < max_sources_remembered) return;
+    failures_.erase(std::min_element(
+        failures_.begin(), failures_.end(),
+        [](const auto& a, const auto& b) { return a.second.back() < b.second.back(); }));
+}
+
+std::size_t web_gate::failed(const std::string& source, clock::time_point now) {
+    if (failures_.size() >= max_sources_remembered && !failures_.contains(source))
+        prune_failures(now);
+    std::deque<clock::time_point>& times = failures_[source];
     times.push_back(now);
-    const std::size_t count = failures_of(address, now);
+    while (now - times.front() > failure_window) times.pop_front();
+    const std::size_t count = times.size();
     if (count == failures_allowed + 1)
-        spdlog::warn("web: {} failed logins from {} within a minute: answering it slowly", count,
-                     address);
+        if (auto note = refusal_log_.admit(now))
+            spdlog::warn(
+                "web: {} failed logins from {} within a minute: answering its failures "
+                "slowly{}",
+                count, source, *note);
     return count;
 }
 
@@ -160,7 +218,8 @@ web_gate::verdict web_gate::check(const http_request& req, const std::string& ad
     const unsigned version = req.version();
     const std::string_view host = to_std(req[http::field::host]);
     if (!host_allowed(host)) {
-        spdlog::warn("web: refused a request from {} for host '{}'", address, host);
+        if (auto note = refusal_log_.admit(now))
+            spdlog::warn("web: refused a request from {} for host '{}'{}", address, host, *note);
         result.answer = bare_reply(http::status::forbidden, version);
         return result;
     }
@@ -169,8 +228,9 @@ web_gate::verdict web_gate::check(const http_request& req, const std::string& ad
         auto origin = req.find(http::field::origin);
         if (origin != req.end() && text::ascii_lower(to_std(origin->value())) !=
                                        text::ascii_lower("http://" + std::string(host))) {
-            spdlog::warn("web: refused a request from {} sent by the page of {}", address,
-                         to_std(origin->value()));
+            if (auto note = refusal_log_.admit(now))
+                spdlog::warn("web: refused a request from {} sent by the page of {}{}", address,
+                             to_std(origin->value()), *note);
             result.answer = bare_reply(http::status::forbidden, version);
             return result;
         }
@@ -180,16 +240,13 @@ web_gate::verdict web_gate::check(const http_request& req, const std::string& ad
     credential given = credential_of(req);
     if (login) {
         const auto question = target.find('?');
-        const std::string_view query =
-            question == std::string_view::npos ? std::string_view() : target.substr(question + 1);
-        const std::string_view token = text::parameter_value(query, "token", '&');
-        given = token.empty()                ? credential::none
-                : same_secret(token, token_) ? credential::right
-                                             : credential::wrong;
+        given = login_credential(
+            question == std::string_view::npos ? std::string_view() : target.substr(question + 1),
+            now);
     }
-    if (given != credential::none) {
-        const std::size_t failures =
-            given == credential::wrong ? failed(address, now) : failures_of(address, now);
+    // Only a failure waits, and only for its source's failures: the owner's right token never.
+    if (given == credential::wrong) {
+        const std::size_t failures = failed(source_of(address), now);
         if (failures > failures_allowed)
             result.delay = std::min<clock::duration>(
                 max_delay, std::chrono::seconds(failures - failures_allowed));

@@ -79,7 +79,10 @@ std::string serialize_output_notification(std::int64_t loop_id, std::int64_t off
 
 websocket_session::websocket_session(std::shared_ptr<shared_state> state, api_socket socket,
                                      std::uint64_t id)
-    : connection(id), state_(std::move(state)), ws_(std::move(socket)), wake_(ws_.get_executor()) {
+    : connection(id, true),
+      state_(std::move(state)),
+      ws_(std::move(socket)),
+      wake_(ws_.get_executor()) {
     state_->connections.add(this);
 }
 
@@ -203,25 +206,20 @@ awaitable<void> websocket_session::dispatch(const std::string& message) {
     const std::uint64_t sent_before = outbox_sent_;
     std::optional<std::string> reply = co_await state_->context.registry.handle_text(message, ctx);
     if (!reply || !serving_) co_return;
-    if (outbox_.size() >= state_->context.limits.max_session_queue) {
-        drop_slow_client();
-        co_return;
-    }
     const std::uint64_t sent_since = outbox_sent_ - sent_before;
-    const std::size_t reply_position =
-        sent_since >= queued_before ? 0 : queued_before - static_cast<std::size_t>(sent_since);
-    outbox_.insert(outbox_.begin() + static_cast<std::ptrdiff_t>(reply_position),
-                   std::move(*reply));
-    wake_writer();
+    enqueue_at(sent_since >= queued_before ? 0 : queued_before - std::size_t(sent_since),
+               std::move(*reply));
 }
 
-void websocket_session::enqueue(std::string message) {
+void websocket_session::enqueue_at(std::size_t position, std::string message) {
     if (!serving_) return;
-    if (outbox_.size() >= state_->context.limits.max_session_queue) {
+    if (outbox_bytes_ + message.size() > state_->context.limits.max_session_queue_bytes) {
         drop_slow_client();
         return;
     }
-    outbox_.push_back(std::move(message));
+    outbox_bytes_ += message.size();
+    outbox_.insert(outbox_.begin() + std::ptrdiff_t(std::min(position, outbox_.size())),
+                   std::move(message));
     wake_writer();
 }
 
@@ -229,6 +227,7 @@ std::optional<websocket_session::outgoing> websocket_session::next_message() {
     paced_until_.reset();
     if (!outbox_.empty()) {
         outgoing message{std::move(outbox_.front())};
+        outbox_bytes_ -= message.payload.size();
         outbox_.pop_front();
         ++outbox_sent_;
         return message;
@@ -306,8 +305,10 @@ std::optional<websocket_session::outgoing> websocket_session::next_tail_message(
 }
 
 void websocket_session::drop_slow_client() {
-    spdlog::warn("connection {}: WebSocket client is not reading ({} messages queued); dropping it",
-                 id(), outbox_.size());
+    spdlog::warn(
+        "connection {}: WebSocket client is not reading ({} messages, {} bytes queued); dropping "
+        "it",
+        id(), outbox_.size(), outbox_bytes_);
     stop_serving();
     net::co_spawn(
         ws_.get_executor(),
@@ -325,6 +326,7 @@ void websocket_session::stop_serving() {
     events_ = false;
     holds_ = false;
     outbox_.clear();
+    outbox_bytes_ = 0;
     wake_writer();
 }
 

@@ -2,8 +2,9 @@
 // to the registry and queues the reply; a writer coroutine sends, one message at a time, the
 // queued messages first and then the output of the session's tails, read from the persisted
 // log through a cursor per tailed loop. Invariants:
-// - the outbox never holds more than max_session_queue messages: a client that does not read
-//   its replies is dropped (close code "policy violation");
+// - the outbox never holds more than max_session_queue_bytes: a client that does not read
+//   its replies is dropped (close code "policy violation"); a bound in bytes, so that a burst of
+//   notifications (a hundred loops ending at once) reaches a client that reads;
 // - tailed output is never queued: a cursor only remembers the next offset, so a slow client
 //   falls behind and catches up from disk, without gaps or duplicates;
 // - the reply to a request precedes every notification that request caused (e.g. the first
@@ -17,7 +18,7 @@
 // - once closed, the session is in no hub list.
 #pragma once
 
-#include "common/agent_stream.hpp"
+#include "common/agent_stream/agent_stream.hpp"
 #include "common/beast.hpp"
 #include "daemon/server/connection.hpp"
 #include "daemon/server/subscriber_hub.hpp"
@@ -85,8 +86,10 @@ class websocket_session : public connection,
 
     // Answers one message; `message` must outlive the call.
     awaitable<void> dispatch(const std::string& message);
-    // Queues a message for the writer; a full queue drops the session.
-    void enqueue(std::string message);
+    // Queues a message for the writer at `position` (from the front); a full queue drops the
+    // session.
+    void enqueue(std::string message) { enqueue_at(outbox_.size(), std::move(message)); }
+    void enqueue_at(std::size_t position, std::string message);
     // The next message to send: the oldest queued one, else a tail notification; nullopt when
     // there is nothing to send now.
     std::optional<outgoing> next_message();
@@ -106,6 +109,7 @@ class websocket_session : public connection,
     beast::websocket::stream<api_socket> ws_;
     net::steady_timer wake_;  // the idle writer waits on it; cancelled when there is work
     std::deque<std::string> outbox_;
+    std::size_t outbox_bytes_ = 0;          // of the messages in outbox_
     std::uint64_t outbox_sent_ = 0;         // messages taken from the front of outbox_ so far
     std::map<std::int64_t, cursor> tails_;  // by loop id
     std::int64_t last_served_ = 0;          // loop id last sent, to take turns between tails

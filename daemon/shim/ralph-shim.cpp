@@ -15,7 +15,9 @@
 // after the agent's end too, unless it is told to end the attempt; output beyond the limit, or
 // that a failing file system refuses, is counted as lost (exit_info.lost_bytes). So are the
 // journal's records: no output is written while a record of earlier output waits, so ralphd
-// (which reads what the journal announces) gets every byte with its stream.
+// (which reads what the journal announces) gets every byte with its stream. An attempt whose
+// output passes spec.max_output_bytes is ended (SIGTERM, SIGKILL after the grace) and the rest of
+// its output dropped: one agent cannot fill ralph's disk, with ralphd running or not.
 #include "common/process_info.hpp"
 #include "common/shim_protocol.hpp"
 #include "common/unique_fd.hpp"
@@ -98,6 +100,12 @@ void answer(const nlohmann::json& message) {
 
 [[noreturn]] void refuse(const std::string& error) {
     answer({{"error", error}});
+    std::exit(1);
+}
+
+// A write of ralph's state failed with `error` (errno): `what` was being done.
+[[noreturn]] void refuse_state(const std::string& what, int error) {
+    answer({{"error", what + ": " + error_text(error)}, {"state_errno", error}});
     std::exit(1);
 }
 
@@ -257,18 +265,18 @@ void supervisor::start() {
     output_.reset(::open(spec_.output_file.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
     if (output_.get() < 0 || ::ftruncate(output_.get(), spec_.output_start) != 0 ||
         ::lseek(output_.get(), spec_.output_start, SEEK_SET) < 0)
-        refuse("cannot open the output file " + spec_.output_file + ": " + error_text(errno));
+        refuse_state("cannot open the output file " + spec_.output_file, errno);
     offset_ = spec_.output_start;
     journal_.reset(::open((dir_ / shim::journal_file).c_str(),
                           O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600));
     if (journal_.get() < 0)
-        refuse("cannot create the attempt's journal in " + dir_.string() + ": " +
-               error_text(errno));
+        refuse_state("cannot create the attempt's journal in " + dir_.string(), errno);
     exit_room_.reset(::open((dir_ / shim::exit_room_file).c_str(),
                             O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
-    if (exit_room_.get() < 0 || ::posix_fallocate(exit_room_.get(), 0, exit_file_room) != 0)
-        refuse("cannot create the attempt's exit file in " + dir_.string() + ": " +
-               error_text(errno));
+    if (exit_room_.get() < 0)
+        refuse_state("cannot create the attempt's exit file in " + dir_.string(), errno);
+    if (const int error = ::posix_fallocate(exit_room_.get(), 0, exit_file_room); error != 0)
+        refuse_state("cannot create the attempt's exit file in " + dir_.string(), error);
 
     const std::string stdin_path = spec_.stdin_path.empty() ? "/dev/null" : spec_.stdin_path;
     unique_fd in(::open(stdin_path.c_str(), O_RDONLY | O_CLOEXEC));
@@ -312,7 +320,7 @@ void supervisor::start() {
         const int error = errno;
         ::kill(-agent_, SIGKILL);
         processes_.signal_all(SIGKILL);
-        refuse("cannot write " + (dir_ / shim::started_file).string() + ": " + error_text(error));
+        refuse_state("cannot write " + (dir_ / shim::started_file).string(), error);
     }
     answer(started);
     // ralphd may go away at any time from now on: nothing more is said on these.
@@ -350,6 +358,18 @@ void supervisor::exec_agent(int in, int out, int err, int report) {
 }
 
 void supervisor::append(shim::stream stream, const char* bytes, std::size_t size) {
+    if (spec_.max_output_bytes > 0) {
+        const std::int64_t written = offset_ - spec_.output_start + std::int64_t(held_bytes_);
+        const std::int64_t room = std::max<std::int64_t>(0, spec_.max_output_bytes - written);
+        if (std::int64_t(size) > room) {
+            size = std::size_t(room);
+            if (!exit_.over_output_limit) {
+                exit_.over_output_limit = true;
+                end_attempt(SIGTERM);
+            }
+        }
+        if (size == 0) return;
+    }
     const std::size_t taken = write_held() ? write_output(stream, bytes, size) : 0;
     if (taken == size) return;
     // Held up to the limit, the rest lost: the output keeps one gap where bytes were lost, not

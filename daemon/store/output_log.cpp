@@ -2,6 +2,7 @@
 
 #include "daemon/state_dir.hpp"
 
+#include "common/enum_names.hpp"
 #include "common/text.hpp"
 #include "daemon/agents/agent.hpp"
 #include "daemon/store/storage_health.hpp"
@@ -15,6 +16,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <limits>
 #include <system_error>
@@ -43,19 +45,16 @@ agent_stream::format format_of_agent(const std::string& name) {
     }
 }
 
+constexpr std::array<enum_name<output_stream>, 3> output_stream_names{{
+    {output_stream::stdout_stream, "stdout"},
+    {output_stream::stderr_stream, "stderr"},
+    {output_stream::recovered, "recovered"},
+}};
+static_assert(names_in_order(output_stream_names, output_stream::recovered));
+
 }  // namespace
 
-std::string_view to_string(output_stream stream) {
-    switch (stream) {
-        case output_stream::stdout_stream:
-            return "stdout";
-        case output_stream::stderr_stream:
-            return "stderr";
-        case output_stream::recovered:
-            return "recovered";
-    }
-    return "stdout";
-}
+std::string_view to_string(output_stream stream) { return name_of(output_stream_names, stream); }
 
 output_log::output_log(net::io_context& io, store& db, storage_health& health,
                        std::filesystem::path directory, committed_callback on_committed)

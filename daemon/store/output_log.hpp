@@ -9,7 +9,7 @@
 // (span_at): a reader renders a judge's or a fallback's attempt of another CLI by its own.
 #pragma once
 
-#include "common/agent_stream.hpp"
+#include "common/agent_stream/agent_stream.hpp"
 #include "common/asio.hpp"
 
 #include <chrono>

@@ -1,5 +1,6 @@
 #include "daemon/store/storage_health.hpp"
 
+#include "common/paths.hpp"
 #include "common/text.hpp"
 #include "common/unique_fd.hpp"
 #include "daemon/store/store.hpp"
@@ -7,11 +8,15 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <fcntl.h>
 #include <sqlite3.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
 
 #include <cerrno>
+#include <cstring>
+#include <stdexcept>
 #include <system_error>
 
 namespace ralph {
@@ -19,6 +24,12 @@ namespace {
 
 // How often a degraded ralphd tries to write again.
 constexpr auto probe_interval = std::chrono::seconds(2);
+
+// The database ralphd has open is no longer at its path (storage_health.hpp).
+class database_lost : public std::runtime_error {
+  public:
+    using std::runtime_error::runtime_error;
+};
 
 bool is_full(const std::exception& e) {
     if (auto* sqlite = dynamic_cast<const SQLite::Exception*>(&e))
@@ -30,15 +41,29 @@ bool is_full(const std::exception& e) {
 
 }  // namespace
 
-storage_health::storage_health(net::io_context& io, store& db,
-                               std::vector<std::filesystem::path> probe_dirs,
+storage_health::storage_health(net::io_context& io, store& db, const state_dir& state,
                                std::function<void()> on_recovered)
     : probe_timer_(io),
       db_(db),
-      probe_dirs_(std::move(probe_dirs)),
-      on_recovered_(std::move(on_recovered)) {}
+      database_(state.database()),
+      root_(state.root()),
+      probe_dirs_{state.output_dir(), state.attempts_dir(), state.prompt_dir(),
+                  state.scratch_dir()},
+      on_recovered_(std::move(on_recovered)),
+      events_(io) {
+    // The file the store has open (it opened it just before): what must stay at its path.
+    struct stat st {};
+    if (::stat(database_.c_str(), &st) == 0) {
+        database_device_ = st.st_dev;
+        database_inode_ = st.st_ino;
+    }
+}
+
+storage_health::~storage_health() = default;
 
 bool storage_health::is_storage_error(const std::exception& e) {
+    if (dynamic_cast<const state_write_error*>(&e) || dynamic_cast<const database_lost*>(&e))
+        return true;
     if (auto* sqlite = dynamic_cast<const SQLite::Exception*>(&e)) {
         switch (sqlite->getErrorCode()) {
             case SQLITE_FULL:
@@ -69,22 +94,36 @@ bool storage_health::is_storage_error(const std::exception& e) {
 
 bool storage_health::failed(const std::exception& e) {
     if (!is_storage_error(e)) return false;
-    if (degraded()) {
+    const bool lost = dynamic_cast<const database_lost*>(&e) != nullptr;
+    const bool was_degraded = degraded();
+    // Said once; a lost database is said even when a refused write came first: it is worse.
+    if (was_degraded && (lost_ || !lost)) {
         ++status_.failed_writes;
         return true;
     }
+    lost_ = lost;
     status_.state = "degraded";
     status_.cause = e.what();
-    status_.since = text::now_ms();
-    status_.failed_writes = 1;
-    status_.fix = is_full(e) ? "free space on the file system of ralph's state directory "
-                               "(ralphctl gc removes old loops and their output)"
-                             : "make ralph's state directory and database writable again";
-    spdlog::error(
-        "cannot write ralph's state: {}. Running agents go on; no attempt starts until writing "
-        "works again ({}); ralphd tries every {} s",
-        status_.cause, status_.fix, probe_interval.count());
-    schedule_probe();
+    if (!was_degraded) status_.since = text::now_ms();
+    ++status_.failed_writes;
+    status_.fix = lost ? "put ralph's state directory back where it was, and ralphd is itself "
+                         "again at once; or stop ralphd (ralphctl daemon stop) and start it "
+                         "again, which makes a new, empty one: what the removed one held is lost"
+                  : is_full(e) ? "free space on the file system of ralph's state directory "
+                                 "(ralphctl gc removes old loops and their output)"
+                               : "make ralph's state directory and database writable again";
+    if (lost)
+        spdlog::error(
+            "ralph's state is lost: {}. What ralphd records now would not survive a restart: "
+            "running agents go on, no attempt starts and no loop is accepted ({}); ralphd "
+            "checks every {} s",
+            status_.cause, status_.fix, probe_interval.count());
+    else
+        spdlog::error(
+            "cannot write ralph's state: {}. Running agents go on; no attempt starts until "
+            "writing works again ({}); ralphd tries every {} s",
+            status_.cause, status_.fix, probe_interval.count());
+    if (!was_degraded) schedule_probe();
     return true;
 }
 
@@ -94,6 +133,47 @@ void storage_health::check() {
     } catch (const std::exception& e) {
         if (!failed(e)) throw;
     }
+    watch();
+}
+
+void storage_health::watch() {
+    const int fd = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (fd < 0 || ::inotify_add_watch(
+                      fd, root_.c_str(),
+                      IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR) < 0) {
+        spdlog::warn(
+            "cannot watch ralph's state directory {} ({}): were it removed, ralphd would find "
+            "out at its next write only",
+            root_.string(), std::strerror(errno));
+        if (fd >= 0) ::close(fd);
+        return;
+    }
+    events_.assign(fd);
+    read_events();
+}
+
+void storage_health::read_events() {
+    // Which name went does not matter: whether the database is still in place does.
+    events_.async_read_some(net::buffer(event_buffer_),
+                            [this](boost::system::error_code ec, std::size_t) {
+                                if (ec) return;  // closed: ralphd is stopping
+                                try {
+                                    check_database_in_place();
+                                } catch (const std::exception& e) {
+                                    failed(e);
+                                }
+                                read_events();
+                            });
+}
+
+void storage_health::check_database_in_place() {
+    if (database_inode_ == 0) return;
+    struct stat st {};
+    if (::stat(database_.c_str(), &st) == 0 && st.st_dev == database_device_ &&
+        st.st_ino == database_inode_)
+        return;
+    throw database_lost("the database ralphd has open, " + database_.string() +
+                        ", is no longer there: ralph's state directory was removed or moved");
 }
 
 void storage_health::schedule_probe() {
@@ -110,13 +190,20 @@ void storage_health::schedule_probe() {
         spdlog::info("ralph's state can be written again ({} writes were refused since {})",
                      status_.failed_writes, text::format_iso8601(status_.since));
         status_ = {};
+        lost_ = false;
         on_recovered_();
     });
 }
 
 void storage_health::probe() {
+    check_database_in_place();
     db_.probe_write(text::now_ms());
     for (const auto& dir : probe_dirs_) {
+        std::error_code ec;
+        if (!std::filesystem::exists(dir, ec)) {
+            write_state([&] { paths::make_private_directory(dir); });
+            spdlog::warn("{} had been removed: made it again", dir.string());
+        }
         const std::filesystem::path file = dir / ".write-probe";
         unique_fd fd(::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
         // A page of it: a file system with room for a name but no data fails here too.
@@ -126,9 +213,7 @@ void storage_health::probe() {
                              fd.close() == 0;
         const int error = errno;
         ::unlink(file.c_str());
-        if (!written)
-            throw std::system_error(error, std::generic_category(),
-                                    "cannot write a file in " + dir.string());
+        if (!written) throw state_write_error(error, "cannot write a file in " + dir.string());
     }
 }
 

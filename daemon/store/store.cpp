@@ -317,14 +317,21 @@ std::vector<proto::loop_info> store::list_loops(const std::vector<proto::loop_st
 
 std::vector<store::queued_loop> store::queued_loops() {
     query q = prepared(
-        "SELECT id, workspace, agent, ifnull(json_extract(spec, '$.fallback'), '[]') FROM loops "
-        "WHERE state = 'queued' ORDER BY priority DESC, id");
+        "SELECT id, workspace, agent, ifnull(json_extract(spec, '$.fallback'), '[]'), "
+        "ifnull(json_extract(spec, '$.command'), ''), ifnull(json_extract(spec, '$.quota_key'), "
+        "'') "
+        "FROM loops WHERE state = 'queued' ORDER BY priority DESC, id");
     std::vector<queued_loop> loops;
     while (q.executeStep()) {
-        std::vector<std::string> agents{q.getColumn(2).getString()};
+        // What quotas_of reads of a spec, without parsing the rest.
+        proto::submit_params spec;
+        spec.agent = q.getColumn(2).getString();
         for (const auto& fallback : nlohmann::json::parse(q.getColumn(3).getString()))
-            agents.push_back(proto::parse_agent_choice(fallback.get<std::string>()).agent);
-        loops.push_back({q.getColumn(0).getInt64(), q.getColumn(1).getString(), agents});
+            spec.fallback.push_back(fallback.get<std::string>());
+        spec.command = q.getColumn(4).getString();
+        spec.quota_key = q.getColumn(5).getString();
+        loops.push_back(
+            {q.getColumn(0).getInt64(), q.getColumn(1).getString(), proto::quotas_of(spec)});
     }
     return loops;
 }

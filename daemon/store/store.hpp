@@ -58,7 +58,7 @@ class store {
     struct queued_loop {
         std::int64_t id;
         std::string workspace;
-        std::vector<std::string> agents;  // its own, then its fallbacks (proto::agents_of)
+        std::vector<std::string> quotas;  // of its own agent, then its fallbacks' (quotas_of)
     };
     std::vector<queued_loop> queued_loops();
     std::map<std::string, std::int64_t> count_by_state();

@@ -8,7 +8,7 @@
 // of the index held in memory, so the user's index and staging are never touched; the blobs and
 // trees it writes are ordinary unreachable objects that `git gc` prunes. Elsewhere, and in a
 // repository of format version 1 or more (which libgit2 1.5 cannot open without leaking memory:
-// see workspace.cpp), a snapshot is a content hash per regular file.
+// see git_repository.cpp), a snapshot is a content hash per regular file.
 //
 // The workspace is `dir` and what is below it: when `dir` is a subdirectory of a work tree,
 // snapshots, statistics, the dirty check and commits are limited to it (HEAD is the
@@ -26,16 +26,21 @@
 // directory than git's layout has (a linked worktree's main repository): its functions then
 // answer as outside git, with an error saying why, and commit_all fails. (Those that only read —
 // check_dirty, inspect_repository, the comparisons — do not look among the loose objects, which
-// are read, never written, through a link: see git_access in workspace.cpp.) The repository is
-// chosen by `dir` alone (GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE... of the daemon's environment are
-// not read); the user's and the system's git configuration are read as git reads them (identity,
-// excludes, core.autocrlf...).
+// are read, never written, through a link: see git_access in repository_safety.hpp.) The repository
+// is chosen by `dir` alone (GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE... of the daemon's environment
+// are not read); the user's and the system's git configuration are read as git reads them
+// (identity, excludes, core.autocrlf...).
 //
 // Every function here BLOCKS: it reads the work tree or every file, with no time limit. Call
 // them off the io thread. They keep no global or shared state (each call opens the repository
 // anew; libgit2's global set-up is done once, by the first call), so any number may run at once
 // on different threads (they read the process environment: nobody may setenv meanwhile); they
 // do not use SQLite or Asio. Failures are reported in `error` fields, never thrown.
+//
+// This header is the folder's public face. Behind it: snapshot.cpp (snapshots, comparisons,
+// diffs), status.cpp (the dirty check), commit.cpp, worktrees.cpp and merge.cpp, over the
+// internal headers git_repository.hpp (libgit2's handles, finding and opening the repository),
+// repository_safety.hpp (a git directory that leads out of itself) and staging.hpp.
 #pragma once
 
 #include <cstdint>

@@ -13,7 +13,7 @@
 // - bytes fed after finish() are ignored;
 // - every text the parser returns (events, final answer, error) and what render_lines makes of
 //   the events is valid UTF-8 (it goes into JSON and the terminal as is).
-#include "common/agent_stream.hpp"
+#include "common/agent_stream/agent_stream.hpp"
 #include "common/text.hpp"
 #include "fuzz_input.hpp"
 

@@ -6,9 +6,10 @@ failure taxonomy, rate-limit parking across loops, `ralphctl agents`, `show` and
 
 import json
 import os
+import shlex
 import time
 
-from harness import DaemonTestCase, fake_agent_bin, main, parse_time, scaled
+from harness import DaemonTestCase, agent_path, fake_agent_bin, main, parse_time, scaled
 
 
 def iteration_script(*names):
@@ -309,6 +310,69 @@ class RateLimitTest(AgentTestCase):
         self.assertEqual([a["failure"] for a in attempts], ["rate_limit", ""])
         gap = parse_time(attempts[1]["started_at"]) - parse_time(attempts[0]["ended_at"])
         self.assertGreaterEqual(gap, 0.9)
+
+
+class QuotaTest(AgentTestCase):
+    """A usage limit holds what shares its quota: the agent CLI, and for `command` the program
+    its command runs (or the loop's --quota-key) — not every `command` loop, not a loop whose
+    judge alone draws on it (issue 38)."""
+
+    def program(self, d, name):
+        """scripted-agent.py under another name: another program, as far as quotas go."""
+        bin_dir = os.path.join(d.root, "programs")
+        os.makedirs(bin_dir, exist_ok=True)
+        path = os.path.join(bin_dir, name)
+        if not os.path.lexists(path):
+            os.symlink(agent_path("scripted-agent.py"), path)
+        return path
+
+    def test_one_programs_usage_limit_holds_its_loops_only(self):
+        d = self.agent_daemon("--max-concurrent", "4", "--rate-limit-wait", "%d" % scaled(60))
+        limited_program = self.program(d, "gateway-agent")
+        other_program = self.program(d, "local-agent")
+        limited = d.ctl_submit(d.workspace(), "Go.", "--command", "%s err=429_usage_limit exit=1"
+                               % shlex.quote(limited_program), name="limited")
+        held = d.wait_state(limited["id"], "waiting", timeout=30)
+        self.assertIn("command:gateway-agent usage limit", held["stop_reason"])
+        # The same program again: parked for the same reset. Another program: runs.
+        same = d.ctl_submit(d.workspace(), "Go.", "--command", "%s promise"
+                            % shlex.quote(limited_program), name="same")
+        other = d.ctl_submit(d.workspace(), "Go.", "--command", "%s promise"
+                             % shlex.quote(other_program), name="other")
+        # The same program with a quota of its own (another account behind the gateway): runs.
+        keyed = d.ctl_submit(d.workspace(), "Go.", "--command", "%s promise"
+                             % shlex.quote(limited_program), "--quota-key", "team-b",
+                             name="keyed")
+        self.assertEqual(d.wait_state(other["id"], ("completed", "waiting"), timeout=30)["state"],
+                         "completed")
+        self.assertEqual(d.wait_state(keyed["id"], ("completed", "waiting"), timeout=30)["state"],
+                         "completed")
+        parked = d.wait_state(same["id"], "waiting", timeout=30)
+        self.assertEqual(parked["resume_at"], held["resume_at"])
+        holds = d.call("budget.get", {})["holds"]
+        self.assertEqual([h["agent"] for h in holds], ["command:gateway-agent"])
+        for loop in (limited, same):
+            d.call("loop.cancel", {"id": loop["id"]})
+
+    def test_a_judge_programs_usage_limit_does_not_hold_the_workers_agent(self):
+        d = self.agent_daemon("--max-concurrent", "2", "--rate-limit-wait", "%d" % scaled(60))
+        judge = self.program(d, "judge-agent")
+        # The judge program's limit is met first, by a loop of its own.
+        limited = d.ctl_submit(d.workspace(), "Go.", "--command", "%s err=429_usage_limit exit=1"
+                               % shlex.quote(judge), name="limited")
+        d.wait_state(limited["id"], "waiting", timeout=30)
+        # A claude loop judged by that program: its claude work runs (claude is not held), its
+        # claim then waits for the judge's quota.
+        loop, log = self.submit_agent(d, "claude", ["ralph-iter2"], "--judge", "command",
+                                      "--judge-command", shlex.quote(judge) + " promise",
+                                      "--stall-after", "0")
+        waiting = d.wait_state(loop["id"], "waiting", timeout=30)
+        self.assertIn("command:judge-agent usage limit", waiting["stop_reason"])
+        self.assertEqual([(a["kind"], a["termination"]) for a in d.attempts(loop["id"])],
+                         [("work", "exited")])
+        self.assertEqual(len(self.agent_runs(log)), 1)
+        for each in (limited, loop):
+            d.call("loop.cancel", {"id": each["id"]})
 
 
 class FallbackTest(AgentTestCase):

@@ -1,6 +1,8 @@
 """No client can starve the others: with 200 idle connections and 200 open WebSocket sessions
 (more than the daemon's bounds of 256 connections and 128 sessions), ralphctl keeps getting an
-answer at once; the connection idle the longest gives way to each new one. And no call holds up
+answer at once; the connection idle the longest gives way to each new one. Strangers (TCP
+connections without the web token) have a pool of their own: 300 of them close none of the
+owner's sessions (a tail -f, an events subscription). And no call holds up
 the others while it waits for blocking work: a submit whose git checks cannot go on (its
 repository's config is a FIFO that nobody writes yet) leaves every other call answered."""
 
@@ -9,7 +11,8 @@ import socket
 import threading
 import time
 
-from harness import DaemonTestCase, WebSocket, main, read_text, scaled, write_text
+from harness import (DaemonTestCase, WebSocket, agent_command, free_tcp_port, main, read_text,
+                     scaled, wait_until, write_text)
 
 
 def call(ws, method):
@@ -119,6 +122,36 @@ class ConnectionFairnessTest(DaemonTestCase):
         # The first session, idle the longest, was closed for it; the active ones were not.
         self.assertIsNone(call(sessions[0], "daemon.info"))
         self.assertIn("result", call(sessions[-1], "daemon.info"))
+
+    def test_strangers_on_tcp_never_close_the_owners_sessions(self):
+        port = free_tcp_port()
+        d = self.daemon(extra_args=["--listen", "127.0.0.1:%d" % port])
+        loop = d.submit(d.workspace(), agent_command("sleep.sh", "60"), max_iterations=1)
+        d.running_attempt(loop["id"])
+        # The owner's sessions on the Unix socket: events, and a tail -f.
+        events = self.open_sessions(d, 1)[0]
+        events.send_json({"jsonrpc": "2.0", "id": 1, "method": "events.subscribe"})
+        self.assertIn("result", events.recv_json())
+        tail = d.ctl_popen("tail", "-f", loop["id"])
+        self.addCleanup(lambda: (tail.kill(), tail.communicate()))
+        self.assertIn(b"sleep.sh: sleeping", tail.stdout.readline())
+        # 300 connections without the token: strangers make room among strangers only.
+        strangers = []
+        self.addCleanup(lambda: [s.close() for s in strangers])
+        for _ in range(300):
+            strangers.append(socket.create_connection(("127.0.0.1", port), timeout=scaled(10)))
+        wait_until(lambda: "are taken" in d.log_text(), 10, "connections to be closed for new ones")
+        self.assertIsNone(tail.poll(), "tail -f was cut off")
+        self.assert_ralphctl_answers(d, times=3)
+        d.call("loop.cancel", {"id": loop["id"]})
+        changes = []
+        while not changes or changes[-1]["state"] != "cancelled":
+            message = events.recv_json()
+            self.assertIsNotNone(message, "the events session was closed")
+            changes.append(message["params"])
+        self.assertEqual(tail.wait(timeout=scaled(10)), 130)
+        # Strangers' lines in the log are bounded: 300 evictions, a few lines.
+        self.assertLessEqual(d.log_text().count("without the token are taken"), 10)
 
 if __name__ == "__main__":
     main()

@@ -25,6 +25,22 @@ class FailureTest(DaemonTestCase):
             wait_group_gone(a["pid"], timeout=5)
         self.assertEqual(d.output(loop["id"]), b"sleep.sh: sleeping 30 s\n" * 2)
 
+    def test_an_agent_flooding_past_the_output_bound_is_ended_and_its_loop_stops(self):
+        # 1 GiB by default; 1 MiB here. The shim ends the agent and keeps nothing past the bound,
+        # ralphd running or not: one agent cannot fill ralph's disk (issue 37).
+        d = self.daemon(extra_args=["--max-output", "1M"])
+        ws = d.workspace()
+        loop = d.submit(ws, agent_command("flood.sh", 200 << 20), max_retries=3)
+        final = d.wait_state(loop["id"], ("failed", "completed"), timeout=scaled(30))
+        self.assertEqual(final["state"], "failed", final["stop_reason"])
+        self.assertIn("more than 1048576 bytes of output in one attempt", final["stop_reason"])
+        self.assertIn("--max-output", final["stop_reason"])
+        [attempt] = d.attempts(loop["id"])
+        self.assertEqual((attempt["termination"], attempt["failure"]), ("failed", "output_limit"))
+        self.assertEqual(attempt["output_end"], 1 << 20)
+        self.assertEqual(len(d.output(loop["id"])), 1 << 20)
+        wait_group_gone(attempt["pid"], timeout=5)
+
     def test_a_failing_agent_is_retried_with_doubling_backoff_and_then_the_loop_fails(self):
         d = self.daemon()
         ws = d.workspace()

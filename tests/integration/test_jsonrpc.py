@@ -1,12 +1,15 @@
 """JSON-RPC 2.0 over HTTP on the real daemon: the examples of the specification
 (tests/fixtures/jsonrpc-spec-vectors.json), malformed and oversize bodies, invalid params
-and the documented application error codes, and requests over a WebSocket session."""
+and the documented application error codes, and requests over a WebSocket session: a burst of
+100 loops ending at once reaches a subscriber that reads; one that does not read is dropped."""
 
 import json
 import os
+import threading
 
-from harness import (FIXTURES, DaemonTestCase, RpcError, agent_command, main,
-                     post_raw_streaming)
+from harness import (FIXTURES, TERMINAL_STATES, DaemonTestCase, RpcError, agent_command,
+                     all_pids, main, post_raw_streaming, proc_cmdline, scaled, wait_until,
+                     write_text)
 
 # ralphd has none of the example methods (subtract, sum, get_data, ...), so where the
 # specification expects a result, ralphd must answer "method not found" for the same id.
@@ -187,6 +190,60 @@ class JsonRpcTest(DaemonTestCase):
             quiet.send_json({"jsonrpc": "2.0", "id": 7, "method": "daemon.info"})
             self.assertEqual(quiet.recv_json()["id"], 7)
 
+
+    def test_a_burst_of_100_loops_ending_at_once_reaches_a_subscriber_that_reads(self):
+        d = self.daemon(extra_args=["--max-concurrent", "100"])
+        gate = os.path.join(d.root, "gate")
+        os.mkfifo(gate)
+        agent = os.path.join(d.root, "wait-for-gate.sh")
+        write_text(agent, "#!/bin/sh\nread line < %s\necho done\n" % gate)
+        os.chmod(agent, 0o755)
+        ended = {}
+        closed = []
+
+        def read_events(session):
+            while len(ended) < 100:
+                message = session.recv_json()
+                if message is None:
+                    closed.append(True)
+                    return
+                change = message.get("params", {})
+                if change.get("state") in TERMINAL_STATES:
+                    ended[change["id"]] = change["state"]
+
+        with d.websocket() as events:
+            events.send_json({"jsonrpc": "2.0", "id": 1, "method": "events.subscribe"})
+            self.assertIn("result", events.recv_json())
+            reader = threading.Thread(target=read_events, args=(events,), daemon=True)
+            reader.start()
+            loops = []
+            for i in range(100):
+                workspace = os.path.join(d.work_dir, "loop-%d" % i)
+                os.mkdir(workspace)
+                loops.append(d.submit(workspace, agent, max_iterations=1)["id"])
+            wait_until(lambda: sum(agent in proc_cmdline(pid) for pid in all_pids()) == 100,
+                       60, "100 agents waiting at the gate")
+            # All of them go at once.
+            with open(gate, "wb") as opened:
+                opened.write(b"go\n" * 100)
+            reader.join(scaled(60))
+            self.assertEqual(closed, [], "the subscriber was dropped")
+            self.assertEqual(sorted(ended), sorted(loops))
+            self.assertEqual(set(ended.values()), {"exhausted"})
+        self.assertNotIn("is not reading", d.log_text())
+
+    def test_a_session_that_does_not_read_is_dropped_at_its_bound(self):
+        d = self.daemon()
+        loop = d.submit(d.workspace(), agent_command("flood.sh", 1 << 20), max_iterations=1)
+        d.wait_state(loop["id"], "exhausted")
+        with d.websocket() as session:
+            # 40 pages of 1 MiB asked for, none read: ralphd drops the session at 16 MiB queued.
+            for i in range(40):
+                session.send_json({"jsonrpc": "2.0", "id": i, "method": "loop.output",
+                                   "params": {"id": loop["id"], "max_bytes": 1 << 20}})
+            while session.recv_message() is not None:
+                pass
+        self.assertIn("WebSocket client is not reading", d.log_text())
 
 if __name__ == "__main__":
     main()

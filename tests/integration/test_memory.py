@@ -504,7 +504,7 @@ class DirtyWorkspaceTest(MemoryTestCase):
         ws = d.workspace()
         write_text(os.path.join(ws, "tracked.txt"), "v1\n")
         commit_all(ws)
-        # Format version 1: libgit2 1.5 would leak memory at each opening (workspace.cpp).
+        # Format version 1: libgit2 1.5 would leak memory at each opening (workspace/git_repository.cpp).
         git(ws, "config", "core.repositoryformatversion", "1")
         git(ws, "config", "extensions.worktreeConfig", "true")
         write_text(os.path.join(ws, "scratch.txt"), "not committed\n")

@@ -8,16 +8,20 @@ format with its body (generic JSON, ntfy, Slack, Discord, Telegram). A receiver 
 every notification once it is up, in order, each id once (a duplicate only with its id); ralphd
 killed with SIGKILL before delivering delivers after its restart; HTTPS verifies the server's
 certificate (a certificate of another CA is refused); a loop's own URL gets that loop's events
-only and is shown redacted; bad URLs are refused with a clear message."""
+only and is shown redacted; bad URLs are refused with a clear message; an answer that never ends
+is read up to its cap (ralphd's memory does not grow with it) and for 10 s at most."""
 
 import json
 import os
 import shutil
 import signal
+import socket
 import sqlite3
 import ssl
 import subprocess
 import tempfile
+import threading
+import time
 
 from harness import (DaemonTestCase, Receiver, RpcError, agent_command, free_tcp_port, main,
                      scaled,
@@ -53,6 +57,59 @@ def server_context(directory, name):
     context.load_cert_chain(os.path.join(directory, name + ".pem"),
                             os.path.join(directory, name + ".key"))
     return context
+
+
+class EndlessReceiver:
+    """A receiver that takes a POST and answers 200 with a chunked body that does not end: one
+    chunk line that never ends (`limit` bytes of it, as fast as the socket takes them, then
+    nothing), or, `trickle`, chunks of one byte, each with 100 kB of extensions, for 30 s."""
+
+    def __init__(self, limit=0, trickle=False):
+        self.limit = limit
+        self.trickle = trickle
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self):
+        while True:
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                return
+            threading.Thread(target=self.answer, args=(conn,), daemon=True).start()
+
+    def answer(self, conn):
+        with conn:
+            request = b""
+            while b"\r\n\r\n" not in request:
+                request += conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+            try:
+                if self.trickle:
+                    chunk = b"1;" + b"a" * 100000 + b"\r\nx\r\n"
+                    started = time.monotonic()
+                    while time.monotonic() - started < 30:
+                        conn.sendall(chunk)
+                    return
+                conn.sendall(b"1;")
+                piece = b"a" * 65536
+                for _ in range(self.limit // len(piece)):
+                    conn.sendall(piece)
+                conn.recv(1)  # then holds the connection until ralphd closes it
+            except OSError:
+                pass  # ralphd stopped reading
+
+    def url(self):
+        return "http://127.0.0.1:%d/endless" % self.port
+
+    def close(self):
+        self.server.close()
+
+
+def peak_memory_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        return int([line for line in f if line.startswith("VmHWM:")][0].split()[1])
 
 
 class NotificationTest(DaemonTestCase):
@@ -306,6 +363,28 @@ class NotificationTest(DaemonTestCase):
         self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
         self.assertIn("not delivered: TLS: certificate verify failed", proc.stdout)
         self.assertEqual(rogue.received(), [])
+
+    def test_an_endless_answer_is_read_up_to_its_cap(self):
+        # 300 MB of an answer that never parses: ralphd reads a bounded part of it and is done.
+        endless = EndlessReceiver(300 << 20)
+        self.addCleanup(endless.close)
+        d = self.notify_daemon([])
+        before = peak_memory_kib(d.pid)
+        started = time.monotonic()
+        d.ctl("notify", "test", endless.url(), check=False, timeout=60)
+        self.assertLess(time.monotonic() - started, scaled(12), "past the 10 s limit")
+        grown = peak_memory_kib(d.pid) - before
+        self.assertLess(grown, 32 << 10, "ralphd's memory grew by %d KiB" % grown)
+
+    def test_an_answer_that_never_ends_is_cut_at_10_s(self):
+        # Every chunk line fits ralphd's buffer, and there are more of them than 10 s can read.
+        endless = EndlessReceiver(trickle=True)
+        self.addCleanup(endless.close)
+        d = self.notify_daemon([])
+        started = time.monotonic()
+        sent = d.ctl("notify", "test", endless.url(), check=False, timeout=60)
+        self.assertLess(time.monotonic() - started, scaled(14), "past the 10 s limit")
+        self.assertIn("not delivered: no answer within 10 s", sent.stdout)
 
     def test_a_loops_own_url_and_bad_urls(self):
         shared = self.receiver()

@@ -3,8 +3,9 @@
 
 A peer that sends garbage (not JSON, JSON that is not JSON-RPC, an agent.held whose params are
 not a hold, names too long, a time absurd or ended) does not end the link: each message is
-logged and ignored, and only valid holds are recorded, an absurd time cut to 8 days. A message
-above 2 MiB ends the session, which is made again. A peer that accepts the link and then says
+logged and ignored, and only valid holds are recorded, an absurd time cut to 8 days; a flood of
+it is logged at 20 lines a minute, and what was left out is counted. A message above 2 MiB ends
+the session, which is made again. A peer that accepts the link and then says
 nothing delays no loop and is shown as not linked. (A silent link is dropped after 60 s without
 an answer to its ping, which is not waited for here.)
 """
@@ -108,6 +109,23 @@ class PeerFaultTest(DaemonTestCase):
         self.assert_loops_run()
         again.close()
         ws.close()
+
+    def test_a_flood_of_junk_is_logged_at_a_bounded_rate_and_counted(self):
+        ws, _ = self.peer.link()
+        wait_until(lambda: self.evil()["linked"], 10, "a linked to evil")
+        lines_before = len(self.d.log_text().splitlines())
+        for i in range(5000):
+            ws.send_text("junk %d" % i)
+        ws.send_json(held("claude", iso(time.time() + 3600)))  # read after all the junk
+        wait_until(lambda: "claude" in self.holds(), 20, "the hold after the junk")
+        ws.close()
+        said = wait_until(lambda: [line for line in self.d.log_text().splitlines()
+                                   if "were ignored without a line in the log" in line], 10,
+                          "the count of what was left out")
+        self.assertIn("peer evil: 4980 more message(s) it sent were ignored", said[0])
+        lines = self.d.log_text().splitlines()[lines_before:]
+        self.assertLess(len(lines), 40, "\n".join(lines[:60]))
+        self.assertEqual(sum("not a JSON object" in line for line in lines), 20)
 
     def test_a_silent_peer_delays_no_loop_and_is_shown_not_linked(self):
         ws = self.peer.accept()  # the WebSocket session is made; peer.link is never answered

@@ -1,7 +1,8 @@
-"""Storage faults are a state, not a crash: on a full disk or a read-only state directory ralphd is
-degraded (running agents go on, no attempt starts, reads and gc work, `daemon status` and
-`doctor` say why and what to do, the log says it once) and is itself again, by itself, once it can
-write. ralph's state lives on a small tmpfs of its own here, which the tests fill, free and
+"""Storage faults are a state, not a crash: on a full disk or a read-only state directory (any
+part of it: the output, the prompts, the attempts) ralphd is degraded (running agents go on, no
+attempt starts and no loop fails for it, reads and gc work, `daemon status` and `doctor` say why
+and what to do, the log says it once) and is itself again, by itself, once it can write. A state
+directory removed or moved away is said at once, and no loop is accepted that would be lost. ralph's state lives on a small tmpfs of its own here, which the tests fill, free and
 remount read-only."""
 
 import os
@@ -294,6 +295,69 @@ class StorageFaultTest(DaemonTestCase):
         self.assertIn(b"iteration 2 of 2 finished", output)
         d.stop()
         self.assert_intact(d)
+
+    def test_a_read_only_prompts_or_output_directory_degrades_ralphd_and_fails_no_loop(self):
+        d = self.daemon_on_tmpfs()
+        state = os.path.dirname(d.db)
+        ws = make_workspace(self.workspaces, "slow")
+        loop = d.submit(ws, agent_command("slow-counter.sh", "3", "1"), max_iterations=3)
+        for iteration, name in ((1, "prompts"), (2, "output")):
+            wait_until(lambda: d.get(loop["id"])["iterations"] == iteration - 1 and
+                       [a for a in d.attempts(loop["id"]) if a["termination"] == "running"],
+                       20, "iteration %d to run" % iteration)
+            # The next attempt cannot write its prompt, or its shim its output file.
+            self.read_only(os.path.join(state, name))
+            storage = self.wait_storage(d, "degraded", timeout=20)
+            self.assertIn("Read-only file system", storage["cause"])
+            self.assertIn(name, storage["cause"])
+            self.assertIn("writable", storage["fix"])
+            self.assertIn(d.get(loop["id"])["state"], ("running", "waiting", "queued"))
+            self.assertIn("degraded", d.ctl("daemon", "status").stdout)
+            self.restore_writes()
+            self.wait_storage(d, "ok")
+        final = d.wait_state(loop["id"], "completed", timeout=30)
+        self.assertEqual(final["iterations"], 3)
+        self.assertFalse([a for a in d.attempts(loop["id"]) if a["termination"] == "spawn_failed"])
+        d.stop()
+        self.assert_intact(d)
+
+    def test_a_removed_state_directory_is_said_and_takes_no_loop_it_would_lose(self):
+        d = self.daemon()
+        state = os.path.dirname(d.db)
+        ws = make_workspace(self.workspaces, "running")
+        loop = d.submit(ws, agent_command("slow-counter.sh", "2", "1"), max_iterations=2)
+        d.running_attempt(loop["id"])
+        # Moved away: lost; moved back: ralphd is itself again, nothing lost.
+        os.rename(state, state + ".away")
+        wait_until(lambda: "is no longer there" in self.storage(d)["cause"], 5, "the move seen")
+        os.rename(state + ".away", state)
+        self.wait_storage(d, "ok")
+        # Removed: said at once, and a new loop is refused rather than accepted and lost.
+        subprocess.run(["rm", "-rf", state], check=True)
+        storage = wait_until(lambda: "is no longer there" in self.storage(d)["cause"] and
+                             self.storage(d), 5, "the removal seen")
+        self.assertIn("ralph's state directory was removed or moved", storage["cause"])
+        self.assertIn("put ralph's state directory back", storage["fix"])
+        with self.assertRaises(RpcError) as refused:
+            d.submit(make_workspace(self.workspaces, "new"), agent_command("count-to-complete.sh",
+                                                                           "1"))
+        self.assertEqual(refused.exception.code, -32009)
+        self.assertIn("is no longer there", refused.exception.message)
+        status = d.ctl("daemon", "status").stdout
+        self.assertIn("degraded", status)
+        self.assertIn("ralphctl daemon stop", status)
+        # The running loop does not fail for it: its next iteration waits.
+        time.sleep(2.5)
+        self.assertNotEqual(d.get(loop["id"])["state"], "failed")
+        # Said once each time: when moved away, when removed.
+        self.assertEqual(d.log_text().count("ralph's state is lost"), 2, d.log_text())
+        # A new start makes a new state directory, which works.
+        d.stop()
+        d.start()
+        self.assertEqual(self.storage(d)["state"], "ok")
+        after = d.submit(make_workspace(self.workspaces, "after"),
+                         agent_command("count-to-complete.sh", "1"), max_iterations=1)
+        d.wait_state(after["id"], "completed", timeout=30)
 
 
 if __name__ == "__main__":

@@ -11,11 +11,13 @@ old one and its cookie stop working); the Unix socket needs no token."""
 import http.client
 import json
 import os
+import socket
 import stat
+import threading
 import time
 
-from harness import (DaemonTestCase, UnixHTTPConnection, WebSocket, free_tcp_port, main,
-                     read_text, scaled)
+from harness import (DaemonTestCase, UnixHTTPConnection, WebSocket, all_pids, free_tcp_port,
+                     main, proc_cmdline, read_text, scaled, wait_until, write_text)
 
 
 RPC_INFO = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "daemon.info"})
@@ -28,9 +30,11 @@ class WebGateTest(DaemonTestCase):
         self.d = self.daemon(extra_args=["--listen", "127.0.0.1:%d" % self.port])
         self.token = read_text(os.path.join(os.path.dirname(self.d.db), "web-token")).strip()
 
-    def request(self, method, path, body=None, headers=None, host=None):
-        """One request on a new TCP connection: (status, headers, body bytes)."""
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=scaled(30))
+    def request(self, method, path, body=None, headers=None, host=None, source=None):
+        """One request on a new TCP connection (from the address `source`, when given):
+        (status, headers, body bytes)."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=scaled(30),
+                                          source_address=(source, 0) if source else None)
         try:
             conn.putrequest(method, path, skip_host=True)
             conn.putheader("Host", host or "127.0.0.1:%d" % self.port)
@@ -137,9 +141,45 @@ class WebGateTest(DaemonTestCase):
         self.assertEqual(self.request("GET", wrong)[0], 401)  # the 11th: a second
         self.assertEqual(self.request("GET", wrong)[0], 401)  # the 12th: two
         self.assertGreaterEqual(time.monotonic() - started, 3)
-        self.assertIn("failed logins from 127.0.0.1 within a minute", self.d.log_text())
+        self.assertIn("failed logins from this machine (loopback) within a minute",
+                      self.d.log_text())
         # The daemon serves everyone else meanwhile.
         self.assertEqual(self.d.call("daemon.info")["pid"], self.d.pid)
+
+    def test_failed_logins_slow_their_source_never_the_right_token(self):
+        # Eleven wrong tokens at once from 127.0.0.1: the 11th is answered a second late.
+        wrong = "/login?token=" + "e" * 64
+        guesses = [threading.Thread(target=self.request, args=("GET", wrong))
+                   for _ in range(11)]
+        for guess in guesses:
+            guess.start()
+        wait_until(lambda: "failed logins from" in self.d.log_text(), 10, "the brake")
+        # The owner, from the same address, with the right token: answered at once.
+        started = time.monotonic()
+        self.assertEqual(self.rpc({"Authorization": "Bearer " + self.token})[0], 200)
+        self.assertLess(time.monotonic() - started, 1.0, "the right token waited")
+        for guess in guesses:
+            guess.join(scaled(20))
+        # Another loopback address is the same machine, and the same guesser: the 12th failure
+        # waits two seconds.
+        started = time.monotonic()
+        self.assertEqual(self.request("GET", wrong, source="127.0.0.2")[0], 401)
+        self.assertGreaterEqual(time.monotonic() - started, 1.5, "a new address escaped the brake")
+        self.assertIn("11 failed logins from this machine (loopback) within a minute",
+                      self.d.log_text())
+
+    def test_a_strangers_body_is_not_read_before_its_token(self):
+        # The header of a 1 MiB POST without the token, and a little of its body: the 401 comes
+        # at once, without waiting for (and holding) the rest.
+        with socket.create_connection(("127.0.0.1", self.port), timeout=scaled(10)) as s:
+            s.sendall(("POST /rpc HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: "
+                       "application/json\r\nContent-Length: %d\r\n\r\n"
+                       % (self.port, 1 << 20)).encode() + b"x" * 4096)
+            s.settimeout(3)
+            self.assertTrue(s.recv(64).startswith(b"HTTP/1.1 401 "),
+                            "no answer before the whole body")
+        # With the token, a body is read and served as ever.
+        self.assertEqual(self.rpc({"Authorization": "Bearer " + self.token})[0], 200)
 
     def test_ralphctl_web_prints_the_login_url_and_rotates_the_token(self):
         url = self.d.ctl("web").stdout.strip()
@@ -173,6 +213,142 @@ class WebGateTest(DaemonTestCase):
             self.assertNotEqual(proc.proc.returncode, 0)
             self.assertIn("expected ADDRESS:PORT", proc.log_text())
             proc.proc = None
+
+
+FAKE_BROWSER = """#!/usr/bin/env python3
+# xdg-open as `ralphctl web --open` runs it: logs in with the URL it is given, says how that went,
+# then stays a moment (a browser runs on) so that its command line can be seen.
+import http.client, json, sys, time, urllib.parse
+url = urllib.parse.urlsplit(sys.argv[1])
+answers = []
+for _ in range(2):  # the second use of a login code must fail
+    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=10)
+    conn.request("GET", url.path + "?" + url.query)
+    answer = conn.getresponse()
+    answers.append([answer.status, answer.getheader("Set-Cookie", "")])
+    conn.close()
+with open(sys.argv[0] + ".json", "w") as out:
+    json.dump({"url": sys.argv[1], "answers": answers}, out)
+time.sleep(2)
+"""
+
+# The agent: keeps the key it was given, and runs a moment.
+SECRET_AGENT = """#!/bin/sh
+printf %s "$API_KEY" > key-seen
+printf %s "$OTHER_KEY" > other-key-seen
+sleep 2
+echo '<promise>COMPLETE</promise>'
+"""
+
+
+def private_file(path, text, mode=0o600):
+    write_text(path, text)
+    os.chmod(path, mode)
+    return path
+
+
+class NoSecretOnACommandLineTest(DaemonTestCase):
+    """Every secret ralph is given — the web token, webhook URLs, the agents' API keys (from a file,
+    or from ralphctl's environment with `--env K`) — stays off every command line (/proc/PID/cmdline, which every user reads) of every process of a
+    realistic flow: ralphd with --notify-file and an on-done hook, a submit with --env-file and
+    --notify-file, its agent under its shim, and `ralphctl web --open` with its browser."""
+
+    def test_no_secret_is_on_a_command_line(self):
+        from test_notifications import Receiver
+        receiver = Receiver()
+        self.addCleanup(receiver.stop)
+        secrets = {"daemon webhook": "daemon-hook-" + os.urandom(8).hex(),
+                   "loop webhook": "loop-hook-" + os.urandom(8).hex(),
+                   "API key": "api-key-" + os.urandom(8).hex(),
+                   "key from the environment": "other-key-" + os.urandom(8).hex()}
+        port = free_tcp_port()
+        d = self.new_daemon_unstarted()
+        files = os.path.join(d.root, "files")
+        os.makedirs(files)
+        daemon_hooks = private_file(os.path.join(files, "daemon-hooks"),
+                                    "# the daemon's webhook\n%s\n"
+                                    % receiver.url("/" + secrets["daemon webhook"]))
+        on_done = private_file(os.path.join(files, "on-done.sh"),
+                               "#!/bin/sh\nsleep 1\ntouch %s/hook-ran\n" % files, 0o700)
+        d.extra_args = ["--listen", "127.0.0.1:%d" % port, "--notify-file", daemon_hooks,
+                        "--on-done", on_done]
+        d.start()
+        token = read_text(os.path.join(os.path.dirname(d.db), "web-token")).strip()
+        secrets["web token"] = token
+
+        env_file = private_file(os.path.join(files, "agent.env"),
+                                "API_KEY=%s\n" % secrets["API key"])
+        loop_hooks = private_file(os.path.join(files, "loop-hooks"),
+                                  receiver.url("/" + secrets["loop webhook"]) + "\n")
+        agent = private_file(os.path.join(files, "agent.sh"), SECRET_AGENT, 0o700)
+        browser_bin = os.path.join(files, "bin")
+        browser = private_file(os.path.join(browser_bin, "xdg-open"), FAKE_BROWSER, 0o700)
+        ws = d.workspace()
+
+        seen = {}  # what the scan saw run: name -> a command line of it
+        leaks = []
+
+        def scan():
+            for pid in all_pids():
+                line = proc_cmdline(pid)
+                for name, secret in secrets.items():
+                    if secret in line:
+                        leaks.append((name, pid, line))
+                for name in ("ralphd", "ralph-shim", "agent.sh", "on-done.sh", "xdg-open",
+                             "ralphctl"):
+                    if name in line and d.root in line or name == "ralphd" and pid == d.pid:
+                        seen.setdefault(name, line)
+
+        submit = d.ctl_popen("submit", "--agent", "command", "--command", agent,
+                             "--env-file", env_file, "--env", "OTHER_KEY",
+                             "--notify-file", loop_hooks, "--workspace", ws, "--allow-dirty",
+                             "--max-iterations", "1", "--wait", "work on it",
+                             env={"OTHER_KEY": secrets["key from the environment"]})
+        web = d.ctl_popen("web", "--open", env={"PATH": browser_bin + ":" + os.environ["PATH"]})
+        deadline = time.monotonic() + scaled(30)
+        while (submit.poll() is None or web.poll() is None or
+               not os.path.exists(os.path.join(files, "hook-ran"))):
+            scan()
+            self.assertLess(time.monotonic(), deadline, "the flow did not end: %r" % seen)
+            time.sleep(0.01)
+        self.assertEqual(leaks, [])
+        self.assertEqual(sorted(seen), ["agent.sh", "on-done.sh", "ralph-shim", "ralphctl",
+                                        "ralphd", "xdg-open"], "the scan saw each of them run")
+        submitted, web_said = submit.communicate(), web.communicate()
+        self.assertEqual(submit.returncode, 0, submitted)
+        self.assertEqual(read_text(os.path.join(ws, "key-seen")), secrets["API key"],
+                         "the agent got its key")
+        self.assertEqual(read_text(os.path.join(ws, "other-key-seen")),
+                         secrets["key from the environment"])
+        # The browser logged in with a code that worked once.
+        opened = json.loads(read_text(browser + ".json"))
+        self.assertRegex(opened["url"], r"^http://127\.0\.0\.1:%d/login\?code=[0-9a-f]{32}$" % port)
+        self.assertEqual(opened["answers"][0][0], 303)
+        self.assertTrue(opened["answers"][0][1].startswith("ralph_token=%s;" % token))
+        self.assertEqual(opened["answers"][1][0], 401)
+        self.assertEqual(web.returncode, 0, web_said)
+        # Both webhooks were told, at the URLs of the files.
+        wait_until(lambda: len(receiver.received()) >= 2, 10, "the notifications")
+        self.assertEqual(sorted(p["path"] for p in receiver.received()),
+                         sorted("/" + secrets[name] for name in ("daemon webhook", "loop webhook")))
+
+    def test_files_of_secrets_others_may_read_are_refused(self):
+        d = self.daemon()
+        shared = os.path.join(d.root, "shared.env")
+        private_file(shared, "API_KEY=x\n", 0o644)
+        refused = d.ctl("submit", "--env-file", shared, "--workspace", d.workspace(), "p",
+                        check=False)
+        self.assertEqual(refused.returncode, 2, refused.stderr)
+        self.assertIn("--env-file %s: others may read or write it (mode 0644)" % shared,
+                      refused.stderr)
+        self.assertIn("chmod 600 " + shared, refused.stderr)
+        d.stop()
+        d.extra_args = ["--notify-file", shared]
+        d.start(wait=False)
+        d.proc.wait(timeout=scaled(10))
+        self.assertNotEqual(d.proc.returncode, 0)
+        self.assertIn("--notify-file %s: others may read or write it" % shared, d.log_text())
+        d.proc = None
 
 
 if __name__ == "__main__":

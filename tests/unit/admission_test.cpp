@@ -71,14 +71,14 @@ TEST_CASE("a loop runs on its first agent no usage limit holds, and waits for th
     spec.fallback = {"codex:o3", "gemini"};
     const std::vector<std::string> agents{"claude", "codex", "gemini"};
 
-    CHECK(gate.for_agents(agents, 1000).go());
+    CHECK(gate.for_quotas(agents, 1000).go());
     CHECK(gate.pick_agent(spec, 1000) == ralph::proto::agent_choice{"claude", "opus"});
     CHECK(ralph::proto::on_agent(spec, gate.pick_agent(spec, 1000)) == spec);
 
     db.hold_agent({"claude", "default", 9000, "claude usage limit", ""});
     // Another account's hold of codex holds nothing here.
     db.hold_agent({"codex", "work", 9000, "codex usage limit", "build1"});
-    CHECK(gate.for_agents(agents, 1000).go());
+    CHECK(gate.for_quotas(agents, 1000).go());
     CHECK(gate.pick_agent(spec, 1000) == ralph::proto::agent_choice{"codex", "o3"});
     const ralph::proto::submit_params on_codex = ralph::proto::on_agent(spec, {"codex", "o3"});
     CHECK(on_codex.agent == "codex");
@@ -88,13 +88,47 @@ TEST_CASE("a loop runs on its first agent no usage limit holds, and waits for th
     db.hold_agent({"codex", "default", 5000, "codex usage limit", ""});
     CHECK(gate.pick_agent(spec, 1000) == ralph::proto::agent_choice{"gemini", ""});
     db.hold_agent({"gemini", "default", 7000, "gemini usage limit", "build2"});
-    const auto held = gate.for_agents(agents, 1000);
+    const auto held = gate.for_quotas(agents, 1000);
     CHECK(held.what == ralph::admission::verdict::kind::wait);
     CHECK(held.until_ms == 5000);
     CHECK(held.reason == "waiting for the reset of the codex usage limit");
-    CHECK(gate.for_agents({"gemini"}, 1000).reason ==
+    CHECK(gate.for_quotas({"gemini"}, 1000).reason ==
           "waiting for the reset of the gemini usage limit, learnt from build2");
     // Past codex's reset codex is free again; past claude's, claude comes first again.
     CHECK(gate.pick_agent(spec, 5000) == ralph::proto::agent_choice{"codex", "o3"});
     CHECK(gate.pick_agent(spec, 9000) == ralph::proto::agent_choice{"claude", "opus"});
+}
+
+TEST_CASE("a usage limit holds the quota it was met on: a command's program, or a quota key") {
+    using ralph::proto::quota_of;
+    using ralph::proto::quotas_of;
+    ralph::proto::submit_params spec;
+    spec.agent = "command";
+    spec.command = "/home/me/bin/my-agent --prompt-file {prompt_file}";
+    CHECK(quota_of(spec) == "command:my-agent");
+    spec.fallback = {"claude:opus", "command"};
+    // A fallback `command` is the loop's own command, on its quota; another agent has its own.
+    CHECK(quotas_of(spec) ==
+          std::vector<std::string>{"command:my-agent", "claude", "command:my-agent"});
+    spec.quota_key = "gateway-team-a";
+    CHECK(quotas_of(spec) ==
+          std::vector<std::string>{"gateway-team-a", "claude", "gateway-team-a"});
+    // A judge draws on its own quota: its agent's, its command's program.
+    spec.judge = "command";
+    spec.judge_command = "judge.sh";
+    CHECK(quota_of(ralph::proto::as_judge(spec)) == "command:judge.sh");
+
+    ralph::test::temp_dir dir;
+    ralph::store db(dir.path / "ralph.db");
+    ralph::admission gate(db, "default");
+    db.hold_agent({"command:other-agent", "default", 9000, "other-agent usage limit", ""});
+    ralph::proto::submit_params mine;
+    mine.agent = "command";
+    mine.command = "my-agent";
+    // Another program's limit is not this one's.
+    CHECK(gate.for_quotas(quotas_of(mine), 1000).go());
+    db.hold_agent({"command:my-agent", "default", 9000, "my-agent usage limit", ""});
+    CHECK_FALSE(gate.for_quotas(quotas_of(mine), 1000).go());
+    mine.quota_key = "separate";
+    CHECK(gate.for_quotas(quotas_of(mine), 1000).go());
 }

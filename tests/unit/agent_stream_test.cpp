@@ -1,6 +1,6 @@
 // The agent stream parsers against the recorded runs of the real CLIs (RALPH_FIXTURES_DIR),
 // the hand-made variants of tests/agents/streams (RALPH_TEST_STREAMS_DIR) and hostile input.
-#include "common/agent_stream.hpp"
+#include "common/agent_stream/agent_stream.hpp"
 
 #include "common/text.hpp"
 #include "tests/support/files.hpp"

@@ -1,7 +1,7 @@
 // What an on-done hook is given: its argv, its directory and the loop's outcome in its
 // environment; the environment and PATH lookup that hooks and agents share. (Running hooks is
 // tested end to end in tests/integration/test_hooks_worktree.py.)
-#include "daemon/loop/hooks.hpp"
+#include "daemon/notify/hooks.hpp"
 #include "common/paths.hpp"
 #include "daemon/process/environment.hpp"
 #include "daemon/process/process.hpp"

@@ -244,13 +244,16 @@ TEST_CASE("policy: a usage limit burns no retry and waits for nothing but the ad
     CHECK(step.not_before_ms == 0);
 }
 
-TEST_CASE("policy: a missing program, a failed start or a refused login stop the loop at once") {
+TEST_CASE("policy: a missing program, a failed start, a flood or a refused login stop the loop") {
     attempt_info spawn =
         attempt(1, attempt_kind::work, termination::spawn_failed, failure_class::crash);
     spawn.error = "execvp: no such file";
     next_step step = decide_next(spec_of(), record_of({spawn}));
     CHECK(step.ending == loop_event::fail);
     CHECK(step.reason == "execvp: no such file");
+    step = decide_next(spec_of(), record_of({failed(1, failure_class::output_limit, "flood")}));
+    CHECK(step.ending == loop_event::fail);
+    CHECK(step.reason == "flood");
     step = decide_next(spec_of(), record_of({failed(1, failure_class::auth, "401")}));
     CHECK(step.ending == loop_event::fail);
     CHECK(step.reason ==

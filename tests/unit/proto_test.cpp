@@ -296,6 +296,10 @@ proto::web_info sample() {
     return {std::string(64, 'a'), "http://127.0.0.1:7177/login?token=" + std::string(64, 'a')};
 }
 template <>
+proto::web_login_code sample() {
+    return {"http://127.0.0.1:7177/login?code=" + std::string(32, 'c'), t0 + 60'000};
+}
+template <>
 proto::clock_request sample() {
     return {t0, 60'000};
 }
@@ -453,8 +457,13 @@ TEST_CASE("proto: a loop's summary holds the fields asked for, each under its na
         CHECK(proto::to_string(proto::summary_field_from_string(name)) == name);
     CHECK_THROWS_AS(proto::summary_field_from_string("env"), std::invalid_argument);
     const nlohmann::json bad = {{"fields", {"id", "env"}}};
-    CHECK_THROWS_WITH_AS(bad.get<proto::list_request>(), "params.fields: unknown field 'env'",
-                         proto::rpc_error);
+    CHECK_THROWS_WITH_AS(
+        bad.get<proto::list_request>(),
+        "params.fields: unknown field 'env' (use id, name, state, stop_reason, workspace, "
+        "worktree_path, worktree_branch, agent, priority, iterations, max_iterations, "
+        "min_iterations, attempts, retries, created_at, started_at, finished_at, updated_at, "
+        "resume_at, output_bytes, input_tokens, output_tokens or cost_usd)",
+        proto::rpc_error);
 }
 
 TEST_CASE("proto: a loop's env values never leave the daemon, only their names") {

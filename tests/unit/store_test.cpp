@@ -35,7 +35,7 @@ struct gc_fixture {
     temp_db tmp;
     ralph::store db{tmp.path()};
     ralph::net::io_context io;
-    ralph::storage_health health{io, db, {}, [] {}};
+    ralph::storage_health health{io, db, ralph::state_dir(tmp.path()), [] {}};
     ralph::output_log output{io, db, health, tmp.dir.path / "output",
                              [](std::int64_t, std::int64_t) {}};
 };

@@ -1,6 +1,6 @@
 // The checks of loop.submit without a daemon: temporary workspaces, real git repositories made
 // with `git`, a real SQLite store for the id a worktree is named after.
-#include "daemon/loop/submission.hpp"
+#include "daemon/submission/submission.hpp"
 
 #include "common/text.hpp"
 #include "daemon/store/store.hpp"

@@ -225,3 +225,18 @@ TEST_CASE("parameter_value: a query string's or a cookie's pair by name") {
     CHECK(parameter_value("token", "token", '&') == "");
     CHECK(parameter_value("", "token", '&') == "");
 }
+
+TEST_CASE("text: the character classes and case are ASCII's, whatever the byte") {
+    namespace text = ralph::text;
+    for (int i = 0; i < 256; ++i) {
+        const char c = char(i);
+        const bool ascii_digit = i >= '0' && i <= '9';
+        const bool ascii_letter = (i >= 'a' && i <= 'z') || (i >= 'A' && i <= 'Z');
+        CAPTURE(i);
+        CHECK(text::is_digit(c) == ascii_digit);
+        CHECK(text::is_alnum(c) == (ascii_digit || ascii_letter));
+        CHECK(text::is_blank(c) == (i == ' ' || i == '\t'));
+        CHECK(text::is_space(c) == (text::whitespace.find(c) != std::string_view::npos));
+        CHECK(text::ascii_lower(c) == (i >= 'A' && i <= 'Z' ? char(i + 32) : c));
+    }
+}

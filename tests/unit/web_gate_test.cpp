@@ -126,3 +126,76 @@ TEST_CASE("web gate: more than 10 failures a minute from an address slow its log
     for (int i = 0; i < 20; ++i) gate.check(wrong, "c", start);
     CHECK(gate.check(wrong, "c", start).delay == web_gate::max_delay);
 }
+
+TEST_CASE("web gate: the right token is never slowed; every loopback address is one source") {
+    ralph::test::temp_dir dir;
+    web_gate gate(dir.path / "web-token", 80);
+    auto wrong = request(http::verb::get, "/login?token=" + std::string(64, '0'), "localhost:80");
+    auto right = request(http::verb::post, "/rpc", "localhost:80");
+    right.set(http::field::authorization, "Bearer " + gate.token());
+    const auto now = web_gate::clock::now();
+    for (int i = 0; i < 10; ++i) gate.check(wrong, "127.0.0.1", now);
+    CHECK(gate.check(wrong, "127.0.0.2", now).delay == std::chrono::seconds(1));
+    CHECK(gate.check(wrong, "::1", now).delay == std::chrono::seconds(2));
+    CHECK(gate.check(wrong, "::ffff:127.1.2.3", now).delay == std::chrono::seconds(3));
+    const auto served = gate.check(right, "127.0.0.1", now);
+    CHECK_FALSE(served.answer);
+    CHECK(served.delay.count() == 0);
+    // A request without a credential is refused, not slowed.
+    CHECK(gate.check(request(http::verb::get, "/", "localhost:80"), "127.0.0.1", now).delay ==
+          web_gate::clock::duration::zero());
+    // An IPv6 host is its /64; another /64 is another source.
+    for (int i = 0; i < 10; ++i) gate.check(wrong, "2001:db8:0:1::" + std::to_string(i + 1), now);
+    CHECK(gate.check(wrong, "2001:db8:0:1:ffff::1", now).delay == std::chrono::seconds(1));
+    CHECK(gate.check(wrong, "2001:db8:0:2::1", now).delay.count() == 0);
+}
+
+TEST_CASE("web gate: the failures of many sources are bounded and keep the busiest guessers") {
+    ralph::test::temp_dir dir;
+    web_gate gate(dir.path / "web-token", 80);
+    auto wrong = request(http::verb::get, "/login?token=" + std::string(64, '0'), "localhost:80");
+    const auto start = web_gate::clock::now();
+    for (int i = 0; i < 11; ++i) gate.check(wrong, "198.51.100.1", start + std::chrono::seconds(1));
+    // 5000 other sources, one failure each, before and after: the table stays bounded, and the
+    // guesser whose failures are the latest is still known.
+    for (int i = 0; i < 5000; ++i)
+        gate.check(wrong, "10.0." + std::to_string(i / 250) + "." + std::to_string(i % 250), start);
+    CHECK(gate.check(wrong, "198.51.100.1", start + std::chrono::seconds(2)).delay ==
+          std::chrono::seconds(2));
+}
+
+TEST_CASE("web gate: a login code logs in once, within a minute, and never opens the API") {
+    ralph::test::temp_dir dir;
+    web_gate gate(dir.path / "web-token", 80);
+    const auto now = web_gate::clock::now();
+    auto login = [&](const std::string& code, web_gate::clock::time_point at) {
+        const auto verdict =
+            gate.check(request(http::verb::get, "/login?code=" + code, "localhost:80"), "a", at);
+        return verdict.answer ? int(verdict.answer->result_int()) : 0;
+    };
+    const std::string code = gate.login_code(now);
+    CHECK(code.size() == 32);
+    CHECK(code.find(gate.token()) == std::string::npos);
+    auto api = request(http::verb::post, "/rpc", "localhost:80");
+    api.set(http::field::authorization, "Bearer " + code);
+    CHECK(status_of(gate, api) == 401);
+    const auto first =
+        gate.check(request(http::verb::get, "/login?code=" + code, "localhost:80"), "a", now);
+    REQUIRE(first.answer);
+    CHECK(first.answer->result() == http::status::see_other);
+    CHECK(
+        (*first.answer)[http::field::set_cookie].starts_with("ralph_token=" + gate.token() + ";"));
+    CHECK(login(code, now) == 401);  // spent
+    const std::string late = gate.login_code(now);
+    CHECK(login(late, now + web_gate::login_code_lifetime + std::chrono::seconds(1)) == 401);
+    const std::string in_time = gate.login_code(now);
+    CHECK(login(in_time, now + web_gate::login_code_lifetime - std::chrono::seconds(1)) == 303);
+    // Rotating the token ends the codes made for the old one's holder.
+    const std::string before_rotation = gate.login_code(now);
+    gate.rotate();
+    CHECK(login(before_rotation, now) == 401);
+    // Only a few codes are good at once: the oldest goes first.
+    const std::string oldest = gate.login_code(now);
+    for (int i = 0; i < 8; ++i) gate.login_code(now + std::chrono::seconds(1));
+    CHECK(login(oldest, now + std::chrono::seconds(2)) == 401);
+}

@@ -1039,7 +1039,7 @@ TEST_CASE("workspace: a link among the loose objects stops what writes, not what
     fs::create_symlink(tmp.path / "outside",
                        repo / ".git" / "objects" / "ab" / std::string(38, 'c'));
     // The dirty check and a repository's description read: they do not look among the loose
-    // objects (the reason is at git_access in workspace.cpp).
+    // objects (the reason is at git_access in repository_safety.hpp).
     const dirty_state dirty = check_dirty(repo);
     CHECK(dirty.is_git);
     CHECK(dirty.error == "");

@@ -4,6 +4,8 @@
 // --on-done (resolved now, so that what runs later is what was checked), and then the worktree a
 // --worktree loop will get or the dirty check. The checks run in the order API.md gives, and the
 // first refusal is a proto::rpc_error whose code and message the client shows as they are.
+// With capacity.hpp (the dry run's answer), what a submit meets before a loop exists: the
+// loop.submit handler parses, calls these and shapes the result.
 #pragma once
 
 #include "daemon/agents/agent.hpp"

@@ -16,7 +16,7 @@
 //   agent message that last message becomes the final answer (has_final_answer).
 // - turn.failed: an error event with error.message, definitive for the summary.
 // Codex reports no cost.
-#include "common/agent_stream_line.hpp"
+#include "common/agent_stream/line.hpp"
 
 #include "common/text.hpp"
 

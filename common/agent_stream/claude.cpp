@@ -16,7 +16,7 @@
 //   with "error"): the result text is the final answer. Otherwise: an error event, the failure
 //   from api_error_status (429, 401/403, 5xx) or else from the result text; no final answer
 //   (claude reports API failures with subtype "success" but is_error true).
-#include "common/agent_stream_line.hpp"
+#include "common/agent_stream/line.hpp"
 
 #include "common/text.hpp"
 

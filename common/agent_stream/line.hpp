@@ -1,5 +1,5 @@
 // Internal to the agent_stream parsers: the base classes every format builds on and the small
-// helpers they share. Not for use outside common/agent_stream*.cpp.
+// helpers they share. Not for use outside common/agent_stream/.
 //
 // line_parser owns the byte-level rules (SPEC §4): it cuts stdout into blocks of complete lines,
 // skips oversize lines without buffering them, keeps a bounded tail of stderr, and guarantees
@@ -9,7 +9,7 @@
 // takes each block whole (no per-line work for a plain-text flood).
 #pragma once
 
-#include "common/agent_stream.hpp"
+#include "common/agent_stream/agent_stream.hpp"
 
 #include <nlohmann/json.hpp>
 

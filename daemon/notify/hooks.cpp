@@ -1,4 +1,4 @@
-#include "daemon/loop/hooks.hpp"
+#include "daemon/notify/hooks.hpp"
 
 #include "common/paths.hpp"
 #include "common/text.hpp"

@@ -14,7 +14,7 @@
 //   ProviderAuthError is auth.
 // opencode has no end-of-run event: at finish(), when some text was seen and no error, the last
 // text part is the final answer.
-#include "common/agent_stream_line.hpp"
+#include "common/agent_stream/line.hpp"
 
 #include "common/text.hpp"
 

@@ -16,7 +16,7 @@
 //   holds "Tokens:" is looked at.
 // - At finish(), when the run stated no failure, the stderr tail and then the last 8 KiB of
 //   the answer are classified (the runner heeds it only for a non-zero exit).
-#include "common/agent_stream_line.hpp"
+#include "common/agent_stream/line.hpp"
 
 #include "common/text.hpp"
 
@@ -45,12 +45,10 @@ std::size_t find_bytes(std::string_view haystack, std::string_view needle, std::
                  : std::string_view::npos;
 }
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-
 // Whether `text` starts with exactly three digits, as after a thousands separator.
 bool is_thousands(std::string_view text) {
-    return text.size() >= 3 && is_digit(text[0]) && is_digit(text[1]) && is_digit(text[2]) &&
-           (text.size() == 3 || !is_digit(text[3]));
+    return text.size() >= 3 && text::is_digit(text[0]) && text::is_digit(text[1]) &&
+           text::is_digit(text[2]) && (text.size() == 3 || !text::is_digit(text[3]));
 }
 
 // A token count at the start of `text`: "345", "1,234", "2.1k", "1.2M". Advances `text`.
@@ -58,11 +56,11 @@ std::optional<std::int64_t> read_count(std::string_view& text) {
     std::string digits;
     std::size_t pos = 0;
     while (pos < text.size()) {
-        if (is_digit(text[pos])) {
+        if (text::is_digit(text[pos])) {
             digits.push_back(text[pos++]);
         } else if (text[pos] == ',' && !digits.empty() && is_thousands(text.substr(pos + 1))) {
             ++pos;
-        } else if (text[pos] == '.' && pos + 1 < text.size() && is_digit(text[pos + 1])) {
+        } else if (text[pos] == '.' && pos + 1 < text.size() && text::is_digit(text[pos + 1])) {
             digits.push_back(text[pos++]);
         } else {
             break;

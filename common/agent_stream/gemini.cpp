@@ -18,7 +18,7 @@
 // - result: stats.input_tokens / stats.output_tokens set the usage. status "success": the
 //   current assistant message is the final answer. Otherwise an error event with
 //   error.message, definitive, classified from its text. Gemini reports no cost.
-#include "common/agent_stream_line.hpp"
+#include "common/agent_stream/line.hpp"
 
 #include "common/text.hpp"
 

@@ -1,4 +1,4 @@
-#include "daemon/loop/submission.hpp"
+#include "daemon/submission/submission.hpp"
 
 #include "common/paths.hpp"
 #include "common/text.hpp"

@@ -1,5 +1,5 @@
 // The format-independent half of agent_stream: names, error classification, rendering, the
-// shared helpers of agent_stream_line.hpp, and the line discipline every parser obeys.
+// shared helpers of line.hpp, and the line discipline every parser obeys.
 //
 // Line discipline (line_parser):
 // - A line ends at '\n'; one trailing '\r' is stripped (by the format, which gets line ends as
@@ -31,9 +31,10 @@
 // after "try again in", "retry after", "retry-after:", "retry in", "resets in" (units ms, s, m,
 // h, d and their long forms; a bare number is seconds; "1m30s" is summed). resets_at_ms is left
 // unchanged when the text states no reset time.
-#include "common/agent_stream.hpp"
+#include "common/agent_stream/agent_stream.hpp"
 
-#include "common/agent_stream_line.hpp"
+#include "common/agent_stream/line.hpp"
+#include "common/enum_names.hpp"
 #include "common/text.hpp"
 
 #include <algorithm>
@@ -45,67 +46,49 @@
 
 namespace ralph::agent_stream {
 
-std::string_view to_string(format value) {
-    switch (value) {
-        case format::text:
-            return "text";
-        case format::claude:
-            return "claude";
-        case format::codex:
-            return "codex";
-        case format::opencode:
-            return "opencode";
-        case format::gemini:
-            return "gemini";
-    }
-    return "text";
-}
+namespace {
+
+constexpr std::array<enum_name<format>, 5> format_names{{
+    {format::text, "text"},
+    {format::claude, "claude"},
+    {format::codex, "codex"},
+    {format::opencode, "opencode"},
+    {format::gemini, "gemini"},
+}};
+static_assert(names_in_order(format_names, format::gemini));
+
+constexpr std::array<enum_name<failure_hint>, 4> failure_hint_names{{
+    {failure_hint::none, "none"},
+    {failure_hint::rate_limit, "rate_limit"},
+    {failure_hint::transient, "transient"},
+    {failure_hint::auth, "auth"},
+}};
+static_assert(names_in_order(failure_hint_names, failure_hint::auth));
+
+constexpr std::array<enum_name<event_kind>, 9> event_kind_names{{
+    {event_kind::system, "system"},
+    {event_kind::text, "text"},
+    {event_kind::tool_use, "tool_use"},
+    {event_kind::tool_result, "tool_result"},
+    {event_kind::usage, "usage"},
+    {event_kind::error, "error"},
+    {event_kind::rate_limit, "rate_limit"},
+    {event_kind::final_answer, "final_answer"},
+    {event_kind::raw, "raw"},
+}};
+static_assert(names_in_order(event_kind_names, event_kind::raw));
+
+}  // namespace
+
+std::string_view to_string(format value) { return name_of(format_names, value); }
 
 format format_from_string(std::string_view name) {
-    for (format value :
-         {format::text, format::claude, format::codex, format::opencode, format::gemini})
-        if (to_string(value) == name) return value;
-    throw std::invalid_argument("unknown agent output format '" + std::string(name) +
-                                "' (use text, claude, codex, opencode or gemini)");
+    return parse(format_names, name, "agent output format");
 }
 
-std::string_view to_string(failure_hint value) {
-    switch (value) {
-        case failure_hint::none:
-            return "none";
-        case failure_hint::rate_limit:
-            return "rate_limit";
-        case failure_hint::transient:
-            return "transient";
-        case failure_hint::auth:
-            return "auth";
-    }
-    return "none";
-}
+std::string_view to_string(failure_hint value) { return name_of(failure_hint_names, value); }
 
-std::string_view to_string(event_kind value) {
-    switch (value) {
-        case event_kind::system:
-            return "system";
-        case event_kind::text:
-            return "text";
-        case event_kind::tool_use:
-            return "tool_use";
-        case event_kind::tool_result:
-            return "tool_result";
-        case event_kind::usage:
-            return "usage";
-        case event_kind::error:
-            return "error";
-        case event_kind::rate_limit:
-            return "rate_limit";
-        case event_kind::final_answer:
-            return "final_answer";
-        case event_kind::raw:
-            return "raw";
-    }
-    return "raw";
-}
+std::string_view to_string(event_kind value) { return name_of(event_kind_names, value); }
 
 // ---------------------------------------------------------------------------------------------
 // Error classification
@@ -130,29 +113,19 @@ constexpr std::string_view transient_words[] = {
 };
 // clang-format on
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_alnum(char c) { return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-
-std::string ascii_lower(std::string_view text) {
-    std::string lower(text);
-    for (char& c : lower)
-        if (c >= 'A' && c <= 'Z') c = char(c - 'A' + 'a');
-    return lower;
-}
-
 // Whether the digits at [pos, pos + len) stand alone: "(429)", "code":500, but not 15003,
 // "e500" or 1.500.
 bool is_whole_number(std::string_view text, std::size_t pos, std::size_t len) {
     const std::size_t end = pos + len;
     if (pos > 0) {
         const char before = text[pos - 1];
-        if (is_alnum(before)) return false;
-        if (before == '.' && pos > 1 && is_digit(text[pos - 2])) return false;
+        if (text::is_alnum(before)) return false;
+        if (before == '.' && pos > 1 && text::is_digit(text[pos - 2])) return false;
     }
     if (end < text.size()) {
         const char after = text[end];
-        if (is_alnum(after)) return false;
-        if (after == '.' && end + 1 < text.size() && is_digit(text[end + 1])) return false;
+        if (text::is_alnum(after)) return false;
+        if (after == '.' && end + 1 < text.size() && text::is_digit(text[end + 1])) return false;
     }
     return true;
 }
@@ -162,7 +135,7 @@ template <std::size_t n>
 std::size_t find_first(std::string_view lower, const std::string_view (&words)[n]) {
     std::size_t first = std::string_view::npos;
     for (std::string_view word : words) {
-        const bool numeric = is_digit(word.front());
+        const bool numeric = text::is_digit(word.front());
         for (std::size_t pos = lower.find(word); pos != std::string_view::npos && pos < first;
              pos = lower.find(word, pos + 1)) {
             if (!numeric || is_whole_number(lower, pos, word.size())) {
@@ -198,7 +171,7 @@ std::optional<std::int64_t> read_digits(std::string_view text, std::size_t& pos,
                                         std::size_t max_digits) {
     std::int64_t value = 0;
     std::size_t count = 0;
-    while (pos < text.size() && is_digit(text[pos]) && count < max_digits) {
+    while (pos < text.size() && text::is_digit(text[pos]) && count < max_digits) {
         value = value * 10 + (text[pos] - '0');
         ++pos, ++count;
     }
@@ -258,7 +231,7 @@ std::optional<std::int64_t> relative_reset(std::string_view lower, std::int64_t 
 
 failure_hint classify_error_text(std::string_view text, std::int64_t now_ms,
                                  std::int64_t& resets_at_ms) {
-    const std::string lower = ascii_lower(text);
+    const std::string lower = text::ascii_lower(text);
     std::optional<std::int64_t> reset = epoch_reset(lower);
     if (!reset) reset = iso_reset(lower);
     if (!reset) reset = relative_reset(lower, now_ms);
@@ -561,7 +534,7 @@ void line_parser::finish(std::vector<event>& out) {
     if (stderr_tail.size() > stderr_tail_bytes)
         stderr_tail.remove_prefix(stderr_tail.size() - stderr_tail_bytes);
     for (std::string_view tail : {stderr_tail, output_tail()}) {
-        const std::string lower = ascii_lower(tail);
+        const std::string lower = text::ascii_lower(tail);
         const failure_match match = match_failure(lower);
         if (match.hint == failure_hint::none) continue;
         // The message is the line that matched.
