@@ -27,6 +27,8 @@ constexpr command_entry commands[] = {
     {"cancel", register_control_commands},
     {"pause", register_control_commands},
     {"resume", register_control_commands},
+    {"merge", register_control_commands},
+    {"pr", register_control_commands},
     {"daemon", register_daemon_command},
     {"agents", register_agents_command, true},
     {"steer", register_steer_command},
@@ -47,11 +49,21 @@ constexpr command_entry commands[] = {
 };
 
 void register_commands(CLI::App& app, client_context& ctx, std::string_view word) {
+    std::vector<std::string> names;
     for (const auto& command : commands) {
         if (command.name == word) {
             command.add(app, ctx);
             return;
         }
+        names.emplace_back(command.name);
+    }
+    // A word that is no command: a typo, said at once with the command it was meant to be.
+    if (!word.empty()) {
+        const std::string meant = closest_word(word, names);
+        throw client_error(
+            exit_code::usage, fmt::format("'{}' is not a ralphctl command", word),
+            (meant.empty() ? std::string() : fmt::format("did you mean '{}'? ", meant)) +
+                "ralphctl --help lists the commands");
     }
     register_function added = nullptr;
     for (const auto& command : commands) {
@@ -120,7 +132,11 @@ void define_cli(CLI::App& app, client_context& ctx, std::string_view command) {
     });
     // Global options may also come after the command: `ralphctl list --json`.
     app.fallthrough();
-    app.require_subcommand(1);
+    // Without a command: the loops, or the help when ralphd cannot be reached (list.cpp).
+    app.require_subcommand(0, 1);
+    app.callback([&app, &ctx] {
+        if (app.get_subcommands().empty()) ctx.exit_code = run_summary(ctx, app.help());
+    });
     auto* socket = app.add_option("--socket", ctx.socket,
                                   "ralphd's socket ($RALPH_SOCKET overrides the default)")
                        ->capture_default_str();

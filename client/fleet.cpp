@@ -35,7 +35,7 @@ void fleet_hosts::name_down_hosts() const {
     for (std::size_t i = 0; i < hosts_.size(); ++i)
         if (!errors_[i].empty())
             fmt::print(stderr, "ralphctl: {} ({}): {}\n", hosts_[i].name, hosts_[i].address,
-                       errors_[i]);
+                       escape_controls(errors_[i]));
 }
 
 void add_all_hosts_flag(CLI::App& command, client_context& ctx) {

@@ -1,6 +1,7 @@
 // Exit codes, colours, tables and formatting for ralphctl (see output.hpp).
 #include "client/output.hpp"
 
+#include "client/terminal.hpp"
 #include "common/text.hpp"
 #include "proto/version.hpp"
 
@@ -8,10 +9,13 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <iterator>
+#include <optional>
 
 namespace ralph::client {
 
@@ -74,6 +78,78 @@ colour termination_colour(proto::termination how) {
     return colour::none;
 }
 
+namespace {
+
+// Printable ASCII, and with kept line breaks \n and \t: what escape_controls leaves as it is.
+bool plain_byte(char c, line_breaks breaks) {
+    return (c >= 0x20 && c < 0x7f) || (breaks == line_breaks::kept && (c == '\n' || c == '\t'));
+}
+
+bool plain_text(std::string_view text, line_breaks breaks) {
+    return std::all_of(text.begin(), text.end(),
+                       [breaks](char c) { return plain_byte(c, breaks); });
+}
+
+// Where the `n`th code point of `text` starts (its size when it has fewer).
+std::size_t code_point_offset(std::string_view text, std::size_t n) {
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        if ((static_cast<unsigned char>(text[i]) & 0xC0) == 0x80) continue;
+        if (n-- == 0) return i;
+    }
+    return text.size();
+}
+
+// `text` in `width` columns: as it is when it fits, else cut with "…" where the rest was.
+std::string cut_to(std::string_view text, std::size_t text_width, std::size_t width,
+                   table::fit how) {
+    if (text_width <= width) return std::string(text);
+    if (width == 0) return {};
+    if (how == table::fit::cut_start)
+        return "…" + std::string(text.substr(code_point_offset(text, text_width - (width - 1))));
+    return std::string(text.substr(0, code_point_offset(text, width - 1))) + "…";
+}
+
+// The fewest columns a cut column keeps.
+constexpr std::size_t narrowest_cut = 8;
+
+}  // namespace
+
+std::string escape_controls(std::string_view text, line_breaks breaks) {
+    if (plain_text(text, breaks)) return std::string(text);
+    const std::string valid = text::to_valid_utf8(text);
+    std::string out;
+    out.reserve(valid.size() + 16);
+    for (std::size_t i = 0; i < valid.size(); ++i) {
+        const auto c = static_cast<unsigned char>(valid[i]);
+        if (c >= 0x80) {
+            // The C1 controls, U+0080..U+009F, are C2 80..C2 9F in UTF-8 (CSI is U+009B).
+            const auto next = i + 1 < valid.size() ? static_cast<unsigned char>(valid[i + 1]) : 0;
+            if (c == 0xC2 && next >= 0x80 && next < 0xA0) {
+                fmt::format_to(std::back_inserter(out), "\\u{:04x}", next);
+                ++i;
+            } else {
+                out.push_back(char(c));
+            }
+            continue;
+        }
+        if (plain_byte(char(c), breaks)) {
+            out.push_back(char(c));
+        } else if (c == '\r' && breaks == line_breaks::kept && i + 1 < valid.size() &&
+                   valid[i + 1] == '\n') {
+            // A CRLF line ending is a line ending.
+        } else if (c == '\n') {
+            out += "\\n";
+        } else if (c == '\r') {
+            out += "\\r";
+        } else if (c == '\t') {
+            out += "\\t";
+        } else {
+            fmt::format_to(std::back_inserter(out), "\\x{:02x}", c);
+        }
+    }
+    return out;
+}
+
 void append_coloured(fmt::memory_buffer& out, std::string_view text, colour c, bool enabled) {
     if (!enabled || c == colour::none) {
         out.append(text);
@@ -99,6 +175,10 @@ void table::add(std::string_view text, colour c) {
 }
 
 void table::finish_cell(std::size_t start, colour c) {
+    if (!plain_text(std::string_view(text_).substr(start), line_breaks::escaped)) {
+        const std::string safe = escape_controls(std::string_view(text_).substr(start));
+        text_.replace(start, std::string::npos, safe);
+    }
     std::size_t length = text_.size() - start;
     std::size_t width = display_width(std::string_view(text_).substr(start, length));
     std::size_t col = cells_.size() % columns_.size();
@@ -106,38 +186,80 @@ void table::finish_cell(std::size_t start, colour c) {
     cells_.push_back({start, length, width, c});
 }
 
-void table::render(fmt::memory_buffer& out, bool use_colour) const {
+std::vector<std::size_t> table::fitted_widths(std::size_t width) const {
     const std::size_t n = columns_.size();
+    std::vector<std::size_t> widths = widths_;
+    auto total = [&widths] {
+        std::size_t sum = 0;
+        std::size_t shown = 0;
+        for (std::size_t w : widths) {
+            sum += w;
+            shown += w > 0 ? 1 : 0;
+        }
+        return sum + (shown > 0 ? 2 * (shown - 1) : 0);
+    };
+    if (width == 0 || total() <= width) return widths;
+    auto cuttable = [this](std::size_t col) {
+        return columns_[col].how == fit::cut_end || columns_[col].how == fit::cut_start;
+    };
+    // Cut the widest cuttable column by a column at a time, down to its narrowest; then leave out
+    // the last optional column still shown, and cut again from the whole widths.
+    for (std::size_t dropped = n;;) {
+        for (;;) {
+            if (total() <= width) return widths;
+            std::optional<std::size_t> widest;
+            for (std::size_t col = 0; col < n; ++col) {
+                const std::size_t narrowest =
+                    std::max(display_width(columns_[col].header), narrowest_cut);
+                if (cuttable(col) && widths[col] > narrowest &&
+                    (!widest || widths[col] > widths[*widest]))
+                    widest = col;
+            }
+            if (!widest) break;
+            --widths[*widest];
+        }
+        while (dropped > 0 && columns_[dropped - 1].how != fit::optional) --dropped;
+        if (dropped == 0) return widths;
+        --dropped;
+        for (std::size_t col = 0; col < n; ++col)
+            widths[col] = widths[col] == 0 || col == dropped ? 0 : widths_[col];
+    }
+}
+
+void table::render(fmt::memory_buffer& out, bool use_colour, std::size_t width) const {
+    const std::size_t n = columns_.size();
+    const std::vector<std::size_t> widths = fitted_widths(width);
+    std::size_t last = n;
+    while (last > 0 && widths[last - 1] == 0) --last;
     auto pad = [&](std::size_t count) {
         for (std::size_t i = 0; i < count; ++i) out.push_back(' ');
     };
-    // One pass for the header, then one per row; the header is bold.
-    for (std::size_t col = 0; col < n; ++col) {
-        const auto& header = columns_[col].header;
-        std::size_t gap = widths_[col] - display_width(header);
+    auto append_cell = [&](std::size_t col, std::string_view text, std::size_t text_width,
+                           colour c) {
+        if (widths[col] == 0) return;
+        const std::string shown = cut_to(text, text_width, widths[col], columns_[col].how);
+        const std::size_t gap = widths[col] - std::min(widths[col], text_width);
         if (columns_[col].right_aligned) pad(gap);
-        append_coloured(out, header, colour::bold, use_colour);
-        if (col + 1 < n) pad((columns_[col].right_aligned ? 0 : gap) + 2);
-    }
-    out.push_back('\n');
-    std::string_view text(text_);
-    for (std::size_t i = 0; i < cells_.size(); ++i) {
-        const cell& c = cells_[i];
-        std::size_t col = i % n;
-        std::size_t gap = widths_[col] - c.width;
-        if (columns_[col].right_aligned) pad(gap);
-        append_coloured(out, text.substr(c.start, c.length), c.c, use_colour);
-        if (col + 1 < n)
+        append_coloured(out, shown, c, use_colour);
+        if (col + 1 < last)
             pad((columns_[col].right_aligned ? 0 : gap) + 2);
         else
             out.push_back('\n');
+    };
+    // One pass for the header, then one per row; the header is bold.
+    for (std::size_t col = 0; col < n; ++col)
+        append_cell(col, columns_[col].header, display_width(columns_[col].header), colour::bold);
+    const std::string_view text(text_);
+    for (std::size_t i = 0; i < cells_.size(); ++i) {
+        const cell& c = cells_[i];
+        append_cell(i % n, text.substr(c.start, c.length), c.width, c.c);
     }
 }
 
 void append_field(fmt::memory_buffer& out, std::string_view key, std::string_view value, colour c,
                   bool use_colour) {
     fmt::format_to(std::back_inserter(out), "{:<13}", key);
-    append_coloured(out, value, c, use_colour);
+    append_coloured(out, escape_controls(value), c, use_colour);
     out.push_back('\n');
 }
 
@@ -169,6 +291,110 @@ std::string format_local_time(std::int64_t epoch_ms) {
     char buffer[32];
     std::strftime(buffer, sizeof buffer, "%Y-%m-%d %H:%M:%S", &tm);
     return buffer;
+}
+
+std::size_t output_columns() {
+    if (const char* columns = std::getenv("COLUMNS"); columns != nullptr && *columns != '\0') {
+        std::size_t value = 0;
+        const std::string_view text(columns);
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (ec == std::errc() && end == text.data() + text.size() && value > 0) return value;
+    }
+    return ::isatty(STDOUT_FILENO) == 1 ? terminal::window_size().columns : 0;
+}
+
+std::string format_count(std::int64_t count) {
+    if (count < 1000 && count > -1000) return std::to_string(count);
+    constexpr std::array<std::pair<double, std::string_view>, 3> units{
+        {{1e9, "G"}, {1e6, "M"}, {1e3, "k"}}};
+    const double value = double(count);
+    for (const auto& [size, unit] : units) {
+        if (std::abs(value) < size) continue;
+        const double scaled = value / size;
+        // Two or three significant digits: 1.2k, 45k, 450k.
+        return std::abs(scaled) < 10 ? fmt::format("{:.1f}{}", scaled, unit)
+                                     : fmt::format("{:.0f}{}", scaled, unit);
+    }
+    return std::to_string(count);
+}
+
+std::string closest_word(std::string_view word, const std::vector<std::string>& known) {
+    // The edits from one word to the other: a letter added, removed, replaced, or two swapped
+    // (the optimal string alignment distance).
+    auto distance = [](std::string_view a, std::string_view b) {
+        std::vector<std::vector<std::size_t>> d(a.size() + 1,
+                                                std::vector<std::size_t>(b.size() + 1));
+        for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+        for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+        for (std::size_t i = 1; i <= a.size(); ++i) {
+            for (std::size_t j = 1; j <= b.size(); ++j) {
+                d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1,
+                                    d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+                if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+                    d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+            }
+        }
+        return d[a.size()][b.size()];
+    };
+    // A typo: at most a third of the word's letters off (one for a short word).
+    std::string best;
+    std::size_t best_distance = std::max<std::size_t>(1, word.size() / 3) + 1;
+    for (const auto& candidate : known) {
+        if (word.size() >= 2 && candidate.starts_with(word)) return candidate;
+        const std::size_t d = distance(word, candidate);
+        if (d < best_distance) {
+            best = candidate;
+            best_distance = d;
+        }
+    }
+    return best;
+}
+
+std::string format_until(std::int64_t at, std::int64_t now) {
+    if (at <= now) return "now";
+    const std::time_t at_s = at / 1000;
+    const std::time_t now_s = now / 1000;
+    std::tm when{};
+    std::tm today{};
+    ::localtime_r(&at_s, &when);
+    ::localtime_r(&now_s, &today);
+    char clock[32];
+    const std::int64_t left_s = (at - now + 999) / 1000;
+    // The day is said when it is not today: its name within the week, else its date.
+    const char* form = when.tm_yday == today.tm_yday && when.tm_year == today.tm_year ? "%H:%M"
+                       : left_s < 6 * 86400                                           ? "%a %H:%M"
+                                            : "%Y-%m-%d %H:%M";
+    std::strftime(clock, sizeof clock, form, &when);
+    std::string left;
+    if (left_s < 60)
+        left = fmt::format("{} s", left_s);
+    else if (left_s < 3600)
+        left = fmt::format("{} min", (left_s + 59) / 60);
+    else if (left_s < 48 * 3600)
+        left = fmt::format("{} h {:02} min", left_s / 3600, (left_s % 3600) / 60);
+    else
+        left = fmt::format("{} days", left_s / 86400);
+    return fmt::format("{} (in {})", clock, left);
+}
+
+std::string describe_wait(const proto::loop_info& loop, const queue_view* queue, std::int64_t now) {
+    if (loop.state == proto::loop_state::waiting) {
+        if (loop.resume_at == 0) return loop.stop_reason;
+        const std::string until = "until " + format_until(loop.resume_at, now);
+        return loop.stop_reason.empty() ? until : until + ": " + loop.stop_reason;
+    }
+    if (loop.state != proto::loop_state::queued) return {};
+    if (!loop.stop_reason.empty() || queue == nullptr) return loop.stop_reason;
+    const proto::scheduler_state& scheduler = queue->scheduler;
+    if (scheduler.settings.paused) return "the scheduler is paused (ralphctl scheduler resume)";
+    for (const auto& other : queue->loops)
+        if (other.state == proto::loop_state::running && other.id != loop.id &&
+            other.spec.workspace == loop.spec.workspace)
+            return fmt::format("waiting for loop {}, which runs in the same workspace", other.id);
+    if (scheduler.running >= scheduler.settings.max_concurrent)
+        return fmt::format("waiting for a free slot ({} of {} running)", scheduler.running,
+                           scheduler.settings.max_concurrent);
+    return {};
 }
 
 std::string format_age(std::int64_t ms) {
@@ -204,13 +430,15 @@ std::string shorten_home(std::string_view path) {
     return shortened;
 }
 
-std::vector<proto::list_request> recent_loops_requests(std::int64_t ended) {
+std::vector<proto::list_request> recent_loops_requests(std::int64_t active_rows,
+                                                       std::int64_t ended) {
     proto::list_request active, recent;
     for (auto state :
          {proto::loop_state::queued, proto::loop_state::running, proto::loop_state::waiting,
           proto::loop_state::paused, proto::loop_state::completed, proto::loop_state::exhausted,
           proto::loop_state::failed, proto::loop_state::cancelled, proto::loop_state::stalled})
         (proto::is_terminal(state) ? recent : active).states.push_back(state);
+    active.limit = active_rows;
     recent.limit = ended;
     return {active, recent};
 }
@@ -245,6 +473,15 @@ std::string describe_loop_counts(const std::map<std::string, std::int64_t>& coun
         text += fmt::format("{} {}", it->first, it->second);
     }
     return text.empty() ? "none" : text;
+}
+
+std::string describe_scheduler(const proto::scheduler_state& state) {
+    const auto& settings = state.settings;
+    std::string scheduler =
+        settings.paused ? "paused"
+                        : fmt::format("{} of {} running", state.running, settings.max_concurrent);
+    if (!settings.window.empty()) scheduler += fmt::format(", window {}", settings.window);
+    return scheduler;
 }
 
 std::string describe_storage(const proto::storage_status& storage) {

@@ -2,10 +2,10 @@
 #include "client/ssh_dial.hpp"
 
 #include "client/output.hpp"
+#include "client/spawn.hpp"
 #include "common/ssh_command.hpp"
 
 #include <fcntl.h>
-#include <spawn.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 
@@ -16,9 +16,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+#include <system_error>
 #include <thread>
-
-extern char** environ;
 
 namespace ralph::client {
 namespace {
@@ -43,23 +42,15 @@ std::vector<std::string> remote_ralphctl(std::string_view address,
 
 // Starts ssh (`words`) with its stdin, stdout and stderr on these descriptors (-1: ralphctl's
 // own); its pid.
-pid_t spawn_ssh(const std::vector<std::string>& words, int in, int out, int err) {
-    std::vector<char*> argv;
-    for (const auto& word : words) argv.push_back(const_cast<char*>(word.c_str()));
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    ::posix_spawn_file_actions_init(&actions);
-    if (in >= 0) ::posix_spawn_file_actions_adddup2(&actions, in, STDIN_FILENO);
-    if (out >= 0) ::posix_spawn_file_actions_adddup2(&actions, out, STDOUT_FILENO);
-    if (err >= 0) ::posix_spawn_file_actions_adddup2(&actions, err, STDERR_FILENO);
-    pid_t pid = -1;
-    const int error = ::posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
-    ::posix_spawn_file_actions_destroy(&actions);
-    if (error != 0)
-        throw client_error(exit_code::unreachable,
-                           fmt::format("cannot start {}: {}", words[0], std::strerror(error)),
-                           "install OpenSSH's client, or name yours in RALPH_SSH_COMMAND");
-    return pid;
+pid_t spawn_ssh(const std::vector<std::string>& words, const child_stdio& stdio) {
+    try {
+        return spawn_process(words, stdio);
+    } catch (const std::system_error& e) {
+        throw client_error(
+            exit_code::unreachable,
+            fmt::format("cannot start {}: {}", words[0], std::strerror(e.code().value())),
+            "install OpenSSH's client, or name yours in RALPH_SSH_COMMAND");
+    }
 }
 
 }  // namespace
@@ -74,10 +65,7 @@ int run_remote_ralphctl(std::string_view address, const std::vector<std::string>
     const std::string host = parse_ssh_address(address).host;
     // Nothing to send: ssh's stdin is empty, so that it never reads ralphctl's.
     const unique_fd nothing(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-    const pid_t pid = spawn_ssh(words, nothing.get(), -1, -1);
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
+    const int status = wait_process(spawn_ssh(words, {nothing.get(), -1, -1}));
     std::string command = "ralphctl";
     for (const auto& arg : args) command += " " + arg;
     if (WIFSIGNALED(status))
@@ -111,7 +99,7 @@ ssh_dial::ssh_dial(std::string_view address, ssh_messages messages) {
         messages_.reset(pipe[0]);
         their_stderr.reset(pipe[1]);
     }
-    pid_ = spawn_ssh(words, theirs.get(), theirs.get(), their_stderr.get());
+    pid_ = spawn_ssh(words, {theirs.get(), theirs.get(), their_stderr.get()});
 }
 
 ssh_dial::~ssh_dial() {

@@ -116,6 +116,8 @@ fs::path config_file(const char* name) {
 
 fs::path default_config() { return config_file("ralphd.conf"); }
 
+fs::path default_client_config() { return config_file("ralphctl.conf"); }
+
 fs::path default_hosts_file() { return config_file("hosts"); }
 
 void make_private_directory(const fs::path& dir) {

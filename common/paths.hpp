@@ -38,6 +38,9 @@ std::filesystem::path default_database();
 // ralphd's config file: $XDG_CONFIG_HOME/ralph/ralphd.conf, else ~/.config/ralph/ralphd.conf;
 // empty when neither variable is set.
 std::filesystem::path default_config();
+// ralphctl's own settings (client/config.hpp): $XDG_CONFIG_HOME/ralph/ralphctl.conf, else
+// ~/.config/ralph/ralphctl.conf; empty when neither variable is set.
+std::filesystem::path default_client_config();
 // ralphctl's named hosts (client/hosts.hpp): $XDG_CONFIG_HOME/ralph/hosts, else
 // ~/.config/ralph/hosts; empty when neither variable is set.
 std::filesystem::path default_hosts_file();

@@ -101,22 +101,28 @@ void from_json(const nlohmann::json& j, list_request& r) {
     r.states = read_names(obj, "states", loop_state_from_string);
     read_field(obj, field_name::limit, r.limit);
     check_range(field_name::limit, r.limit, 0, max_int);
+    read_field(obj, "before", r.before);
+    check_range("before", r.before, 0, max_int);
     r.fields = read_names(obj, "fields", summary_field_from_string);
 }
 void to_json(nlohmann::json& j, const list_request& r) {
     j = nlohmann::json::object();
     if (!r.states.empty()) j["states"] = names_of(r.states);
     if (r.limit != 0) j[field_name::limit] = r.limit;
+    if (r.before != 0) j["before"] = r.before;
     if (!r.fields.empty()) j["fields"] = names_of(r.fields);
 }
 
 void from_json(const nlohmann::json& j, loop_list& r) {
     r.loops = read_or<std::vector<loop_info>>(j, "loops", {});
+    if (const auto total = j.find("total"); total != j.end() && total->is_number_integer())
+        r.total = total->get<std::int64_t>();
 }
 void to_json(nlohmann::json& j, const loop_list& r) {
     nlohmann::json loops = nlohmann::json::array();
     for (const auto& loop : r.loops) loops.push_back(summary_json(loop, r.fields));
     j = {{"loops", std::move(loops)}};
+    if (r.total) j["total"] = *r.total;
 }
 
 void from_json(const nlohmann::json& j, loop_detail& r) {
@@ -237,6 +243,38 @@ void to_json(nlohmann::json& j, const output_request& r) {
     if (r.last_lines) j[field_name::last_lines] = *r.last_lines;
 }
 
+std::string output_section(const output_origin& origin) {
+    if (origin.iteration <= 0) return {};
+    std::string section = "iteration " + std::to_string(origin.iteration);
+    if (origin.kind == attempt_kind::judge) return section + " · judge";
+    if (origin.attempt > 1) section += " · attempt " + std::to_string(origin.attempt);
+    return section;
+}
+
+namespace {
+
+// An output_origin is three members of a page or notification: "iteration", "attempt", "kind"
+// (none from a ralphd that does not say).
+output_origin origin_of(const nlohmann::json& j) {
+    output_origin origin;
+    origin.iteration = read_or<std::int64_t>(j, "iteration", 0);
+    origin.attempt = read_or<std::int64_t>(j, "attempt", 0);
+    try {
+        origin.kind = attempt_kind_from_string(read_or<std::string>(j, "kind", "work"));
+    } catch (const std::invalid_argument&) {
+        // a newer ralphd's kind of attempt: its output is shown as a worker's
+    }
+    return origin;
+}
+
+void add_origin(nlohmann::json& j, const output_origin& origin) {
+    j["iteration"] = origin.iteration;
+    j["attempt"] = origin.attempt;
+    j["kind"] = to_string(origin.kind);
+}
+
+}  // namespace
+
 void from_json(const nlohmann::json& j, output_page& r) {
     r.id = read_or<std::int64_t>(j, "id", 0);
     r.offset = read_or<std::int64_t>(j, "offset", 0);
@@ -247,6 +285,7 @@ void from_json(const nlohmann::json& j, output_page& r) {
     r.format = read_or<std::string>(j, "format", "text");
     r.state = state_or_queued(j);
     r.final = read_or<bool>(j, "final", false);
+    r.origin = origin_of(j);
 }
 void to_json(nlohmann::json& j, const output_page& r) {
     j = {{"id", r.id},
@@ -258,15 +297,22 @@ void to_json(nlohmann::json& j, const output_page& r) {
          {"format", r.format},
          {"state", to_string(r.state)},
          {"final", r.final}};
+    add_origin(j, r.origin);
 }
 
 void from_json(const nlohmann::json& j, tail_started& r) {
     r.id = read_or<std::int64_t>(j, "id", 0);
     r.offset = read_or<std::int64_t>(j, "offset", 0);
     r.state = state_or_queued(j);
+    r.stop_reason = read_or<std::string>(j, "stop_reason", "");
+    r.resume_at = time_from_json(j, "resume_at");
 }
 void to_json(nlohmann::json& j, const tail_started& r) {
-    j = {{"id", r.id}, {"offset", r.offset}, {"state", to_string(r.state)}};
+    j = {{"id", r.id},
+         {"offset", r.offset},
+         {"state", to_string(r.state)},
+         {"stop_reason", r.stop_reason},
+         {"resume_at", time_to_json(r.resume_at)}};
 }
 
 void from_json(const nlohmann::json& j, subscription& r) {
@@ -282,11 +328,13 @@ void from_json(const nlohmann::json& j, output_notification& n) {
     n.encoding = read_or<std::string>(j, "encoding", encoding::utf8);
     n.format = read_or<std::string>(j, "format", "text");
     if (j.contains("text")) n.text = j.at("text").get<std::string>();
+    n.origin = origin_of(j);
 }
 void to_json(nlohmann::json& j, const output_notification& n) {
     j = {{"id", n.id},     {"offset", n.offset},     {"length", n.length},
          {"data", n.data}, {"encoding", n.encoding}, {"format", n.format}};
     if (n.text) j["text"] = *n.text;
+    add_origin(j, n.origin);
 }
 
 void from_json(const nlohmann::json& j, state_notification& n) {
@@ -295,11 +343,13 @@ void from_json(const nlohmann::json& j, state_notification& n) {
     n.stop_reason = read_or<std::string>(j, "stop_reason", "");
     n.iterations = read_or<std::int64_t>(j, "iterations", 0);
     n.final = read_or<bool>(j, "final", false);
+    n.resume_at = time_from_json(j, "resume_at");
 }
 void to_json(nlohmann::json& j, const state_notification& n) {
     j = {{"id", n.id},
          {"state", to_string(n.state)},
          {"stop_reason", n.stop_reason},
+         {"resume_at", time_to_json(n.resume_at)},
          {"iterations", n.iterations},
          {"final", n.final}};
 }

@@ -76,6 +76,7 @@ void to_json(nlohmann::json& j, const dirty_workspace& d);
 struct list_request {
     std::vector<loop_state> states;
     std::int64_t limit = 0;
+    std::int64_t before = 0;  // only loops with a smaller id (the next page); 0 = from the newest
     std::vector<summary_field> fields;
     bool operator==(const list_request&) const = default;
 };
@@ -85,6 +86,7 @@ void to_json(nlohmann::json& j, const list_request& r);
 struct loop_list {
     std::vector<loop_info> loops;       // as summaries: only the summary fields are read or sent
     std::vector<summary_field> fields;  // the daemon sends these (all when empty); not sent
+    std::optional<std::int64_t> total = {};  // the loops in the states asked for, in all pages
     bool operator==(const loop_list&) const = default;
 };
 void from_json(const nlohmann::json& j, loop_list& r);
@@ -206,6 +208,18 @@ struct output_request {
 void from_json(const nlohmann::json& j, output_request& r);
 void to_json(nlohmann::json& j, const output_request& r);
 
+// Which attempt wrote a piece of output (iteration 0: bytes before any attempt, or a ralphd that
+// does not say): a reader draws a line where each attempt's part begins (output_section).
+struct output_origin {
+    std::int64_t iteration = 0;
+    std::int64_t attempt = 0;
+    attempt_kind kind = attempt_kind::work;
+    bool operator==(const output_origin&) const = default;
+};
+// "iteration 3", "iteration 3 · attempt 2" (a retry), "iteration 3 · judge": the name of the
+// part of a loop's output a piece belongs to; "" for an origin not known.
+std::string output_section(const output_origin& origin);
+
 struct output_page {
     std::int64_t id = 0;
     std::int64_t offset = 0;       // where `data` starts
@@ -217,7 +231,8 @@ struct output_page {
     // gemini): a page holds one attempt's bytes.
     std::string format = "text";
     loop_state state = loop_state::queued;
-    bool final = false;  // the loop has ended and this page reaches the end: nothing will follow
+    bool final = false;    // the loop has ended and this page reaches the end: nothing will follow
+    output_origin origin;  // "iteration", "attempt", "kind": the attempt that wrote `data`
     bool operator==(const output_page&) const = default;
 };
 void from_json(const nlohmann::json& j, output_page& r);
@@ -228,6 +243,9 @@ struct tail_started {
     std::int64_t id = 0;
     std::int64_t offset = 0;
     loop_state state = loop_state::queued;
+    // Why it does not run yet, and until when (a waiting loop's; 0: not known)
+    std::string stop_reason;
+    std::int64_t resume_at = 0;
     bool operator==(const tail_started&) const = default;
 };
 void from_json(const nlohmann::json& j, tail_started& r);
@@ -252,6 +270,7 @@ struct output_notification {
     // loop.tail with render: the bytes made readable as `ralphctl tail` shows them (a structured
     // stream's events, text as it is); a last notification of length 0 may carry only this.
     std::optional<std::string> text;
+    output_origin origin;  // as output_page's
     bool operator==(const output_notification&) const = default;
 };
 void from_json(const nlohmann::json& j, output_notification& n);
@@ -264,6 +283,7 @@ struct state_notification {
     std::string stop_reason;
     std::int64_t iterations = 0;
     bool final = false;
+    std::int64_t resume_at = 0;  // when a waiting loop goes on (0: not waiting, or not known)
     bool operator==(const state_notification&) const = default;
 };
 void from_json(const nlohmann::json& j, state_notification& n);

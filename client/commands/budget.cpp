@@ -21,9 +21,19 @@
 namespace ralph::client {
 namespace {
 
+// "$1.25", or a count for people ("1.2M" tokens).
 std::string format_amount(const proto::budget_use& use, double value) {
     if (use.name.find("cost") != std::string::npos) return fmt::format("${:.2f}", value);
-    return fmt::format("{}", std::int64_t(value));
+    return format_count(std::int64_t(value));
+}
+
+// How much of its limit a budget used: "60%", red when used up, yellow from 80%.
+void add_share(table& t, const proto::budget_use& use) {
+    const double share = use.limit > 0 ? 100 * use.used / use.limit : 0;
+    const colour c = use.frees_at > 0 || share >= 100 ? colour::red
+                     : share >= 80                    ? colour::yellow
+                                                      : colour::none;
+    t.add(fmt::format("{:.0f}%", share), c);
 }
 
 // The budgets of the hosts (one, or with --all-hosts every host that answered: `host` "" is
@@ -38,14 +48,18 @@ void print_budgets(const client_context& ctx,
         fmt::format_to(std::back_inserter(out),
                        "no budgets set (see `ralphctl budget set --help`)\n");
     } else {
-        table t(with_host_column(
-            with_host,
-            {{"BUDGET"}, {"OF"}, {"USED", true}, {"LIMIT", true}, {"WINDOW"}, {"FREES UP"}}));
+        table t(with_host_column(with_host, {{"BUDGET"},
+                                             {"OF"},
+                                             {"USED", true},
+                                             {"LIMIT", true},
+                                             {"USE", true},
+                                             {"WINDOW", false, table::fit::optional},
+                                             {"FREES UP"}}));
         for (const auto& host : hosts) {
             if (host.result.use.empty()) {
                 t.add(host.host);
                 t.add("none");
-                for (int i = 0; i < 5; ++i) t.add("-");
+                for (int i = 0; i < 6; ++i) t.add("-");
             }
             for (const auto& use : host.result.use) {
                 if (with_host) t.add(host.host);
@@ -54,21 +68,24 @@ void print_budgets(const client_context& ctx,
                 t.add(name);
                 t.add(use.loop_id == 0 ? std::string("all loops")
                                        : fmt::format("loop {}", use.loop_id));
-                t.add(format_amount(use, use.used), use.frees_at > 0 ? colour::red : colour::none);
+                t.add(format_amount(use, use.used));
                 t.add(format_amount(use, use.limit));
+                add_share(t, use);
                 t.add(text::format_duration(use.window_ms));
                 t.add(use.frees_at > 0 ? format_local_time(use.frees_at) : std::string("-"));
             }
         }
-        t.render(out, ctx.colour);
+        t.render(out, ctx.colour, output_columns());
     }
-    // A hold learnt from a peer (ralphd --peer) says from which host.
+    // A hold learnt from a peer (ralphd --peer) says from which host; all of it is the peer's text.
     for (const auto& host : hosts)
         for (const auto& hold : host.result.holds)
-            fmt::format_to(
-                std::back_inserter(out), "{}{}agent {} held until {} (account {}{}{}): {}\n",
-                host.host, with_host ? ": " : "", hold.agent, format_local_time(hold.until),
-                hold.account, hold.origin.empty() ? "" : ", from ", hold.origin, hold.reason);
+            fmt::format_to(std::back_inserter(out),
+                           "{}{}agent {} held until {} (account {}{}{}): {}\n", host.host,
+                           with_host ? ": " : "", escape_controls(hold.agent),
+                           format_local_time(hold.until), escape_controls(hold.account),
+                           hold.origin.empty() ? "" : ", from ", escape_controls(hold.origin),
+                           escape_controls(hold.reason));
     write_stdout(out);
 }
 
@@ -156,7 +173,7 @@ void register_budget_command(CLI::App& app, client_context& ctx) {
     options->cost_per_day =
         set->add_option("--cost-per-day", limits.cost_per_day_usd,
                         "US dollars the agents reported in any rolling 24 hours")
-            ->check(CLI::NonNegativeNumber);
+            ->check(non_negative_number());
     set->callback([&ctx, options] {
         if (ctx.all_hosts)
             throw client_error(exit_code::usage, "budget set changes one host's budgets",

@@ -3,12 +3,18 @@
 // in the context; failures are thrown as client_error and reported by main.
 #pragma once
 
+#include "client/config.hpp"
+
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
+
+namespace ralph::proto {
+struct agent_environment;
+}
 
 namespace ralph::client {
 
@@ -23,6 +29,7 @@ struct client_context {
     int exit_code = 0;         // set by the command that ran
     // --host auto: submit places its loop on the host with the most room (client/placement.hpp)
     bool place_anywhere = false;
+    client_config config;  // ralphctl.conf (client/config.hpp)
 };
 
 void register_submit_command(CLI::App& app, client_context& ctx);
@@ -47,12 +54,19 @@ void register_mcp_command(CLI::App& app, client_context& ctx);
 void register_notify_command(CLI::App& app, client_context& ctx);
 void register_web_command(CLI::App& app, client_context& ctx);
 void register_top_command(CLI::App& app, client_context& ctx);
+// Bare `ralphctl`: ralphd's header line, the loops as `list` shows them (with why they wait) and
+// where to go from there; when ralphd cannot be reached, `help` and how to start it (list.cpp).
+int run_summary(const client_context& ctx, const std::string& help);
 // Not in --help: the build writes ralphctl.1 with `ralphctl man-page`.
 void register_man_page_command(CLI::App& app, client_context& ctx);
 
 // The first non-empty line `program --version` prints (stdout or stderr) within 5 s; empty when
 // it cannot run, hangs or prints nothing (agents.cpp; also used by doctor).
 std::string program_version(const std::string& program);
+
+// An agent's environment on one line, names only: "ANTHROPIC_API_KEY; withheld: X; unset: Y"
+// ("-" when it gets nothing of its own) (agents.cpp; also used by doctor).
+std::string environment_summary(const proto::agent_environment& environment);
 
 // Where tailing starts (the daemon's default: at offset 0) and what is followed.
 struct tail_selection {
@@ -70,6 +84,10 @@ int follow_loops(const client_context& ctx, const std::vector<std::int64_t>& ids
 // Validators shared by the commands (options.cpp); a failure is a usage error (exit 2).
 // A whole number >= 0.
 CLI::Validator non_negative();
+// A number >= 0 ("0.5", "12"), and one within [min, max]: the error names the value and the
+// range as a person writes them (CLI11's own would print the largest double, 309 digits).
+CLI::Validator non_negative_number();
+CLI::Validator number_between(double min, double max);
 // A loop id: "17", or "HOST:17", loop 17 of a host of the hosts file (as `list --all-hosts`
 // prints it), whose address then replaces ctx.socket; the ids of one command name one host.
 CLI::Validator loop_id(client_context& ctx);

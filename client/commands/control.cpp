@@ -1,5 +1,6 @@
 // `ralphctl cancel ID`, `pause ID`, `resume ID` (loop.cancel, loop.pause, loop.resume): each
-// prints the state the loop is in now; with --json {"loop": {...}}. A running loop stays
+// says what it did and what the loop was ("cancelled loop 4 (was running; its agent is being
+// stopped)"); with --json {"loop": {...}}, the loop as it is now. A running loop stays
 // `running` until its agent has ended, then becomes cancelled or paused. And `ralphctl merge ID`
 // and `pr ID` (loop.merge, loop.pr): print what came of landing the loop's branch, exit 1 unless
 // it landed; with --json {"loop": {...}, "landed": BOOL}.
@@ -17,19 +18,37 @@
 namespace ralph::client {
 namespace {
 
+// What cancel, pause and resume did: `done` ("cancelled"), and the loop's state before.
 template <typename Method>
-int run_control(const client_context& ctx, std::int64_t id) {
-    const proto::loop_info loop = connection(ctx.socket).call<Method>({id});
+int run_control(const client_context& ctx, std::int64_t id, std::string_view done) {
+    connection daemon(ctx.socket);
+    const proto::loop_state before = daemon.call<proto::method::loop_get>({id}).loop.state;
+    const proto::loop_info loop = daemon.call<Method>({id});
     if (ctx.json) {
         print_json({{"loop", loop}});
         return exit_code::ok;
     }
     fmt::memory_buffer out;
-    fmt::format_to(std::back_inserter(out), "loop {} ", id);
-    append_coloured(out, proto::to_string(loop.state), state_colour(loop.state), ctx.colour);
-    out.push_back('\n');
+    fmt::format_to(std::back_inserter(out), "{} loop {} (was ", done, id);
+    append_coloured(out, proto::to_string(before), state_colour(before), ctx.colour);
+    // A running agent is ended first: the loop is still running until it has.
+    if (loop.state == proto::loop_state::running)
+        out.append(std::string_view("; its agent is being stopped"));
+    else if (loop.state != proto::loop_state::cancelled && loop.state != proto::loop_state::paused)
+        fmt::format_to(std::back_inserter(out), "; now {}", proto::to_string(loop.state));
+    out.append(std::string_view(")\n"));
     write_stdout(out);
     return exit_code::ok;
+}
+
+int run_cancel(const client_context& ctx, std::int64_t id) {
+    return run_control<proto::method::loop_cancel>(ctx, id, "cancelled");
+}
+int run_pause(const client_context& ctx, std::int64_t id) {
+    return run_control<proto::method::loop_pause>(ctx, id, "paused");
+}
+int run_resume(const client_context& ctx, std::int64_t id) {
+    return run_control<proto::method::loop_resume>(ctx, id, "resumed");
 }
 
 // Method: loop_merge or loop_pr. Exit 1 unless it landed.
@@ -39,7 +58,7 @@ int run_landing(const client_context& ctx, std::int64_t id) {
     if (ctx.json)
         print_json(result);
     else
-        fmt::print("loop {}: {}\n", id, result.loop.landing);
+        fmt::print("loop {}: {}\n", id, escape_controls(result.loop.landing));
     return result.landed ? exit_code::ok : exit_code::failure;
 }
 
@@ -58,13 +77,11 @@ void add_id_command(CLI::App& app, client_context& ctx, const char* name, const 
 
 void register_control_commands(CLI::App& app, client_context& ctx) {
     using namespace proto::method;
-    add_id_command(app, ctx, "cancel", "Cancel a loop (a running agent is stopped)",
-                   run_control<loop_cancel>);
+    add_id_command(app, ctx, "cancel", "Cancel a loop (a running agent is stopped)", run_cancel);
     add_id_command(app, ctx, "pause",
                    "Pause a loop (a running agent is stopped; its iteration counts as done)",
-                   run_control<loop_pause>);
-    add_id_command(app, ctx, "resume", "Put a paused loop back in the queue",
-                   run_control<loop_resume>);
+                   run_pause);
+    add_id_command(app, ctx, "resume", "Put a paused loop back in the queue", run_resume);
     add_id_command(app, ctx, "merge",
                    "Merge the branch of a --worktree loop that ended into the branch it started "
                    "from",

@@ -201,10 +201,24 @@ void check_agents(const client_context& ctx, std::vector<check_result>& results)
             continue;
         }
         const std::string version = program_version(agent.path);
-        results.push_back(
-            {check, "ok",
-             fmt::format("{} ({})", agent.path, version.empty() ? "no version printed" : version),
-             ""});
+        const std::string found = fmt::format("{} ({}); gets {}", agent.path,
+                                              version.empty() ? "no version printed" : version,
+                                              environment_summary(agent.environment));
+        // Its configuration names variables it will not get: its first attempt would fail.
+        if (!agent.environment.withheld.empty() || !agent.environment.unset.empty()) {
+            std::string fix;
+            for (const auto& name : agent.environment.withheld)
+                fix += (fix.empty() ? "" : " ") + std::string("--env-policy +") + name;
+            if (!fix.empty()) fix = "start ralphd with " + fix;
+            if (!agent.environment.unset.empty())
+                fix += (fix.empty() ? "" : "; ") +
+                       std::string(
+                           "set the unset ones in ralphd's environment, or give them to "
+                           "the loop with submit --env NAME=…");
+            results.push_back({check, "warn", found, fix});
+            continue;
+        }
+        results.push_back({check, "ok", found, ""});
     }
 }
 
@@ -237,17 +251,22 @@ int run_doctor(const client_context& ctx) {
         print_json({{"checks", std::move(checks)}, {"ok", !failed}});
         return failed ? exit_code::failure : exit_code::ok;
     }
-    table rows({{"STATUS"}, {"CHECK"}, {"DETAIL"}});
+    table rows({{"STATUS"}, {"CHECK"}, {"DETAIL", false, table::fit::cut_end}});
     for (const auto& result : results) {
         const colour c = result.status == "ok"     ? colour::green
                          : result.status == "warn" ? colour::yellow
                                                    : colour::red;
         rows.add(result.status, c);
         rows.add(result.check);
-        rows.add(result.fix.empty() ? result.detail : result.detail + "; fix: " + result.fix);
+        rows.add(result.detail);
     }
     fmt::memory_buffer out;
-    rows.render(out, ctx.colour);
+    rows.render(out, ctx.colour, output_columns());
+    // The fixes whole, below the table, however narrow the terminal.
+    for (const auto& result : results)
+        if (!result.fix.empty())
+            fmt::format_to(std::back_inserter(out), "fix {}: {}\n", result.check,
+                           escape_controls(result.fix));
     write_stdout(out);
     return failed ? exit_code::failure : exit_code::ok;
 }

@@ -59,12 +59,12 @@ int run_hosts(const client_context& ctx) {
         return all.exit_code();
     }
     table rows({{"HOST"},
-                {"ADDRESS"},
+                {"ADDRESS", false, table::fit::cut_end},
                 {"STATE"},
-                {"VERSION"},
+                {"VERSION", false, table::fit::optional},
                 {"SCHEDULER"},
                 {"RUNNING", true},
-                {"AGENTS"}});
+                {"AGENTS", false, table::fit::cut_end}});
     for (std::size_t i = 0; i < hosts.size(); ++i) {
         rows.add(hosts[i].name);
         rows.add(hosts[i].address);
@@ -84,7 +84,7 @@ int run_hosts(const client_context& ctx) {
         }
     }
     fmt::memory_buffer out;
-    rows.render(out, ctx.colour);
+    rows.render(out, ctx.colour, output_columns());
     write_stdout(out);
     return all.exit_code();
 }

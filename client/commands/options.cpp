@@ -9,6 +9,8 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <cmath>
+#include <optional>
 #include <stdexcept>
 
 namespace ralph::client {
@@ -23,6 +25,40 @@ CLI::Validator non_negative() {
             return {};
         },
         "N>=0");
+}
+
+namespace {
+
+// `value` as a finite number, or nullopt.
+std::optional<double> number_of(const std::string& value) {
+    double number = 0;
+    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), number);
+    if (ec != std::errc() || end != value.data() + value.size() || !std::isfinite(number))
+        return std::nullopt;
+    return number;
+}
+
+}  // namespace
+
+CLI::Validator non_negative_number() {
+    return CLI::Validator(
+        [](std::string& value) -> std::string {
+            const auto number = number_of(value);
+            if (!number || *number < 0) return fmt::format("'{}' is not a number >= 0", value);
+            return {};
+        },
+        "NUMBER>=0");
+}
+
+CLI::Validator number_between(double min, double max) {
+    return CLI::Validator(
+        [min, max](std::string& value) -> std::string {
+            const auto number = number_of(value);
+            if (!number || *number < min || *number > max)
+                return fmt::format("'{}' is not a number from {} to {}", value, min, max);
+            return {};
+        },
+        fmt::format("{}..{}", min, max));
 }
 
 CLI::Validator loop_id(client_context& ctx) {

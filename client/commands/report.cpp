@@ -67,11 +67,11 @@ struct report_rows {
 
 void append_table(fmt::memory_buffer& out, const report_rows& report, bool use_colour) {
     table rows(with_host_column(!report.hosts.empty(), {id_column(!report.hosts.empty()),
-                                                        {"NAME"},
+                                                        {"NAME", false, table::fit::cut_end},
                                                         {"STATE"},
                                                         {"ITER", true},
-                                                        {"TOTAL", true},
-                                                        {"COMMITS", true},
+                                                        {"TOTAL", true, table::fit::optional},
+                                                        {"COMMITS", true, table::fit::optional},
                                                         {"CHANGES", true},
                                                         {"TOKENS IN/OUT", true},
                                                         {"COST", true},
@@ -89,11 +89,12 @@ void append_table(fmt::memory_buffer& out, const report_rows& report, bool use_c
             rows.add_format("{}/{}", loop.iterations_total, loop.max_iterations);
         rows.add_format("{}", a.commits);
         rows.add(describe_changes(a));
-        rows.add_format("{}/{}", a.usage.input_tokens, a.usage.output_tokens);
+        rows.add_format("{}/{}", format_count(a.usage.input_tokens),
+                        format_count(a.usage.output_tokens));
         rows.add(describe_cost(a.usage));
         rows.add(loop.started_at == 0 ? std::string("-") : text::format_duration(loop.duration_ms));
     }
-    rows.render(out, use_colour);
+    rows.render(out, use_colour, output_columns());
 }
 
 // Under the table, what a row cannot say: why the loop stopped, where its commits are, what
@@ -105,15 +106,16 @@ void append_details(fmt::memory_buffer& out, const report_rows& report) {
         const std::string_view host = report.host(i);
         fmt::format_to(std::back_inserter(out), "\n{} {}: {}\n",
                        host.empty() ? fmt::format("{}", loop.id) : qualified_id(host, loop.id),
-                       loop.name,
+                       escape_controls(loop.name),
                        loop.stop_reason.empty() ? std::string(proto::to_string(loop.state))
-                                                : loop.stop_reason);
+                                                : escape_controls(loop.stop_reason));
+        const std::string workspace = escape_controls(shorten_home(loop.workspace));
         if (a.commits > 0 && !loop.head_before.empty() && !loop.head_after.empty())
-            fmt::format_to(std::back_inserter(out), "    git -C {} log {}..{}\n",
-                           shorten_home(loop.workspace), short_head(loop.head_before),
-                           short_head(loop.head_after));
+            fmt::format_to(std::back_inserter(out), "    git -C {} log {}..{}\n", workspace,
+                           escape_controls(short_head(loop.head_before)),
+                           escape_controls(short_head(loop.head_after)));
         else
-            fmt::format_to(std::back_inserter(out), "    in {}\n", shorten_home(loop.workspace));
+            fmt::format_to(std::back_inserter(out), "    in {}\n", workspace);
         if (a.by_agent.size() > 1)
             fmt::format_to(std::back_inserter(out), "    by agent: {}\n",
                            describe_by_agent(a.by_agent));

@@ -71,7 +71,7 @@ void register_scheduler_command(CLI::App& app, client_context& ctx) {
         cmd->add_subcommand("set", "Change the scheduler's settings (kept across restarts)");
     options->max_concurrent_option =
         set->add_option("--max-concurrent", options->max_concurrent, "Loops running at once")
-            ->check(CLI::Range(std::int64_t(1), std::int64_t(1000)));
+            ->check(number_between(1, 1000));
     options->window_option =
         set->add_option("--window", options->window,
                         "Daily time window when loops may run, local time HH:MM-HH:MM (e.g. "

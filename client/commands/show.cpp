@@ -69,15 +69,19 @@ void append_time(fmt::memory_buffer& out, std::string_view key, std::int64_t at,
     append_field(out, key, fmt::format("{} ({})", format_local_time(at), relative));
 }
 
+// `why`: why it does not run now, and until when (describe_wait), or "".
 void append_loop(fmt::memory_buffer& out, const proto::loop_info& loop,
                  const proto::agent_info& agent, const std::vector<proto::attempt_info>& attempts,
-                 bool use_colour) {
+                 const std::string& why, bool use_colour) {
     const auto& spec = loop.spec;
     const std::int64_t now = text::now_ms();
     append_field(out, "id", fmt::format("{}", loop.id));
     if (!spec.name.empty()) append_field(out, "name", spec.name);
     append_field(out, "state", proto::to_string(loop.state), state_colour(loop.state), use_colour);
-    if (!loop.stop_reason.empty()) append_field(out, "stop reason", loop.stop_reason);
+    if (!why.empty())
+        append_field(out, "waits", why, colour::yellow, use_colour);
+    else if (!loop.stop_reason.empty())
+        append_field(out, "stop reason", loop.stop_reason);
     append_field(out, "workspace", spec.workspace);
     if (!spec.worktree_path.empty())
         append_field(
@@ -155,29 +159,28 @@ void append_loop(fmt::memory_buffer& out, const proto::loop_info& loop,
     append_time(out, "created", loop.created_at, now);
     append_time(out, "started", loop.started_at, now);
     append_time(out, "finished", loop.finished_at, now);
-    if (loop.state == proto::loop_state::waiting) append_time(out, "resumes", loop.resume_at, now);
     append_field(out, "output", fmt::format("{} bytes", loop.output_bytes));
 }
 
 void append_attempts(fmt::memory_buffer& out, const std::vector<proto::attempt_info>& attempts,
                      bool use_colour) {
-    table rows({{"ITER", true},
-                {"ATTEMPT", true},
-                {"AGENT"},
-                {"START"},
-                {"DURATION", true},
+    // "#" is ITERATION.ATTEMPT. What a narrow terminal leaves out first: the bytes of output, the
+    // tool calls, the exit status, the start.
+    table rows({{"#", true},
+                {"AGENT", false, table::fit::cut_end},
+                {"START", false, table::fit::optional},
+                {"TIME", true},
                 {"TERMINATION"},
-                {"EXIT", true},
-                {"FAILURE"},
+                {"EXIT", true, table::fit::optional},
+                {"FAILURE", false, table::fit::cut_end},
                 {"TOKENS", true},
                 {"COST", true},
-                {"TOOLS", true},
-                {"CHANGES", true},
-                {"OUTPUT", true}});
+                {"TOOLS", true, table::fit::optional},
+                {"CHANGES", true, table::fit::cut_end},
+                {"OUTPUT", true, table::fit::optional}});
     const std::int64_t now = text::now_ms();
     for (const auto& attempt : attempts) {
-        rows.add_format("{}", attempt.iteration);
-        rows.add_format("{}", attempt.attempt);
+        rows.add_format("{}.{}", attempt.iteration, attempt.attempt);
         rows.add(attempt.kind == proto::attempt_kind::judge ? "judge " + attempt.agent
                                                             : attempt.agent);
         rows.add(format_local_time(attempt.started_at));
@@ -196,7 +199,8 @@ void append_attempts(fmt::memory_buffer& out, const std::vector<proto::attempt_i
         rows.add(attempt.failure == proto::failure_class::none
                      ? std::string("-")
                      : std::string(proto::to_string(attempt.failure)));
-        rows.add_format("{}/{}", attempt.usage.input_tokens, attempt.usage.output_tokens);
+        rows.add_format("{}/{}", format_count(attempt.usage.input_tokens),
+                        format_count(attempt.usage.output_tokens));
         if (attempt.usage.cost_usd)
             rows.add_format("${:.4f}", *attempt.usage.cost_usd);
         else
@@ -207,27 +211,28 @@ void append_attempts(fmt::memory_buffer& out, const std::vector<proto::attempt_i
         else
             rows.add_format("{} files +{} -{}", attempt.files_changed, attempt.insertions,
                             attempt.deletions);
-        rows.add_format("{}", attempt.output_end - attempt.output_start);
+        rows.add(format_bytes(attempt.output_end - attempt.output_start));
     }
-    rows.render(out, use_colour);
+    rows.render(out, use_colour, output_columns());
     // What each attempt ended with: its summary, or why it failed; the agent's feedback; a
     // failed --verify.
     for (const auto& attempt : attempts) {
         const std::string& said = attempt.error.empty() ? attempt.summary : attempt.error;
         if (!said.empty())
             fmt::format_to(std::back_inserter(out), "  {}.{}: {}\n", attempt.iteration,
-                           attempt.attempt, said);
+                           attempt.attempt, escape_controls(said));
         if (const auto& feedback = attempt.feedback) {
             const std::string score =
                 feedback->score ? fmt::format("{}/10 ", *feedback->score) : std::string();
             fmt::format_to(std::back_inserter(out), "       feedback {}{}\n", score,
-                           feedback->summary);
+                           escape_controls(feedback->summary));
             if (const std::string& next = feedback->next_steps; !next.empty())
                 fmt::format_to(std::back_inserter(out), "       next steps: {}\n",
-                               next.substr(0, next.find('\n')));
+                               escape_controls(next.substr(0, next.find('\n'))));
         }
         if (const std::string verdict = describe_verdict(attempt); !verdict.empty())
-            fmt::format_to(std::back_inserter(out), "       verdict {}\n", verdict);
+            fmt::format_to(std::back_inserter(out), "       verdict {}\n",
+                           escape_controls(verdict));
         if (attempt.verify_exit && *attempt.verify_exit != 0)
             fmt::format_to(std::back_inserter(out), "       --verify exited {}\n",
                            *attempt.verify_exit);
@@ -243,8 +248,8 @@ void append_events(fmt::memory_buffer& out, const std::vector<proto::event_info>
         }
         std::string_view text = e.text;
         text = text.substr(0, text.find('\n'));
-        fmt::format_to(std::back_inserter(out), "  {:<12} {}{}{}\n", e.kind, e.tool,
-                       e.tool.empty() ? "" : " ", text);
+        fmt::format_to(std::back_inserter(out), "  {:<12} {}{}{}\n", e.kind,
+                       escape_controls(e.tool), e.tool.empty() ? "" : " ", escape_controls(text));
     }
 }
 
@@ -273,8 +278,20 @@ int run_show(const client_context& ctx, std::int64_t id, bool with_events) {
         print_json(std::move(doc));
         return exit_code::ok;
     }
+    // A queued loop's cause is the queue's: the scheduler and the loops that run.
+    std::string why;
+    if (loop.loop.state == proto::loop_state::queued) {
+        const auto scheduler = daemon.call<proto::method::scheduler_get>({});
+        proto::list_request running;
+        running.states = {proto::loop_state::running};
+        const auto loops = daemon.call<proto::method::loop_list>(running).loops;
+        const queue_view queue{scheduler, loops};
+        why = describe_wait(loop.loop, &queue, text::now_ms());
+    } else {
+        why = describe_wait(loop.loop, nullptr, text::now_ms());
+    }
     fmt::memory_buffer out;
-    append_loop(out, loop.loop, loop.agent, attempts, ctx.colour);
+    append_loop(out, loop.loop, loop.agent, attempts, why, ctx.colour);
     if (!attempts.empty()) {
         out.push_back('\n');
         append_attempts(out, attempts, ctx.colour);

@@ -29,6 +29,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -41,6 +42,8 @@ namespace {
 
 struct submit_options {
     proto::submit_params spec;
+    const CLI::Option* agent = nullptr;  // --agent, to know whether it was given
+    const CLI::Option* model = nullptr;
     std::vector<std::string> env;  // K=V, or K: ralphctl's own value
     std::string env_file;          // K=V (or K) lines
     std::string notify_file;       // webhook URLs, one a line
@@ -59,11 +62,12 @@ std::string absolute_path(const std::string& path) {
 
 // The refusal's message, then the changes it lists (`git status --porcelain` lines), indented.
 std::string describe_dirty(const daemon_error& refusal) {
-    std::string text = refusal.what();
+    std::string text = escape_controls(refusal.what());
     const auto dirty = refusal.data<proto::dirty_workspace>();
     if (dirty.changes.empty()) return text;
     text += ":";
-    for (const auto& change : dirty.changes) text += "\n  " + change;
+    // File names are the repository's: any byte but '/' and NUL.
+    for (const auto& change : dirty.changes) text += "\n  " + escape_controls(change);
     return text;
 }
 
@@ -77,6 +81,63 @@ bool confirm_dirty(const std::string& changes) {
     return answer == "y" || answer == "Y" || answer == "yes";
 }
 
+// The agent CLIs a loop runs on when the submit names none (no --agent, --command or
+// ralphctl.conf's agent): the first of these that ralphd finds on its PATH.
+const std::vector<std::string> preferred_agents{"claude",   "codex", "gemini",
+                                                "opencode", "aider", "kiro"};
+
+// Chooses the loop's agent when --agent was not given: `command` for --command, else
+// ralphctl.conf's (with its model), else the first preferred agent the ralphd at `address` finds.
+// Returns where the choice came from, for the submitted line ("" when there is nothing to say).
+std::string choose_agent(const std::string& address, submit_options& options,
+                         const client_config& config) {
+    auto& spec = options.spec;
+    if (options.agent->count() > 0 || !spec.command.empty()) {
+        if (spec.agent == config.agent && options.model->count() == 0) spec.model = config.model;
+        return {};
+    }
+    if (!config.agent.empty()) {
+        spec.agent = config.agent;
+        if (options.model->count() == 0) spec.model = config.model;
+        return "set in " + shorten_home(config.path.string());
+    }
+    const auto agents = connection(address).call<proto::method::agents_list>({}).agents;
+    for (const auto& preferred : preferred_agents) {
+        for (const auto& agent : agents) {
+            if (agent.name != preferred || agent.path.empty()) continue;
+            spec.agent = agent.name;
+            return "the first agent CLI ralphd finds on its PATH; choose one with --agent, or "
+                   "agent = NAME in ~/.config/ralph/ralphctl.conf";
+        }
+    }
+    throw client_error(
+        exit_code::usage,
+        fmt::format("no --agent given, and ralphd finds none of {} on its PATH",
+                    text::join_words(preferred_agents, ", ")),
+        "install one, or name the agent: --agent NAME (ralphctl agents lists them), or agent = "
+        "NAME in ~/.config/ralph/ralphctl.conf; --command 'PROGRAM {prompt}' runs any program");
+}
+
+// ralphd refused an agent: when one of those the submit names is not an agent of ralphd's at all
+// (a typo), a usage error that says which it probably meant.
+void explain_unknown_agent(connection& daemon, const daemon_error& refusal,
+                           const proto::submit_params& spec) {
+    std::vector<std::string> known;
+    for (const auto& agent : daemon.call<proto::method::agents_list>({}).agents)
+        known.push_back(agent.name);
+    std::vector<std::string> named{spec.agent, spec.judge};
+    for (const auto& fallback : spec.fallback)
+        named.push_back(fallback.substr(0, fallback.find(':')));
+    for (const auto& name : named) {
+        if (name.empty() || std::find(known.begin(), known.end(), name) != known.end()) continue;
+        const std::string meant = closest_word(name, known);
+        throw client_error(
+            exit_code::usage, refusal.what(),
+            (meant.empty() ? std::string() : fmt::format("did you mean '{}'? ", meant)) +
+                "ralphctl agents lists them");
+    }
+}
+
 // loop.submit; when the daemon refuses the workspace's uncommitted changes, the user may start
 // anyway (allow_dirty).
 proto::submit_result submit(connection& daemon, proto::submit_params& spec) {
@@ -84,6 +145,8 @@ proto::submit_result submit(connection& daemon, proto::submit_params& spec) {
     try {
         return daemon.call<loop_submit>(spec);
     } catch (const daemon_error& refusal) {
+        if (refusal.kind() == proto::error_kind::agent_unavailable)
+            explain_unknown_agent(daemon, refusal, spec);
         if (refusal.kind() != proto::error_kind::workspace_dirty) throw;
         const std::string changes = describe_dirty(refusal);
         if (!confirm_dirty(changes))
@@ -206,7 +269,7 @@ void warn_if_held(const placement& where, std::int64_t loop_id) {
     fmt::print(stderr,
                "ralphctl: warning: no host that accepted the loop starts loops now: loop {}:{} "
                "waits on {} ({})\n",
-               name, loop_id, name, room.scheduler_held_reason);
+               name, loop_id, name, escape_controls(room.scheduler_held_reason));
 }
 
 // NAME=VALUE, or NAME alone (its value in ralphctl's environment); "" when it is one of them.
@@ -272,6 +335,9 @@ int run_submit(const client_context& ctx, submit_options& options) {
     spec.pr_remote = options.pr == "true" ? proto::default_pr_remote : options.pr;
 
     client_context target = ctx;  // the daemon that gets the loop
+    // With --host auto, the agent is chosen by what this machine's ralphd finds.
+    const std::string agent_chosen =
+        choose_agent(ctx.place_anywhere ? ctx.local_socket : ctx.socket, options, ctx.config);
     std::optional<placement> placed;
     if (ctx.place_anywhere) {
         placed = place(ctx, spec);
@@ -282,7 +348,7 @@ int run_submit(const client_context& ctx, submit_options& options) {
     const proto::loop_info& loop = submitted.loop;
     // What the daemon wants the user to know (e.g. changes left behind by --worktree).
     for (const auto& warning : submitted.warnings)
-        fmt::print(stderr, "ralphctl: warning: {}\n", warning);
+        fmt::print(stderr, "ralphctl: warning: {}\n", escape_controls(warning, line_breaks::kept));
     if (placed && submitted.created) warn_if_held(*placed, loop.id);
     if (ctx.json) {
         nlohmann::json out{
@@ -299,10 +365,16 @@ int run_submit(const client_context& ctx, submit_options& options) {
             placed ? fmt::format("{}:{}", placed->hosts[placed->chosen].name, loop.id)
                    : std::to_string(loop.id);
         // With --follow, stdout is for the loop's output.
-        fmt::print(options.follow ? stderr : stdout, "submitted loop {}{} in {}{}\n", id,
-                   loop.spec.name.empty() ? "" : fmt::format(" ({})", loop.spec.name),
-                   loop.spec.workspace,
-                   branch.empty() ? "" : fmt::format(" (a new worktree, branch {})", branch));
+        fmt::print(
+            options.follow ? stderr : stdout, "submitted loop {}{} in {}{}{}\n", id,
+            loop.spec.name.empty() ? "" : fmt::format(" ({})", escape_controls(loop.spec.name)),
+            escape_controls(loop.spec.workspace),
+            branch.empty() ? ""
+                           : fmt::format(" (a new worktree, branch {})", escape_controls(branch)),
+            agent_chosen.empty()
+                ? ""
+                : fmt::format(" with {}{} ({})", loop.spec.agent,
+                              loop.spec.model.empty() ? "" : " " + loop.spec.model, agent_chosen));
         std::fflush(stdout);
     }
     if (!options.follow && !options.wait) return exit_code::ok;
@@ -327,6 +399,12 @@ CLI::Validator on_this_machine(const client_context& ctx, const CLI::Validator& 
 void register_submit_command(CLI::App& app, client_context& ctx) {
     auto options = std::make_shared<submit_options>();
     auto& spec = options->spec;
+    // ralphctl.conf's limits are the options' defaults (--help shows them).
+    const client_config& config = ctx.config;
+    spec.max_iterations = config.max_iterations.value_or(spec.max_iterations);
+    spec.timeout_s = config.timeout_s.value_or(spec.timeout_s);
+    spec.max_cost_usd = config.max_cost_usd.value_or(spec.max_cost_usd);
+    spec.max_tokens = config.max_tokens.value_or(spec.max_tokens);
     auto* cmd = app.add_subcommand(
         "submit", "Submit a new loop (with --host auto: to the host with the most room)");
     // Sections of --help. (CLI11 also compares a new option's names with those of its own
@@ -343,14 +421,18 @@ void register_submit_command(CLI::App& app, client_context& ctx) {
                     "File holding the prompt, re-read at every iteration")
         ->check(on_this_machine(ctx, CLI::ExistingFile))
         ->excludes(prompt);
-    cmd->add_option("--agent", spec.agent,
-                    "claude, codex, opencode, gemini, aider, kiro, command (any program, see "
-                    "--command) or demo (the bundled demo agent)")
-        ->capture_default_str();
+    options->agent = cmd->add_option(
+        "--agent", spec.agent,
+        "claude, codex, opencode, gemini, aider, kiro, command (any program, see --command) or "
+        "demo (the bundled demo agent); default: command with --command, else agent in "
+        "ralphctl.conf, else the first of claude, codex, gemini, opencode, aider, kiro that "
+        "ralphd finds");
     cmd->add_option("--command", spec.command,
                     "Argv template for --agent command; {prompt} and {prompt_file} are "
                     "replaced, nothing goes through a shell");
-    cmd->add_option("--model", spec.model, "Model passed to the agent");
+    options->model = cmd->add_option(
+        "--model", spec.model,
+        "Model passed to the agent (default: model in ralphctl.conf, with its agent)");
     cmd->add_option("--fallback", spec.fallback,
                     "AGENT[:MODEL] an iteration runs on while a usage limit holds the agents "
                     "before it (repeatable, in order; back to --agent once its limit resets)")
@@ -433,7 +515,7 @@ void register_submit_command(CLI::App& app, client_context& ctx) {
     completion
         ->add_option("--judge-max-rejections", spec.judge_max_rejections,
                      "Rejections after which the loop ends stalled")
-        ->check(CLI::PositiveNumber)
+        ->check(number_between(1, double(proto::max_count)))
         ->capture_default_str();
     git->add_flag("--commit", spec.commit, "Commit each iteration's work (git workspaces)");
     git->add_flag("--allow-dirty", spec.allow_dirty,
@@ -506,7 +588,7 @@ void register_submit_command(CLI::App& app, client_context& ctx) {
     budgets
         ->add_option("--max-cost", spec.max_cost_usd,
                      "End the loop as exhausted once its agents reported this many US dollars")
-        ->check(CLI::NonNegativeNumber);
+        ->check(non_negative_number());
     cmd->add_option("--workspace", spec.workspace,
                     "Directory the agent works in (default: .), on the daemon's machine")
         ->check(on_this_machine(ctx, CLI::ExistingDirectory));

@@ -6,7 +6,7 @@
 // messages (the "binary" encoding: no base64 to make and undo, a quarter less through ssh), so
 // the bytes written are exactly those the agent wrote.
 // A structured agent stream (claude, codex, opencode, gemini JSON lines) is rendered readably
-// through common/agent_stream — assistant text, "● tool input", "  ⎿ result", "✗ error" — unless
+// through common/agent_stream — assistant text, "● tool input", "  └ result", "✗ error" — unless
 // --raw; plain-text agents' bytes are printed as they are. Each page and notification says the
 // format of the attempt that wrote it, so a judge or fallback of another CLI renders too.
 // Several loops: every line is prefixed with "[id] ", and a loop's partial line is held back
@@ -23,6 +23,7 @@
 #include "client/output.hpp"
 #include "common/agent_stream/agent_stream.hpp"
 #include "common/ssh_command.hpp"
+#include "common/text.hpp"
 #include "proto/methods.hpp"
 #include "proto/types.hpp"
 
@@ -44,22 +45,29 @@ namespace {
 constexpr std::int64_t max_page_bytes = 4 << 20;
 
 // Writes one loop's output to stdout, with a "[id] " prefix on every line when `prefixed`;
-// rendered readably when `rendered` (each attempt's bytes by the format they come with).
+// rendered readably when `rendered` (each attempt's bytes by the format they come with), its
+// control characters escaped (escape_controls; a character cut between two pieces waits for
+// its end). --raw writes the bytes as they are.
 class output_writer {
   public:
     output_writer(std::int64_t id, bool prefixed, bool rendered)
         : prefix_(prefixed ? fmt::format("[{}] ", id) : std::string()), rendered_(rendered) {}
 
-    void write(std::string_view bytes, std::string_view format) {
+    // `origin`: the attempt that wrote them; where the next begins, a line says which it is.
+    void write(std::string_view bytes, std::string_view format,
+               const proto::output_origin& origin) {
         if (rendered_)
-            write_bytes(renderer_.render(bytes, format));
+            write_safely(renderer_.render(bytes, format, proto::output_section(origin)));
         else
             write_bytes(bytes);
     }
 
     // The loop has ended: a last line without a newline gets one.
     void finish() {
-        if (rendered_) write_bytes(renderer_.finish());
+        if (rendered_) {
+            write_safely(renderer_.finish());
+            write_bytes(escape_controls(std::exchange(held_, {}), line_breaks::kept));
+        }
         if (pending_.empty()) return;
         pending_.push_back('\n');
         std::fwrite(prefix_.data(), 1, prefix_.size(), stdout);
@@ -71,6 +79,15 @@ class output_writer {
     bool at_line_start() const { return at_line_start_; }
 
   private:
+    void write_safely(std::string rendered) {
+        held_ += rendered;
+        std::size_t whole = text::utf8_complete_prefix(held_);
+        // A CR may be the first half of a CRLF.
+        if (whole > 0 && held_[whole - 1] == '\r') --whole;
+        write_bytes(escape_controls(std::string_view(held_).substr(0, whole), line_breaks::kept));
+        held_.erase(0, whole);
+    }
+
     void write_bytes(std::string_view bytes) {
         if (prefix_.empty()) {
             std::fwrite(bytes.data(), 1, bytes.size(), stdout);
@@ -90,6 +107,7 @@ class output_writer {
     std::string prefix_;
     bool rendered_;
     agent_stream::output_renderer renderer_;
+    std::string held_;  // rendered bytes that end inside a character
     std::string pending_;
     bool at_line_start_ = true;
 };
@@ -165,9 +183,10 @@ void print_persisted(const client_context& ctx, const std::vector<std::int64_t>&
                     print_event(proto::notification::loop_output,
                                 proto::output_notification{
                                     id, page.offset, page.next_offset - page.offset, page.data,
-                                    page.encoding, page.format, std::nullopt});
+                                    page.encoding, page.format, std::nullopt, page.origin});
                 else
-                    writer.write(proto::decode_output(page.data, page.encoding), page.format);
+                    writer.write(proto::decode_output(page.data, page.encoding), page.format,
+                                 page.origin);
             }
             if (page.final || page.next_offset >= *end || page.next_offset == page.offset) break;
             request.offset = page.next_offset;
@@ -181,7 +200,20 @@ void print_persisted(const client_context& ctx, const std::vector<std::int64_t>&
 std::string summary(const proto::state_notification& state) {
     return fmt::format("loop {} {}{}{} after {} iteration{}", state.id,
                        proto::to_string(state.state), state.stop_reason.empty() ? "" : ": ",
-                       state.stop_reason, state.iterations, state.iterations == 1 ? "" : "s");
+                       escape_controls(state.stop_reason), state.iterations,
+                       state.iterations == 1 ? "" : "s");
+}
+
+// Waits shorter than this are not said while following (the delay between iterations, a
+// retry's backoff).
+constexpr std::int64_t noticed_wait_ms = 60 * 1000;
+
+// "ralphctl: loop 4 is waiting until 14:05 (in 42 min): waiting for …; following it", on stderr.
+void say_waiting(std::int64_t id, const proto::loop_info& loop) {
+    const std::string why = describe_wait(loop, nullptr, text::now_ms());
+    fmt::print(stderr, "ralphctl: loop {} is {}{}{}; its output follows when it runs\n", id,
+               proto::to_string(loop.state),
+               why.empty() ? "" : (why.starts_with("until ") ? " " : ": "), escape_controls(why));
 }
 
 // A loop followed by follow_loops.
@@ -315,9 +347,13 @@ int follow_loops(const client_context& ctx, const std::vector<std::int64_t>& ids
             }
             if (started.state == proto::loop_state::queued ||
                 started.state == proto::loop_state::waiting ||
-                started.state == proto::loop_state::paused)
-                fmt::print(stderr, "ralphctl: loop {} is {}; waiting for it to run\n", started.id,
-                           proto::to_string(started.state));
+                started.state == proto::loop_state::paused) {
+                proto::loop_info loop;
+                loop.state = started.state;
+                loop.stop_reason = started.stop_reason;
+                loop.resume_at = started.resume_at;
+                say_waiting(started.id, loop);
+            }
             continue;
         }
         const nlohmann::json& params = message.at("params");
@@ -341,7 +377,7 @@ int follow_loops(const client_context& ctx, const std::vector<std::int64_t>& ids
                                                "in a loop.output notification of length {}",
                                                ctx.socket, bytes.size(), output.id, output.length));
             }
-            loop->second.writer.write(bytes, output.format);
+            loop->second.writer.write(bytes, output.format, output.origin);
             std::fflush(stdout);
         } else if (*method == proto::notification::loop_state) {
             const auto state = params.get<proto::state_notification>();
@@ -349,6 +385,16 @@ int follow_loops(const client_context& ctx, const std::vector<std::int64_t>& ids
             if (loop == loops.end()) continue;
             followed_loop& followed = loop->second;
             if (ctx.json) print_event(proto::notification::loop_state, params);
+            // A wait long enough to notice (a usage limit, a budget, the time window; not the
+            // delay between iterations or a retry's backoff) is said when it begins.
+            if (!ctx.json && state.state == proto::loop_state::waiting &&
+                state.resume_at - text::now_ms() >= noticed_wait_ms) {
+                proto::loop_info loop;
+                loop.state = state.state;
+                loop.stop_reason = state.stop_reason;
+                loop.resume_at = state.resume_at;
+                say_waiting(state.id, loop);
+            }
             if (!state.final) continue;
             followed.ended = true;
             followed.writer.finish();

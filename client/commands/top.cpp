@@ -3,7 +3,7 @@
 // that have: iteration X/max, elapsed, tokens, cost), and for the selected loop (ID, else the
 // first running one) its last attempt (summary, diff stats) and the end of its output, rendered
 // like `tail` renders it.
-// Keys: ↑/↓ or k/j select, c cancel, p pause, r resume, q or Ctrl-C quit.
+// Keys: ↑/↓ or k/j select, c cancel (y confirms), p pause, r resume, q or Ctrl-C quit.
 //
 // It polls, like top(1): every interval (default 1 s) it asks ralphd for the scheduler, the loop
 // list and the selected loop's new output (from the offset it has read up to), and redraws the
@@ -26,21 +26,19 @@
 
 #include "client/connection.hpp"
 #include "client/fleet.hpp"
+#include "client/loop_output_view.hpp"
 #include "client/output.hpp"
+#include "client/terminal.hpp"
 #include "common/agent_stream/agent_stream.hpp"
 #include "common/text.hpp"
 #include "proto/methods.hpp"
 #include "proto/types.hpp"
 
 #include <fmt/format.h>
-#include <poll.h>
-#include <sys/ioctl.h>
-#include <termios.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <deque>
 #include <functional>
 #include <iterator>
 #include <memory>
@@ -58,11 +56,6 @@ struct top_options {
 
 // The loops that have ended shown below the others.
 constexpr std::int64_t ended_rows = 20;
-// Output lines kept for the selected loop (more than any screen shows).
-constexpr std::size_t kept_output_lines = 500;
-// Bytes of new output read per refresh; a loop that writes faster is shown from its end.
-constexpr std::int64_t output_page_bytes = 256 << 10;
-
 // The summary fields the rows show.
 using field = proto::summary_field;
 const std::vector<field> row_fields{field::id,          field::name,           field::state,
@@ -70,214 +63,6 @@ const std::vector<field> row_fields{field::id,          field::name,           f
                                     field::finished_at, field::input_tokens,   field::output_tokens,
                                     field::cost_usd,    field::attempts,       field::workspace,
                                     field::stop_reason, field::resume_at};
-
-// The terminal in raw mode on the alternate screen, for as long as the object lives.
-class raw_terminal {
-  public:
-    raw_terminal() {
-        ::tcgetattr(STDIN_FILENO, &saved_);
-        termios raw = saved_;
-        // No line editing, no echo, no signals: Ctrl-C arrives as a key and ends top cleanly.
-        raw.c_lflag &= ~tcflag_t(ICANON | ECHO | ISIG | IEXTEN);
-        raw.c_iflag &= ~tcflag_t(IXON | ICRNL);
-        raw.c_cc[VMIN] = 0;
-        raw.c_cc[VTIME] = 0;
-        ::tcsetattr(STDIN_FILENO, TCSAFLUSH, &raw);
-        write_all("\x1b[?1049h\x1b[?25l");
-    }
-    ~raw_terminal() {
-        write_all("\x1b[?25h\x1b[?1049l");
-        ::tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved_);
-    }
-    raw_terminal(const raw_terminal&) = delete;
-    raw_terminal& operator=(const raw_terminal&) = delete;
-
-    static void write_all(std::string_view bytes) {
-        while (!bytes.empty()) {
-            const ssize_t n = ::write(STDOUT_FILENO, bytes.data(), bytes.size());
-            if (n <= 0) return;
-            bytes.remove_prefix(std::size_t(n));
-        }
-    }
-
-  private:
-    termios saved_{};
-};
-
-struct screen_size {
-    std::size_t rows = 24;
-    std::size_t columns = 80;
-};
-
-screen_size terminal_size() {
-    winsize size{};
-    if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) != 0 || size.ws_row == 0 || size.ws_col == 0)
-        return {};
-    return {size.ws_row, size.ws_col};
-}
-
-// The first `width` columns of `text` (code points, as display_width counts them).
-std::string_view clip(std::string_view text, std::size_t width) {
-    std::size_t columns = 0;
-    for (std::size_t i = 0; i < text.size(); ++i) {
-        if ((static_cast<unsigned char>(text[i]) & 0xC0) == 0x80) continue;
-        if (columns == width) return text.substr(0, i);
-        ++columns;
-    }
-    return text;
-}
-
-// An output line made safe for the screen: tabs become spaces, escape sequences (colours,
-// cursor movement) and other control characters are dropped.
-std::string printable(std::string_view line) {
-    std::string out;
-    out.reserve(line.size());
-    for (std::size_t i = 0; i < line.size(); ++i) {
-        const auto c = static_cast<unsigned char>(line[i]);
-        if (c == '\t') {
-            out.append("    ");
-        } else if (c == 0x1b) {
-            // CSI: ESC [ parameters final byte (0x40..0x7e); anything else: ESC and one byte.
-            if (i + 1 < line.size() && line[i + 1] == '[') {
-                i += 2;
-                while (i < line.size() && (line[i] < 0x40 || line[i] > 0x7e)) ++i;
-            } else {
-                ++i;
-            }
-        } else if (c >= 0x20 && c != 0x7f) {
-            out.push_back(char(c));
-        }
-    }
-    return out;
-}
-
-std::string format_tokens(std::int64_t tokens) {
-    if (tokens < 1000) return std::to_string(tokens);
-    if (tokens < 1000000) return fmt::format("{:.1f}k", double(tokens) / 1000);
-    return fmt::format("{:.1f}M", double(tokens) / 1000000);
-}
-
-// What top reads of the selected loop at a refresh, on its host's connection: its new output and,
-// when its attempt count changed, its last attempt.
-struct output_query {
-    std::string host;  // "" with one host
-    std::int64_t loop_id = 0;
-    // Where its output is read from; none: `screen_lines` lines before the end.
-    std::optional<std::int64_t> offset;
-    std::size_t screen_lines = 0;
-    std::int64_t attempts_seen = -1;  // the attempt count at which its last attempt was read
-    std::int64_t attempts = -1;       // its attempt count now: read the last again if it differs
-};
-
-// What an output_query read.
-struct output_read {
-    output_query query;
-    proto::output_page page;
-    bool attempt_read = false;  // the attempts changed: `last_attempt` is the new last one
-    std::optional<proto::attempt_info> last_attempt;
-    std::string error;  // why it could not be read (the loop was just removed by gc…)
-};
-
-// The end of the selected loop's output, as lines, read incrementally. Reading runs on a host's
-// question (a thread of a fleet) and touches no view: query() says what to read, read() reads it,
-// apply() takes it.
-class output_view {
-  public:
-    // Loop `id` of `host` ("" with one host).
-    void select(const std::string& host, std::int64_t id) {
-        if (id == loop_id_ && host == host_) return;
-        host_ = host;
-        loop_id_ = id;
-        offset_.reset();
-        lines_.clear();
-        partial_.clear();
-        renderer_ = agent_stream::output_renderer();
-        attempts_seen_ = -1;
-        last_attempt_.reset();
-    }
-
-    std::int64_t loop_id() const { return loop_id_; }
-    const std::string& host() const { return host_; }
-    const std::deque<std::string>& lines() const { return lines_; }
-    const std::string& partial() const { return partial_; }
-    const std::optional<proto::attempt_info>& last_attempt() const { return last_attempt_; }
-
-    // What the loop wrote since the last read; the first read starts `screen_lines` lines before
-    // the end. Its attempt count is set by whoever knows it (the rows).
-    output_query query(std::size_t screen_lines) const {
-        return {host_, loop_id_, offset_, screen_lines, attempts_seen_, attempts_seen_};
-    }
-
-    // Reads `query` on `daemon`. A client_error other than a lost daemon is the read's `error`.
-    static output_read read(connection& daemon, const output_query& query) {
-        output_read read{query, {}, false, {}, {}};
-        try {
-            proto::output_request request;
-            request.id = query.loop_id;
-            request.offset = query.offset;
-            if (!request.offset) {
-                // A structured stream needs whole lines from their start: begin at a line
-                // boundary, a few screens back (a JSON line may render as nothing).
-                proto::output_request start;
-                start.id = query.loop_id;
-                start.last_lines = std::int64_t(query.screen_lines * 4);
-                start.max_bytes = 1;
-                request.offset = daemon.call<proto::method::loop_output>(start).offset;
-            }
-            request.max_bytes = output_page_bytes;
-            read.page = daemon.call<proto::method::loop_output>(request);
-            if (query.attempts != query.attempts_seen) {
-                auto all = daemon.call<proto::method::loop_iterations>({query.loop_id}).attempts;
-                read.attempt_read = true;
-                if (!all.empty()) read.last_attempt = std::move(all.back());
-            }
-        } catch (const client_error& e) {
-            if (e.code() == exit_code::unreachable) throw;
-            read.error = e.what();
-        }
-        return read;
-    }
-
-    // Takes what `read` read, unless the selection or the offset moved since it was asked;
-    // returns why it could not be read ("" when it was, or is of no use now).
-    std::string apply(const output_read& read) {
-        const output_query& asked = read.query;
-        if (asked.host != host_ || asked.loop_id != loop_id_ || asked.offset != offset_) return "";
-        if (!read.error.empty()) return read.error;
-        const proto::output_page& page = read.page;
-        add_text(renderer_.render(page.data, page.format));
-        // Far behind (a flood): skip to the last page instead of reading everything.
-        offset_ = page.end_offset - page.next_offset > output_page_bytes
-                      ? page.end_offset - output_page_bytes
-                      : page.next_offset;
-        if (read.attempt_read) {
-            attempts_seen_ = asked.attempts;
-            last_attempt_ = read.last_attempt;
-        }
-        return "";
-    }
-
-  private:
-    void add_text(std::string_view bytes) {
-        partial_.append(bytes);
-        std::size_t start = 0;
-        for (std::size_t end; (end = partial_.find('\n', start)) != std::string::npos;
-             start = end + 1) {
-            lines_.push_back(printable(std::string_view(partial_).substr(start, end - start)));
-            if (lines_.size() > kept_output_lines) lines_.pop_front();
-        }
-        partial_.erase(0, start);
-    }
-
-    std::string host_;
-    std::int64_t loop_id_ = 0;
-    std::optional<std::int64_t> offset_;
-    std::deque<std::string> lines_;
-    std::string partial_;
-    agent_stream::output_renderer renderer_;
-    std::int64_t attempts_seen_ = -1;
-    std::optional<proto::attempt_info> last_attempt_;
-};
 
 // What top shows of one host: its daemon and scheduler (the header) and its loops (the rows).
 struct host_frame {
@@ -290,7 +75,7 @@ host_frame read_host_frame(connection& daemon) {
     host_frame frame;
     frame.info = daemon.call<proto::method::daemon_info>({});
     frame.scheduler = daemon.call<proto::method::scheduler_get>({});
-    for (proto::list_request request : recent_loops_requests(ended_rows)) {
+    for (proto::list_request request : recent_loops_requests(ended_rows, ended_rows)) {
         request.fields = row_fields;
         auto some = daemon.call<proto::method::loop_list>(request).loops;
         std::move(some.begin(), some.end(), std::back_inserter(frame.loops));
@@ -350,7 +135,7 @@ class dashboard {
     // `live_wait`: how long a refresh after the first waits for the hosts (with every host).
     dashboard(const client_context& ctx, bool interactive, std::int64_t selected_id,
               std::chrono::milliseconds live_wait)
-        : interactive_(interactive), live_wait_(live_wait) {
+        : interactive_(interactive), colour_(interactive && ctx.colour), live_wait_(live_wait) {
         if (ctx.all_hosts) {
             fleet_.emplace(ctx.local_socket);
             for (const auto& host : fleet_->hosts()) hosts_.push_back({host.name, {}, false, {}});
@@ -390,6 +175,32 @@ class dashboard {
         if (rows_.empty()) return;
         const auto last = std::int64_t(rows_.size()) - 1;
         select_row(std::size_t(std::clamp<std::int64_t>(std::int64_t(row_) + delta, 0, last)));
+    }
+
+    // `c`: cancel asks first (it stops the agent, and cannot be undone): the status line asks,
+    // and the next key answers (answer_cancel).
+    void ask_cancel() {
+        if (rows_.empty()) return;
+        const row& selected = rows_[row_];
+        cancel_asked_ = {hosts_[selected.host].name, selected.loop->id};
+        status_ = fmt::format(
+            "cancel loop {} ({})? y: cancel it (its agent is stopped), any other "
+            "key: keep it",
+            loop_name(selected), proto::to_string(selected.loop->state));
+    }
+
+    // The key after ask_cancel: `y` cancels the loop asked about, any other keeps it. False when
+    // nothing was asked (the key is for something else).
+    bool answer_cancel(char key) {
+        if (!cancel_asked_) return false;
+        const auto asked = *std::exchange(cancel_asked_, std::nullopt);
+        const bool still_selected = !rows_.empty() && rows_[row_].loop->id == asked.second &&
+                                    hosts_[rows_[row_].host].name == asked.first;
+        if ((key == 'y' || key == 'Y') && still_selected)
+            control<proto::method::loop_cancel>("cancel");
+        else
+            status_ = fmt::format("loop {} not cancelled", asked.second);
+        return true;
     }
 
     // cancel / pause / resume (Method: loop_cancel, loop_pause, loop_resume) of the selected
@@ -440,14 +251,14 @@ class dashboard {
     // With every host: exit_code::unreachable when one did not answer the last refresh.
     int outcome() const { return fleet_ ? fleet_->exit_code() : exit_code::ok; }
 
-    std::string render(screen_size size) const {
+    std::string render(terminal::size size) const {
         std::vector<std::string> lines;
         if (fleet_)
             add_fleet_header(lines);
         else
             add_header(lines, *hosts_[0].frame);
         lines.emplace_back();
-        const auto rows = table_lines();
+        const auto rows = table_lines(interactive_ ? size.columns : output_columns());
         // The table gets at most half the screen; the selected row stays visible.
         const std::size_t table_rows = std::max<std::size_t>(size.rows / 2, 3) - 1;
         std::size_t first = 0;
@@ -566,15 +377,6 @@ class dashboard {
             output_.select(hosts_[rows_[row_].host].name, rows_[row_].loop->id);
     }
 
-    static std::string describe_scheduler(const proto::scheduler_state& state) {
-        const auto& settings = state.settings;
-        std::string scheduler = settings.paused ? "paused"
-                                                : fmt::format("{} of {} running", state.running,
-                                                              settings.max_concurrent);
-        if (!settings.window.empty()) scheduler += fmt::format(", window {}", settings.window);
-        return scheduler;
-    }
-
     static std::string describe_storage_line(const proto::storage_status& storage) {
         return fmt::format("storage {} — {}", describe_storage(storage), storage.fix);
     }
@@ -582,12 +384,12 @@ class dashboard {
     // One host: ralph's version, the scheduler and the time; the loops per state; the storage
     // when it is not ok.
     static void add_header(std::vector<std::string>& lines, const host_frame& frame) {
-        lines.push_back(fmt::format("ralph {} · scheduler {} · {}", frame.info.version,
-                                    describe_scheduler(frame.scheduler),
-                                    format_local_time(text::now_ms())));
+        lines.push_back(screen_text(fmt::format("ralph {} · scheduler {} · {}", frame.info.version,
+                                                describe_scheduler(frame.scheduler),
+                                                format_local_time(text::now_ms()))));
         lines.push_back(describe_loop_counts(frame.info.loops_by_state));
         if (frame.info.storage.state != "ok")
-            lines.push_back(describe_storage_line(frame.info.storage));
+            lines.push_back(screen_text(describe_storage_line(frame.info.storage)));
     }
 
     // Every host: how many answered and the time; then a line per host.
@@ -605,7 +407,7 @@ class dashboard {
         for (std::size_t i = 0; i < hosts_.size(); ++i) {
             const host_view& host = hosts_[i];
             if (!host.frame) {
-                lines.push_back(fmt::format("{} down: {}", host.name, errors[i]));
+                lines.push_back(fmt::format("{} down: {}", host.name, screen_text(errors[i])));
                 continue;
             }
             const proto::daemon_info& info = host.frame->info;
@@ -614,27 +416,28 @@ class dashboard {
                                            describe_loop_counts(info.loops_by_state));
             if (info.storage.state != "ok") line += " · " + describe_storage_line(info.storage);
             if (host.late) line += " · " + errors[i] + ", its rows as they were";
-            lines.push_back(printable(line));
+            lines.push_back(screen_text(line));
         }
     }
 
     // The header line and one line per loop.
-    std::vector<std::string> table_lines() const {
+    // Coloured by state on a terminal that takes colours (not with NO_COLOR), in `columns`.
+    std::vector<std::string> table_lines(std::size_t columns) const {
         const bool with_host = fleet_.has_value();
         table t(with_host_column(with_host, {id_column(with_host),
-                                             {"NAME"},
+                                             {"NAME", false, table::fit::cut_end},
                                              {"STATE"},
                                              {"ITER", true},
                                              {"ELAPSED", true},
                                              {"TOKENS", true},
                                              {"COST", true},
-                                             {"WORKSPACE"}}));
+                                             {"WORKSPACE", false, table::fit::cut_start}}));
         const auto now = text::now_ms();
         for (const auto& r : rows_) {
             const proto::loop_info& loop = *r.loop;
             add_host_and_id(t, hosts_[r.host].name, loop.id);
             t.add(loop.spec.name);
-            t.add(std::string(proto::to_string(loop.state)));
+            t.add(proto::to_string(loop.state), state_colour(loop.state));
             const auto max = loop.spec.max_iterations;
             t.add_format("{}/{}", loop.iterations,
                          max == 0 ? std::string("∞") : std::to_string(max));
@@ -642,12 +445,12 @@ class dashboard {
                       ? "-"
                       : format_age((loop.finished_at != 0 ? loop.finished_at : now) -
                                    loop.started_at));
-            t.add(format_tokens(loop.usage.input_tokens + loop.usage.output_tokens));
+            t.add(format_count(loop.usage.input_tokens + loop.usage.output_tokens));
             t.add(loop.usage.cost_usd ? fmt::format("${:.4f}", *loop.usage.cost_usd) : "-");
             t.add(shorten_home(loop.spec.workspace));
         }
         fmt::memory_buffer out;
-        t.render(out, false);
+        t.render(out, colour_, columns);
         std::vector<std::string> lines;
         std::string_view text(out.data(), out.size());
         for (std::size_t start = 0, end; start < text.size(); start = end + 1) {
@@ -659,11 +462,18 @@ class dashboard {
     }
 
     // The selected loop: its state, last attempt and the end of its output, to the screen's end.
-    void add_selected(std::vector<std::string>& lines, screen_size size) const {
+    void add_selected(std::vector<std::string>& lines, terminal::size size) const {
         const auto& loop = *rows_[row_].loop;
-        std::string title = fmt::format("── loop {} {}", loop_name(rows_[row_]), loop.spec.name);
-        if (!loop.stop_reason.empty()) title += " · " + loop.stop_reason;
-        if (loop.resume_at != 0) title += " · goes on at " + format_local_time(loop.resume_at);
+        std::string title =
+            fmt::format("── loop {} {}", loop_name(rows_[row_]), screen_text(loop.spec.name));
+        // Why it does not run, and until when; else why it stopped.
+        const host_frame& frame = *hosts_[rows_[row_].host].frame;
+        const queue_view queue{frame.scheduler, frame.loops};
+        const std::string why = describe_wait(loop, &queue, text::now_ms());
+        if (!why.empty())
+            title += " · " + screen_text(why);
+        else if (!loop.stop_reason.empty())
+            title += " · " + screen_text(loop.stop_reason);
         lines.push_back(title + " ──");
         if (const auto& attempt = output_.last_attempt()) {
             std::string last = fmt::format("last attempt: iteration {} {}{}", attempt->iteration,
@@ -677,51 +487,39 @@ class dashboard {
                 last += fmt::format(" · {} files +{} -{}", attempt->files_changed,
                                     attempt->insertions, attempt->deletions);
             if (!attempt->summary.empty()) last += " · " + attempt->summary;
-            lines.push_back(printable(last));
+            lines.push_back(screen_text(last));
         }
         const std::size_t footer = interactive_ ? 2 : 0;
         const std::size_t room =
             size.rows > lines.size() + footer ? size.rows - lines.size() - footer : 0;
-        std::vector<std::string_view> shown;
-        if (!output_.partial().empty()) shown.emplace_back(output_.partial());
+        std::vector<std::string> shown;
+        if (!output_.partial().empty()) shown.push_back(screen_text(output_.partial()));
         for (auto it = output_.lines().rbegin();
              it != output_.lines().rend() && shown.size() < room; ++it)
-            shown.emplace_back(*it);
+            shown.push_back(*it);
         if (shown.size() > room) shown.resize(room);
-        for (auto it = shown.rbegin(); it != shown.rend(); ++it) lines.push_back(printable(*it));
+        lines.insert(lines.end(), shown.rbegin(), shown.rend());
     }
 
     // `table_header`: the index of the table's header line (bold, as the first line).
-    std::string frame(const std::vector<std::string>& lines, screen_size size,
+    std::string frame(const std::vector<std::string>& lines, terminal::size size,
                       std::optional<std::size_t> selected_line, std::size_t table_header,
                       const std::string& keys) const {
-        std::string out;
         if (!interactive_) {
+            std::string out;
             for (const auto& line : lines) out.append(line).push_back('\n');
             return out;
         }
-        out.append("\x1b[H");
-        const std::size_t body = size.rows > 2 ? size.rows - 2 : size.rows;
-        for (std::size_t i = 0; i < lines.size() && i < body; ++i) {
-            const bool highlighted = i == selected_line;
-            const bool bold = i == 0 || i == table_header;
-            if (highlighted) out.append("\x1b[7m");
-            if (bold) out.append("\x1b[1m");
-            out.append(clip(lines[i], size.columns));
-            if (highlighted || bold) out.append("\x1b[0m");
-            out.append("\x1b[K\r\n");
-        }
-        out.append("\x1b[J");
-        // The status and the keys on the last two lines.
-        out.append(fmt::format("\x1b[{};1H", size.rows - 1));
-        out.append(clip(status_, size.columns)).append("\x1b[K\r\n\x1b[2m");
-        out.append(clip(keys, size.columns)).append("\x1b[0m\x1b[K");
-        return out;
+        std::vector<terminal::line> body;
+        for (std::size_t i = 0; i < lines.size(); ++i)
+            body.push_back({lines[i], i == 0 || i == table_header, i == selected_line});
+        return terminal::draw(body, {{screen_text(status_)}, {keys}}, size);
     }
 
     std::unique_ptr<connection> daemon_;     // one host
     std::optional<fleet<host_read>> fleet_;  // every host
     bool interactive_;
+    bool colour_;  // states coloured (a terminal, no NO_COLOR)
     std::chrono::milliseconds live_wait_;
     bool refreshed_ = false;
     std::vector<host_view> hosts_;  // one, or the fleet's in its order
@@ -730,29 +528,23 @@ class dashboard {
     output_view output_;
     std::vector<std::pair<std::size_t, loop_action>>
         actions_;  // hosts_'s index, for the next refresh
+    // The loop (host name, id) whose cancel waits for a `y`.
+    std::optional<std::pair<std::string, std::int64_t>> cancel_asked_;
     std::string status_;
 };
 
-// What a key does; false: quit.
-bool handle_key(dashboard& board, std::string_view keys) {
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-        const char key = keys[i];
-        if (key == 'q' || key == 'Q' || key == 0x03) return false;
-        if (key == 0x1b && i + 2 < keys.size() && keys[i + 1] == '[') {
-            if (keys[i + 2] == 'A') board.move_selection(-1);
-            if (keys[i + 2] == 'B') board.move_selection(1);
-            i += 2;
-        } else if (key == 'k') {
-            board.move_selection(-1);
-        } else if (key == 'j') {
-            board.move_selection(1);
-        } else if (key == 'c') {
-            board.control<proto::method::loop_cancel>("cancel");
-        } else if (key == 'p') {
-            board.control<proto::method::loop_pause>("pause");
-        } else if (key == 'r') {
-            board.control<proto::method::loop_resume>("resume");
-        }
+// What the keys do; false: quit.
+bool handle_keys(dashboard& board, const std::vector<terminal::key>& keys) {
+    using kind = terminal::key::kind;
+    for (const terminal::key& key : keys) {
+        const char c = key.what == kind::character ? key.character : 0;
+        if (c == 'q' || c == 'Q' || c == 0x03) return false;
+        if (board.answer_cancel(c)) continue;
+        if (key.what == kind::up || c == 'k') board.move_selection(-1);
+        if (key.what == kind::down || c == 'j') board.move_selection(1);
+        if (c == 'c') board.ask_cancel();
+        if (c == 'p') board.control<proto::method::loop_pause>("pause");
+        if (c == 'r') board.control<proto::method::loop_resume>("resume");
     }
     return true;
 }
@@ -763,7 +555,7 @@ int run_top(const client_context& ctx, const top_options& options) {
     const auto interval = std::chrono::milliseconds(std::int64_t(options.interval_s * 1000));
     dashboard board(ctx, interactive, options.id, interval / 2);
     if (!interactive) {
-        const screen_size size = ::isatty(STDOUT_FILENO) == 1 ? terminal_size() : screen_size{};
+        const terminal::size size = terminal::window_size();
         board.refresh(size.rows);
         if (ctx.json) return board.print_snapshot();
         const std::string frame = board.render(size);
@@ -771,23 +563,20 @@ int run_top(const client_context& ctx, const top_options& options) {
         return board.outcome();
     }
 
-    raw_terminal terminal;
+    terminal::raw_mode raw;
     auto next_refresh = std::chrono::steady_clock::now();
     for (;;) {
-        const screen_size size = terminal_size();
+        const terminal::size size = terminal::window_size();
         if (const auto now = std::chrono::steady_clock::now(); now >= next_refresh) {
             board.refresh(size.rows);
             next_refresh = now + interval;
         }
-        raw_terminal::write_all(board.render(size));
-        const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(
-            next_refresh - std::chrono::steady_clock::now());
-        pollfd input{STDIN_FILENO, POLLIN, 0};
-        if (::poll(&input, 1, int(std::max<std::int64_t>(wait.count(), 0))) <= 0) continue;
-        char keys[64];
-        const ssize_t n = ::read(STDIN_FILENO, keys, sizeof keys);
-        if (n <= 0) return exit_code::ok;  // the terminal went away
-        if (!handle_key(board, std::string_view(keys, std::size_t(n)))) return exit_code::ok;
+        terminal::write_all(board.render(size));
+        const auto keys = terminal::read_keys(std::chrono::duration_cast<std::chrono::milliseconds>(
+            next_refresh - std::chrono::steady_clock::now()));
+        if (!keys) return exit_code::ok;  // the terminal went away
+        if (keys->empty()) continue;
+        if (!handle_keys(board, *keys)) return exit_code::ok;
         // A key changed the selection or a loop: show the outcome now, not at the next tick.
         next_refresh = std::chrono::steady_clock::now();
     }
@@ -806,7 +595,7 @@ void register_top_command(CLI::App& app, client_context& ctx) {
                     "another host's)")
         ->transform(loop_id(ctx));
     cmd->add_option("--interval", options->interval_s, "Seconds between refreshes")
-        ->check(CLI::Range(0.1, 3600.0))
+        ->check(number_between(0.1, 3600))
         ->capture_default_str();
     cmd->add_flag("--once", options->once,
                   "Print one frame and exit (also when stdin or stdout is not a terminal)");

@@ -11,20 +11,17 @@
 
 #include "client/connection.hpp"
 #include "client/output.hpp"
+#include "client/spawn.hpp"
 #include "client/ssh_dial.hpp"
 #include "common/paths.hpp"
 #include "common/ssh_command.hpp"
 #include "proto/methods.hpp"
 
-#include <spawn.h>
-#include <sys/wait.h>
-
 #include <fmt/format.h>
 
 #include <cstdlib>
 #include <memory>
-
-extern char** environ;
+#include <system_error>
 
 namespace ralph::client {
 namespace {
@@ -40,13 +37,11 @@ void open_in_browser(const std::string& url) {
     if (program.empty())
         throw client_error(exit_code::failure, "--open: xdg-open is not on PATH",
                            "Open the URL above in your browser.");
-    const char* argv[] = {program.c_str(), url.c_str(), nullptr};
-    pid_t pid = 0;
-    if (::posix_spawn(&pid, program.c_str(), nullptr, nullptr, const_cast<char**>(argv), environ) !=
-        0)
+    try {
+        wait_process(spawn_process({program, url}));
+    } catch (const std::system_error&) {
         throw client_error(exit_code::failure, "--open: cannot start " + program);
-    int status = 0;
-    ::waitpid(pid, &status, 0);
+    }
 }
 
 // The port of a URL's loopback host ("http://127.0.0.1:7177/login…" → "7177"); "" for any other

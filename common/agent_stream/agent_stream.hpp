@@ -33,6 +33,7 @@ enum class failure_hint {
     rate_limit,  // 429, rate/usage limit, quota: wait for the reset, burn no retry
     transient,   // 5xx, overloaded, network/connection errors: short backoff, retry
     auth,        // 401/403, invalid or missing credentials, not logged in: stop the loop
+    config,      // the agent's setup: a missing environment variable, an unknown model: stop
 };
 std::string_view to_string(failure_hint value);
 
@@ -109,7 +110,7 @@ failure_hint classify_error_text(std::string_view text, std::int64_t now_ms,
                                  std::int64_t& resets_at_ms);
 
 // One human-readable line (no trailing newline) for `ralphctl tail`, e.g.
-// "● Write ralph-progress.txt", "  ⎿ File created", "✗ API Error: 429 …". Empty for events
+// "● Write ralph-progress.txt", "  └ File created", "✗ API Error: 429 …". Empty for events
 // not worth showing (usage, system bookkeeping).
 std::string render(const event& e);
 // render() of each event worth showing, each line ending in a newline.
@@ -119,17 +120,26 @@ std::string render_lines(const std::vector<event>& events);
 // format of the attempt that wrote it (loop.output's "format"): text is passed on as it is, a
 // structured stream becomes render_lines() of its events, and when the format changes (a judge
 // or a fallback agent of another CLI) what the previous parser held is rendered first. A format
-// this program does not know (a newer ralphd's) is shown as text.
+// this program does not know (a newer ralphd's) is shown as text. Each piece also names its
+// `section` (proto::output_section: "iteration 3", "iteration 3 · attempt 2"): where a new one
+// begins, a line "── iteration 3 ──" is drawn (on a line of its own) and the attempt's stream is
+// parsed afresh; "" draws nothing.
 class output_renderer {
   public:
-    std::string render(std::string_view bytes, std::string_view format_name);
+    std::string render(std::string_view bytes, std::string_view format_name,
+                       std::string_view section = {});
     // The output ended: what the parser still held (a last line without a newline).
     std::string finish();
 
   private:
+    // Rendered text, noting whether it ended a line.
+    std::string& note(std::string& rendered);
+
     format format_ = format::text;
     std::unique_ptr<parser> parser_;  // null for text
     std::vector<event> events_;
+    std::string section_;        // the section of the last piece
+    bool at_line_start_ = true;  // the text rendered so far ends with a newline (or is none)
 };
 
 }  // namespace ralph::agent_stream

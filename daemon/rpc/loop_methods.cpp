@@ -217,9 +217,10 @@ void register_loop_methods(method_registry& registry, method_services& services)
 
     registry.add<loop_list>([&services](const proto::list_request& request, call_context&) {
         std::vector<proto::loop_info> loops;
-        for (auto& loop : services.db.list_loops(request.states, request.limit))
+        for (auto& loop : services.db.list_loops(request.states, request.limit, request.before))
             loops.push_back(with_storage_reason(std::move(loop), services.health));
-        return proto::loop_list{std::move(loops), request.fields};
+        return proto::loop_list{std::move(loops), request.fields,
+                                services.db.count_loops(request.states)};
     });
 
     registry.add<loop_get>([&services](const proto::loop_id_request& request, call_context&) {
@@ -227,7 +228,7 @@ void register_loop_methods(method_registry& registry, method_services& services)
             with_storage_reason(services.db.get_loop(request.id), services.health);
         proto::agent_info agent =
             describe_agent(find_agent(loop.spec.agent), loop.spec, services.binaries,
-                           search_path_with(loop.spec.env));
+                           search_path_with(loop.spec.env), services.agent_env);
         return proto::loop_detail{std::move(loop), std::move(agent)};
     });
 
@@ -295,6 +296,7 @@ void register_loop_methods(method_registry& registry, method_services& services)
         page.data = proto::encode_output(bytes, request.encoding);
         page.encoding = request.encoding;
         page.format = agent_stream::to_string(span.format);
+        page.origin = {span.iteration, span.attempt, span.kind};
         page.state = loop.state;
         page.final = proto::is_terminal(loop.state) && page.next_offset >= page.end_offset;
         return page;
@@ -313,7 +315,9 @@ void register_loop_methods(method_registry& registry, method_services& services)
         tail.encoding = request.encoding;
         tail.render = request.render;
         ctx.session->add_tail(tail);
-        return proto::tail_started{request.id, tail.offset, tail.loop.state};
+        const proto::loop_info shown = with_storage_reason(tail.loop, services.health);
+        return proto::tail_started{request.id, tail.offset, shown.state, shown.stop_reason,
+                                   shown.resume_at};
     });
 
     // From now on the session gets a loop.changed notification (the loop's summary) at every

@@ -29,9 +29,10 @@ constexpr std::int64_t tail_chunk_bytes = 64 * 1024;
 constexpr std::chrono::seconds close_deadline{2};
 
 std::string state_notification(const proto::loop_info& loop, bool final) {
-    return rpc::serialize(rpc::make_notification(
-        proto::notification::loop_state,
-        proto::state_notification{loop.id, loop.state, loop.stop_reason, loop.iterations, final}));
+    return rpc::serialize(
+        rpc::make_notification(proto::notification::loop_state,
+                               proto::state_notification{loop.id, loop.state, loop.stop_reason,
+                                                         loop.iterations, final, loop.resume_at}));
 }
 
 // A second subscription of a kind, or one on a closing session, is refused.
@@ -52,10 +53,11 @@ void check_new_subscription(bool serving, bool subscribed, std::string_view what
 std::string serialize_output_notification(std::int64_t loop_id, std::int64_t offset,
                                           std::string_view piece, const std::string& encoding,
                                           std::string_view format,
+                                          const proto::output_origin& origin,
                                           const std::optional<std::string>& rendered) {
     std::string message = R"({"jsonrpc":"2.0","method":")";
     message += proto::notification::loop_output;
-    message += R"(","params":{"data":)";
+    message += R"(","params":{"attempt":)" + std::to_string(origin.attempt) + R"(,"data":)";
     if (encoding == proto::encoding::binary) {
         message.reserve(message.size() + piece.size() + 200);
         message += R"("")";
@@ -69,8 +71,11 @@ std::string serialize_output_notification(std::int64_t loop_id, std::int64_t off
     }
     message += R"(,"encoding":")" + encoding + R"(","format":")";
     message += format;
-    message += R"(","id":)" + std::to_string(loop_id) + R"(,"length":)" +
-               std::to_string(piece.size()) + R"(,"offset":)" + std::to_string(offset);
+    message += R"(","id":)" + std::to_string(loop_id) + R"(,"iteration":)" +
+               std::to_string(origin.iteration) + R"(,"kind":")";
+    message += proto::to_string(origin.kind);
+    message +=
+        R"(","length":)" + std::to_string(piece.size()) + R"(,"offset":)" + std::to_string(offset);
     if (rendered) message += R"(,"text":)" + rpc::serialize(json(*rendered));
     message += "}}";
     if (encoding == proto::encoding::binary) message.append("\n").append(piece);
@@ -243,10 +248,10 @@ std::optional<websocket_session::outgoing> websocket_session::next_message() {
 
 websocket_session::outgoing websocket_session::output_message(
     std::int64_t loop_id, const cursor& tail, std::string_view piece, std::string_view format,
-    const std::optional<std::string>& rendered) {
-    return {
-        serialize_output_notification(loop_id, tail.offset, piece, tail.encoding, format, rendered),
-        tail.encoding == proto::encoding::binary};
+    const proto::output_origin& origin, const std::optional<std::string>& rendered) {
+    return {serialize_output_notification(loop_id, tail.offset, piece, tail.encoding, format,
+                                          origin, rendered),
+            tail.encoding == proto::encoding::binary};
 }
 
 // May erase `tail` from tails_; the callers return right after a message.
@@ -277,9 +282,12 @@ std::optional<websocket_session::outgoing> websocket_session::next_tail_message(
             proto::sendable_length(bytes, tail.renderer ? proto::encoding::utf8 : tail.encoding);
         const std::string_view piece(bytes.data(), length);
         const std::string_view format = agent_stream::to_string(span.format);
+        const proto::output_origin origin{span.iteration, span.attempt, span.kind};
         std::optional<std::string> rendered;
-        if (tail.renderer) rendered = text::to_valid_utf8(tail.renderer->render(piece, format));
-        outgoing message = output_message(loop_id, tail, piece, format, rendered);
+        if (tail.renderer)
+            rendered = text::to_valid_utf8(
+                tail.renderer->render(piece, format, proto::output_section(origin)));
+        outgoing message = output_message(loop_id, tail, piece, format, origin, rendered);
         tail.offset += static_cast<std::int64_t>(length);
         last_served_ = loop_id;
         return message;
@@ -292,7 +300,7 @@ std::optional<websocket_session::outgoing> websocket_session::next_tail_message(
             tail.renderer.reset();
             if (!rest->empty()) {
                 last_served_ = loop_id;
-                return output_message(loop_id, tail, {}, "text", rest);
+                return output_message(loop_id, tail, {}, "text", {}, rest);
             }
         }
         outgoing message{state_notification(tail.loop, true)};

@@ -34,13 +34,15 @@
 namespace ralph {
 
 // The text of a loop.output notification of `piece` at `offset`, bytes of an attempt whose
-// output is in `format`, with `rendered` as its `text` when given (proto::output_notification),
+// output is in `format` and whose `origin` it is, with `rendered` as its `text` when given
+// (proto::output_notification),
 // written out directly: the same as serializing the notification, without copying the bytes.
 // In the "binary" encoding: the notification with `data` empty, a newline, then `piece` itself
 // (the payload of a binary WebSocket message).
 std::string serialize_output_notification(std::int64_t loop_id, std::int64_t offset,
                                           std::string_view piece, const std::string& encoding,
                                           std::string_view format,
+                                          const proto::output_origin& origin,
                                           const std::optional<std::string>& rendered);
 
 class websocket_session : public connection,
@@ -97,7 +99,7 @@ class websocket_session : public connection,
     // The loop.output notification of `piece`, at the tail's offset, in the tail's encoding:
     // a binary message in the binary encoding, else a text one.
     static outgoing output_message(std::int64_t loop_id, const cursor& tail, std::string_view piece,
-                                   std::string_view format,
+                                   std::string_view format, const proto::output_origin& origin,
                                    const std::optional<std::string>& rendered);
     // The client does not read: stop serving it and send a policy-violation close.
     void drop_slow_client();

@@ -180,12 +180,12 @@ output_log::output_span output_log::span_at(std::int64_t loop_id, std::int64_t o
     if (cached == spans_.end()) {
         format_spans spans;
         for (const auto& attempt : db_.attempt_starts(loop_id)) {
-            const agent_stream::format format = format_of_agent(attempt.agent);
             auto& starts = spans.starts;
             // An attempt that began where this one does wrote nothing.
             if (!starts.empty() && starts.back().offset == attempt.output_start) starts.pop_back();
-            if (starts.empty() || starts.back().format != format)
-                starts.push_back({attempt.output_start, format});
+            starts.push_back({attempt.output_start,
+                              {format_of_agent(attempt.agent), 0, attempt.iteration,
+                               attempt.attempt, attempt.kind}});
             spans.last_attempt_id = attempt.attempt_id;
         }
         cached = spans_.emplace(loop_id, std::move(spans)).first;
@@ -194,8 +194,7 @@ output_log::output_span output_log::span_at(std::int64_t loop_id, std::int64_t o
     const auto next = std::upper_bound(
         starts.begin(), starts.end(), offset,
         [](std::int64_t at, const format_spans::start& start) { return at < start.offset; });
-    output_span span;
-    span.format = next == starts.begin() ? agent_stream::format::text : std::prev(next)->format;
+    output_span span = next == starts.begin() ? output_span{} : std::prev(next)->span;
     span.end = next == starts.end() ? std::numeric_limits<std::int64_t>::max() : next->offset;
     return span;
 }

@@ -6,11 +6,13 @@
 // one transaction per flush (every flush_interval or when much is pending), and only then are
 // subscribers told. So a byte reaches a tail client only after it is on disk and indexed. Readers
 // never see past the committed end. Each attempt's bytes are in its agent's output format
-// (span_at): a reader renders a judge's or a fallback's attempt of another CLI by its own.
+// (span_at): a reader renders a judge's or a fallback's attempt of another CLI by its own, and
+// draws a line where each attempt begins.
 #pragma once
 
 #include "common/agent_stream/agent_stream.hpp"
 #include "common/asio.hpp"
+#include "proto/types.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -53,12 +55,15 @@ class output_log {
     // Reads up to max_bytes from `offset`, never past the committed end. A file that is gone (gc
     // removed it while the disk was full and the rows stayed) is rpc_error(loop_not_found).
     std::string read(std::int64_t loop_id, std::int64_t offset, std::int64_t max_bytes) const;
-    // The bytes from `offset` on in one output format: the format of the agent whose attempt
-    // wrote them, and where they end (where an attempt of another format begins; INT64_MAX when
-    // none does).
+    // The bytes from `offset` on of one attempt: the output format of the agent whose attempt
+    // wrote them, which attempt that is (iteration 0: bytes before any attempt), and where they
+    // end (where the next attempt's begin; INT64_MAX when none does).
     struct output_span {
         agent_stream::format format = agent_stream::format::text;
         std::int64_t end = 0;
+        std::int64_t iteration = 0;
+        std::int64_t attempt = 0;
+        proto::attempt_kind kind = proto::attempt_kind::work;
     };
     output_span span_at(std::int64_t loop_id, std::int64_t offset) const;
     // Offset of the start of the last `lines` lines of the committed output.
@@ -89,12 +94,12 @@ class output_log {
         std::int64_t length;
         std::int64_t ts_ms;
     };
-    // A loop's output as span_at reads it: where each span of one format begins (each in
-    // another format than the one before), and the last attempt the spans know of.
+    // A loop's output as span_at reads it: where each attempt's span begins, and the last attempt
+    // the spans know of.
     struct format_spans {
         struct start {
             std::int64_t offset;
-            agent_stream::format format;
+            output_span span;  // its `end` unused
         };
         std::vector<start> starts;
         std::int64_t last_attempt_id = 0;

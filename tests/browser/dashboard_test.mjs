@@ -2,7 +2,7 @@
 // tests/integration/test_dashboard.py, which runs ralphd on TCP and gives this script:
 //   RALPH_DASHBOARD   http://127.0.0.1:PORT        RALPH_TOKEN      the login token
 //   RALPH_CHROMIUM    the browser                  RALPHCTL, RALPH_SOCKET  the client
-//   RALPH_WORKSPACES  four clean git workspaces    RALPH_ARTIFACTS  where screenshots go
+//   RALPH_WORKSPACES  six clean git workspaces     RALPH_ARTIFACTS  where screenshots go
 //   RALPH_TEST_TIMEOUT_SCALE  stretches every wait (sanitizers)
 // Each step prints its name; the first failure saves failure.png and exits 1.
 import assert from 'node:assert/strict';
@@ -15,7 +15,7 @@ import puppeteer from 'puppeteer-core';
 const base = process.env.RALPH_DASHBOARD;
 const token = process.env.RALPH_TOKEN;
 const artifacts = process.env.RALPH_ARTIFACTS;
-const [liveWs, cancelWs, claudeWs, formWs] = process.env.RALPH_WORKSPACES.split(',');
+const [liveWs, cancelWs, claudeWs, formWs, waitWs, limitWs] = process.env.RALPH_WORKSPACES.split(',');
 const scale = Number(process.env.RALPH_TEST_TIMEOUT_SCALE || '1');
 const timeout = 15000 * scale;
 
@@ -85,9 +85,17 @@ async function check(name, body) {
   await body();
 }
 
-// Clicks the element once it is there (views draw after their first reads).
+// Clicks the element once it is there (views draw after their first reads; a live change may
+// draw it again between the wait and the click: then the new one is clicked).
 async function click(selector) {
-  await (await page.waitForSelector(selector)).click();
+  for (let tries = 0; ; ++tries) {
+    try {
+      await (await page.waitForSelector(selector)).click();
+      return;
+    } catch (error) {
+      if (tries === 3 || !/detached/.test(error.message)) throw error;
+    }
+  }
 }
 
 async function shot(name) {
@@ -159,8 +167,12 @@ try {
     const rendered = await page.$eval('#output-rendered', (pre) => pre.textContent);
     assert.ok(rendered.includes('●'), 'no tool call rendered: ' + rendered.slice(0, 500));
     assert.ok(!rendered.includes('"type":'), 'JSON in the rendered view: ' + rendered.slice(0, 500));
+    // A line marks where each iteration begins, in the rendered view only.
+    assert.ok(rendered.includes('── iteration 1 ──\n') && rendered.indexOf('── iteration 2 ──\n') > rendered.indexOf('── iteration 1 ──'),
+      'no iteration lines: ' + rendered.slice(0, 500));
     const raw = await page.$eval('#output-raw', (pre) => pre.textContent);
     assert.ok(raw.includes('"type":"assistant"'), raw.slice(0, 300));
+    assert.ok(!raw.includes('── iteration'), 'the raw view is the bytes');
     await page.waitForFunction(() => document.querySelectorAll('#attempts tbody tr').length === 2);
     const limits = await page.$eval('#limits', (dl) => dl.textContent);
     assert.match(limits, /iterations2\/30 \(at least 1\)/);
@@ -172,7 +184,19 @@ try {
     const diff = await page.$eval('#diff pre.diff', (pre) => pre.textContent);
     assert.ok(diff.includes('+run 2') && !diff.includes('+run 1'), diff);
     assert.equal(await page.$$eval('#diff pre.diff span.add', (lines) => lines.length) > 0, true);
-    await shot('loop-desktop.png');
+  });
+
+  await check('a waiting loop says why and until when, on the loops page and on its own', async () => {
+    const id = submit('--workspace', waitWs, '--name', 'budgeted', '--iterations-per-hour', '1', '-m', '3',
+      '--delay', '0', '--command', '/bin/echo one step');
+    await waitForState(id, 'waiting');
+    const why = new RegExp(`^until .+ \\(in (59 min|60 min|1 h 00 min)\\): waiting for the loop ${id}'s budget iterations per hour used up \\(1 of 1\\)$`);
+    await page.goto(`${base}/#/`);
+    await page.waitForSelector(`#loops tr[data-id="${id}"][data-state="waiting"]`);
+    assert.match(await page.$eval(`#loops tr[data-id="${id}"] .why`, (e) => e.textContent), why);
+    await page.goto(`${base}/#/loop/${id}`);
+    await page.waitForFunction(() => document.querySelector('#stop-reason')?.textContent.startsWith('Waits until'));
+    assert.match((await page.$eval('#stop-reason', (p) => p.textContent)).replace(/^Waits /, ''), why);
   });
 
   await check('pause, resume, steer; cancel from the page ends the agent\'s process group', async () => {
@@ -195,7 +219,19 @@ try {
     assert.deepEqual(attempts.map((a) => a.termination), ['interrupted', 'running']);
     const pid = attempts[1].pid;
     assert.ok(pid > 0 && processGroupAlive(pid), `agent ${pid} of loop ${id} is not running`);
-    await click('button[data-action="loop.cancel"]');
+    // A running loop's page: its output first, above its facts, with its attempt's time ticking.
+    assert.ok(await page.$eval('#output', (o) => o.compareDocumentPosition(document.querySelector('#limits')) & Node.DOCUMENT_POSITION_FOLLOWING));
+    await page.waitForFunction(() => /^Iteration 2 · running for \d+s$/.test(document.querySelector('#attempt-timer')?.textContent));
+    const timerAt = await page.$eval('#attempt-timer', (p) => p.textContent);
+    await page.waitForFunction((before) => document.querySelector('#attempt-timer').textContent !== before, {}, timerAt);
+    // Cancel asks first: "No, keep it" keeps it running; "Yes, cancel" cancels it.
+    await click('#actions button[data-action="loop.cancel"]');
+    await page.waitForSelector('#actions button[data-action="confirm-cancel"]');
+    await click('#actions button[data-action="keep"]');
+    await page.waitForSelector('#actions button[data-action="loop.cancel"]');
+    assert.equal((await rpc('loop.get', {id})).state, 'running');
+    await click('#actions button[data-action="loop.cancel"]');
+    await click('#actions button[data-action="confirm-cancel"]');
     await page.waitForFunction(() => document.querySelector('h1 .state')?.textContent === 'cancelled');
     const deadline = Date.now() + timeout;
     while (processGroupAlive(pid)) {
@@ -208,6 +244,9 @@ try {
     await page.goto(`${base}/#/`);
     await page.waitForSelector('#loops');
     await click('#submit-loop summary');
+    // The agent offered is the first agent CLI ralphd finds (the replay agents: claude).
+    await page.waitForFunction(() => document.querySelector('#submit select[name="agent"]').value === 'claude');
+    await page.select('#submit select[name="agent"]', 'command');
     await page.type('#submit input[name="workspace"]', '/no/such/dir');
     await page.type('#submit input[name="command"]', '/bin/true');
     await click('#submit button[type="submit"]');
@@ -221,58 +260,141 @@ try {
     await page.waitForSelector('#message a');
     const id = Number((await page.$eval('#message a', (a) => a.getAttribute('href'))).split('/').pop());
     await page.waitForSelector(`#loops tr[data-id="${id}"][data-state="completed"]`);
-    await click('#submit-loop summary');
-    await shot('loops-desktop.png');
   });
 
-  await check('the report draws its charts from history.report and budget.get', async () => {
+  let runningId;
+  await check('the report: problems first, every row of the timeline named, usage limits in a colour of their own, no empty chart', async () => {
+    // A loop that fails, and one that hits claude's usage limit and waits an hour for its reset.
+    const failedId = submit('--workspace', formWs, '--name', 'fails', '--retries', '0', '--command', '/bin/false');
+    await waitForState(failedId, 'failed');
+    const limitedId = submit('--workspace', limitWs, '--name', 'limited', '--agent', 'claude', '--retries', '0',
+      '--env', 'FAKE_AGENT_SCRIPT=rate-limit', '--env', `FAKE_RESETS_AT=${Math.floor(Date.now() / 1000) + 3600}`);
+    await waitForState(limitedId, 'waiting');
+    // No budget set: no Budgets chart, a line that says so.
+    await page.goto(`${base}/#/report`);
+    await page.waitForSelector('#no-budget');
+    assert.equal(await page.$('#chart-budget'), null);
+
     ralphctl('budget', 'set', '--iterations-per-hour', '20', '--cost-per-day', '5');
+    await page.goto(`${base}/#/`);
     await page.goto(`${base}/#/report`);
     await page.waitForSelector('#chart-budget');
+    const states = await page.$$eval('#report-loops tbody tr', (rows) => rows.map((r) => r.dataset.state));
+    const ranks = states.map((state) => ['failed', 'stalled', 'waiting'].indexOf(state)).map((r) => (r < 0 ? 3 : r));
+    assert.deepEqual(ranks, [...ranks].sort(), 'problems first: ' + states.join(' '));
+    assert.equal(states[0], 'failed');
+    assert.match(await page.$eval('#problems', (p) => p.textContent), /Needs a look: 1 failed, 2 waiting/);
+    const ids = await page.$$eval('#report-loops tbody tr', (rows) => rows.map((r) => Number(r.dataset.id)));
     const charts = await page.evaluate(() => Object.fromEntries(
       ['chart-usage', 'chart-cost', 'chart-timeline', 'chart-budget'].map((id) => {
         const chart = Chart.getChart(id);
-        return [id, {labels: chart.data.labels, datasets: chart.data.datasets.map((d) => ({label: d.label, data: d.data}))}];
+        return [id, {labels: chart.data.labels,
+                     datasets: chart.data.datasets.map((d) => ({label: d.label, data: d.data, colour: d.backgroundColor})),
+                     ticks: chart.scales.y.ticks.map((t) => t.label)}];
       })));
     const report = await rpc('history.report', {since: new Date(Date.now() - 12 * 3600e3).toISOString()});
-    assert.deepEqual(charts['chart-usage'].labels, report.loops.map((l) => `#${l.id} ${l.name}`));
+    const byId = new Map(report.loops.map((l) => [l.id, l]));
+    const inOrder = ids.map((id) => byId.get(id));
+    const named = (l) => (`#${l.id} ${l.name}`.length > 24 ? `#${l.id} ${l.name}`.slice(0, 23) + '…' : `#${l.id} ${l.name}`);
+    assert.deepEqual(charts['chart-usage'].labels, inOrder.map(named));
     const usage = Object.fromEntries(charts['chart-usage'].datasets.map((d) => [d.label, d.data]));
-    assert.deepEqual(usage['input tokens'], report.loops.map((l) => l.input_tokens));
-    assert.deepEqual(usage['output tokens'], report.loops.map((l) => l.output_tokens));
-    assert.deepEqual(usage['cost (USD)'], report.loops.map((l) => l.cost_usd ?? 0));
+    assert.deepEqual(usage['input tokens'], inOrder.map((l) => l.input_tokens));
+    assert.deepEqual(usage['output tokens'], inOrder.map((l) => l.output_tokens));
+    assert.deepEqual(usage['cost (USD)'], inOrder.map((l) => l.cost_usd ?? 0));
     const claude = report.loops.find((l) => l.id === claudeId);
     assert.ok(claude.output_tokens > 0 && claude.cost_usd > 0, JSON.stringify(claude));
     const cost = charts['chart-cost'].datasets.find((d) => d.label === 'cost (USD)').data;
     assert.ok(Math.abs(cost[cost.length - 1].y - report.totals.cost_usd) < 1e-6, JSON.stringify(cost));
-    const bars = charts['chart-timeline'].datasets.flatMap((d) => d.data);
-    assert.equal(bars.length, report.totals.attempts);
-    const cancelled = charts['chart-timeline'].datasets.find((d) => d.label === 'cancelled');
-    assert.equal(cancelled.data.length, 1);
+    const timeline = charts['chart-timeline'];
+    assert.equal(timeline.datasets.flatMap((d) => d.data).length, report.totals.attempts);
+    assert.deepEqual(timeline.ticks, timeline.labels, 'every row of the timeline is named');
+    assert.equal(timeline.datasets.find((d) => d.label === 'cancelled').data.length, 1);
+    const limited = timeline.datasets.find((d) => d.label === 'usage limit');
+    assert.ok(limited && limited.data.length === 1 && limited.data[0].y.startsWith(`#${limitedId} `),
+      JSON.stringify(timeline.datasets));
+    const others = timeline.datasets.filter((d) => d !== limited).map((d) => d.colour);
+    assert.ok(!others.includes(limited.colour), `the usage limit's ${limited.colour} is another's: ${others}`);
     const budget = await rpc('budget.get', {});
     assert.deepEqual(charts['chart-budget'].labels, ['iterations per hour', 'cost per day usd']);
     assert.deepEqual(charts['chart-budget'].datasets[0].data, budget.use.map((u) => (100 * u.used) / u.limit));
     assert.equal(budget.use[0].used, report.totals.attempts);
-    await shot('report-desktop.png');
   });
 
-  await check('a 390 px wide phone shows every page without sideways scrolling', async () => {
-    await page.setViewport({width: 390, height: 844, deviceScaleFactor: 2, isMobile: true, hasTouch: true});
-    for (const [hash, selector, name] of [['#/', '#loops', 'loops-phone.png'],
-                                          ['#/report', '#chart-budget', 'report-phone.png'],
-                                          [`#/loop/${claudeId}`, '#output[data-final="true"]', null]]) {
-      await page.goto(`${base}/${hash}`);
-      await page.waitForSelector(selector);
-      const width = await page.evaluate(() => document.documentElement.scrollWidth);
-      const wide = await page.evaluate(() => [...document.querySelectorAll('body *')]
-        .filter((e) => e.getBoundingClientRect().right > 392 && !e.closest('.scroll')).slice(0, 8)
-        .map((e) => `${e.tagName}#${e.id}.${e.className} ${Math.round(e.getBoundingClientRect().right)}`));
-      assert.ok(width <= 390, `${hash} is ${width} px wide: ${wide.join(', ')}`);
-      if (name) await shot(name);
-    }
-  });
+  // Every element inside the window, and no word of the page's text split across two lines (a
+  // column narrower than its words), checked in the page.
+  async function checkLayout(what) {
+    const found = await page.evaluate(() => {
+      const width = document.documentElement.clientWidth;
+      const name = (e) => `${e.tagName.toLowerCase()}#${e.id}.${e.className} ${e.textContent.slice(0, 40)}`;
+      const outside = [...document.querySelectorAll('body *')].filter((e) => {
+        if (e.tagName !== 'PRE' && e.closest('pre') !== null) return false;  // output and diffs scroll in their box
+        const r = e.getBoundingClientRect();
+        return (r.width > 0 || r.height > 0) && (r.right > width + 1 || r.left < -1);
+      }).slice(0, 6).map((e) => `${name(e)} (${Math.round(e.getBoundingClientRect().right)} px)`);
+      const split = [];
+      const texts = document.createTreeWalker(document.querySelector('main'), NodeFilter.SHOW_TEXT);
+      for (let node; (node = texts.nextNode());) {
+        const parent = node.parentElement;
+        if (parent.closest('pre, .path, select, [hidden]') || parent.getClientRects().length === 0) continue;
+        for (const word of node.data.matchAll(/[\p{L}\p{N}]+/gu)) {
+          if (word[0].length < 3 || word[0].length > 24) continue;
+          const range = document.createRange();
+          range.setStart(node, word.index);
+          range.setEnd(node, word.index + word[0].length);
+          const tops = new Set([...range.getClientRects()].filter((r) => r.width > 0).map((r) => Math.round(r.top)));
+          if (tops.size > 1) split.push(`"${word[0]}" in ${name(parent)}`);
+        }
+      }
+      return {scroll: document.documentElement.scrollWidth, width, outside, split: split.slice(0, 6)};
+    });
+    assert.ok(found.scroll <= found.width, `${what} is ${found.scroll} px wide in ${found.width}`);
+    assert.deepEqual(found.outside, [], `${what}: outside the window`);
+    assert.deepEqual(found.split, [], `${what}: words split across lines`);
+  }
+
+  for (const [width, height, device] of [[1280, 900, 'desktop'], [390, 844, 'phone']]) {
+    await check(`every page at ${width} px: nothing outside the window, no word split, the actions in sight`, async () => {
+      await page.setViewport({width, height, deviceScaleFactor: device === 'phone' ? 2 : 1,
+                              isMobile: device === 'phone', hasTouch: device === 'phone'});
+      runningId = runningId ?? submit('--workspace', liveWs, '--name', 'runs-while-you-look',
+        '--command', '/bin/sh -c \'for i in 1 2 3; do echo "step $i of a long job"; done; sleep 300\'');
+      await waitForState(runningId, 'running');
+      for (const [hash, selector, name] of [['#/', '#loops', 'loops'],
+                                            [`#/loop/${claudeId}`, '#output[data-final="true"]', 'loop'],
+                                            [`#/loop/${runningId}`, '#attempt-timer:not([hidden])', 'running'],
+                                            ['#/report', '#chart-budget', 'report']]) {
+        await page.goto(`${base}/${hash}`);
+        await page.waitForSelector(selector);
+        await new Promise((resolve) => setTimeout(resolve, 300));  // the charts and the attempts drawn
+        await checkLayout(`${hash} at ${width} px`);
+        await shot(`${name}-${device}.png`);
+      }
+      // On a running loop's page, scrolled to its end, Pause and Cancel are still in sight.
+      await page.goto(`${base}/#/loop/${runningId}`);
+      await page.waitForSelector('#attempt-timer:not([hidden])');
+      await page.evaluate(() => window.scrollTo(0, document.documentElement.scrollHeight));
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      for (const action of ['loop.pause', 'loop.cancel']) {
+        const box = await page.$eval(`#actions button[data-action="${action}"]`, (b) => b.getBoundingClientRect().toJSON());
+        assert.ok(box.top >= 0 && box.bottom <= height, `${action} is off-screen at ${width} px: ${JSON.stringify(box)}`);
+      }
+    });
+  }
 
   await check('no console error, no failed request', async () => {
     assert.deepEqual(problems, []);
+  });
+
+  await check('when ralphd stops, the page keeps what it showed and says since when it is not live', async () => {
+    await page.goto(`${base}/#/`);
+    await page.waitForSelector(`#loops tr[data-id="${runningId}"]`);
+    const rows = await page.$$eval('#loops tbody tr', (trs) => trs.length);
+    await rpc('daemon.shutdown', {});
+    await page.waitForSelector('#offline:not([hidden])');
+    assert.match(await page.$eval('#offline', (p) => p.textContent), /ralphd does not answer since .*: this page shows what it last knew/);
+    await new Promise((resolve) => setTimeout(resolve, 2500 * scale));  // a try to draw the view again
+    assert.equal(await page.$$eval('#loops tbody tr', (trs) => trs.length), rows, 'the rows are still there');
+    assert.equal(await page.$('main .error'), null);
   });
 } catch (error) {
   console.log(`FAILED at "${step}":`, error);

@@ -1294,6 +1294,18 @@ class Daemon:
                                 stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
                                 cwd=self.work_dir)
 
+    def ctl_first_stderr_line(self, *args):
+        """Starts ralphctl ARGS (e.g. tail -f), returns the first line it writes to stderr, then
+        ends it."""
+        proc = self.ctl_popen(*args)
+        try:
+            return proc.stderr.readline().decode()
+        finally:
+            proc.kill()
+            proc.wait()
+            proc.stdout.close()
+            proc.stderr.close()
+
     # ---- loops
 
     def workspace(self, name="ws"):

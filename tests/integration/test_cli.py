@@ -226,7 +226,8 @@ class CliTest(DaemonTestCase):
 
         human = d.ctl("doctor")
         self.assertRegex(human.stdout, r"ok +daemon +ralphd ")
-        self.assertRegex(human.stdout, r"warn +linger .*fix: loginctl enable-linger ralph-doctor-test")
+        self.assertRegex(human.stdout, r"warn +linger ")
+        self.assertIn("\nfix linger: loginctl enable-linger ralph-doctor-test\n", human.stdout)
 
     def test_completion_scripts_complete_commands_options_and_values(self):
         d = self.new_daemon_unstarted()  # completion needs no daemon

@@ -134,6 +134,7 @@ class ConnectionFairnessTest(DaemonTestCase):
         self.assertIn("result", events.recv_json())
         tail = d.ctl_popen("tail", "-f", loop["id"])
         self.addCleanup(lambda: (tail.kill(), tail.communicate()))
+        self.assertIn(b"iteration 1", tail.stdout.readline(), "the iteration's line first")
         self.assertIn(b"sleep.sh: sleeping", tail.stdout.readline())
         # 300 connections without the token: strangers make room among strangers only.
         strangers = []

@@ -4,9 +4,13 @@ This file starts ralphd on TCP (--listen) with the replay agents on its PATH, th
 tests/browser/dashboard_test.mjs, which logs in with the token and checks, through the pages:
 a loop submitted by ralphctl appearing and changing state without a reload, a loop's output
 arriving live with its raw view byte-exact, a structured stream rendered as `ralphctl tail`
-renders it, an iteration's diff, cancel from the page ending the agent's process group, the
-report's charts (their data against history.report and budget.get), the phone layout, and no
-console error. Screenshots (desktop and 390 px wide) go to RALPH_ARTIFACTS (the build's
+renders it with a line per iteration, an iteration's diff, why a loop waits and until when,
+a running loop's output first with its attempt's time ticking, cancel asking first and then
+ending the agent's process group, the report (problems first, every timeline row named, a
+colour for usage limits, no empty chart; the charts' data against history.report and
+budget.get), every page at 1280 and 390 px wide (nothing outside the window, no word split
+across lines, the actions in sight), no console error, and the page kept when ralphd stops.
+Screenshots (desktop and 390 px wide) go to RALPH_ARTIFACTS (the build's
 tests/integration/screenshots), from which the README's are copied.
 
 Needs /usr/bin/chromium and tests/browser/node_modules (scripts/test.sh runs `npm ci` there):
@@ -45,7 +49,7 @@ class DashboardTest(DaemonTestCase):
             "RALPH_DASHBOARD": "http://127.0.0.1:%d" % port,
             "RALPH_TOKEN": token,
             "RALPH_CHROMIUM": CHROMIUM,
-            "RALPH_WORKSPACES": ",".join(make_workspace(root, "ws%d" % i) for i in range(4)),
+            "RALPH_WORKSPACES": ",".join(make_workspace(root, "ws%d" % i) for i in range(6)),
             "RALPH_ARTIFACTS": artifacts,
             "RALPH_TEST_TIMEOUT_SCALE": str(scaled(1)),
         })
@@ -56,8 +60,8 @@ class DashboardTest(DaemonTestCase):
         self.assertEqual(proc.returncode, 0,
                          "dashboard_test.mjs failed:\n%s\n%s\nralphd's log:\n%s"
                          % (proc.stdout, proc.stderr, d.log_text()[-6000:]))
-        for name in ("loops-desktop.png", "loop-desktop.png", "report-desktop.png",
-                     "loops-phone.png", "report-phone.png"):
+        for name in ("%s-%s.png" % (page, device) for page in ("loops", "loop", "running", "report")
+                     for device in ("desktop", "phone")):
             self.assertGreater(os.path.getsize(os.path.join(artifacts, name)), 10000, name)
 
 

@@ -142,7 +142,7 @@ class FleetTest(DaemonTestCase):
         self.addCleanup(screen.close)
         screen.wait_for("gone down:", "build:%d" % there["id"], "local:%d" % here["id"],
                         "── loop build:%d there" % there["id"], "there-says-hi", "q quit")
-        screen.press(b"c")
+        screen.press(b"cy")  # c asks, y answers
         screen.wait_for("cancel loop build:%d: now" % there["id"])
         self.build.wait_state(there["id"], "cancelled")
         self.assertEqual(self.d.get(here["id"])["state"], "exhausted")
@@ -183,11 +183,11 @@ class FleetTest(DaemonTestCase):
 
         # A key on build's loop is not sent to a host that hangs (it would act who knows when);
         # one on local's loop is, at once.
-        screen.press(b"c")
+        screen.press(b"cy")
         screen.wait_for("cancel loop build:%d: not sent, build gave no answer for" % there["id"])
         screen.press(b"k")  # the rows: local's queued `here`, its running `idle`, build's
         screen.wait_for("── loop local:%d idle" % idle["id"], "idle-here")
-        screen.press(b"c")
+        screen.press(b"cy")
         screen.wait_for("cancel loop local:%d: now" % idle["id"], timeout=5)
         self.d.wait_state(idle["id"], "cancelled")
 

@@ -112,7 +112,7 @@ class VerdictTest(JudgeTestCase):
 
         shown = d.ctl("show", loop["id"]).stdout
         self.assertRegex(shown, r"judge\s+claude, the loop stalls after 3 rejection\(s\)")
-        self.assertRegex(shown, r"\n\s+1\s+2\s+judge claude\s")
+        self.assertRegex(shown, r"\n\s*1\.2\s+judge claude\s")
         self.assertIn("verdict ACCEPT", shown)
 
     def test_rejections_reach_the_next_prompts_until_the_judge_accepts(self):

@@ -70,8 +70,9 @@ class OutputTest(DaemonTestCase):
 
         expected = pattern_bytes(size)
         self.assertSameBytes(d.output(loop["id"]), expected, "loop.output")
+        # The rendered view: a plain-text agent's bytes after the line naming its iteration.
         tail = d.ctl("tail", loop["id"], text=False, timeout=90).stdout
-        self.assertSameBytes(tail, expected, "ralphctl tail")
+        self.assertSameBytes(tail, "── iteration 1 ──\n".encode() + expected, "ralphctl tail")
 
     def test_two_tail_clients_attached_at_different_times_get_identical_full_output(self):
         d = self.daemon()
@@ -83,11 +84,12 @@ class OutputTest(DaemonTestCase):
         files = [tempfile.TemporaryFile(dir=d.root) for _ in range(4)]
         clients = []
         try:
-            clients.append(d.ctl_popen("tail", "-f", loop["id"], stdout=files[0],
+            # --raw: the bytes exactly as the agent wrote them (no iteration lines).
+            clients.append(d.ctl_popen("tail", "-f", "--raw", loop["id"], stdout=files[0],
                                        stderr=files[1]))
             # The second client comes when part of the output is already persisted.
             d.wait_output_contains(loop["id"], b"slow-counter: iteration 1 of 3 finished\n")
-            clients.append(d.ctl_popen("tail", "-f", loop["id"], stdout=files[2],
+            clients.append(d.ctl_popen("tail", "-f", "--raw", loop["id"], stdout=files[2],
                                        stderr=files[3]))
             codes = [c.wait(timeout=scaled(60)) for c in clients]
             contents = []
@@ -114,12 +116,17 @@ class OutputTest(DaemonTestCase):
         loop = d.submit(ws, agent_command("count-to-complete.sh", 3))
         d.wait_state(loop["id"], "completed", timeout=30)
         full = count_to_complete_output(3, 3)
-        self.assertEqual(d.ctl("tail", loop["id"], text=False).stdout, full)
-        self.assertEqual(d.ctl("tail", "-n", "2", loop["id"], text=False).stdout,
+        self.assertEqual(d.ctl("tail", "--raw", loop["id"], text=False).stdout, full)
+        self.assertEqual(d.ctl("tail", "--raw", "-n", "2", loop["id"], text=False).stdout,
                          b"count-to-complete: run 3 of 3\n<promise>COMPLETE</promise>\n")
         offset = len(b"count-to-complete: run 1 of 3\n") + 5
-        self.assertEqual(d.ctl("tail", "--from-offset", offset, loop["id"], text=False).stdout,
-                         full[offset:])
+        self.assertEqual(
+            d.ctl("tail", "--raw", "--from-offset", offset, loop["id"], text=False).stdout,
+            full[offset:])
+        # Rendered, the last lines come after the line naming their iteration.
+        self.assertEqual(d.ctl("tail", "-n", "2", loop["id"], text=False).stdout,
+                         "── iteration 3 ──\n".encode() +
+                         b"count-to-complete: run 3 of 3\n<promise>COMPLETE</promise>\n")
         page = d.call("loop.output", {"id": loop["id"], "last_lines": 1})
         self.assertEqual(page["data"], "<promise>COMPLETE</promise>\n")
         self.assertEqual(page["offset"], len(full) - len(b"<promise>COMPLETE</promise>\n"))
@@ -143,7 +150,7 @@ class OutputTest(DaemonTestCase):
             self.assertLess(time.monotonic(), deadline, "the agent did not write its output")
             time.sleep(0.02)
 
-        tails = [d.ctl_popen("tail", "-f", loop["id"], stderr=subprocess.DEVNULL)
+        tails = [d.ctl_popen("tail", "-f", "--raw", loop["id"], stderr=subprocess.DEVNULL)
                  for _ in range(2)]
         got = [b"", b""]
         done_at = [None, None]

@@ -171,7 +171,7 @@ class ReportTest(HistoryTestCase):
                        "TOKENS IN/OUT", "COST", "TIME"):
             self.assertIn(column, header)
         row = next(line for line in text.splitlines() if " committer " in line)
-        for cell in ("completed", "3/5", "3 files +3 -0", "3000/600", "$0.1500"):
+        for cell in ("completed", "3/5", "3 files +3 -0", "3.0k/600", "$0.1500"):
             self.assertIn(cell, row)
         self.assertIn("git -C %s log %s..%s" % (ws, first_head[:10], last_head[:10]), text)
         self.assertIn("1 retry; failures: crash 2", text)

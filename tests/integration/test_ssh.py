@@ -144,7 +144,7 @@ class SshTest(DaemonTestCase):
         self.assertEqual(shown.returncode, 0, shown.stderr)
         self.assertEqual(json.loads(shown.stdout)["loop"]["id"], loop["id"])
         tail = self.d.ctl("tail", "build:%d" % loop["id"], env=env, check=False)
-        self.assertEqual((tail.returncode, tail.stdout), (0, "hi\n"), tail.stderr)
+        self.assertEqual((tail.returncode, tail.stdout), (0, "── iteration 1 ──\nhi\n"), tail.stderr)
         gone = self.d.ctl("cancel", "gone:%d" % loop["id"], env=env, check=False)
         self.assertEqual(gone.returncode, 3, gone.stderr)
         mixed = self.d.ctl("tail", "build:1", "local:1", env=env, check=False)

@@ -39,8 +39,16 @@ class TopTest(DaemonTestCase):
         self.assertRegex(shown, r"%d\s+second-loop\s+queued\s+0/10" % second["id"])
         self.assertIn("── loop %d first-loop" % first["id"], shown)
 
-        # c cancels the selected loop: its agent is ended, and the second loop gets to run.
+        # c asks first; any key but y keeps the loop running.
         screen.press(b"c")
+        screen.wait_for("cancel loop %d (running)? y: cancel it" % first["id"])
+        screen.press(b"n")
+        screen.wait_for("loop %d not cancelled" % first["id"])
+        self.assertEqual(d.get(first["id"])["state"], "running")
+        # c, then y, cancels it: its agent is ended, and the second loop gets to run.
+        screen.press(b"c")
+        screen.wait_for("cancel loop %d (running)?" % first["id"])
+        screen.press(b"y")
         screen.wait_for("cancel loop %d: now" % first["id"])
         d.wait_state(first["id"], ["cancelled"])
         d.wait_output_contains(second["id"], b"iteration 2 of 5 started")
@@ -74,6 +82,25 @@ class TopTest(DaemonTestCase):
         self.assertEqual(again.wait_exit(), 0)
         self.assertTerminalGivenBack(again)
         d.call("loop.cancel", {"id": second["id"]})
+
+    def test_states_are_coloured_unless_no_color_is_set(self):
+        d = self.daemon()
+        done = d.submit(d.workspace(), agent_command("count-to-complete.sh", 1), name="done")
+        d.wait_state(done["id"], "completed")
+        running = d.submit(d.workspace(), agent_command("sleep.sh", 60), name="runs")
+        d.wait_state(running["id"], "running")
+
+        # Cyan for running, green for completed. The harness sets NO_COLOR for every ralphctl:
+        # taken away, the states are coloured; with it, not.
+        for env, coloured in (({"NO_COLOR": None}, True), ({"NO_COLOR": "1"}, False)):
+            screen = Screen(d, "--interval", "0.2", env=env)
+            self.addCleanup(screen.close)
+            screen.wait_for("runs", "done", "q quit")
+            for sequence in (b"\x1b[36mrunning\x1b[0m", b"\x1b[32mcompleted\x1b[0m"):
+                self.assertEqual(sequence in screen.raw, coloured, (env, screen.raw))
+            screen.press(b"q")
+            self.assertEqual(screen.wait_exit(), 0)
+        d.call("loop.cancel", {"id": running["id"]})
 
     def test_a_daemon_that_goes_away_ends_top_with_exit_3_and_the_terminal_given_back(self):
         d = self.daemon()

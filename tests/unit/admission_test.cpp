@@ -91,9 +91,9 @@ TEST_CASE("a loop runs on its first agent no usage limit holds, and waits for th
     const auto held = gate.for_quotas(agents, 1000);
     CHECK(held.what == ralph::admission::verdict::kind::wait);
     CHECK(held.until_ms == 5000);
-    CHECK(held.reason == "waiting for the reset of the codex usage limit");
+    CHECK(held.reason == "waiting for the reset of account default's codex usage limit");
     CHECK(gate.for_quotas({"gemini"}, 1000).reason ==
-          "waiting for the reset of the gemini usage limit, learnt from build2");
+          "waiting for the reset of account default's gemini usage limit, learnt from build2");
     // Past codex's reset codex is free again; past claude's, claude comes first again.
     CHECK(gate.pick_agent(spec, 5000) == ralph::proto::agent_choice{"codex", "o3"});
     CHECK(gate.pick_agent(spec, 9000) == ralph::proto::agent_choice{"claude", "opus"});

@@ -278,7 +278,7 @@ TEST_CASE("codex: a command's start and end are one tool call with its exit code
     const auto results = r.of_kind(event_kind::tool_result);
     REQUIRE(results.size() == 1);
     CHECK(results[0].text == "exit 0: iteration 1 done\niteration 2 done\n");
-    CHECK(as::render(results[0]) == "  ⎿ exit 0: iteration 1 done…");
+    CHECK(as::render(results[0]) == "  └ exit 0: iteration 1 done…");
 }
 
 TEST_CASE("codex: failed turns and reconnect notices give failure hints") {
@@ -298,6 +298,12 @@ TEST_CASE("codex: failed turns and reconnect notices give failure hints") {
         CHECK_FALSE(r.summary.has_final_answer);
         CHECK(r.summary.failure == failure_hint::transient);
         CHECK(r.of_kind(event_kind::error).size() == 5);
+    }
+    SUBCASE("a model provider's env_key it did not get: a configuration failure, not transient") {
+        const auto r = run(format::codex, variant("codex", "missing-env"));
+        CHECK_FALSE(r.summary.has_final_answer);
+        CHECK(r.summary.failure == failure_hint::config);
+        CHECK(r.summary.error == "Missing environment variable: `MISSING_VAR`.");
     }
 }
 
@@ -738,6 +744,18 @@ TEST_CASE("classify: keywords give the failure class, rate limits first") {
         {"HTTP 401 Unauthorized", failure_hint::auth},
         {"Credit balance is too low", failure_hint::auth},
         {"Error: 403", failure_hint::auth},
+        {"Missing environment variable: `MYGATEWAY_KEY`.", failure_hint::config},
+        {"Model azure/gpt-4o: Missing these environment variables:", failure_hint::config},
+        {"unexpected status 404: The model `gpt-9` does not exist or you do not have access to it.",
+         failure_hint::config},
+        {"There's an issue with the selected model (claude-x). It may not exist or you may not "
+         "have access to it.",
+         failure_hint::config},
+        {"API Error: 404 {\"type\":\"error\",\"error\":{\"type\":\"not_found_error\"}}",
+         failure_hint::config},
+        {"ProviderModelNotFoundError: gw/nope", failure_hint::config},
+        {"models/gemini-9 is not found for API version v1beta", failure_hint::config},
+        {"429 Too Many Requests: model_not_found", failure_hint::rate_limit},
         {"API Error: 529 {\"type\":\"overloaded_error\"}", failure_hint::transient},
         {"{\"code\":500,\"message\":\"Internal\"}", failure_hint::transient},
         {"connect ECONNREFUSED 127.0.0.1:443", failure_hint::transient},
@@ -793,11 +811,11 @@ TEST_CASE("render: one line per event worth showing") {
     CHECK(as::render(e(event_kind::tool_use, "ralph-progress.txt", "Write")) ==
           "● Write ralph-progress.txt");
     CHECK(as::render(e(event_kind::tool_use, "", "TodoWrite")) == "● TodoWrite");
-    CHECK(as::render(e(event_kind::tool_result, "File created")) == "  ⎿ File created");
-    CHECK(as::render(e(event_kind::tool_result, "line 1\nline 2")) == "  ⎿ line 1…");
-    CHECK(as::render(e(event_kind::tool_result, "\n\nline 1\n\n")) == "  ⎿ line 1");
+    CHECK(as::render(e(event_kind::tool_result, "File created")) == "  └ File created");
+    CHECK(as::render(e(event_kind::tool_result, "line 1\nline 2")) == "  └ line 1…");
+    CHECK(as::render(e(event_kind::tool_result, "\n\nline 1\n\n")) == "  └ line 1");
     CHECK(as::render(e(event_kind::tool_result, std::string(300, 'a'))) ==
-          "  ⎿ " + std::string(120, 'a') + "…");
+          "  └ " + std::string(120, 'a') + "…");
     CHECK(as::render(e(event_kind::error, "API Error: 429\nslow down")) ==
           "✗ API Error: 429 slow down");
     CHECK(as::render(e(event_kind::rate_limit, "limit")) == "✗ rate limit hit");
@@ -876,4 +894,23 @@ TEST_CASE("output_renderer: each attempt's bytes are rendered by the format they
     // finish() renders what the parser still held.
     CHECK(renderer.render(claude_line, "claude").empty());
     CHECK(renderer.finish() == "claude says\n");
+}
+
+TEST_CASE("output_renderer: a line is drawn where each attempt's section begins") {
+    as::output_renderer renderer;
+    CHECK(renderer.render("first\n", "text", "iteration 1") == "── iteration 1 ──\nfirst\n");
+    CHECK(renderer.render("more\n", "text", "iteration 1") == "more\n");
+    // A section that ends inside a line: the line is ended before the next one is drawn.
+    CHECK(renderer.render("no newline", "text", "iteration 1") == "no newline");
+    CHECK(renderer.render("again\n", "text", "iteration 1 · attempt 2") ==
+          "\n── iteration 1 · attempt 2 ──\nagain\n");
+    // A structured attempt's held line is rendered before the line, and the next attempt of the
+    // same format is parsed afresh (a cut line of the first does not swallow the second's).
+    const std::string claude_line =
+        R"({"type":"assistant","message":{"content":[{"type":"text","text":"claude says"}]}})";
+    CHECK(renderer.render(claude_line, "claude", "iteration 2") == "── iteration 2 ──\n");
+    CHECK(renderer.render(claude_line + "\n", "claude", "iteration 2 · judge") ==
+          "claude says\n── iteration 2 · judge ──\nclaude says\n");
+    // No section (a ralphd that does not say): nothing is drawn.
+    CHECK(renderer.render("plain\n", "text") == "plain\n");
 }

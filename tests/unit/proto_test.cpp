@@ -105,7 +105,11 @@ proto::loop_info sample() {
 
 template <>
 proto::agent_info sample() {
-    return {"claude", "Claude Code", "claude", "/usr/bin/claude", "claude", true, true, true, true};
+    return {"claude", "Claude Code",
+            "claude", "/usr/bin/claude",
+            "claude", true,
+            true,     true,
+            true,     {{"ANTHROPIC_API_KEY"}, {"MYGATEWAY_KEY"}, {"VAULT_TOKEN"}}};
 }
 
 template <>
@@ -187,6 +191,7 @@ template <>
 proto::list_request sample() {
     return {{proto::loop_state::queued, proto::loop_state::running},
             50,
+            120,
             {proto::summary_field::id, proto::summary_field::state}};
 }
 template <>
@@ -202,7 +207,7 @@ proto::loop_list sample() {
     loop.iterations = 2;
     loop.created_at = t0;
     loop.usage.cost_usd = 1.5;
-    return {{loop, loop}, {}};
+    return {{loop, loop}, {}, 5000};
 }
 template <>
 proto::loop_detail sample() {
@@ -246,11 +251,15 @@ proto::output_request sample() {
 }
 template <>
 proto::output_page sample() {
-    return {7, 100, 110, 500, "aGVsbG8=", "base64", "codex", proto::loop_state::completed, true};
+    return {7,          100,
+            110,        500,
+            "aGVsbG8=", "base64",
+            "codex",    proto::loop_state::completed,
+            true,       {2, 1, proto::attempt_kind::judge}};
 }
 template <>
 proto::tail_started sample() {
-    return {7, 100, proto::loop_state::paused};
+    return {7, 100, proto::loop_state::waiting, "waiting for the global budget", 1764000000000};
 }
 template <>
 proto::subscription sample() {
@@ -258,7 +267,7 @@ proto::subscription sample() {
 }
 template <>
 proto::agent_list sample() {
-    return {{sample<proto::agent_info>()}};
+    return {{sample<proto::agent_info>()}, {"HOME", "PATH"}};
 }
 template <>
 proto::scheduler_changes sample() {
@@ -404,15 +413,18 @@ TEST_CASE("proto: the data of an error reads back as it was written") {
 }
 
 TEST_CASE("proto: the notifications read back as they were written") {
-    proto::output_notification output{7, 100, 5, "aGVsbG8=", "base64", "codex", std::nullopt};
+    proto::output_notification output{
+        7, 100, 5, "aGVsbG8=", "base64", "codex", std::nullopt, {3, 1, proto::attempt_kind::work}};
     CHECK(nlohmann::json(output).get<proto::output_notification>() == output);
     output.text = "● Read main.cpp";
     CHECK(nlohmann::json(output).get<proto::output_notification>() == output);
-    const proto::state_notification state{7, proto::loop_state::stalled, "no progress", 3, true};
+    const proto::state_notification state{
+        7, proto::loop_state::stalled, "no progress", 3, true, 1764000000000};
     CHECK(nlohmann::json(state).get<proto::state_notification>() == state);
 }
 
 TEST_CASE("proto: the hand-written loop.output notification is the serialized one") {
+    const proto::output_origin origin{3, 2, proto::attempt_kind::judge};
     for (const char* encoding : {"base64", "utf8"}) {
         const std::string piece = "hello \xE2\x9C\x93\n";
         const proto::output_notification typed{7,
@@ -421,14 +433,15 @@ TEST_CASE("proto: the hand-written loop.output notification is the serialized on
                                                proto::encode_output(piece, encoding),
                                                encoding,
                                                "claude",
-                                               std::nullopt};
-        CHECK(
-            ralph::serialize_output_notification(7, 100, piece, encoding, "claude", std::nullopt) ==
-            ralph::rpc::serialize(
-                ralph::rpc::make_notification(proto::notification::loop_output, typed)));
+                                               std::nullopt,
+                                               origin};
+        CHECK(ralph::serialize_output_notification(7, 100, piece, encoding, "claude", origin,
+                                                   std::nullopt) ==
+              ralph::rpc::serialize(
+                  ralph::rpc::make_notification(proto::notification::loop_output, typed)));
         proto::output_notification rendered = typed;
-        rendered.text = "● Write \"notes\" â";
-        CHECK(ralph::serialize_output_notification(7, 100, piece, encoding, "claude",
+        rendered.text = "● Write \"notes\" â";
+        CHECK(ralph::serialize_output_notification(7, 100, piece, encoding, "claude", origin,
                                                    rendered.text) ==
               ralph::rpc::serialize(
                   ralph::rpc::make_notification(proto::notification::loop_output, rendered)));
@@ -438,13 +451,21 @@ TEST_CASE("proto: the hand-written loop.output notification is the serialized on
 TEST_CASE("proto: a binary loop.output is the serialized notification, a newline, the bytes") {
     const std::string piece("\0\xFF\n{\"x\"}\xE2\x9C", 10);
     const proto::output_notification typed{
-        7, 100, std::int64_t(piece.size()), "", "binary", "codex", std::nullopt};
-    CHECK(ralph::serialize_output_notification(7, 100, piece, "binary", "codex", std::nullopt) ==
-          ralph::rpc::serialize(
-              ralph::rpc::make_notification(proto::notification::loop_output, typed)) +
-              "\n" + piece);
+        7, 100, std::int64_t(piece.size()), "", "binary", "codex", std::nullopt, {}};
+    CHECK(
+        ralph::serialize_output_notification(7, 100, piece, "binary", "codex", {}, std::nullopt) ==
+        ralph::rpc::serialize(
+            ralph::rpc::make_notification(proto::notification::loop_output, typed)) +
+            "\n" + piece);
     // The bytes go whole: no character is held back for the next piece as in "utf8".
     CHECK(proto::sendable_length(piece, "binary") == piece.size());
+}
+
+TEST_CASE("proto: an output's section names the attempt that wrote it") {
+    CHECK(proto::output_section({}) == "");
+    CHECK(proto::output_section({3, 1, proto::attempt_kind::work}) == "iteration 3");
+    CHECK(proto::output_section({3, 2, proto::attempt_kind::work}) == "iteration 3 · attempt 2");
+    CHECK(proto::output_section({3, 2, proto::attempt_kind::judge}) == "iteration 3 · judge");
 }
 
 TEST_CASE("proto: a loop's summary holds the fields asked for, each under its name") {
