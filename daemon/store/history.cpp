@@ -45,8 +45,8 @@ std::string states_sql(bool ended) {
 }
 
 // The tables holding a loop's history besides its row in `loops`, children first.
-constexpr std::array<const char*, 4> loop_history_tables{"events", "output_chunks", "steering",
-                                                         "attempts"};
+constexpr std::array<const char*, 5> loop_history_tables{"events", "output_chunks", "steering",
+                                                         "announced_waits", "attempts"};
 
 }  // namespace
 

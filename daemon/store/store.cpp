@@ -387,6 +387,32 @@ void store::set_iterations(std::int64_t loop_id, std::int64_t iterations, std::i
     q.exec();
 }
 
+store::announced_wait store::announced_wait_of(std::int64_t loop_id) {
+    query q = prepared("SELECT announced_wait, announced_ran FROM loops WHERE id = ?");
+    q.bind(1, loop_id);
+    if (!q.executeStep()) return {};
+    return {q.getColumn(0).getString(), q.getColumn(1).getInt() != 0};
+}
+
+bool store::announce_wait(std::int64_t loop_id, const announced_wait& wait, std::int64_t until) {
+    query last = prepared("UPDATE loops SET announced_wait = ?, announced_ran = ? WHERE id = ?");
+    last.bind(1, wait.cause);
+    last.bind(2, int(wait.ran_since));
+    last.bind(3, loop_id);
+    last.exec();
+    query seen = prepared("INSERT OR IGNORE INTO announced_waits VALUES (?, ?, ?)");
+    seen.bind(1, loop_id);
+    seen.bind(2, wait.cause);
+    seen.bind(3, until);
+    return seen.exec() == 1;
+}
+
+void store::set_ran_since_announced(std::int64_t loop_id) {
+    query q = prepared("UPDATE loops SET announced_ran = 1 WHERE id = ? AND announced_ran = 0");
+    q.bind(1, loop_id);
+    q.exec();
+}
+
 std::int64_t store::begin_attempt(const proto::attempt_info& a, std::int64_t process_start_time) {
     SQLite::Transaction tx(db_);
     query q = prepared(

@@ -79,6 +79,18 @@ class store {
                                 const std::string& stop_reason, std::int64_t resume_at_ms,
                                 std::int64_t now_ms);
     void set_iterations(std::int64_t loop_id, std::int64_t iterations, std::int64_t now_ms);
+    // The wait a loop's push notification last announced ('' cause: none), kept with the loop so
+    // that a restart does not announce it again: its cause, whether the loop ran (or waited for
+    // something else) since.
+    struct announced_wait {
+        std::string cause;
+        bool ran_since = false;
+    };
+    announced_wait announced_wait_of(std::int64_t loop_id);
+    // Records `wait` as the last announced, with its time; false when this cause until this time
+    // was announced for the loop before.
+    bool announce_wait(std::int64_t loop_id, const announced_wait& wait, std::int64_t until);
+    void set_ran_since_announced(std::int64_t loop_id);
 
     // ---- attempts
     // Inserts the attempt (how = running) with its agent's process (pid and start time, which

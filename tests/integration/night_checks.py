@@ -131,8 +131,8 @@ def check_no_rerun(record, runs):
 
 # --------------------------------------------------------------------------- holds
 
-HOLD = re.compile(r"reset of the (\S+) usage limit")
-HOLDER = re.compile(r"\(loop (\d+)")
+# "the reset of account A's QUOTA usage limit": QUOTA an agent CLI, or command:PROGRAM.
+HOLD = re.compile(r"reset of account \S+'s (\S+) usage limit")
 
 
 def check_holds(record, waits):
@@ -143,23 +143,14 @@ def check_holds(record, waits):
         if "usage limit" not in reason or loop_id not in record.loops:
             continue
         agent = HOLD.search(reason)
-        holder = HOLDER.search(reason)
         if not agent:
             found.append("loop %d waited for a hold this test cannot read: %r" % (loop_id, reason))
             continue
         name = agent.group(1)
-        held = set()
-        if name in CLI_AGENTS:
-            held.add((name, ""))
-        elif holder and int(holder.group(1)) in record.loops:
-            # A program's limit: the programs the holding loop ran that hit a usage limit.
-            holding = record.loops[int(holder.group(1))]["spec"]
-            for a in record.attempts_of(int(holder.group(1))):
-                if a["agent"] == "command" and a["failure"] == "rate_limit":
-                    command = holding.get("judge_command" if a["kind"] == "judge" else "command")
-                    held.add(("command", program_name(command or "")))
+        if name.startswith("command:"):
+            held = {("command", name[len("command:"):])}
         else:
-            held.add(("command", name))
+            held = {(name, "")}
         mine = quotas_of(record.loops[loop_id]["spec"])
         if not held & mine:
             found.append("loop %d (draws on %s) waited for a hold it does not share: %r"
