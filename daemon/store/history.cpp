@@ -43,6 +43,19 @@ std::int64_t count_rows(SQLite::Statement& q, std::int64_t loop_id) {
     return q.getColumn(0).getInt64();
 }
 
+// An ended loop's columns for gc, from `loops`, in store::ended_loop's order.
+constexpr const char* ended_loop_columns =
+    "SELECT id, worktree_path, ifnull(json_extract(spec, '$.worktree_source'), ''), "
+    "worktree_branch, ifnull(json_extract(spec, '$.worktree_target'), ''), "
+    "ifnull(json_extract(spec, '$.delete_branch'), 0), ifnull(json_extract(spec, '$.pr'), '') "
+    "FROM loops ";
+
+store::ended_loop ended_loop_from_row(SQLite::Statement& q) {
+    return {q.getColumn(0).getInt64(),  q.getColumn(1).getString(), q.getColumn(2).getString(),
+            q.getColumn(3).getString(), q.getColumn(4).getString(), q.getColumn(5).getInt() != 0,
+            q.getColumn(6).getString()};
+}
+
 }  // namespace
 
 std::vector<proto::report_loop> store::report_loops(std::int64_t since_ms, std::int64_t until_ms) {
@@ -143,23 +156,21 @@ std::vector<proto::report_loop> store::report_loops(std::int64_t since_ms, std::
 }
 
 std::vector<store::ended_loop> store::loops_ended_before(std::int64_t cutoff_ms) {
-    SQLite::Statement q(
-        db_,
-        "SELECT id, worktree_path, ifnull(json_extract(spec, '$.worktree_source'), "
-        "''), worktree_branch, ifnull(json_extract(spec, '$.worktree_target'), ''), "
-        "ifnull(json_extract(spec, '$.delete_branch'), 0), "
-        "ifnull(json_extract(spec, '$.pr'), '') FROM loops WHERE state "
-        "IN (" +
-            end_states_sql() +
-            ") AND finished_at > 0 AND finished_at < ? ORDER BY finished_at, id");
+    SQLite::Statement q(db_,
+                        std::string(ended_loop_columns) + "WHERE state IN (" + end_states_sql() +
+                            ") AND finished_at > 0 AND finished_at < ? ORDER BY finished_at, id");
     q.bind(1, cutoff_ms);
     std::vector<ended_loop> loops;
-    while (q.executeStep())
-        loops.push_back({q.getColumn(0).getInt64(), q.getColumn(1).getString(),
-                         q.getColumn(2).getString(), q.getColumn(3).getString(),
-                         q.getColumn(4).getString(), q.getColumn(5).getInt() != 0,
-                         q.getColumn(6).getString()});
+    while (q.executeStep()) loops.push_back(ended_loop_from_row(q));
     return loops;
+}
+
+std::optional<store::ended_loop> store::ended_loop_of(std::int64_t loop_id) {
+    SQLite::Statement q(db_, std::string(ended_loop_columns) + "WHERE id = ? AND state IN (" +
+                                 end_states_sql() + ")");
+    q.bind(1, loop_id);
+    if (!q.executeStep()) return std::nullopt;
+    return ended_loop_from_row(q);
 }
 
 store::removal store::remove_loops(const std::vector<std::int64_t>& loop_ids, bool dry_run) {

@@ -212,6 +212,11 @@ ALTER TABLE attempts ADD COLUMN completion_rule TEXT NOT NULL DEFAULT '';
 ALTER TABLE attempts ADD COLUMN final_answer TEXT NOT NULL DEFAULT '';
 UPDATE attempts SET completion_rule = 'a completion rule' WHERE completion_signal = 1;
 )sql",
+        // 13 → 14: loop.retry takes an ended loop back from where it was: the iteration policy
+        // reads only the attempts after this one (0: never retried).
+        R"sql(
+ALTER TABLE loops ADD COLUMN retried_after INTEGER NOT NULL DEFAULT 0;
+)sql",
     };
     return migrations;
 }
