@@ -182,6 +182,26 @@ class WaitTest(DaemonTestCase):
         self.assertEqual(usage.returncode, 2)
 
 
+class DocumentationTest(DaemonTestCase):
+
+    def test_the_verbs_are_in_the_help_the_manual_page_and_the_completions(self):
+        d = self.new_daemon_unstarted()
+        helped = d.ctl("--help").stdout
+        manual = d.ctl("man-page").stdout
+        for verb, synopsis in (("retry", "retry ID"), ("extend", "extend ID"), ("rm", "rm IDS"),
+                               ("wait", "wait IDS")):
+            self.assertRegex(helped, r"(?m)^\s+%s\s" % verb)
+            self.assertIn('.SS "ralphctl %s' % synopsis, manual)
+        self.assertIn('.SS "ralphctl daemon start', manual)
+        self.assertIn("--daemonize", subprocess.run([RALPHD, "--help"], capture_output=True,
+                                                    text=True).stdout)
+        for shell in ("bash", "zsh", "fish"):
+            script = d.ctl("completion", shell).stdout
+            for word in ("retry", "extend", "rm", "wait", "start"):
+                self.assertIn(word, script, (shell, word))
+            self.assertRegex(script, r"--by\b|-l 'by'", shell)
+
+
 class DaemonStartTest(DaemonTestCase):
 
     def test_daemon_start_runs_ralphd_in_the_background_and_refuses_a_second(self):
