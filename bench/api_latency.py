@@ -49,8 +49,9 @@ SAMPLER_PERIOD = 0.01  # seconds between the starting phase's sets of calls
 
 
 class Client:
-    def __init__(self, path):
+    def __init__(self, path, timeout=30):
         self.path = path
+        self.timeout = timeout  # seconds a call may take
         self.next_id = 1
 
     def call(self, method, params=None):
@@ -65,7 +66,7 @@ class Client:
         t0 = time.perf_counter()
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            sock.settimeout(30)
+            sock.settimeout(self.timeout)
             sock.connect(self.path)
             sock.sendall(head + body)
             data = b""

@@ -4,9 +4,10 @@
 # ralphd in a temporary XDG tree and compares against a baseline measured in the same run on the
 # same machine. Prints one result line per goal.
 #   bench/run.sh [flood|submit|iterations|git_iterations|idle|list|latency|tails|snapshots|
-#                 ssh_list|ssh_all_hosts|ssh_tail]...
-#   (default: all but snapshots, which needs `ninja -C build bench/snapshot_bench` first, and the
-#   ssh ones, which run sshd as the integration tests do: as root, with Debian's openssh-server)
+#                 scale|scale_quick|ssh_list|ssh_all_hosts|ssh_tail]...
+#   (default: all but snapshots, which needs `ninja -C build bench/snapshot_bench` first, the
+#   scale ones (15 and 2 minutes), and the ssh ones, which run sshd as the integration tests do:
+#   as root, with Debian's openssh-server)
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -317,6 +318,12 @@ bench_list() {
     stop_daemon
     echo "list with $n loops: best ${best} ms, mean ${mean} ms over $runs runs (goal < 50 ms); list --all (all $n rows): mean ${all_mean} ms"
 }
+
+# ralph at a year's size (bench/scale.py says how): a history of 100,000 loops and 1,000,000
+# attempts against one day of it and an empty database (every API method, the start-up, gc), and
+# 10,000 loops queued against none. scale_quick: 10,000 loops over 36.5 days, 2,000 queued.
+bench_scale() { python3 "$root/bench/scale.py" "$build" "$tmp/scale"; }
+bench_scale_quick() { python3 "$root/bench/scale.py" "$build" "$tmp/scale" --quick; }
 
 # ---- Several machines: remote daemons over ssh (client/ssh_dial.hpp)
 

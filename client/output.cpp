@@ -430,13 +430,15 @@ std::string shorten_home(std::string_view path) {
     return shortened;
 }
 
-std::vector<proto::list_request> recent_loops_requests(std::int64_t ended) {
+std::vector<proto::list_request> recent_loops_requests(std::int64_t active_rows,
+                                                       std::int64_t ended) {
     proto::list_request active, recent;
     for (auto state :
          {proto::loop_state::queued, proto::loop_state::running, proto::loop_state::waiting,
           proto::loop_state::paused, proto::loop_state::completed, proto::loop_state::exhausted,
           proto::loop_state::failed, proto::loop_state::cancelled, proto::loop_state::stalled})
         (proto::is_terminal(state) ? recent : active).states.push_back(state);
+    active.limit = active_rows;
     recent.limit = ended;
     return {active, recent};
 }

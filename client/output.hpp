@@ -179,9 +179,11 @@ std::string describe_scheduler(const proto::scheduler_state& state);
 std::string describe_storage(const proto::storage_status& storage);
 // Sizes: "512 B", "1.5 KiB", "20.0 MiB", "3.2 GiB".
 std::string format_bytes(std::int64_t bytes);
-// The loop.list params of the default view of `list` and `top`: every loop that has not ended,
-// then the `ended` most recent that have (two requests, so a long history stays cheap).
-std::vector<proto::list_request> recent_loops_requests(std::int64_t ended);
+// The loop.list params of the default view of `list` and `top`: the `active_rows` newest loops
+// that have not ended (the answer's total counts them all), then the `ended` most recent that
+// have (two requests, so a long history and a long queue stay cheap).
+std::vector<proto::list_request> recent_loops_requests(std::int64_t active_rows,
+                                                       std::int64_t ended);
 
 // Replaces a leading $HOME with "~".
 std::string shorten_home(std::string_view path);

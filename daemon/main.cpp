@@ -17,6 +17,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <systemd/sd-daemon.h>
@@ -509,6 +510,13 @@ int main(int argc, char** argv) {
 
         // Agents' output pipes and clients may go away at any time: handle EPIPE, never die of it.
         ::signal(SIGPIPE, SIG_IGN);
+        // The heap as glibc leaves it once a daemon has read output back (its 4 MiB buffers
+        // raise these thresholds), from the start: a request's working memory (a page of loops
+        // as JSON) is not given back at its end and faulted in again at the next, which cost a
+        // list call up to a third more in one daemon than in another (bench/README.md,
+        // "scale"). gc gives everything back after a large removal (malloc_trim).
+        ::mallopt(M_MMAP_THRESHOLD, 4 << 20);
+        ::mallopt(M_TRIM_THRESHOLD, 8 << 20);
         ralph::net::io_context io;
         ralph::ralphd daemon(io, options);
         ralph::net::signal_set stop_signals(io, SIGTERM, SIGINT);

@@ -111,22 +111,28 @@ void from_json(const nlohmann::json& j, list_request& r) {
     r.states = read_names(obj, "states", loop_state_from_string);
     read_field(obj, field_name::limit, r.limit);
     check_range(field_name::limit, r.limit, 0, max_int);
+    read_field(obj, "before", r.before);
+    check_range("before", r.before, 0, max_int);
     r.fields = read_names(obj, "fields", summary_field_from_string);
 }
 void to_json(nlohmann::json& j, const list_request& r) {
     j = nlohmann::json::object();
     if (!r.states.empty()) j["states"] = names_of(r.states);
     if (r.limit != 0) j[field_name::limit] = r.limit;
+    if (r.before != 0) j["before"] = r.before;
     if (!r.fields.empty()) j["fields"] = names_of(r.fields);
 }
 
 void from_json(const nlohmann::json& j, loop_list& r) {
     r.loops = read_or<std::vector<loop_info>>(j, "loops", {});
+    if (const auto total = j.find("total"); total != j.end() && total->is_number_integer())
+        r.total = total->get<std::int64_t>();
 }
 void to_json(nlohmann::json& j, const loop_list& r) {
     nlohmann::json loops = nlohmann::json::array();
     for (const auto& loop : r.loops) loops.push_back(summary_json(loop, r.fields));
     j = {{"loops", std::move(loops)}};
+    if (r.total) j["total"] = *r.total;
 }
 
 void from_json(const nlohmann::json& j, loop_detail& r) {

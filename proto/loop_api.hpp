@@ -86,6 +86,7 @@ void to_json(nlohmann::json& j, const dirty_workspace& d);
 struct list_request {
     std::vector<loop_state> states;
     std::int64_t limit = 0;
+    std::int64_t before = 0;  // only loops with a smaller id (the next page); 0 = from the newest
     std::vector<summary_field> fields;
     bool operator==(const list_request&) const = default;
 };
@@ -95,6 +96,7 @@ void to_json(nlohmann::json& j, const list_request& r);
 struct loop_list {
     std::vector<loop_info> loops;       // as summaries: only the summary fields are read or sent
     std::vector<summary_field> fields;  // the daemon sends these (all when empty); not sent
+    std::optional<std::int64_t> total = {};  // the loops in the states asked for, in all pages
     bool operator==(const loop_list&) const = default;
 };
 void from_json(const nlohmann::json& j, loop_list& r);

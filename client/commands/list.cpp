@@ -1,6 +1,7 @@
 // `ralphctl list [--all] [--state S]... [--limit N] [--all-hosts]`: the loops, newest first, as
 // a table (ID NAME STATE ITER AGENT AGE WORKSPACE) or with --json {"loops": [...]}. By default:
-// every loop that has not ended and the 50 most recent that have (see list_requests).
+// the 20 newest loops that have not ended (and how many more there are) and the 50 most recent
+// that have (see list_requests); --all asks page after page.
 // --all-hosts: those of every host of the hosts file, with their HOST.
 // Must stay fast with a long history: requests asking only for the fields the table shows, rows
 // read while the reply is parsed (SAX, no JSON tree: building and freeing the tree of 10,000
@@ -32,6 +33,7 @@ class list_reader final : public nlohmann::json_sax<nlohmann::json> {
   public:
     std::vector<proto::loop_info> loops;
     std::optional<std::string> error;
+    std::optional<std::int64_t> total;  // of the last reply
 
     bool null() override { return value(nullptr); }
     bool boolean(bool v) override { return value(v); }
@@ -73,6 +75,8 @@ class list_reader final : public nlohmann::json_sax<nlohmann::json> {
     static constexpr std::size_t row_depth = 4;
 
     bool value(nlohmann::json v) {
+        if (depth_ == 2 && keys_[1] == "result" && keys_[2] == "total" && v.is_number_integer())
+            total = v.get<std::int64_t>();
         if (in_row()) row_[keys_[row_depth]] = std::move(v);
         return true;
     }
@@ -91,19 +95,39 @@ struct list_options {
     bool all = false;
 };
 
-// Without --all, --state or --limit: every loop that has not ended, plus the most recent ended
-// ones, so that the list stays short and fast however long the history grows.
+// Without --all, --state or --limit: a screenful of the newest loops that have not ended (and how
+// many more there are), plus the most recent ended ones, so that the list stays short and fast
+// however long the history and the queue grow.
+constexpr std::int64_t first_active_loops = 20;
 constexpr std::int64_t recent_ended_loops = 50;
+// --all: the loops a page at a time, each call a short one for the daemon.
+constexpr std::int64_t all_page = 500;
 
-// The loop.list requests the options stand for (two for the default view).
-std::vector<proto::list_request> list_requests(const list_options& options) {
+// The loop.list requests the options stand for (two for the default view); `pages`: each is
+// asked again for the page after the last one until a page comes back short.
+struct list_plan {
+    std::vector<proto::list_request> requests;
+    bool pages = false;
+};
+list_plan list_requests(const list_options& options) {
     if (!options.all && options.states.empty() && options.limit == 0)
-        return recent_loops_requests(recent_ended_loops);
+        return {recent_loops_requests(first_active_loops, recent_ended_loops)};
     proto::list_request request;
     for (const auto& state : options.states)
         request.states.push_back(proto::loop_state_from_string(state));
     request.limit = options.limit;
-    return {request};
+    const bool pages = options.limit == 0;
+    if (pages) request.limit = all_page;
+    return {{request}, pages};
+}
+
+// Whether the plan asks for the page after the one that ended at `last` with `got` loops, and
+// which (request.before).
+bool next_page(const list_plan& plan, proto::list_request& request, std::size_t got,
+               std::int64_t last) {
+    if (!plan.pages || std::int64_t(got) < request.limit) return false;
+    request.before = last;
+    return true;
 }
 
 // The table; with `hosts` (--all-hosts: each loop's host, by index), a HOST column first. Under
@@ -151,13 +175,15 @@ void print_table(const client_context& ctx, const std::vector<proto::loop_info>&
 }
 
 // The loops of one daemon the requests select, newest first.
-std::vector<proto::loop_info> fetch_loops(connection& daemon,
-                                          const std::vector<proto::list_request>& requests) {
+std::vector<proto::loop_info> fetch_loops(connection& daemon, const list_plan& plan) {
     using proto::method::loop_list;
     std::vector<proto::loop_info> loops;
-    for (const auto& request : requests) {
-        loop_list::result some = daemon.call<loop_list>(request);
-        std::move(some.loops.begin(), some.loops.end(), std::back_inserter(loops));
+    for (proto::list_request request : plan.requests) {
+        loop_list::result some;
+        do {
+            some = daemon.call<loop_list>(request);
+            std::move(some.loops.begin(), some.loops.end(), std::back_inserter(loops));
+        } while (!loops.empty() && next_page(plan, request, some.loops.size(), loops.back().id));
     }
     std::stable_sort(loops.begin(), loops.end(),
                      [](const auto& a, const auto& b) { return a.id > b.id; });
@@ -168,9 +194,8 @@ std::vector<proto::loop_info> fetch_loops(connection& daemon,
 // their host.
 int run_list_all_hosts(const client_context& ctx, const list_options& options) {
     fleet<std::vector<proto::loop_info>> hosts(ctx.local_socket);
-    const auto answers = hosts.ask_once([requests = list_requests(options)](connection& daemon) {
-        return fetch_loops(daemon, requests);
-    });
+    const auto answers = hosts.ask_once(
+        [plan = list_requests(options)](connection& daemon) { return fetch_loops(daemon, plan); });
     struct row {
         const proto::loop_info* loop;
         const std::string* host;
@@ -203,24 +228,35 @@ int run_list_all_hosts(const client_context& ctx, const list_options& options) {
 int run_list(const client_context& ctx, const list_options& options) {
     using proto::method::loop_list;
     if (ctx.all_hosts) return run_list_all_hosts(ctx, options);
-    const std::vector<proto::list_request> requests = list_requests(options);
+    const list_plan plan = list_requests(options);
     connection daemon(ctx.socket);
     if (ctx.json) {
         loop_list::result all;
-        all.loops = fetch_loops(daemon, requests);
+        all.loops = fetch_loops(daemon, plan);
         print_json(all);
         return exit_code::ok;
     }
     list_reader reader;
-    for (proto::list_request request : requests) {
+    std::int64_t not_shown = 0;  // of the default view's loops that have not ended
+    for (proto::list_request request : plan.requests) {
         using field = proto::summary_field;
         request.fields = {field::id,         field::name,           field::state,
                           field::iterations, field::max_iterations, field::agent,
                           field::created_at, field::workspace,      field::stop_reason,
                           field::resume_at};
-        if (!nlohmann::json::sax_parse(daemon.call_text<loop_list>(request), &reader))
-            throw client_error(exit_code::failure, "ralphd sent a reply that is not valid JSON");
-        if (reader.error) throw client_error(exit_code::failure, *reader.error);
+        std::size_t got = 0;
+        do {
+            const std::size_t had = reader.loops.size();
+            reader.total.reset();
+            if (!nlohmann::json::sax_parse(daemon.call_text<loop_list>(request), &reader))
+                throw client_error(exit_code::failure,
+                                   "ralphd sent a reply that is not valid JSON");
+            if (reader.error) throw client_error(exit_code::failure, *reader.error);
+            got = reader.loops.size() - had;
+        } while (got > 0 && next_page(plan, request, got, reader.loops.back().id));
+        if (!plan.pages && reader.total && !request.states.empty() &&
+            std::none_of(request.states.begin(), request.states.end(), proto::is_terminal))
+            not_shown = *reader.total - std::int64_t(got);
     }
     std::stable_sort(reader.loops.begin(), reader.loops.end(),
                      [](const auto& a, const auto& b) { return a.id > b.id; });
@@ -228,13 +264,16 @@ int run_list(const client_context& ctx, const list_options& options) {
     const bool queued = std::any_of(reader.loops.begin(), reader.loops.end(), [](const auto& l) {
         return l.state == proto::loop_state::queued;
     });
-    if (!queued) {
+    if (queued) {
+        const proto::scheduler_state scheduler = daemon.call<proto::method::scheduler_get>({});
+        const queue_view queue{scheduler, reader.loops};
+        print_table(ctx, reader.loops, &queue);
+    } else {
         print_table(ctx, reader.loops, nullptr);
-        return exit_code::ok;
     }
-    const proto::scheduler_state scheduler = daemon.call<proto::method::scheduler_get>({});
-    const queue_view queue{scheduler, reader.loops};
-    print_table(ctx, reader.loops, &queue);
+    if (not_shown > 0)
+        fmt::print("… and {} more that have not ended (ralphctl list --all, or --state)\n",
+                   not_shown);
     return exit_code::ok;
 }
 
@@ -253,7 +292,8 @@ int run_summary(const client_context& ctx, const std::string& help) {
         daemon.emplace(ctx.socket);
         info = daemon->call<daemon_info>({});
         scheduler = daemon->call<scheduler_get>({});
-        loops = fetch_loops(*daemon, recent_loops_requests(summary_ended_loops));
+        loops =
+            fetch_loops(*daemon, {recent_loops_requests(first_active_loops, summary_ended_loops)});
     } catch (const client_error& e) {
         // No daemon yet (a first run): what ralphctl does, and how to start it; --json: the
         // error, as every command gives it.

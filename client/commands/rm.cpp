@@ -26,11 +26,11 @@ int run_rm(const client_context& ctx, const std::vector<std::int64_t>& ids) {
             const proto::removal_result result = daemon.call<proto::method::loop_remove>({id});
             removed.push_back(result);
             if (ctx.json) continue;
-            fmt::print("removed loop {}: {} attempt{}, {} event{}, {} of output{}\n", id,
-                       result.attempts, result.attempts == 1 ? "" : "s", result.events,
-                       result.events == 1 ? "" : "s", format_bytes(result.output_bytes),
-                       result.worktree_removed ? ", and its worktree (merged, nothing uncommitted)"
-                                               : "");
+            fmt::print(
+                "removed loop {}: {} attempt{}, {} event{}, {} of output{}\n", id, result.attempts,
+                result.attempts == 1 ? "" : "s", result.events, result.events == 1 ? "" : "s",
+                format_bytes(result.output_bytes),
+                result.worktree_removed ? ", and its worktree (merged, nothing uncommitted)" : "");
         } catch (const daemon_error& e) {
             errors.push_back({{"id", id}, {"error", e.what()}});
             if (!ctx.json) {

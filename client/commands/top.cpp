@@ -75,7 +75,7 @@ host_frame read_host_frame(connection& daemon) {
     host_frame frame;
     frame.info = daemon.call<proto::method::daemon_info>({});
     frame.scheduler = daemon.call<proto::method::scheduler_get>({});
-    for (proto::list_request request : recent_loops_requests(ended_rows)) {
+    for (proto::list_request request : recent_loops_requests(ended_rows, ended_rows)) {
         request.fields = row_fields;
         auto some = daemon.call<proto::method::loop_list>(request).loops;
         std::move(some.begin(), some.end(), std::back_inserter(frame.loops));

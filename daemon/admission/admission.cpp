@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <ctime>
+#include <map>
 
 namespace ralph {
 namespace {
@@ -32,16 +33,37 @@ charge charge_of(const std::string& budget_name) {
     return find_value(charged_budgets, budget_name).value_or(charge::runs);
 }
 
-double amount(const store::attempt_charge& attempt, charge what) {
+double amount(const store::use_piece& piece, charge what) {
     switch (what) {
         case charge::runs:
-            return 1;
+            return double(piece.runs);
         case charge::tokens:
-            return double(attempt.tokens);
+            return double(piece.tokens);
         case charge::cost:
-            return attempt.cost_usd;
+            return piece.cost_usd;
     }
     return 0;
+}
+
+// A budget used up frees up when enough of the oldest attempts of its window have left it to
+// bring its use under the limit: takes `pieces` (oldest first) out of `use` one by one until its
+// use left is under the limit, and sets frees_at to when the attempt that did it leaves the
+// window. A minute or hour that would bring it under is taken in its finer pieces (store::
+// use_within), down to that attempt. True once under the limit.
+bool find_frees_at(proto::budget_use& use, charge what, double& remaining,
+                   const std::vector<store::use_piece>& pieces, store& db) {
+    for (const store::use_piece& piece : pieces) {
+        const double taken = amount(piece, what);
+        if (piece.span > 0 && remaining - taken < use.limit) {
+            // It holds the attempt that brings the use under the limit.
+            if (find_frees_at(use, what, remaining, db.use_within(piece), db)) return true;
+            continue;  // its finer pieces did not quite add up to it (the costs' rounding)
+        }
+        remaining -= taken;
+        use.frees_at = piece.start + use.window_ms;
+        if (remaining < use.limit) return true;
+    }
+    return false;
 }
 
 void add_limit(std::vector<proto::budget_use>& limits, const char* name, std::int64_t loop_id,
@@ -156,25 +178,20 @@ void admission::set_budgets(const proto::budget_limits& budgets) {
 
 std::vector<proto::budget_use> admission::measure(const std::vector<proto::budget_use>& limits,
                                                   std::int64_t now_ms) {
-    if (limits.empty()) return {};
-    std::int64_t widest = 0;
-    for (const auto& limit : limits) widest = std::max(widest, limit.window_ms);
-    // A window of length W at now holds the attempts started after now - W.
-    auto attempts = db_.attempts_started_since(now_ms - widest + 1, limits.front().loop_id);
     std::vector<proto::budget_use> uses;
-    for (auto use : limits) {
+    // The windows' sums, by length: two reads for the four global budgets.
+    std::map<std::int64_t, store::use_piece> windows;
+    for (proto::budget_use use : limits) {
+        // A window of length W at now holds the attempts started after now - W.
+        const std::int64_t since = now_ms - use.window_ms + 1;
+        auto window = windows.find(use.window_ms);
+        if (window == windows.end())
+            window = windows.emplace(use.window_ms, db_.use_since(since, use.loop_id)).first;
         const charge what = charge_of(use.name);
-        auto first = std::find_if(attempts.begin(), attempts.end(), [&](const auto& attempt) {
-            return attempt.started_at > now_ms - use.window_ms;
-        });
-        for (auto it = first; it != attempts.end(); ++it) use.used += amount(*it, what);
-        // Exhausted: it frees up when enough of the oldest attempts have left the window to
-        // bring the use under the limit.
+        use.used = amount(window->second, what);
         double remaining = use.used;
-        for (auto it = first; remaining >= use.limit && it != attempts.end(); ++it) {
-            remaining -= amount(*it, what);
-            use.frees_at = it->started_at + use.window_ms;
-        }
+        if (remaining >= use.limit)
+            find_frees_at(use, what, remaining, db_.use_pieces_since(since, use.loop_id), db_);
         uses.push_back(std::move(use));
     }
     return uses;
@@ -216,6 +233,12 @@ admission::verdict admission::for_quotas(const std::vector<std::string>& quotas,
                         hold->until, true};
     }
     return earliest;
+}
+
+bool admission::any_agent_held(std::int64_t now_ms) {
+    const std::vector<proto::agent_hold> holds = db_.agent_holds(now_ms);
+    return std::any_of(holds.begin(), holds.end(),
+                       [this](const auto& hold) { return hold.account == account_; });
 }
 
 proto::agent_choice admission::pick_agent(const proto::submit_params& spec, std::int64_t now_ms) {

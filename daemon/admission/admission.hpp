@@ -61,6 +61,8 @@ class admission {
     // Usage-limit holds: go when one of `quotas` (those of a loop's own agent, then of its
     // fallbacks: proto::quotas_of) is free, else wait until the earliest of their holds ends.
     verdict for_quotas(const std::vector<std::string>& quotas, std::int64_t now_ms);
+    // Whether a usage limit holds any quota under this daemon's account now.
+    bool any_agent_held(std::int64_t now_ms);
     // The agent the loop's next attempt runs on: the first of proto::agents_of whose quota no
     // usage limit holds, or the loop's own when every one is held (check() says so first).
     proto::agent_choice pick_agent(const proto::submit_params& spec, std::int64_t now_ms);

@@ -218,9 +218,10 @@ void register_loop_methods(method_registry& registry, method_services& services)
 
     registry.add<loop_list>([&services](const proto::list_request& request, call_context&) {
         std::vector<proto::loop_info> loops;
-        for (auto& loop : services.db.list_loops(request.states, request.limit))
+        for (auto& loop : services.db.list_loops(request.states, request.limit, request.before))
             loops.push_back(with_storage_reason(std::move(loop), services.health));
-        return proto::loop_list{std::move(loops), request.fields};
+        return proto::loop_list{std::move(loops), request.fields,
+                                services.db.count_loops(request.states)};
     });
 
     registry.add<loop_get>([&services](const proto::loop_id_request& request, call_context&) {

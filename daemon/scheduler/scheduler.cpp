@@ -191,6 +191,12 @@ void scheduler::schedule_now() {
         return;
     }
     const auto max_concurrent = std::size_t(ctx_.gate.scheduler_settings().max_concurrent);
+    // Every slot taken and no usage limit to park a loop for: no queued loop starts or waits, so
+    // the queue (which may hold thousands) is not read.
+    if (global.go() && running_.size() >= max_concurrent && !ctx_.gate.any_agent_held(now)) {
+        wake_at(next_wake);
+        return;
+    }
     std::set<std::string> busy_workspaces;
     for (const auto& [id, run] : running_) busy_workspaces.insert(run.workspace);
     // One lookup per set of quotas, not per queued loop: a long queue mostly shares a few.

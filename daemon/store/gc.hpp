@@ -5,9 +5,12 @@
 // unless its branch is merged into the branch it started from and it has nothing uncommitted
 // (then the worktree goes first, on the pool thread, with its branch on --delete-branch) — and
 // the order of their removal: the output index flushed, the rows deleted, and only then the files,
-// so that a crash in between leaves files without rows, never the reverse. The rows go in
-// transactions of 10 loops with the io thread free for other calls between them, the files on
-// the API's pool thread.
+// so that a crash in between leaves files without rows, never the reverse. Nobody notices it,
+// whatever it removes: the loops are read a batch at a time, their rows go in transactions of
+// about 2 ms of the io thread each (the store is the io thread's) with its other calls served
+// between them, the WAL is checkpointed on the pool thread whenever it reaches 8 MiB, the files
+// are deleted on the API's pool thread, and then the freed pages go back to the file system a
+// step at a time (incremental_vacuum) and the memory to the system (bench/README.md, "scale").
 #pragma once
 
 #include "common/asio.hpp"

@@ -4,28 +4,40 @@
 //
 // "An attempt in the window" [since, until]: it started or ended in it, or it still runs. The
 // attempts of one loop run one after the other, so a loop has one exactly when its last
-// attempt does — one index lookup per loop instead of a scan of its attempts.
+// attempt does — one index lookup per loop instead of a scan of its attempts — and its attempts
+// in the window are those after its last one that is not. Every read is bounded by the window:
+// the loops a report looks at are those that ended in it, those that have not ended, and those
+// of the attempts that started in it or still run (a loop submitted in the window has either
+// ended in it or not ended), each found through an index.
+#include "daemon/store/query.hpp"
+#include "daemon/store/rows.hpp"
 #include "daemon/store/store.hpp"
 
-#include "daemon/store/rows.hpp"
-
 #include <fmt/format.h>
+#include <sqlite3.h>
 
+#include <algorithm>
 #include <array>
 #include <string>
+#include <string_view>
 
 namespace ralph {
 namespace {
 
-// ?2 = since; the attempts table of the statement.
-constexpr const char* attempt_in_window = "(started_at >= ?2 OR ended_at >= ?2 OR ended_at = 0)";
+// ?1 = the loop, ?2 = since: its attempts in the window, found by walking back from its newest
+// attempt to the last one that is not in it (the (loop_id, id) index).
+constexpr const char* attempt_in_window =
+    "loop_id = ?1 AND (started_at >= ?2 OR ended_at >= ?2 OR ended_at = 0) AND id > "
+    "coalesce((SELECT id FROM attempts WHERE loop_id = ?1 AND started_at < ?2 AND ended_at < ?2 "
+    "AND ended_at != 0 ORDER BY id DESC LIMIT 1), 0)";
 
-// "'completed', 'exhausted', ...": the end states (proto::is_terminal), for an SQL IN list.
-std::string end_states_sql() {
+// "'completed', 'exhausted', ...": the end states (proto::is_terminal), or the others, for an SQL
+// IN list.
+std::string states_sql(bool ended) {
     std::string list;
     for (int i = 0; i <= static_cast<int>(proto::loop_state::stalled); ++i) {
         const auto state = static_cast<proto::loop_state>(i);
-        if (!proto::is_terminal(state)) continue;
+        if (proto::is_terminal(state) != ended) continue;
         if (!list.empty()) list += ", ";
         list += "'" + std::string(proto::to_string(state)) + "'";
     }
@@ -36,37 +48,40 @@ std::string end_states_sql() {
 constexpr std::array<const char*, 4> loop_history_tables{"events", "output_chunks", "steering",
                                                          "attempts"};
 
-std::int64_t count_rows(SQLite::Statement& q, std::int64_t loop_id) {
-    q.reset();
-    q.bind(1, loop_id);
-    q.executeStep();
-    return q.getColumn(0).getInt64();
-}
-
-// An ended loop's columns for gc, from `loops`, in store::ended_loop's order.
+// An ended loop's columns for gc, in store::ended_loop's order, from `loops`; a spec is read
+// only for a --worktree loop.
 constexpr const char* ended_loop_columns =
-    "SELECT id, worktree_path, ifnull(json_extract(spec, '$.worktree_source'), ''), "
-    "worktree_branch, ifnull(json_extract(spec, '$.worktree_target'), ''), "
-    "ifnull(json_extract(spec, '$.delete_branch'), 0), ifnull(json_extract(spec, '$.pr'), '') "
-    "FROM loops ";
+    "SELECT id, finished_at, worktree_path, "
+    "CASE WHEN worktree_path = '' THEN '' ELSE ifnull(json_extract(spec, "
+    "'$.worktree_source'), '') END, worktree_branch, CASE WHEN worktree_path = '' THEN '' "
+    "ELSE ifnull(json_extract(spec, '$.worktree_target'), '') END, CASE WHEN worktree_path = "
+    "'' THEN 0 ELSE ifnull(json_extract(spec, '$.delete_branch'), 0) END, CASE WHEN "
+    "worktree_path = '' THEN '' ELSE ifnull(json_extract(spec, '$.pr'), '') END FROM loops ";
 
 store::ended_loop ended_loop_from_row(SQLite::Statement& q) {
-    return {q.getColumn(0).getInt64(),  q.getColumn(1).getString(), q.getColumn(2).getString(),
-            q.getColumn(3).getString(), q.getColumn(4).getString(), q.getColumn(5).getInt() != 0,
-            q.getColumn(6).getString()};
+    return {q.getColumn(0).getInt64(),    q.getColumn(1).getInt64(),  q.getColumn(2).getString(),
+            q.getColumn(3).getString(),   q.getColumn(4).getString(), q.getColumn(5).getString(),
+            q.getColumn(6).getInt() != 0, q.getColumn(7).getString()};
 }
 
 }  // namespace
 
 std::vector<proto::report_loop> store::report_loops(std::int64_t since_ms, std::int64_t until_ms) {
-    SQLite::Statement loops(db_,
-                            "SELECT l.id, l.name, l.workspace, l.agent, l.state, l.stop_reason, "
-                            "l.created_at, l.started_at, l.finished_at, l.iterations, "
-                            "l.max_iterations FROM loops l "
-                            "WHERE l.created_at >= ?1 OR l.finished_at >= ?1 OR "
-                            "(SELECT a.started_at >= ?1 OR a.ended_at >= ?1 OR a.ended_at = 0 "
-                            " FROM attempts a WHERE a.loop_id = l.id ORDER BY a.id DESC LIMIT 1) "
-                            "ORDER BY l.id");
+    SQLite::Statement loops(
+        db_,
+        "SELECT l.id, l.name, l.workspace, l.agent, l.state, l.stop_reason, "
+        "l.created_at, l.started_at, l.finished_at, l.iterations, l.max_iterations "
+        "FROM loops l WHERE l.id IN ("
+        "SELECT id FROM loops WHERE finished_at >= ?1 "
+        "UNION SELECT id FROM loops WHERE state IN (" +
+            states_sql(false) +
+            ") "
+            "UNION SELECT loop_id FROM attempts WHERE started_at >= ?1 "
+            "UNION SELECT loop_id FROM attempts WHERE termination = 'running') "
+            "AND (l.created_at >= ?1 OR l.finished_at >= ?1 OR "
+            "(SELECT a.started_at >= ?1 OR a.ended_at >= ?1 OR a.ended_at = 0 "
+            " FROM attempts a WHERE a.loop_id = l.id ORDER BY a.id DESC LIMIT 1)) "
+            "ORDER BY l.id");
     loops.bind(1, since_ms);
     // ?1 loop, ?2 since, ?3 until (the end of an attempt still running); {0}: in the window.
     SQLite::Statement sums(
@@ -79,25 +94,23 @@ std::vector<proto::report_loop> store::report_loops(std::int64_t since_ms, std::
             "ifnull(sum(input_tokens), 0), ifnull(sum(output_tokens), 0), sum(cost_usd), "
             "ifnull(sum(turns), 0), ifnull(sum(tool_calls), 0), "
             "ifnull(sum(CASE WHEN ended_at > 0 THEN ended_at ELSE ?3 END - started_at), 0), "
-            "ifnull((SELECT head_before FROM attempts WHERE loop_id = ?1 AND {0} "
+            "ifnull((SELECT head_before FROM attempts WHERE {0} "
             "        AND head_before != '' ORDER BY id LIMIT 1), ''), "
-            "ifnull((SELECT head_after FROM attempts WHERE loop_id = ?1 AND {0} "
+            "ifnull((SELECT head_after FROM attempts WHERE {0} "
             "        AND head_after != '' ORDER BY id DESC LIMIT 1), '') "
-            "FROM attempts WHERE loop_id = ?1 AND {0}",
+            "FROM attempts WHERE {0}",
             attempt_in_window));
     SQLite::Statement by_agent(
         db_, fmt::format("SELECT agent, ifnull(sum(input_tokens), 0), ifnull(sum(output_tokens), "
                          "0), sum(cost_usd), ifnull(sum(turns), 0), ifnull(sum(tool_calls), 0) "
-                         "FROM attempts WHERE loop_id = ?1 AND {0} GROUP BY agent",
+                         "FROM attempts WHERE {0} GROUP BY agent",
                          attempt_in_window));
-    SQLite::Statement failures(
-        db_, fmt::format("SELECT failure, count(*) FROM attempts WHERE loop_id = ?1 AND {0} "
-                         "AND failure != '' GROUP BY failure",
-                         attempt_in_window));
-    SQLite::Statement verdicts(
-        db_, fmt::format("SELECT verdict, count(*) FROM attempts WHERE loop_id = ?1 AND {0} "
-                         "AND verdict != '' GROUP BY verdict",
-                         attempt_in_window));
+    SQLite::Statement failures(db_, fmt::format("SELECT failure, count(*) FROM attempts WHERE {0} "
+                                                "AND failure != '' GROUP BY failure",
+                                                attempt_in_window));
+    SQLite::Statement verdicts(db_, fmt::format("SELECT verdict, count(*) FROM attempts WHERE {0} "
+                                                "AND verdict != '' GROUP BY verdict",
+                                                attempt_in_window));
 
     std::vector<proto::report_loop> result;
     while (loops.executeStep()) {
@@ -155,19 +168,25 @@ std::vector<proto::report_loop> store::report_loops(std::int64_t since_ms, std::
     return result;
 }
 
-std::vector<store::ended_loop> store::loops_ended_before(std::int64_t cutoff_ms) {
-    SQLite::Statement q(db_,
-                        std::string(ended_loop_columns) + "WHERE state IN (" + end_states_sql() +
-                            ") AND finished_at > 0 AND finished_at < ? ORDER BY finished_at, id");
+std::vector<store::ended_loop> store::loops_ended_before(std::int64_t cutoff_ms, gc_cursor after,
+                                                         std::int64_t limit) {
+    // The (finished_at) index, from the cursor on.
+    query q = prepared(std::string(ended_loop_columns) +
+                       "INDEXED BY loops_by_finished WHERE finished_at > 0 AND finished_at < ?1 "
+                       "AND finished_at >= ?2 AND (finished_at > ?2 OR id > ?3) AND state IN (" +
+                       states_sql(true) + ") ORDER BY finished_at, id LIMIT ?4");
     q.bind(1, cutoff_ms);
+    q.bind(2, after.finished_at);
+    q.bind(3, after.id);
+    q.bind(4, limit > 0 ? limit : std::int64_t(-1));
     std::vector<ended_loop> loops;
     while (q.executeStep()) loops.push_back(ended_loop_from_row(q));
     return loops;
 }
 
 std::optional<store::ended_loop> store::ended_loop_of(std::int64_t loop_id) {
-    SQLite::Statement q(db_, std::string(ended_loop_columns) + "WHERE id = ? AND state IN (" +
-                                 end_states_sql() + ")");
+    query q = prepared(std::string(ended_loop_columns) + "WHERE id = ? AND state IN (" +
+                       states_sql(true) + ")");
     q.bind(1, loop_id);
     if (!q.executeStep()) return std::nullopt;
     return ended_loop_from_row(q);
@@ -175,47 +194,63 @@ std::optional<store::ended_loop> store::ended_loop_of(std::int64_t loop_id) {
 
 store::removal store::remove_loops(const std::vector<std::int64_t>& loop_ids, bool dry_run) {
     SQLite::Transaction tx(db_);
-    SQLite::Statement state_of(db_, "SELECT state FROM loops WHERE id = ?");
-    SQLite::Statement attempts(db_, "SELECT count(*) FROM attempts WHERE loop_id = ?");
-    SQLite::Statement events(db_, "SELECT count(*) FROM events WHERE loop_id = ?");
-    std::vector<SQLite::Statement> deletes;
-    for (const char* table : loop_history_tables)
-        deletes.emplace_back(db_, std::string("DELETE FROM ") + table + " WHERE loop_id = ?");
-    // Last, so that a table added later without ON DELETE CASCADE fails the whole removal
-    // (foreign keys are on) instead of leaving orphans.
-    deletes.emplace_back(db_, "DELETE FROM loops WHERE id = ?");
-
-    // The ids stay taken (next_loop_id_sql).
-    SQLite::Statement mark_removed(
-        db_,
-        "INSERT INTO settings (key, value) VALUES ('removed_loop_id', ?1) "
-        "ON CONFLICT (key) DO UPDATE SET value = "
-        "max(CAST(value AS INTEGER), ?1)");
-
     removal removed;
     for (std::int64_t id : loop_ids) {
-        state_of.reset();
-        state_of.bind(1, id);
-        if (!state_of.executeStep() ||
-            !proto::is_terminal(proto::loop_state_from_string(state_of.getColumn(0).getString())))
-            continue;
-        removed.loop_ids.push_back(id);
-        removed.attempts += count_rows(attempts, id);
-        removed.events += count_rows(events, id);
-        if (dry_run) continue;
-        for (auto& remove : deletes) {
-            remove.reset();
-            remove.bind(1, id);
-            remove.exec();
+        {
+            query state_of = prepared("SELECT state FROM loops WHERE id = ?");
+            state_of.bind(1, id);
+            if (!state_of.executeStep() || !proto::is_terminal(proto::loop_state_from_string(
+                                               state_of.getColumn(0).getString())))
+                continue;
         }
-        mark_removed.reset();
-        mark_removed.bind(1, id);
-        mark_removed.exec();
+        removed.loop_ids.push_back(id);
+        if (dry_run) {
+            query counts = prepared(
+                "SELECT (SELECT count(*) FROM attempts WHERE loop_id = ?1), "
+                "(SELECT count(*) FROM events WHERE loop_id = ?1)");
+            counts.bind(1, id);
+            counts.executeStep();
+            removed.attempts += counts.getColumn(0).getInt64();
+            removed.events += counts.getColumn(1).getInt64();
+            continue;
+        }
+        // Children first; the loop last, so that a table added later without ON DELETE CASCADE
+        // fails the whole removal (foreign keys are on) instead of leaving orphans.
+        for (const char* table : loop_history_tables) {
+            query remove = prepared(std::string("DELETE FROM ") + table + " WHERE loop_id = ?");
+            remove.bind(1, id);
+            const std::int64_t rows = remove.exec();
+            if (table == std::string_view("attempts")) removed.attempts += rows;
+            if (table == std::string_view("events")) removed.events += rows;
+        }
+        query remove = prepared("DELETE FROM loops WHERE id = ?");
+        remove.bind(1, id);
+        remove.exec();
     }
-    if (!dry_run) tx.commit();
+    if (dry_run || removed.loop_ids.empty()) return removed;
+    // The ids stay taken (next_loop_id_sql).
+    query mark_removed = prepared(
+        "INSERT INTO settings (key, value) VALUES ('removed_loop_id', ?1) "
+        "ON CONFLICT (key) DO UPDATE SET value = max(CAST(value AS INTEGER), ?1)");
+    mark_removed.bind(1, *std::max_element(removed.loop_ids.begin(), removed.loop_ids.end()));
+    mark_removed.exec();
+    tx.commit();
     return removed;
 }
 
-void store::truncate_wal() { db_.exec("PRAGMA wal_checkpoint(TRUNCATE)"); }
+std::int64_t store::free_pages() { return db_.execAndGet("PRAGMA freelist_count").getInt64(); }
+
+std::int64_t store::vacuum_some(std::int64_t pages) {
+    // (0 would give them all back at once.)
+    db_.exec("PRAGMA incremental_vacuum(" + std::to_string(std::max<std::int64_t>(1, pages)) + ")");
+    return free_pages();
+}
+
+void store::set_cache_kib(std::int64_t kib) {
+    db_.exec("PRAGMA cache_size = " + std::to_string(-(kib > 0 ? kib : 2000)));
+    release_memory();
+}
+
+void store::release_memory() { sqlite3_db_release_memory(db_.getHandle()); }
 
 }  // namespace ralph

@@ -4,8 +4,8 @@
 
 namespace ralph {
 
-const std::vector<std::string_view>& schema_migrations() {
-    static const std::vector<std::string_view> migrations = {
+const std::vector<migration>& schema_migrations() {
+    static const std::vector<migration> migrations = {
         // 0 → 1: loops, attempts, output index.
         R"sql(
 CREATE TABLE loops (
@@ -212,7 +212,98 @@ ALTER TABLE attempts ADD COLUMN completion_rule TEXT NOT NULL DEFAULT '';
 ALTER TABLE attempts ADD COLUMN final_answer TEXT NOT NULL DEFAULT '';
 UPDATE attempts SET completion_rule = 'a completion rule' WHERE completion_signal = 1;
 )sql",
-        // 13 → 14: loop.retry takes an ended loop back from where it was: the iteration policy
+        // 13 → 14: a year of history costs what a day of it does (bench/README.md, "scale").
+        // Indexes for what is bounded by a window or a state: the loops by end time (a report's
+        // window, gc's cutoff), by state and id (a page of loop.list per state), the attempts
+        // still running (recovery at start). Aggregates kept by triggers, in the transaction of
+        // the rows they sum, so that no writer can forget them: the loops per state
+        // (daemon.info, the queue's length) and the attempts' use per minute and per hour of
+        // their start (the budgets' windows: admission::measure).
+        R"sql(
+CREATE INDEX loops_by_state_id ON loops (state, id);
+CREATE INDEX loops_by_finished ON loops (finished_at);
+CREATE INDEX attempts_running ON attempts (loop_id) WHERE termination = 'running';
+
+CREATE TABLE loop_counts (
+    state TEXT PRIMARY KEY,
+    loops INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT INTO loop_counts SELECT state, count(*) FROM loops GROUP BY state;
+CREATE TRIGGER loop_counts_insert AFTER INSERT ON loops BEGIN
+    INSERT INTO loop_counts VALUES (new.state, 1)
+        ON CONFLICT (state) DO UPDATE SET loops = loops + 1;
+END;
+CREATE TRIGGER loop_counts_update AFTER UPDATE OF state ON loops
+WHEN old.state != new.state BEGIN
+    UPDATE loop_counts SET loops = loops - 1 WHERE state = old.state;
+    INSERT INTO loop_counts VALUES (new.state, 1)
+        ON CONFLICT (state) DO UPDATE SET loops = loops + 1;
+END;
+CREATE TRIGGER loop_counts_delete AFTER DELETE ON loops BEGIN
+    UPDATE loop_counts SET loops = loops - 1 WHERE state = old.state;
+END;
+
+CREATE TABLE attempt_use (
+    span INTEGER NOT NULL,               -- ms: 60000 (a minute) or 3600000 (an hour)
+    slot INTEGER NOT NULL,               -- the attempts started in [slot * span, (slot + 1) * span)
+    runs INTEGER NOT NULL,               -- how many
+    tokens INTEGER NOT NULL,             -- their input + output tokens
+    cost REAL NOT NULL,                  -- their cost_usd (none reported: 0)
+    PRIMARY KEY (span, slot)
+) WITHOUT ROWID;
+INSERT INTO attempt_use
+    SELECT 60000, started_at / 60000, count(*), sum(input_tokens + output_tokens),
+           total(cost_usd) FROM attempts GROUP BY 2;
+INSERT INTO attempt_use
+    SELECT 3600000, started_at / 3600000, count(*), sum(input_tokens + output_tokens),
+           total(cost_usd) FROM attempts GROUP BY 2;
+CREATE TRIGGER attempt_use_insert AFTER INSERT ON attempts BEGIN
+    INSERT INTO attempt_use
+        VALUES (60000, new.started_at / 60000, 1, new.input_tokens + new.output_tokens,
+                ifnull(new.cost_usd, 0)),
+               (3600000, new.started_at / 3600000, 1, new.input_tokens + new.output_tokens,
+                ifnull(new.cost_usd, 0))
+        ON CONFLICT (span, slot) DO UPDATE SET runs = runs + 1,
+            tokens = tokens + excluded.tokens, cost = cost + excluded.cost;
+END;
+CREATE TRIGGER attempt_use_update AFTER UPDATE OF started_at, input_tokens, output_tokens,
+    cost_usd ON attempts BEGIN
+    UPDATE attempt_use SET runs = runs - 1,
+        tokens = tokens - (old.input_tokens + old.output_tokens),
+        cost = cost - ifnull(old.cost_usd, 0)
+        WHERE (span = 60000 AND slot = old.started_at / 60000)
+           OR (span = 3600000 AND slot = old.started_at / 3600000);
+    INSERT INTO attempt_use
+        VALUES (60000, new.started_at / 60000, 1, new.input_tokens + new.output_tokens,
+                ifnull(new.cost_usd, 0)),
+               (3600000, new.started_at / 3600000, 1, new.input_tokens + new.output_tokens,
+                ifnull(new.cost_usd, 0))
+        ON CONFLICT (span, slot) DO UPDATE SET runs = runs + 1,
+            tokens = tokens + excluded.tokens, cost = cost + excluded.cost;
+    DELETE FROM attempt_use WHERE runs = 0
+        AND ((span = 60000 AND slot = old.started_at / 60000)
+          OR (span = 3600000 AND slot = old.started_at / 3600000));
+END;
+CREATE TRIGGER attempt_use_delete AFTER DELETE ON attempts BEGIN
+    UPDATE attempt_use SET runs = runs - 1,
+        tokens = tokens - (old.input_tokens + old.output_tokens),
+        cost = cost - ifnull(old.cost_usd, 0)
+        WHERE (span = 60000 AND slot = old.started_at / 60000)
+           OR (span = 3600000 AND slot = old.started_at / 3600000);
+    DELETE FROM attempt_use WHERE runs = 0
+        AND ((span = 60000 AND slot = old.started_at / 60000)
+          OR (span = 3600000 AND slot = old.started_at / 3600000));
+END;
+)sql",
+        // 14 → 15: the space gc frees goes back to the file system, a chunk at a time
+        // (incremental_vacuum: store::vacuum_some), which auto_vacuum must be set for before the
+        // tables are made: once, by rewriting the whole file.
+        {R"sql(
+PRAGMA auto_vacuum = INCREMENTAL;
+VACUUM;
+)sql",
+         true},
+        // 15 → 16: loop.retry takes an ended loop back from where it was: the iteration policy
         // reads only the attempts after this one (0: never retried).
         R"sql(
 ALTER TABLE loops ADD COLUMN retried_after INTEGER NOT NULL DEFAULT 0;

@@ -1,14 +1,16 @@
 #include "daemon/store/store.hpp"
 
-#include "daemon/store/rows.hpp"
-
 #include "daemon/store/migrations.hpp"
+#include "daemon/store/query.hpp"
+#include "daemon/store/rows.hpp"
 #include "proto/errors.hpp"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <sqlite3.h>
 
+#include <algorithm>
+#include <limits>
 #include <optional>
 #include <stdexcept>
 
@@ -139,33 +141,6 @@ proto::attempt_info attempt_from_row(SQLite::Statement& q) {
 
 }  // namespace
 
-// A cached prepared statement lent to one store call. It is reset when the call is done with it:
-// a SELECT left unfinished would keep its read transaction open, and with it the WAL from being
-// checkpointed. Offers the part of SQLite::Statement the store uses.
-class store::query {
-  public:
-    explicit query(cached_statement& cached) : cached_(cached) { cached_.in_use = true; }
-    ~query() {
-        cached_.statement.tryReset();
-        cached_.in_use = false;
-    }
-    query(const query&) = delete;
-    query& operator=(const query&) = delete;
-
-    template <typename... Args>
-    void bind(Args&&... args) {
-        cached_.statement.bind(std::forward<Args>(args)...);
-    }
-    int exec() { return cached_.statement.exec(); }
-    bool executeStep() { return cached_.statement.executeStep(); }
-    SQLite::Column getColumn(int index) { return cached_.statement.getColumn(index); }
-    void reset() { cached_.statement.reset(); }
-    operator SQLite::Statement&() { return cached_.statement; }
-
-  private:
-    cached_statement& cached_;
-};
-
 store::query store::prepared(std::string_view sql) {
     auto it = statements_.find(sql);
     if (it == statements_.end())
@@ -189,6 +164,20 @@ store::store(const std::filesystem::path& db_path) try
     // transactions, never corrupt the database.
     db_.exec("PRAGMA synchronous = NORMAL");
     db_.exec("PRAGMA foreign_keys = ON");
+    // After every commit: the WAL's size is kept (gc paces itself by it) and the WAL checkpointed
+    // when SQLite's automatic checkpoint would (at 1000 pages), unless an observer took that over
+    // (wal_checkpointer). As SQLite's own does in this hook, after the commit.
+    sqlite3_wal_hook(
+        db_.getHandle(),
+        [](void* self, sqlite3* handle, const char*, int pages) {
+            store& db = *static_cast<store*>(self);
+            db.wal_pages_ = pages;
+            if (db.wal_observer_ ? db.wal_observer_(pages) : pages >= 1000)
+                sqlite3_wal_checkpoint_v2(handle, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr,
+                                          nullptr);
+            return SQLITE_OK;
+        },
+        this);
     migrate();
 } catch (const SQLite::Exception& e) {
     throw std::runtime_error("cannot open the database " + db_path.string() + ": " + e.what());
@@ -196,20 +185,6 @@ store::store(const std::filesystem::path& db_path) try
 
 void store::on_wal_commit(std::function<bool(int pages_in_wal)> observer) {
     wal_observer_ = std::move(observer);
-    if (!wal_observer_) {
-        sqlite3_wal_autocheckpoint(db_.getHandle(), 1000);  // SQLite's default
-        return;
-    }
-    sqlite3_wal_hook(
-        db_.getHandle(),
-        [](void* self, sqlite3* handle, const char*, int pages) {
-            // As SQLite's own automatic checkpoint does in this hook (after the commit).
-            if (static_cast<store*>(self)->wal_observer_(pages))
-                sqlite3_wal_checkpoint_v2(handle, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr,
-                                          nullptr);
-            return SQLITE_OK;
-        },
-        this);
 }
 
 int store::latest_schema_version() { return static_cast<int>(schema_migrations().size()); }
@@ -224,10 +199,24 @@ void store::migrate() {
                                  ", newer than this ralphd understands (" +
                                  std::to_string(latest_schema_version()) + "): upgrade ralphd");
     for (; version < latest_schema_version(); ++version) {
-        SQLite::Transaction tx(db_);
-        db_.exec(std::string(migrations[version]));
-        db_.exec("PRAGMA user_version = " + std::to_string(version + 1));
-        tx.commit();
+        const migration& step = migrations[version];
+        const std::string set_version = "PRAGMA user_version = " + std::to_string(version + 1);
+        if (step.rewrites_file) {
+            // Done again at the next start if ralphd stops before the version is set.
+            spdlog::info(
+                "database: rewriting {} once for schema version {}, which may take a "
+                "while for a long history",
+                db_.getFilename(), version + 1);
+            db_.exec(std::string(step.sql));
+            db_.exec(set_version);
+            // The rewrite went through the WAL: its size back to nothing.
+            db_.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+        } else {
+            SQLite::Transaction tx(db_);
+            db_.exec(std::string(step.sql));
+            db_.exec(set_version);
+            tx.commit();
+        }
         spdlog::info("database migrated to schema version {}", version + 1);
     }
 }
@@ -298,22 +287,29 @@ proto::loop_info store::get_loop(std::int64_t id) {
 }
 
 std::vector<proto::loop_info> store::list_loops(const std::vector<proto::loop_state>& states,
-                                                std::int64_t limit) {
-    std::string sql = std::string("SELECT ") + loop_columns + " FROM loops";
-    if (!states.empty()) {
-        // With a limit, walking the table newest first and stopping after `limit` matches beats
-        // collecting every match through the state index and sorting them ("+" keeps SQLite
-        // from using the index); without one, the index finds the few active loops directly.
-        sql += limit > 0 ? " WHERE +state IN (" : " WHERE state IN (";
-        for (std::size_t i = 0; i < states.size(); ++i) sql += i ? ", ?" : "?";
-        sql += ")";
+                                                std::int64_t limit, std::int64_t before_id) {
+    // ?1 = before (a bound past every id when 0), ?2 = limit (-1: none); ?3... the states. The
+    // ids of each state are a range of the (state, id) index read newest first and cut at the
+    // limit, and only the page's rows are read: a page costs the same whatever the history and
+    // the queue hold.
+    std::string sql = std::string("SELECT ") + loop_columns + " FROM loops WHERE ";
+    if (states.empty()) {
+        sql += "id < ?1";
+    } else {
+        sql += "id IN (";
+        for (std::size_t i = 0; i < states.size(); ++i)
+            sql += fmt::format(
+                "{}SELECT id FROM (SELECT id FROM loops WHERE state = ?{} AND "
+                "id < ?1 ORDER BY id DESC LIMIT ?2)",
+                i ? " UNION ALL " : "", i + 3);
+        sql += " ORDER BY id DESC LIMIT ?2)";
     }
-    sql += " ORDER BY id DESC";
-    if (limit > 0) sql += " LIMIT ?";  // a parameter: one cached statement for every limit
+    sql += " ORDER BY id DESC LIMIT ?2";
     query q = prepared(sql);
+    q.bind(1, before_id > 0 ? before_id : std::numeric_limits<std::int64_t>::max());
+    q.bind(2, limit > 0 ? limit : std::int64_t(-1));
     for (std::size_t i = 0; i < states.size(); ++i)
-        q.bind(int(i + 1), std::string(proto::to_string(states[i])));
-    if (limit > 0) q.bind(int(states.size() + 1), limit);
+        q.bind(int(i + 3), std::string(proto::to_string(states[i])));
     std::vector<proto::loop_info> loops;
     while (q.executeStep()) loops.push_back(loop_from_row(q, nullptr));
     return loops;
@@ -341,10 +337,21 @@ std::vector<store::queued_loop> store::queued_loops() {
 }
 
 std::map<std::string, std::int64_t> store::count_by_state() {
-    query q = prepared("SELECT state, count(*) FROM loops GROUP BY state");
+    query q = prepared("SELECT state, loops FROM loop_counts WHERE loops > 0");
     std::map<std::string, std::int64_t> counts;
     while (q.executeStep()) counts[q.getColumn(0).getString()] = q.getColumn(1).getInt64();
     return counts;
+}
+
+std::int64_t store::count_loops(const std::vector<proto::loop_state>& states) {
+    const std::map<std::string, std::int64_t> counts = count_by_state();
+    std::int64_t total = 0;
+    for (const auto& [state, loops] : counts)
+        if (states.empty() || std::any_of(states.begin(), states.end(), [&state = state](auto s) {
+                return proto::to_string(s) == state;
+            }))
+            total += loops;
+    return total;
 }
 
 proto::loop_state store::set_state(std::int64_t loop_id, proto::loop_event event,
@@ -444,24 +451,15 @@ void store::finish_attempt(const proto::attempt_info& a,
         "tree_before = ?, tree_after = ?, completion_rule = ?, final_answer = ? WHERE id = ?");
     q.bind(1, a.ended_at);
     q.bind(2, std::string(proto::to_string(a.how)));
-    if (a.exit_code)
-        q.bind(3, *a.exit_code);
-    else
-        q.bind(3);
-    if (a.signal)
-        q.bind(4, *a.signal);
-    else
-        q.bind(4);
+    q.bind_optional(3, a.exit_code);
+    q.bind_optional(4, a.signal);
     q.bind(5, a.completion_signal ? 1 : 0);
     q.bind(6, a.error);
     q.bind(7, a.output_end);
     q.bind(8, std::string(proto::to_string(a.failure)));
     q.bind(9, a.usage.input_tokens);
     q.bind(10, a.usage.output_tokens);
-    if (a.usage.cost_usd)
-        q.bind(11, *a.usage.cost_usd);
-    else
-        q.bind(11);
+    q.bind_optional(11, a.usage.cost_usd);
     q.bind(12, a.usage.turns);
     q.bind(13, a.usage.tool_calls);
     q.bind(14, a.summary);
@@ -470,15 +468,9 @@ void store::finish_attempt(const proto::attempt_info& a,
     q.bind(17, a.files_changed);
     q.bind(18, a.insertions);
     q.bind(19, a.deletions);
-    if (a.progress)
-        q.bind(20, *a.progress ? 1 : 0);
-    else
-        q.bind(20);
+    q.bind_optional(20, a.progress);
     q.bind(21, a.feedback ? nlohmann::json(*a.feedback).dump() : std::string());
-    if (a.verify_exit)
-        q.bind(22, *a.verify_exit);
-    else
-        q.bind(22);
+    q.bind_optional(22, a.verify_exit);
     q.bind(23, a.verify_output);
     q.bind(24, a.verdict);
     q.bind(25, a.verdict_reasons);
@@ -495,10 +487,7 @@ void store::finish_attempt(const proto::attempt_info& a,
         "turns = turns + ?4, tool_calls = tool_calls + ?5 WHERE id = ?6");
     sums.bind(1, a.usage.input_tokens);
     sums.bind(2, a.usage.output_tokens);
-    if (a.usage.cost_usd)
-        sums.bind(3, *a.usage.cost_usd);
-    else
-        sums.bind(3);
+    sums.bind_optional(3, a.usage.cost_usd);
     sums.bind(4, a.usage.turns);
     sums.bind(5, a.usage.tool_calls);
     sums.bind(6, a.loop_id);
@@ -765,21 +754,6 @@ std::vector<proto::agent_hold> store::agent_holds(std::int64_t now_ms) {
     return result;
 }
 
-std::vector<store::attempt_charge> store::attempts_started_since(std::int64_t since_ms,
-                                                                 std::int64_t loop_id) {
-    query q = prepared(
-        "SELECT started_at, input_tokens + output_tokens, IFNULL(cost_usd, 0) "
-        "FROM attempts WHERE started_at >= ?1 AND (?2 = 0 OR loop_id = ?2) "
-        "ORDER BY started_at");
-    q.bind(1, since_ms);
-    q.bind(2, loop_id);
-    std::vector<attempt_charge> result;
-    while (q.executeStep())
-        result.push_back(
-            {q.getColumn(0).getInt64(), q.getColumn(1).getInt64(), q.getColumn(2).getDouble()});
-    return result;
-}
-
 std::optional<nlohmann::json> store::setting(const std::string& key) {
     query q = prepared("SELECT value FROM settings WHERE key = ?");
     q.bind(1, key);
@@ -846,7 +820,7 @@ void store::in_transaction(const std::function<void()>& work) {
 std::vector<unfinished_attempt> store::unfinished_attempts() {
     query q = prepared(
         "SELECT id, loop_id, iteration, pid, process_start_time FROM attempts "
-        "WHERE termination = 'running' ORDER BY id");
+        "INDEXED BY attempts_running WHERE termination = 'running' ORDER BY id");
     std::vector<unfinished_attempt> result;
     while (q.executeStep())
         result.push_back({q.getColumn(0).getInt64(), q.getColumn(1).getInt64(),

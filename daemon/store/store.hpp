@@ -1,6 +1,9 @@
 // The daemon's SQLite database (WAL): loops, attempts (one append-only row per agent run) and
 // the index of persisted output. Opening migrates the schema forward (PRAGMA user_version).
-// Each state change is one transaction. Used only from the io_context thread.
+// Each state change is one transaction. Used only from the io_context thread. What is read often
+// costs the same with a year of history as with a day of it: reads bounded by an index or a
+// window, and aggregates (loops per state, the attempts' use per minute and hour) that triggers
+// keep in the transaction of the rows they sum (migrations.cpp, 12 → 13).
 #pragma once
 
 #include "proto/daemon_api.hpp"
@@ -51,9 +54,11 @@ class store {
     std::optional<proto::loop_info> find_loop(std::int64_t id);
     // Throws rpc_error(loop_not_found).
     proto::loop_info get_loop(std::int64_t id);
-    // Newest first; empty `states` = all; limit 0 = no limit.
+    // Newest first; empty `states` = all; limit 0 = no limit; before_id > 0: only the loops with
+    // a smaller id (the next page after a page that ended with it). Reads at most `limit` rows
+    // of each state.
     std::vector<proto::loop_info> list_loops(const std::vector<proto::loop_state>& states,
-                                             std::int64_t limit);
+                                             std::int64_t limit, std::int64_t before_id = 0);
     // Queued loops in run order: priority (high first), then submit order.
     struct queued_loop {
         std::int64_t id;
@@ -61,7 +66,10 @@ class store {
         std::vector<std::string> quotas;  // of its own agent, then its fallbacks' (quotas_of)
     };
     std::vector<queued_loop> queued_loops();
+    // The loops in each state that has any (the loop_counts aggregate: no loop is read).
     std::map<std::string, std::int64_t> count_by_state();
+    // How many loops are in one of `states` (all when empty).
+    std::int64_t count_loops(const std::vector<proto::loop_state>& states);
 
     // Applies `event` to the loop's state through the state machine (proto/state_machine) and
     // returns the new state; sets stop_reason and resume_at, started_at on its first running
@@ -179,14 +187,25 @@ class store {
     // A small write that changes nothing of meaning (storage_health's probe).
     void probe_write(std::int64_t now_ms);
 
-    // ---- budgets (computed from the attempts, so a restart resets nothing)
-    struct attempt_charge {
-        std::int64_t started_at = 0;
+    // ---- budgets: the use of the attempts started in a window (computed from the attempts, so a
+    // restart resets nothing; implemented in attempt_use.cpp). Read from the attempt_use
+    // aggregate, whole minutes and hours at a time, so that the cost of a window does not grow
+    // with the attempts in it.
+    struct use_piece {
+        std::int64_t start = 0;  // epoch ms: the attempt's start, or its slot's
+        std::int64_t span = 0;   // 0: one attempt; else ms, a minute or an hour of attempts
+        std::int64_t runs = 0;
         std::int64_t tokens = 0;  // input + output
-        double cost_usd = 0;      // 0 when the agent reported none
+        double cost_usd = 0;      // 0 for what reported none
     };
-    // The attempts started at or after since_ms (of one loop unless 0), oldest first.
-    std::vector<attempt_charge> attempts_started_since(std::int64_t since_ms, std::int64_t loop_id);
+    // The sum of the attempts started at or after since_ms (of one loop unless 0), as one piece.
+    use_piece use_since(std::int64_t since_ms, std::int64_t loop_id);
+    // The same in pieces, oldest first: for all loops, one attempt at a time up to the first
+    // whole minute, then whole minutes up to the first whole hour, then hours; for one loop,
+    // its attempts (the last ones of its history, which start one after the other).
+    std::vector<use_piece> use_pieces_since(std::int64_t since_ms, std::int64_t loop_id);
+    // A minute's or an hour's piece in its finer pieces (attempts, minutes), oldest first.
+    std::vector<use_piece> use_within(const use_piece& slot);
 
     // ---- settings changed at run time (scheduler set, budget set): JSON by key
     std::optional<nlohmann::json> setting(const std::string& key);
@@ -216,9 +235,11 @@ class store {
     // started, ended or still runs in it — by id, with its attempts in the window summed in
     // SQL (no attempt row is loaded).
     std::vector<proto::report_loop> report_loops(std::int64_t since_ms, std::int64_t until_ms);
-    // The loops in an end state that finished before cutoff_ms, oldest first.
+    // The loops in an end state that finished before cutoff_ms, oldest first: the first `limit`
+    // (0: all) after the one `after` names (finished_at and id; {0, 0}: from the first).
     struct ended_loop {
         std::int64_t id = 0;
+        std::int64_t finished_at = 0;
         std::string worktree_path;  // "" unless it ran in a --worktree
         // Of its spec, for gc to remove a merged worktree (workspace::remove_worktree).
         std::string worktree_source;
@@ -227,7 +248,12 @@ class store {
         bool delete_branch = false;
         std::string pr_remote;  // "" = none
     };
-    std::vector<ended_loop> loops_ended_before(std::int64_t cutoff_ms);
+    struct gc_cursor {
+        std::int64_t finished_at = 0;
+        std::int64_t id = 0;
+    };
+    std::vector<ended_loop> loops_ended_before(std::int64_t cutoff_ms, gc_cursor after,
+                                               std::int64_t limit);
     // The loop when it is in an end state (loop.remove), else nullopt.
     std::optional<ended_loop> ended_loop_of(std::int64_t loop_id);
     struct removal {
@@ -238,15 +264,30 @@ class store {
     // In one transaction, deletes the loops that are (still) in an end state with their
     // attempts, events, steering hints and output index; with dry_run only counts them.
     removal remove_loops(const std::vector<std::int64_t>& loop_ids, bool dry_run);
-    // Gives the space of a large removal back to the file system where it is cheap: the WAL is
-    // checkpointed and truncated. (The freed pages of the database stay in it for reuse.)
-    void truncate_wal();
+    // The pages that removals freed, which the database file keeps for reuse until vacuum_some
+    // gives them back.
+    std::int64_t free_pages();
+    // Gives up to `pages` (> 0) of them back to the file system (incremental_vacuum; the file
+    // shrinks at the next checkpoint) and returns how many are left.
+    std::int64_t vacuum_some(std::int64_t pages);
+    // SQLite's page cache: at most `kib` KiB (0: SQLite's default, 2 MiB), the pages of a larger
+    // one freed.
+    void set_cache_kib(std::int64_t kib);
+    // Frees the memory of SQLite's page cache that nothing uses (it fills up again as needed).
+    void release_memory();
+
+    // The database file.
+    std::string path() const { return db_.getFilename(); }
+    // Pages in the WAL after the last commit.
+    int wal_pages() const { return wal_pages_; }
     // Calls `observer` with the number of pages in the WAL after every commit, instead of
     // checkpointing the WAL in the commit that fills it (see wal_checkpointer), and checkpoints
     // it then only when the observer returns true; null restores SQLite's automatic checkpoints.
     void on_wal_commit(std::function<bool(int pages_in_wal)> observer);
 
   private:
+    friend struct store_probe;  // tests/unit/store_scale_test.cpp: counts the work of a call
+
     // Prepared statements by their SQL text, prepared at their first use and kept: preparing one
     // costs about as much as running it. Only for a fixed set of SQL texts (values are bound).
     struct cached_statement {
@@ -268,6 +309,7 @@ class store {
     static constexpr std::size_t max_parsed_specs = 256;
     std::unordered_map<std::int64_t, proto::submit_params> parsed_specs_;
     std::function<bool(int)> wal_observer_;
+    int wal_pages_ = 0;
 };
 
 }  // namespace ralph

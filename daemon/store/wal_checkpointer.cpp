@@ -6,6 +6,14 @@
 
 namespace ralph {
 
+bool checkpoint_wal(const std::filesystem::path& db_path) {
+    SQLite::Database connection(db_path.string(), SQLite::OPEN_READWRITE);
+    // The row is (busy, pages in the WAL, pages copied).
+    SQLite::Statement checkpoint(connection, "PRAGMA wal_checkpoint(PASSIVE)");
+    return checkpoint.executeStep() && checkpoint.getColumn(0).getInt() == 0 &&
+           checkpoint.getColumn(1).getInt() == checkpoint.getColumn(2).getInt();
+}
+
 wal_checkpointer::wal_checkpointer(store& db, const std::filesystem::path& db_path)
     : db_(db), connection_(db_path.string(), SQLite::OPEN_READWRITE) {
     db_.on_wal_commit([this](int pages_in_wal) { return after_commit(pages_in_wal); });

@@ -14,6 +14,12 @@ namespace ralph {
 
 class store;
 
+// Copies the WAL of the database at `db_path` into the database file (a passive checkpoint, which
+// waits for nobody), through a connection of its own, on any thread; true when it copied all of
+// it (nothing else was checkpointing, no reader needed an older page), after which the next
+// commit starts the WAL over.
+bool checkpoint_wal(const std::filesystem::path& db_path);
+
 class wal_checkpointer {
   public:
     // SQLite's own threshold: a checkpoint starts after a commit leaves this many pages in the WAL

@@ -238,6 +238,16 @@ try {
       assert.ok(Date.now() < deadline, `process group ${pid} still alive after the cancel`);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
+    // A cancelled loop's page offers Retry (loop.retry), which queues it again, its iterations
+    // kept; cancelled again here.
+    const iterations = (await rpc('loop.get', {id})).iterations;
+    await click('#actions button[data-action="loop.retry"]');
+    await page.waitForFunction(() => document.querySelector('h1 .state')?.textContent !== 'cancelled');
+    const retried = await rpc('loop.get', {id});
+    assert.ok(['queued', 'running', 'waiting'].includes(retried.state), retried.state);
+    assert.equal(retried.iterations, iterations);
+    await rpc('loop.cancel', {id});
+    await waitForState(id, 'cancelled');
   });
 
   await check('the submit form gives the API\'s errors and queues a loop', async () => {

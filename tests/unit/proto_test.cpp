@@ -195,6 +195,7 @@ template <>
 proto::list_request sample() {
     return {{proto::loop_state::queued, proto::loop_state::running},
             50,
+            120,
             {proto::summary_field::id, proto::summary_field::state}};
 }
 template <>
@@ -210,7 +211,7 @@ proto::loop_list sample() {
     loop.iterations = 2;
     loop.created_at = t0;
     loop.usage.cost_usd = 1.5;
-    return {{loop, loop}, {}};
+    return {{loop, loop}, {}, 5000};
 }
 template <>
 proto::loop_detail sample() {

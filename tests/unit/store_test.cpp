@@ -7,6 +7,7 @@
 #include "proto/errors.hpp"
 #include "tests/support/files.hpp"
 #include "tests/support/run_awaitable.hpp"
+#include "tests/support/store_rows.hpp"
 
 #include <doctest/doctest.h>
 
@@ -21,6 +22,7 @@
 #include <thread>
 
 namespace fs = std::filesystem;
+using ralph::test::move_to;
 
 namespace {
 
@@ -48,47 +50,6 @@ ralph::proto::submit_params sample_spec() {
     spec.max_iterations = 5;
     spec.env = {{"K", "V"}};
     return spec;
-}
-
-// Takes a queued loop to `target` through the state machine (starting it first when the target
-// is reached from running); the last transition gets `reason`, `resume_at` and `now`.
-void move_to(ralph::store& db, std::int64_t id, ralph::proto::loop_state target,
-             const std::string& reason, std::int64_t resume_at, std::int64_t now) {
-    using ralph::proto::loop_event;
-    using ralph::proto::loop_state;
-    loop_event last = loop_event::start;
-    switch (target) {
-        case loop_state::running:
-            last = loop_event::start;
-            break;
-        case loop_state::waiting:
-            last = loop_event::wait;
-            break;
-        case loop_state::completed:
-            last = loop_event::complete;
-            break;
-        case loop_state::exhausted:
-            last = loop_event::exhaust;
-            break;
-        case loop_state::failed:
-            last = loop_event::fail;
-            break;
-        case loop_state::stalled:
-            last = loop_event::stall;
-            break;
-        case loop_state::cancelled:
-            last = loop_event::cancel;
-            break;
-        case loop_state::paused:
-            last = loop_event::pause;
-            break;
-        case loop_state::queued:
-            return;
-    }
-    if (last != loop_event::start && db.get_loop(id).state == loop_state::queued &&
-        !ralph::proto::next_state(loop_state::queued, last))
-        db.set_state(id, loop_event::start, "", 0, now);
-    db.set_state(id, last, reason, resume_at, now);
 }
 
 }  // namespace
@@ -392,51 +353,8 @@ using ralph::proto::failure_class;
 using ralph::proto::loop_state;
 using ralph::proto::termination;
 
-std::int64_t add_loop(ralph::store& db, const std::string& name, std::int64_t created_at) {
-    ralph::proto::submit_params spec;
-    spec.name = name;
-    spec.workspace = "/tmp/" + name;
-    spec.command = "true";
-    spec.max_iterations = 10;
-    return db.insert_loop(spec, created_at);
-}
-
-struct attempt_spec {
-    std::int64_t iteration = 1;
-    std::int64_t attempt = 1;
-    std::int64_t started_at = 0;
-    std::int64_t ended_at = 0;  // 0: still running
-    termination how = termination::exited;
-    failure_class failure = failure_class::none;
-    std::string head_before = {}, head_after = {};
-    std::int64_t files = 0, insertions = 0, deletions = 0;
-    std::int64_t input_tokens = 0, output_tokens = 0;
-    std::optional<double> cost = {};
-};
-
-std::int64_t add_attempt(ralph::store& db, std::int64_t loop_id, const attempt_spec& s) {
-    ralph::proto::attempt_info a;
-    a.loop_id = loop_id;
-    a.iteration = s.iteration;
-    a.attempt = s.attempt;
-    a.argv = {"agent"};
-    a.started_at = s.started_at;
-    a.id = db.begin_attempt(a, 0);
-    if (s.ended_at == 0) return a.id;
-    a.ended_at = s.ended_at;
-    a.how = s.how;
-    a.failure = s.failure;
-    a.head_before = s.head_before;
-    a.head_after = s.head_after;
-    a.files_changed = s.files;
-    a.insertions = s.insertions;
-    a.deletions = s.deletions;
-    a.usage.input_tokens = s.input_tokens;
-    a.usage.output_tokens = s.output_tokens;
-    a.usage.cost_usd = s.cost;
-    db.finish_attempt(a);
-    return a.id;
-}
+using ralph::test::add_attempt;
+using ralph::test::add_loop;
 
 const ralph::proto::report_loop* find(const std::vector<ralph::proto::report_loop>& loops,
                                       std::int64_t id) {
@@ -610,7 +528,7 @@ TEST_CASE("gc: only loops that ended before the cutoff are candidates, oldest fi
     add_loop(db, "queued", 5);
     auto ids_ended_before = [&db](std::int64_t cutoff) {
         std::vector<std::int64_t> ids;
-        for (const auto& loop : db.loops_ended_before(cutoff)) ids.push_back(loop.id);
+        for (const auto& loop : db.loops_ended_before(cutoff, {}, 0)) ids.push_back(loop.id);
         return ids;
     };
     CHECK(ids_ended_before(1'000) == std::vector<std::int64_t>{oldest, old});
@@ -651,7 +569,6 @@ TEST_CASE("gc: removing ended loops deletes every row they left; a dry run only 
     CHECK(db.output_bytes(gone) == 0);
     CHECK(db.find_loop(kept).has_value());
     CHECK(rows(tmp.path(), "attempts", kept) == 1);
-    db.truncate_wal();
 }
 
 TEST_CASE("gc: the cutoff keeps the longest budget window, worktrees and finishing runners") {
@@ -731,7 +648,7 @@ TEST_CASE("gc: the cutoff keeps the longest budget window, worktrees and finishi
     CHECK(db.find_loop(with_worktree).has_value());
 }
 
-TEST_CASE("gc: a large removal goes in transactions of 10 loops, other work running between") {
+TEST_CASE("gc: a large removal goes in short transactions, other work running between") {
     gc_fixture gc;
     temp_db& tmp = gc.tmp;
     ralph::store& db = gc.db;
@@ -780,13 +697,13 @@ TEST_CASE("gc: a large removal goes in transactions of 10 loops, other work runn
     io.run();
     CHECK(result.loop_ids == ended);
     CHECK(result.output_bytes == 25 * 8);
-    CHECK(turns >= 3);  // between the three transactions, and while the files were deleted
+    CHECK(turns >= 3);  // between the transactions, and while the files were deleted
     CHECK(fs::is_empty(tmp.dir.path / "output"));
     for (std::int64_t id : {ended.front(), ended.back()}) {
         CHECK_FALSE(fs::exists(tmp.dir.path / ("prompt-" + std::to_string(id))));
         CHECK_FALSE(fs::exists(tmp.dir.path / ("scratch-" + std::to_string(id))));
     }
-    CHECK(db.loops_ended_before(100).empty());
+    CHECK(db.loops_ended_before(100, {}, 0).empty());
 }
 
 TEST_CASE("store: a steering hint goes to the next iteration, or after the one running") {
