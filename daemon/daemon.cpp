@@ -96,6 +96,7 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
                 health_,
                 api_blocking_,
                 runner_ctx_.binaries,
+                runner_ctx_.agent_env,
                 state_dir(options_.db_path),
                 proto::daemon_info{proto::daemon_version,
                                    proto::protocol_version,

@@ -22,8 +22,11 @@ void to_json(nlohmann::json& j, const done&) { j = nlohmann::json::object(); }
 
 void from_json(const nlohmann::json& j, agent_list& r) {
     r.agents = read_or<std::vector<agent_info>>(j, "agents", {});
+    r.environment = read_or<std::vector<std::string>>(j, "environment", {});
 }
-void to_json(nlohmann::json& j, const agent_list& r) { j = {{"agents", r.agents}}; }
+void to_json(nlohmann::json& j, const agent_list& r) {
+    j = {{"agents", r.agents}, {"environment", r.environment}};
+}
 
 void from_json(const nlohmann::json& j, scheduler_changes& r) {
     const auto& obj = params_object(j);

@@ -43,6 +43,8 @@ void to_json(nlohmann::json& j, const shutdown_request& r);
 // agents.list's result.
 struct agent_list {
     std::vector<agent_info> agents;
+    // The names of ralphd's variables every agent gets (the env policy's defaults and rules).
+    std::vector<std::string> environment;
     bool operator==(const agent_list&) const = default;
 };
 void from_json(const nlohmann::json& j, agent_list& r);

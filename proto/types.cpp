@@ -37,7 +37,7 @@ constexpr std::array<enum_name<termination>, 8> termination_names{{
 }};
 static_assert(names_in_order(termination_names, termination::spawn_failed));
 
-constexpr std::array<enum_name<failure_class>, 9> failure_class_names{{
+constexpr std::array<enum_name<failure_class>, 10> failure_class_names{{
     {failure_class::none, ""},
     {failure_class::rate_limit, "rate_limit"},
     {failure_class::transient, "transient"},
@@ -47,8 +47,9 @@ constexpr std::array<enum_name<failure_class>, 9> failure_class_names{{
     {failure_class::crash, "crash"},
     {failure_class::no_verdict, "no_verdict"},
     {failure_class::output_limit, "output_limit"},
+    {failure_class::config, "config"},
 }};
-static_assert(names_in_order(failure_class_names, failure_class::output_limit));
+static_assert(names_in_order(failure_class_names, failure_class::config));
 
 constexpr std::array<enum_name<attempt_kind>, 2> attempt_kind_names{{
     {attempt_kind::work, "work"},
@@ -589,7 +590,11 @@ void to_json(nlohmann::json& j, const agent_info& a) {
                        {"structured_output", a.structured_output},
                        {"tokens", a.tokens},
                        {"cost", a.cost},
-                       {"rate_limit_detection", a.rate_limit_detection}};
+                       {"rate_limit_detection", a.rate_limit_detection},
+                       {"environment",
+                        {{"passed", a.environment.passed},
+                         {"withheld", a.environment.withheld},
+                         {"unset", a.environment.unset}}}};
 }
 
 void from_json(const nlohmann::json& j, agent_info& a) {
@@ -602,6 +607,13 @@ void from_json(const nlohmann::json& j, agent_info& a) {
     a.tokens = read_or<bool>(j, "tokens", false);
     a.cost = read_or<bool>(j, "cost", false);
     a.rate_limit_detection = read_or<bool>(j, "rate_limit_detection", false);
+    const nlohmann::json environment = read_or<nlohmann::json>(j, "environment", {});
+    if (environment.is_object()) {
+        using names = std::vector<std::string>;
+        a.environment.passed = read_or<names>(environment, "passed", {});
+        a.environment.withheld = read_or<names>(environment, "withheld", {});
+        a.environment.unset = read_or<names>(environment, "unset", {});
+    }
 }
 
 void to_json(nlohmann::json& j, const storage_status& s) {

@@ -60,6 +60,9 @@ enum class failure_class {
     crash,            // killed by a signal, or a non-zero exit without a known cause: retry
     no_verdict,       // a judge that exited without <ralph_verdict>: retry, never an acceptance
     output_limit,     // wrote more output than ralphd --max-output allows: stop the loop
+    // The agent's setup (a variable its configuration needs, an unknown model): stop the loop,
+    // saying what to fix. With auth and missing_program, the configuration failures.
+    config,
 };
 
 std::string_view to_string(failure_class value);
@@ -365,6 +368,19 @@ struct event_info {
 void to_json(nlohmann::json& j, const event_info& e);
 void from_json(const nlohmann::json& j, event_info& e);
 
+// By name (never values), what of ralphd's environment an agent gets (README, Agents'
+// environment).
+struct agent_environment {
+    // Beyond what every agent gets: for its adapter's variables and those its configuration names.
+    std::vector<std::string> passed;
+    // Its adapter reads them or its configuration names them, ralphd has them, and the env policy
+    // (or a --sandbox, for a file the agent may rewrite) keeps them from it.
+    std::vector<std::string> withheld;
+    // Its configuration names them, and neither ralphd's environment nor the loop's --env has them.
+    std::vector<std::string> unset;
+    bool operator==(const agent_environment&) const = default;
+};
+
 // An agent adapter as agents.list describes it.
 struct agent_info {
     std::string name;
@@ -376,6 +392,7 @@ struct agent_info {
     bool tokens = false;
     bool cost = false;
     bool rate_limit_detection = false;
+    agent_environment environment;
     bool operator==(const agent_info&) const = default;
 };
 

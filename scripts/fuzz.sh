@@ -34,7 +34,7 @@ else
     rm -rf "$dir"
     CC=clang CXX=clang++ meson setup "$dir" "${options[@]}"
 fi
-targets=(fuzz_jsonrpc fuzz_agent_stream fuzz_tags)
+targets=(fuzz_jsonrpc fuzz_agent_stream fuzz_tags fuzz_config)
 ninja -C "$dir" "${targets[@]/#/tests/fuzz/}"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/ralph-fuzz.XXXXXX")

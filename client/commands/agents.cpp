@@ -1,8 +1,10 @@
 // `ralphctl agents`: every agent adapter (agents.list), whether the daemon finds its program,
-// the program's version, and what ralph reads from its output. The version is asked here, by
+// the program's version, what ralph reads from its output, and what of the daemon's environment
+// it gets (names only): its own variables, those its configuration names that the env policy
+// withholds or the daemon lacks; then what every agent gets. The version is asked here, by
 // running `PROGRAM --version` with a short timeout, so the daemon never blocks on an agent; for
 // a daemon on this machine only (the program of a remote daemon is not this machine's).
-// With --json {"agents": [{...agent_info, "version": "..." | null}]}.
+// With --json {"agents": [{...agent_info, "version": "..." | null}], "environment": [...]}.
 // --all-hosts: every host's at once (client/fleet.hpp), with a HOST column; in --json each agent
 // has "host", and "unreachable" names the hosts that did not answer.
 #include "client/commands/commands.hpp"
@@ -68,14 +70,36 @@ namespace {
 
 std::string_view yes_no(bool value) { return value ? "yes" : "-"; }
 
-// A daemon's agents, with their programs' versions ("" = unknown).
+std::string joined(const std::vector<std::string>& names) {
+    std::string out;
+    for (const auto& name : names) out += (out.empty() ? "" : ", ") + name;
+    return out;
+}
+
+}  // namespace
+
+std::string environment_summary(const proto::agent_environment& environment) {
+    std::string out = joined(environment.passed);
+    if (!environment.withheld.empty())
+        out += (out.empty() ? "" : "; ") + std::string("withheld: ") + joined(environment.withheld);
+    if (!environment.unset.empty())
+        out += (out.empty() ? "" : "; ") + std::string("unset: ") + joined(environment.unset);
+    return out.empty() ? "-" : out;
+}
+
+namespace {
+
+// A daemon's agents, with their programs' versions ("" = unknown), and the variables every
+// agent gets.
 struct agents_found {
     std::vector<proto::agent_info> agents;
     std::vector<std::string> versions;
+    std::vector<std::string> environment;
 };
 
 agents_found find_agents(connection& daemon) {
-    agents_found found{daemon.call<proto::method::agents_list>({}).agents, {}};
+    proto::agent_list list = daemon.call<proto::method::agents_list>({});
+    agents_found found{std::move(list.agents), {}, std::move(list.environment)};
     for (const auto& agent : found.agents)
         found.versions.push_back(
             agent.path.empty() || daemon.remote() ? std::string() : program_version(agent.path));
@@ -83,6 +107,23 @@ agents_found find_agents(connection& daemon) {
 }
 
 // The agents of the hosts (one, `host` "", or with --all-hosts every host that answered).
+// "LABEL a, b, c" on lines of at most `width` columns (0: one line), the next ones indented.
+void append_wrapped(fmt::memory_buffer& out, const std::string& label,
+                    const std::vector<std::string>& names, std::size_t width) {
+    std::string line = label;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+        const std::string word =
+            escape_controls(names[i]) + (i + 1 < names.size() ? "," : std::string());
+        if (width != 0 && line != label && line.size() + 1 + word.size() > width) {
+            fmt::format_to(std::back_inserter(out), "{}\n", line);
+            line = "  " + word;
+        } else {
+            line += " " + word;
+        }
+    }
+    fmt::format_to(std::back_inserter(out), "{}\n", line);
+}
+
 void print_agents(const client_context& ctx, const std::vector<host_result<agents_found>>& hosts) {
     table rows(with_host_column(ctx.all_hosts, {{"AGENT"},
                                                 {"FOUND"},
@@ -91,7 +132,8 @@ void print_agents(const client_context& ctx, const std::vector<host_result<agent
                                                 {"TOKENS", false, table::fit::optional},
                                                 {"COST", false, table::fit::optional},
                                                 {"RATE LIMITS", false, table::fit::optional},
-                                                {"PROGRAM", false, table::fit::cut_start}}));
+                                                {"PROGRAM", false, table::fit::cut_start},
+                                                {"ENVIRONMENT", false, table::fit::cut_end}}));
     for (const auto& [host, found] : hosts) {
         for (std::size_t i = 0; i < found.agents.size(); ++i) {
             const auto& agent = found.agents[i];
@@ -107,10 +149,19 @@ void print_agents(const client_context& ctx, const std::vector<host_result<agent
             rows.add(!agent.path.empty()     ? agent.path
                      : agent.program.empty() ? "(--command)"
                                              : agent.program + " (not on PATH)");
+            const bool lacking =
+                !agent.environment.withheld.empty() || !agent.environment.unset.empty();
+            rows.add(environment_summary(agent.environment),
+                     lacking ? colour::yellow : colour::none);
         }
     }
     fmt::memory_buffer out;
     rows.render(out, ctx.colour, output_columns());
+    for (const auto& [host, found] : hosts)
+        append_wrapped(
+            out,
+            (ctx.all_hosts ? escape_controls(host) + ": " : std::string()) + "every agent gets:",
+            found.environment, output_columns());
     write_stdout(out);
 }
 
@@ -142,6 +193,8 @@ int run_agents(const client_context& ctx) {
     }
     if (ctx.json) {
         nlohmann::json document{{"agents", agents_json(ctx, answers)}};
+        // One host's: with --all-hosts the hosts' differ, and each agent's own are in its entry.
+        if (!ctx.all_hosts) document["environment"] = answers.front().result.environment;
         if (hosts) return hosts->print_json(std::move(document));
         print_json(std::move(document));
         return exit_code::ok;

@@ -12,6 +12,10 @@
 #include <string>
 #include <vector>
 
+namespace ralph::proto {
+struct agent_environment;
+}
+
 namespace ralph::client {
 
 // What every command gets from the global options.
@@ -61,6 +65,10 @@ void register_man_page_command(CLI::App& app, client_context& ctx);
 // The first non-empty line `program --version` prints (stdout or stderr) within 5 s; empty when
 // it cannot run, hangs or prints nothing (agents.cpp; also used by doctor).
 std::string program_version(const std::string& program);
+
+// An agent's environment on one line, names only: "ANTHROPIC_API_KEY; withheld: X; unset: Y"
+// ("-" when it gets nothing of its own) (agents.cpp; also used by doctor).
+std::string environment_summary(const proto::agent_environment& environment);
 
 // Where tailing starts (the daemon's default: at offset 0) and what is followed.
 struct tail_selection {

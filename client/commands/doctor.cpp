@@ -201,10 +201,24 @@ void check_agents(const client_context& ctx, std::vector<check_result>& results)
             continue;
         }
         const std::string version = program_version(agent.path);
-        results.push_back(
-            {check, "ok",
-             fmt::format("{} ({})", agent.path, version.empty() ? "no version printed" : version),
-             ""});
+        const std::string found = fmt::format("{} ({}); gets {}", agent.path,
+                                              version.empty() ? "no version printed" : version,
+                                              environment_summary(agent.environment));
+        // Its configuration names variables it will not get: its first attempt would fail.
+        if (!agent.environment.withheld.empty() || !agent.environment.unset.empty()) {
+            std::string fix;
+            for (const auto& name : agent.environment.withheld)
+                fix += (fix.empty() ? "" : " ") + std::string("--env-policy +") + name;
+            if (!fix.empty()) fix = "start ralphd with " + fix;
+            if (!agent.environment.unset.empty())
+                fix += (fix.empty() ? "" : "; ") +
+                       std::string(
+                           "set the unset ones in ralphd's environment, or give them to "
+                           "the loop with submit --env NAME=…");
+            results.push_back({check, "warn", found, fix});
+            continue;
+        }
+        results.push_back({check, "ok", found, ""});
     }
 }
 

@@ -23,7 +23,8 @@
 // with a string "type" the format knows becomes a raw event. Blank lines are ignored.
 //
 // classify_error_text: ASCII-case-insensitive keyword rules, each a plain substring search, so
-// linear in the text. Rate limit words win over auth words, which win over transient words.
+// linear in the text. Rate limit words win over configuration words, which win over auth words,
+// which win over transient words.
 // Status numbers (429, 401, 500...) count only as whole tokens: not next to a letter or digit,
 // nor part of a decimal number. Reset times, first match wins: an epoch after "resetsAt"/
 // "resets_at" or "usage limit reached|" (seconds; values above 1e11 are taken as ms), an
@@ -57,13 +58,14 @@ constexpr std::array<enum_name<format>, 5> format_names{{
 }};
 static_assert(names_in_order(format_names, format::gemini));
 
-constexpr std::array<enum_name<failure_hint>, 4> failure_hint_names{{
+constexpr std::array<enum_name<failure_hint>, 5> failure_hint_names{{
     {failure_hint::none, "none"},
     {failure_hint::rate_limit, "rate_limit"},
     {failure_hint::transient, "transient"},
     {failure_hint::auth, "auth"},
+    {failure_hint::config, "config"},
 }};
-static_assert(names_in_order(failure_hint_names, failure_hint::auth));
+static_assert(names_in_order(failure_hint_names, failure_hint::config));
 
 constexpr std::array<enum_name<event_kind>, 9> event_kind_names{{
     {event_kind::system, "system"},
@@ -104,6 +106,17 @@ constexpr std::string_view auth_words[] = {
     "401", "403", "unauthorized", "forbidden", "authentication", "invalid api key",
     "invalid x-api-key", "invalid_api_key", "api key not valid", "not logged in", "please login",
     "please log in", "please run /login", "credit balance is too low", "permission_denied",
+};
+// What the CLIs say of their setup: codex's "Missing environment variable: `NAME`." (a model
+// provider's env_key), aider's "Missing these environment variables:", and unknown models: the
+// OpenAI API's model_not_found ("The model `x` does not exist or you do not have access to
+// it."), Claude Code's "It may not exist or you may not have access to it", the Anthropic API's
+// not_found_error, Gemini's "models/x is not found for API version", opencode's
+// ProviderModelNotFoundError.
+constexpr std::string_view config_words[] = {
+    "missing environment variable", "missing these environment variables", "model_not_found",
+    "model not found", "modelnotfound", "does not exist or you do not have access",
+    "may not exist or you may not have access", "not_found_error", "is not found for api version",
 };
 constexpr std::string_view transient_words[] = {
     "500", "502", "503", "504", "529", "overloaded", "internal server error", "bad gateway",
@@ -155,6 +168,8 @@ struct failure_match {
 failure_match match_failure(std::string_view lower) {
     if (auto pos = find_first(lower, rate_limit_words); pos != std::string_view::npos)
         return {failure_hint::rate_limit, pos};
+    if (auto pos = find_first(lower, config_words); pos != std::string_view::npos)
+        return {failure_hint::config, pos};
     if (auto pos = find_first(lower, auth_words); pos != std::string_view::npos)
         return {failure_hint::auth, pos};
     if (auto pos = find_first(lower, transient_words); pos != std::string_view::npos)

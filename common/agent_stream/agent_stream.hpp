@@ -33,6 +33,7 @@ enum class failure_hint {
     rate_limit,  // 429, rate/usage limit, quota: wait for the reset, burn no retry
     transient,   // 5xx, overloaded, network/connection errors: short backoff, retry
     auth,        // 401/403, invalid or missing credentials, not logged in: stop the loop
+    config,      // the agent's setup: a missing environment variable, an unknown model: stop
 };
 std::string_view to_string(failure_hint value);
 

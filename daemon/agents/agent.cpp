@@ -1,5 +1,7 @@
 #include "daemon/agents/agent.hpp"
 
+#include "daemon/agents/agent_config.hpp"
+
 #include "common/paths.hpp"
 #include "proto/errors.hpp"
 
@@ -54,7 +56,8 @@ std::string find_program(const agent& adapter, const proto::submit_params& spec,
 namespace ralph {
 
 proto::agent_info describe_agent(const agent& adapter, const proto::submit_params& spec,
-                                 const agent_binaries& binaries, const std::string& search_path) {
+                                 const agent_binaries& binaries, const std::string& search_path,
+                                 const env_policy& policy) {
     proto::agent_info info;
     info.name = adapter.name();
     info.description = adapter.description();
@@ -63,6 +66,7 @@ proto::agent_info describe_agent(const agent& adapter, const proto::submit_param
     info.tokens = adapter.reports_tokens();
     info.cost = adapter.reports_cost();
     info.rate_limit_detection = adapter.detects_rate_limits();
+    info.environment = describe_environment(adapter, spec, policy);
     try {
         auto configured = binaries.find(adapter.name());
         info.program = configured != binaries.end() ? configured->second : adapter.program(spec);

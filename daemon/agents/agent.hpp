@@ -13,6 +13,10 @@
 
 namespace ralph {
 
+class env_policy;
+struct config_place;         // agent_config.hpp
+struct configured_variable;  // agent_config.hpp
+
 // Programs configured for agents instead of a PATH lookup (ralphd --agent-binary NAME=PATH).
 using agent_binaries = std::map<std::string, std::string, std::less<>>;
 
@@ -51,6 +55,10 @@ class agent {
     // The variables of ralphd's environment the agent reads (its API keys, endpoints, options),
     // as patterns with `*` ("ANTHROPIC_*"): passed to it besides the defaults (environment.hpp).
     virtual std::vector<std::string> environment_variables() const = 0;
+    // The variables the agent's own configuration names, read from its config files as it would
+    // find them at `place` (agent_config.hpp): passed to it besides environment_variables().
+    virtual std::vector<configured_variable> configured_variables(
+        const config_place& place) const = 0;
     // The program to run: a name looked up on PATH, or an absolute path. Throws
     // proto::rpc_error(invalid_params) when the spec cannot name one (an empty command template).
     virtual std::string program(const proto::submit_params& spec) const = 0;
@@ -71,9 +79,16 @@ std::string locate_program(const agent& adapter, const proto::submit_params& spe
 std::string find_program(const agent& adapter, const proto::submit_params& spec,
                          const agent_binaries& binaries, const std::string& search_path);
 
-// The adapter as agents.list and loop.get describe it, with where its program was found.
+// The variables of ralphd's environment the agent of `spec` gets besides those every agent gets:
+// its adapter's patterns and what its configuration names, but not what a file it may rewrite
+// in its --sandbox names (agent_config.hpp). For env_policy and agent_environment.
+std::vector<std::string> agent_variables(const agent& adapter, const proto::submit_params& spec);
+
+// The adapter as agents.list and loop.get describe it, with where its program was found and what
+// of ralphd's environment `policy` gives it.
 proto::agent_info describe_agent(const agent& adapter, const proto::submit_params& spec,
-                                 const agent_binaries& binaries, const std::string& search_path);
+                                 const agent_binaries& binaries, const std::string& search_path,
+                                 const env_policy& policy);
 
 // The agents (one file each).
 const agent& claude_agent();

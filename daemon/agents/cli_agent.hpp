@@ -3,6 +3,7 @@
 #pragma once
 
 #include "daemon/agents/agent.hpp"
+#include "daemon/agents/agent_config.hpp"
 
 #include <functional>
 
@@ -22,6 +23,8 @@ class cli_agent : public agent {
         bool private_tmpdir = false;
         std::vector<std::string> home_state_paths;       // agent::home_state_paths
         std::vector<std::string> environment_variables;  // agent::environment_variables
+        // agent::configured_variables; none when empty.
+        std::function<std::vector<configured_variable>(const config_place&)> configuration;
         // The arguments after the program, before the loop's extra args.
         std::function<std::vector<std::string>(const invocation_input&)> arguments;
     };
@@ -38,6 +41,10 @@ class cli_agent : public agent {
     std::vector<std::string> home_state_paths() const override { return def_.home_state_paths; }
     std::vector<std::string> environment_variables() const override {
         return def_.environment_variables;
+    }
+    std::vector<configured_variable> configured_variables(
+        const config_place& place) const override {
+        return def_.configuration ? def_.configuration(place) : std::vector<configured_variable>{};
     }
     std::string program(const proto::submit_params&) const override { return def_.program; }
 

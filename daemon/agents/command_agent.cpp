@@ -3,7 +3,7 @@
 // arguments: "--prompt-file={prompt_file}"), so user text is never re-split or interpreted.
 // The prompt goes on stdin unless the template places "{prompt}".
 #include "common/text.hpp"
-#include "daemon/agents/agent.hpp"
+#include "daemon/agents/agent_config.hpp"
 #include "proto/errors.hpp"
 
 namespace ralph {
@@ -45,6 +45,9 @@ class command_agent_impl : public agent {
     std::vector<std::string> home_state_paths() const override { return {}; }
     // Unknown: what the program needs comes with `submit --env` or `ralphd --env-policy`.
     std::vector<std::string> environment_variables() const override { return {}; }
+    std::vector<configured_variable> configured_variables(const config_place&) const override {
+        return {};
+    }
 
     std::string program(const proto::submit_params& spec) const override {
         return split_template(spec.command).front();

@@ -40,6 +40,7 @@ const agent& demo_agent() {
         .private_tmpdir = false,
         .home_state_paths = {},
         .environment_variables = {},
+        .configuration = {},
         .arguments = [](const invocation_input&) { return std::vector<std::string>{}; },
     });
     return instance;

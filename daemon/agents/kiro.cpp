@@ -17,6 +17,7 @@ const agent& kiro_agent() {
         .private_tmpdir = false,
         .home_state_paths = {".kiro", ".local/share/kiro-cli"},
         .environment_variables = {"KIRO_*"},
+        .configuration = {},
         .arguments =
             [](const invocation_input& input) {
                 std::vector<std::string> args{"chat", "--no-interactive", "--trust-all-tools"};

@@ -450,7 +450,7 @@ awaitable<std::shared_ptr<workspace::snapshot>> attempt_run::assess(
 
 awaitable<bool> attempt_run::verify(const proto::loop_info& loop, proto::attempt_info& attempt) {
     std::vector<std::string> env =
-        agent_environment(ctx_.agent_env, find_agent(loop.spec.agent).environment_variables(),
+        agent_environment(ctx_.agent_env, agent_variables(find_agent(loop.spec.agent), loop.spec),
                           std::vector<std::pair<std::string, std::string>>(loop.spec.env.begin(),
                                                                            loop.spec.env.end()));
     spawn_request request{{}, std::move(env), loop.spec.workspace, std::string()};

@@ -103,7 +103,7 @@ awaitable<attempt_setting> set_up_attempt(runner_context& ctx, const proto::loop
         setting.tmpdir = ctx.state.scratch_of(loop.id);
         overrides.emplace_back("TMPDIR", setting.tmpdir.string());
     }
-    setting.env = agent_environment(ctx.agent_env, adapter.environment_variables(), overrides);
+    setting.env = agent_environment(ctx.agent_env, agent_variables(adapter, loop.spec), overrides);
     sandbox::layout& view = setting.view;
     if (kind == proto::attempt_kind::judge) {
         // Nothing of the workspace (nor of its worktree, under the hidden state directory) is

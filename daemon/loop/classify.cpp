@@ -1,10 +1,37 @@
 #include "daemon/loop/classify.hpp"
 
+#include "daemon/agents/config_text.hpp"
+#include "daemon/process/environment.hpp"
+
 #include <sys/wait.h>
 
 #include <fmt/format.h>
 
 namespace ralph {
+namespace {
+
+// The variable a "Missing environment variable: `NAME`" (codex's words) names; "" when none.
+std::string missing_variable(std::string_view error) {
+    constexpr std::string_view said = "environment variable: `";
+    const auto at = error.find(said);
+    if (at == std::string_view::npos) return {};
+    const auto start = at + said.size();
+    const auto end = error.find('`', start);
+    if (end == std::string_view::npos) return {};
+    return std::string(error.substr(start, end - start));
+}
+
+// A configuration failure's message says what to do about it.
+std::string with_fix(const std::string& error) {
+    if (const std::string name = missing_variable(error); config_text::is_variable_name(name))
+        return error + " — " + missing_variable_fix(name);
+    return error +
+           " — the agent's setup needs fixing: `ralphctl agents` shows the variables its "
+           "configuration names that it does not get (pass them with ralphd --env-policy +NAME "
+           "or submit --env NAME=…), and --model must name a model it knows";
+}
+
+}  // namespace
 
 void classify_attempt(proto::attempt_info& attempt, attempt_end end,
                       const std::optional<int>& wait_status, const agent_stream::summary& said) {
@@ -25,6 +52,9 @@ void classify_attempt(proto::attempt_info& attempt, attempt_end end,
             break;
         case agent_stream::failure_hint::auth:
             stated = failure_class::auth;
+            break;
+        case agent_stream::failure_hint::config:
+            stated = failure_class::config;
             break;
     }
     if (end == attempt_end::cancelled) {
@@ -51,11 +81,13 @@ void classify_attempt(proto::attempt_info& attempt, attempt_end end,
         attempt.error = !said.error.empty()
                             ? said.error
                             : fmt::format("agent exited with status {}", WEXITSTATUS(*wait_status));
+        if (attempt.failure == failure_class::config) attempt.error = with_fix(attempt.error);
     } else {
         attempt.how = termination::crashed;
         attempt.failure = stated != failure_class::none ? stated : failure_class::crash;
         attempt.error = fmt::format("agent killed by signal {}{}", WTERMSIG(*wait_status),
                                     said.error.empty() ? "" : " after: " + said.error);
+        if (attempt.failure == failure_class::config) attempt.error = with_fix(attempt.error);
     }
 }
 

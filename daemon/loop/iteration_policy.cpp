@@ -33,9 +33,10 @@ bool counts_as_failure(const attempt_info& attempt) {
 // A failure no retry mends: the loop stops at once, saying why and what to do.
 std::optional<std::string> stopping_failure(const attempt_info& attempt) {
     const std::string failure = describe_failure(attempt);
+    // A configuration failure's error ends with its fix (classify.cpp).
     if (attempt.how == termination::spawn_failed ||
         attempt.failure == failure_class::missing_program ||
-        attempt.failure == failure_class::output_limit)
+        attempt.failure == failure_class::output_limit || attempt.failure == failure_class::config)
         return failure;
     if (attempt.failure == failure_class::auth)
         return fmt::format(

@@ -62,7 +62,7 @@ std::vector<std::string> hook_process_environment(const proto::loop_info& loop,
     std::vector<std::pair<std::string, std::string>> overrides(loop.spec.env.begin(),
                                                                loop.spec.env.end());
     overrides.insert(overrides.end(), outcome.begin(), outcome.end());
-    return agent_environment(policy, find_agent(loop.spec.agent).environment_variables(),
+    return agent_environment(policy, agent_variables(find_agent(loop.spec.agent), loop.spec),
                              overrides);
 }
 

@@ -2,7 +2,9 @@
 
 #include <fnmatch.h>
 
+#include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <stdexcept>
 
 extern char** environ;
@@ -93,6 +95,33 @@ std::vector<std::string> agent_environment(
     const std::vector<std::pair<std::string, std::string>>& overrides) {
     return build_environment(
         [&](std::string_view name) { return policy.passes(name, agent_variables); }, overrides);
+}
+
+std::vector<std::string> environment_names() {
+    std::vector<std::string> names;
+    for (char** entry = environ; *entry != nullptr; ++entry) {
+        std::string_view kv(*entry);
+        const auto eq = kv.find('=');
+        if (eq != std::string_view::npos && eq > 0 && eq + 1 < kv.size())
+            names.emplace_back(kv.substr(0, eq));
+    }
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+    return names;
+}
+
+std::string missing_variable_fix(std::string_view name) {
+    const std::string variable(name);
+    const char* value = std::getenv(variable.c_str());
+    if (value && *value)
+        return "ralphd has " + variable +
+               " but does not pass it to the agent: start ralphd with "
+               "--env-policy +" +
+               variable + " (or submit the loop with --env " + variable + "=…)";
+    return variable +
+           " is not in ralphd's environment: set it where ralphd starts (its "
+           "service's Environment=, then restart ralphd), or submit the loop with --env " +
+           variable + "=…";
 }
 
 std::vector<std::string> environment_with(

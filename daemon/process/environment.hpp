@@ -3,8 +3,10 @@
 // agent receives
 // - the variables of ralphd's own environment that the policy passes: by default PATH, HOME,
 //   the user, shell, locale, terminal, temporary directory, XDG base directories, proxies and
-//   certificate bundles, git's author/committer identity, and the variables its own adapter
-//   reads (agent::environment_variables: ANTHROPIC_* for claude, OPENAI_* for codex...);
+//   certificate bundles, git's author/committer identity, the variables its own adapter
+//   reads (agent::environment_variables: ANTHROPIC_* for claude, OPENAI_* for codex...) and
+//   those its own configuration names (agents/agent_config.hpp: a codex model provider's
+//   env_key...);
 //   `ralphd --env-policy +PATTERN|-PATTERN` passes or withholds more (the last rule that
 //   matches a name decides; `+*` passes everything);
 // - then the loop's `submit --env K=V` and ralph's RALPH_LOOP_ID, RALPH_ITERATION, RALPH_ATTEMPT
@@ -49,6 +51,13 @@ const std::vector<std::string>& default_passed_variables();
 std::vector<std::string> agent_environment(
     const env_policy& policy, const std::vector<std::string>& agent_variables,
     const std::vector<std::pair<std::string, std::string>>& overrides);
+
+// The names of ralphd's variables that have a value, sorted.
+std::vector<std::string> environment_names();
+
+// Why an agent said it misses the variable `name`, and the fix: ralphd has it and does not pass
+// it (the env policy, or a --sandbox loop's agent's own configuration), or ralphd lacks it.
+std::string missing_variable_fix(std::string_view name);
 
 // ralphd's whole environment with `overrides` applied: for ralphd's own --on-done hook of a loop
 // without --sandbox and the desktop notification (hooks.hpp), and the lookups that must agree

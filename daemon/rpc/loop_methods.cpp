@@ -229,7 +229,7 @@ void register_loop_methods(method_registry& registry, method_services& services)
             with_storage_reason(services.db.get_loop(request.id), services.health);
         proto::agent_info agent =
             describe_agent(find_agent(loop.spec.agent), loop.spec, services.binaries,
-                           search_path_with(loop.spec.env));
+                           search_path_with(loop.spec.env), services.agent_env);
         return proto::loop_detail{std::move(loop), std::move(agent)};
     });
 

@@ -20,6 +20,7 @@ class output_log;
 class storage_health;
 class child_reaper;
 class notifier;
+class env_policy;
 }  // namespace ralph
 
 namespace ralph::rpc {
@@ -38,6 +39,7 @@ struct method_services {
     // that it does not wait behind fifty agent starts.
     net::thread_pool& blocking;
     const agent_binaries& binaries;  // changed by SIGHUP (ralphd::reload), on the io thread
+    const env_policy& agent_env;     // the same: what agents get of ralphd's environment
     state_dir state;                 // where --worktree loops get their worktrees
     proto::daemon_info identity;     // the static part of daemon.info
     // Where loop.pr runs git push and gh (loop/landing.hpp).

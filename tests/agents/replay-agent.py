@@ -14,8 +14,14 @@ Scenarios made up here: "hang" (one line, then silence forever), "huge-line" (a 
 then the ralph-iter1 run), "garbage" (random bytes, exit 0), "echo-prompt" (prints the prompt
 it got, which contains the completion tag, then an answer without it).
 
+Each reads its configuration as the real CLI does (agent_config.py): a codex model provider's
+env_key, gemini's GOOGLE_GEMINI_BASE_URL (called), opencode's {env:NAME}, claude's apiKeyHelper,
+aider's .env files and model; when that configuration asks for a variable the agent did not
+get, the run replays the real CLI's failure instead of its scenario.
+
 Every run appends {"argv", "stdin", "cwd", "tmpdir", "api_keys" (the names of the *_API_KEY
-variables it got)} as a JSON line to $FAKE_AGENT_LOG if set. With $FAKE_WRITES set, a run of the
+variables it got), "env" (the names of all its variables)} as a JSON line to $FAKE_AGENT_LOG if
+set. With $FAKE_WRITES set, a run of the
 loop's work appends "run N" to that file in the current directory (a change for progress and
 diffs).
 
@@ -35,6 +41,9 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.realpath(__file__))
+sys.path.insert(0, HERE)
+import agent_config  # noqa: E402  (next to this file, wherever it is linked from)
+
 STREAMS = os.path.join(HERE, "streams")
 # tests/fixtures, or the copy next to the agent that a sandbox shows with it (harness.py's
 # self_contained_agents).
@@ -131,7 +140,8 @@ def main():
     scenario, run = next_scenario()
     record = {"argv": sys.argv, "stdin": stdin_text, "cwd": os.getcwd(),
               "tmpdir": os.environ.get("TMPDIR", ""),
-              "api_keys": sorted(k for k in os.environ if k.endswith("_API_KEY"))}
+              "api_keys": sorted(k for k in os.environ if k.endswith("_API_KEY")),
+              "env": sorted(os.environ)}
     if is_judge():
         record["listing"] = sorted(os.listdir("."))
     if scenario == "judge-edit":
@@ -158,6 +168,10 @@ def main():
     if scenario == "echo-prompt":
         write_in_pieces((prompt_received(stdin_text) + "\nNothing is finished yet.\n").encode())
         return 0
+    replacements = {}
+    failure = agent_config.configured_failure(agent, sys.argv[1:])
+    if failure:
+        scenario, replacements = failure
     prefix = b""
     if scenario == "huge-line":
         prefix = b"x" * (20 << 20) + b"\n"
@@ -165,6 +179,8 @@ def main():
     base, ext = find_recording(agent, scenario)
     resets_at = os.environ.get("FAKE_RESETS_AT", str(int(time.time()) + 2))
     stdout = read(base + ext).replace(b"RESETS_AT", resets_at.encode())
+    for placeholder, value in replacements.items():
+        stdout = stdout.replace(placeholder, value)
     write_in_pieces(prefix + stdout)
     sys.stderr.buffer.write(read(base + ".stderr"))
     sys.stderr.flush()

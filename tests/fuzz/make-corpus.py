@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Writes the seed corpora of the fuzz targets into OUT/<target>/ from the repository's own test
 data: the recorded agent streams (tests/fixtures/agents, tests/agents/streams), the examples of
-the JSON-RPC specification (tests/fixtures/jsonrpc-spec-vectors.json) and the requests of
-proto/API.md. Each seed is in its target's input layout (tests/fuzz/fuzz_input.hpp): settings
+the JSON-RPC specification (tests/fixtures/jsonrpc-spec-vectors.json), the requests of
+proto/API.md, and configuration files as the agent CLIs' users write them. Each seed is in its target's input layout (tests/fuzz/fuzz_input.hpp): settings
 bytes first, then sections separated by SECTION.
 
 Usage: make-corpus.py OUT        (each OUT/<target> is emptied first)
@@ -95,6 +95,24 @@ TAG_EXAMPLES = [
 ]
 
 
+# Configuration files as the agent CLIs' users write them (daemon/agents/config_text), each with
+# a value for the reading-back checks.
+CONFIG_EXAMPLES = [
+    (b'model_provider = "gw"\n[model_providers.gw]\nbase_url = "https://llm.example.com/v1"\n'
+     b'env_key = "MYGATEWAY_KEY"\nenv_http_headers = { "X-Team" = "TEAM_TOKEN" }\n'
+     b'query_params = { api-version = "2025-04-01-preview" }\n[mcp_servers.docs]\n'
+     b'args = ["-y", """multi\nline"""]\nenv_vars = ["A",\n  "B", # c\n]\n'
+     b"[[profiles.x]]\ninstructions = \'\'\'\n[not.a.table]\n\'\'\'\nwhen = 1979-05-27 07:32:00\n",
+     b"caf\xc3\xa9 \"quoted\" \\ \x01"),
+    (b'{"provider": {"gw": {"options": {"apiKey": "{env:GW_KEY}"}}}, // {env:IN_COMMENT}\n}',
+     b"GW_KEY"),
+    (b'{"mcpServers": {"x": {"headers": {"Authorization": "Bearer ${TOKEN:-none} $OTHER"}}}}',
+     b"TOKEN"),
+    (b"# aider\nexport AZURE_API_KEY=${VAULT_KEY}\nBASE='${KEPT}'\nmodel: azure/gpt-4o # c\n"
+     b"env-file: 'secrets.env'\n", b"model"),
+]
+
+
 def write(folder, seeds):
     shutil.rmtree(folder, ignore_errors=True)
     os.makedirs(folder)
@@ -163,6 +181,11 @@ def tags_seeds():
         yield b"\x00" + text + SECTION + b"COMPLETE" + SECTION + b"ralph_status"  # no repeat
 
 
+def config_seeds():
+    for text, value in CONFIG_EXAMPLES:
+        yield text + SECTION + value
+
+
 def main():
     if len(sys.argv) != 2:
         sys.stderr.write("usage: make-corpus.py OUT\n")
@@ -170,7 +193,8 @@ def main():
     out = sys.argv[1]
     for target, seeds in (("fuzz_jsonrpc", jsonrpc_seeds()),
                           ("fuzz_agent_stream", agent_stream_seeds()),
-                          ("fuzz_tags", tags_seeds())):
+                          ("fuzz_tags", tags_seeds()),
+                          ("fuzz_config", config_seeds())):
         seeds = set(seeds)
         write(os.path.join(out, target), seeds)
         print("make-corpus: %d seeds in %s" % (len(seeds), os.path.join(out, target)))

@@ -299,6 +299,12 @@ TEST_CASE("codex: failed turns and reconnect notices give failure hints") {
         CHECK(r.summary.failure == failure_hint::transient);
         CHECK(r.of_kind(event_kind::error).size() == 5);
     }
+    SUBCASE("a model provider's env_key it did not get: a configuration failure, not transient") {
+        const auto r = run(format::codex, variant("codex", "missing-env"));
+        CHECK_FALSE(r.summary.has_final_answer);
+        CHECK(r.summary.failure == failure_hint::config);
+        CHECK(r.summary.error == "Missing environment variable: `MISSING_VAR`.");
+    }
 }
 
 TEST_CASE("codex: the tag in a command's output is not a final answer") {
@@ -703,6 +709,18 @@ TEST_CASE("classify: keywords give the failure class, rate limits first") {
         {"HTTP 401 Unauthorized", failure_hint::auth},
         {"Credit balance is too low", failure_hint::auth},
         {"Error: 403", failure_hint::auth},
+        {"Missing environment variable: `MYGATEWAY_KEY`.", failure_hint::config},
+        {"Model azure/gpt-4o: Missing these environment variables:", failure_hint::config},
+        {"unexpected status 404: The model `gpt-9` does not exist or you do not have access to it.",
+         failure_hint::config},
+        {"There's an issue with the selected model (claude-x). It may not exist or you may not "
+         "have access to it.",
+         failure_hint::config},
+        {"API Error: 404 {\"type\":\"error\",\"error\":{\"type\":\"not_found_error\"}}",
+         failure_hint::config},
+        {"ProviderModelNotFoundError: gw/nope", failure_hint::config},
+        {"models/gemini-9 is not found for API version v1beta", failure_hint::config},
+        {"429 Too Many Requests: model_not_found", failure_hint::rate_limit},
         {"API Error: 529 {\"type\":\"overloaded_error\"}", failure_hint::transient},
         {"{\"code\":500,\"message\":\"Internal\"}", failure_hint::transient},
         {"connect ECONNREFUSED 127.0.0.1:443", failure_hint::transient},

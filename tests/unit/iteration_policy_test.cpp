@@ -244,7 +244,9 @@ TEST_CASE("policy: a usage limit burns no retry and waits for nothing but the ad
     CHECK(step.not_before_ms == 0);
 }
 
-TEST_CASE("policy: a missing program, a failed start, a flood or a refused login stop the loop") {
+TEST_CASE(
+    "policy: a missing program, a failed start, a flood, a refused login or a configuration "
+    "failure stop the loop at once") {
     attempt_info spawn =
         attempt(1, attempt_kind::work, termination::spawn_failed, failure_class::crash);
     spawn.error = "execvp: no such file";
@@ -258,6 +260,14 @@ TEST_CASE("policy: a missing program, a failed start, a flood or a refused login
     CHECK(step.ending == loop_event::fail);
     CHECK(step.reason ==
           "agent claude could not authenticate: 401 (log it in or set its API key, then resubmit)");
+    // With retries left: a configuration failure is the same at every attempt; its error says
+    // the fix.
+    const std::string missing =
+        "Missing environment variable: `GW_KEY`. — start ralphd with "
+        "--env-policy +GW_KEY";
+    step = decide_next(spec_of(), record_of({failed(1, failure_class::config, missing)}));
+    CHECK(step.ending == loop_event::fail);
+    CHECK(step.reason == missing);
 }
 
 TEST_CASE("policy: an interrupted work attempt counts its iteration as spent") {

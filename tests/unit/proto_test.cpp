@@ -105,7 +105,11 @@ proto::loop_info sample() {
 
 template <>
 proto::agent_info sample() {
-    return {"claude", "Claude Code", "claude", "/usr/bin/claude", "claude", true, true, true, true};
+    return {"claude", "Claude Code",
+            "claude", "/usr/bin/claude",
+            "claude", true,
+            true,     true,
+            true,     {{"ANTHROPIC_API_KEY"}, {"MYGATEWAY_KEY"}, {"VAULT_TOKEN"}}};
 }
 
 template <>
@@ -271,7 +275,7 @@ proto::subscription sample() {
 }
 template <>
 proto::agent_list sample() {
-    return {{sample<proto::agent_info>()}};
+    return {{sample<proto::agent_info>()}, {"HOME", "PATH"}};
 }
 template <>
 proto::scheduler_changes sample() {
