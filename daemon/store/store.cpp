@@ -57,6 +57,10 @@ constexpr const char* after_earlier_iterations =
     "id > coalesce((SELECT id FROM attempts WHERE loop_id = ?1 AND iteration < ?2 "
     "ORDER BY id DESC LIMIT 1), 0)";
 
+// The attempts after the loop's last retry (loop.retry: the policy starts afresh from there);
+// ?1 is the loop.
+constexpr const char* after_retry = "id > (SELECT retried_after FROM loops WHERE id = ?1)";
+
 // The feedback column: JSON, '' when the attempt gave none.
 std::optional<proto::agent_feedback> feedback_from_text(const std::string& text) {
     if (text.empty()) return std::nullopt;
@@ -367,7 +371,9 @@ proto::loop_state store::set_state(std::int64_t loop_id, proto::loop_event event
     query q = prepared(
         "UPDATE loops SET state = ?1, stop_reason = ?2, resume_at = ?3, updated_at = ?4, "
         "started_at = CASE WHEN ?1 = 'running' AND started_at = 0 THEN ?4 ELSE started_at END, "
-        "finished_at = CASE WHEN ?5 THEN ?4 ELSE 0 END "
+        "finished_at = CASE WHEN ?5 THEN ?4 ELSE 0 END, "
+        "retried_after = CASE WHEN ?7 THEN coalesce((SELECT max(id) FROM attempts WHERE "
+        "loop_id = ?6), 0) ELSE retried_after END "
         "WHERE id = ?6");
     q.bind(1, std::string(proto::to_string(*to)));
     q.bind(2, stop_reason);
@@ -375,8 +381,18 @@ proto::loop_state store::set_state(std::int64_t loop_id, proto::loop_event event
     q.bind(4, now_ms);
     q.bind(5, proto::is_terminal(*to) ? 1 : 0);
     q.bind(6, loop_id);
+    q.bind(7, event == proto::loop_event::retry ? 1 : 0);
     q.exec();
     return *to;
+}
+
+void store::set_max_iterations(std::int64_t loop_id, std::int64_t max_iterations,
+                               std::int64_t now_ms) {
+    query q = prepared("UPDATE loops SET max_iterations = ?, updated_at = ? WHERE id = ?");
+    q.bind(1, max_iterations);
+    q.bind(2, now_ms);
+    q.bind(3, loop_id);
+    q.exec();
 }
 
 void store::set_iterations(std::int64_t loop_id, std::int64_t iterations, std::int64_t now_ms) {
@@ -547,7 +563,7 @@ std::vector<proto::attempt_info> store::attempts_of(std::int64_t loop_id) {
 std::vector<proto::attempt_info> store::attempts_in(std::int64_t loop_id, std::int64_t iteration) {
     query q = prepared(std::string("SELECT ") + attempt_columns +
                        " FROM attempts WHERE loop_id = ?1 AND iteration = ?2 AND " +
-                       after_earlier_iterations + " ORDER BY id");
+                       after_earlier_iterations + " AND " + after_retry + " ORDER BY id");
     q.bind(1, loop_id);
     q.bind(2, iteration);
     std::vector<proto::attempt_info> attempts;
@@ -584,9 +600,9 @@ std::string store::rejection_in(std::int64_t loop_id, std::int64_t iteration) {
 }
 
 std::int64_t store::judge_rejections(std::int64_t loop_id) {
-    query q = prepared(
-        "SELECT count(*) FROM attempts WHERE loop_id = ? AND kind = 'judge' AND verdict = "
-        "'reject'");
+    query q = prepared(std::string("SELECT count(*) FROM attempts WHERE loop_id = ?1 AND kind = "
+                                   "'judge' AND verdict = 'reject' AND ") +
+                       after_retry);
     q.bind(1, loop_id);
     q.executeStep();
     return q.getColumn(0).getInt64();
@@ -618,9 +634,9 @@ store::loop_base store::base_of(std::int64_t loop_id) {
 }
 
 std::int64_t store::iterations_without_progress(std::int64_t loop_id) {
-    query q = prepared(
-        "SELECT progress FROM attempts WHERE loop_id = ? AND termination = 'exited' "
-        "AND kind = 'work' ORDER BY id DESC");
+    query q = prepared(std::string("SELECT progress FROM attempts WHERE loop_id = ?1 AND "
+                                   "termination = 'exited' AND kind = 'work' AND ") +
+                       after_retry + " ORDER BY id DESC");
     q.bind(1, loop_id);
     std::int64_t count = 0;
     while (q.executeStep() && !q.getColumn(0).isNull() && q.getColumn(0).getInt() == 0) ++count;

@@ -329,7 +329,10 @@ class CrashTest(SchedulerTestCase):
         loops = d.call("loop.list", {})["loops"]
         self.assertGreater(len(loops), 0)
         with sqlite3.connect(d.db) as db:
-            self.assertEqual(db.execute("PRAGMA user_version").fetchone()[0], 16)
+            self.assertEqual(db.execute("PRAGMA user_version").fetchone()[0], 17)
+            # v16: loop.retry's mark, 0 for the loops never retried.
+            self.assertEqual(db.execute("SELECT DISTINCT retried_after FROM loops").fetchall(),
+                             [(0,)])
             # v13: a claim of completion keeps its rule and answer for its judge.
             columns = [row[1] for row in db.execute("PRAGMA table_info(attempts)")]
             self.assertEqual(columns[-2:], ["completion_rule", "final_answer"])
