@@ -13,7 +13,7 @@ namespace {
 using register_function = void (*)(CLI::App&, client_context&);
 
 // The commands in the order of the help text, each with the function that adds it (cancel,
-// pause and resume share one).
+// pause, resume, retry, extend, merge and pr share one, so they come one after the other).
 struct command_entry {
     std::string_view name;
     register_function add;
@@ -27,8 +27,12 @@ constexpr command_entry commands[] = {
     {"cancel", register_control_commands},
     {"pause", register_control_commands},
     {"resume", register_control_commands},
+    {"retry", register_control_commands},
+    {"extend", register_control_commands},
     {"merge", register_control_commands},
     {"pr", register_control_commands},
+    {"rm", register_rm_command},
+    {"wait", register_wait_command},
     {"daemon", register_daemon_command},
     {"agents", register_agents_command, true},
     {"steer", register_steer_command},

@@ -1,8 +1,11 @@
 // The daemon's wall clock (epoch ms): every timestamp ralphd records and every budget, hold and
 // time-window decision reads it. Real time, unless ralphd runs with --test-clock: then the tests
 // shift it through the debug.clock method (set or advance), so a test can jump hours ahead
-// without sleeping. Durations (timeouts, delays, the SIGKILL grace) run on the steady clock and
-// are not shifted.
+// without sleeping (debug.clock has the scheduler look at the parked loops again: a loop parked
+// until a reset or a budget frees up is queued at once). Times the shim and the agents give (an
+// exit, a stated reset) are real and put on this clock (attempt.cpp, on_clock). Durations
+// (timeouts, delays, retry backoffs, the SIGKILL grace) run on the steady clock and are not
+// shifted.
 #pragma once
 
 #include "common/text.hpp"

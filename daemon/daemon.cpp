@@ -192,6 +192,13 @@ proto::web_login_code ralphd::web_login_code() {
             clock_.now_ms() + std::chrono::milliseconds(web_gate::login_code_lifetime).count()};
 }
 
+ralphd::~ralphd() {
+    blocking_.stop();
+    api_blocking_.stop();
+    blocking_.join();
+    api_blocking_.join();
+}
+
 loop_files ralphd::forget_loop(std::int64_t loop_id) {
     hub_.loop_removed(loop_id);
     output_.forget(loop_id);
@@ -207,9 +214,7 @@ proto::loop_state ralphd::change_state(std::int64_t loop_id, const state_change&
     db_.in_transaction([&] {
         if (change.iterations) db_.set_iterations(loop_id, *change.iterations, now);
         state = db_.set_state(loop_id, change.event, change.reason, change.resume_at, now);
-        if (!is_news(loop_id, state, change.notable_wait, change.reason) ||
-            !is_notified(state, change.notable_wait))
-            return;
+        if (!is_news(loop_id, state, change) || !is_notified(state, change.notable_wait)) return;
         const proto::loop_info loop = db_.get_loop(loop_id);
         notices_.add(state_notification(loop, change.notable_wait, now), loop.spec.notify);
     });
@@ -217,20 +222,18 @@ proto::loop_state ralphd::change_state(std::int64_t loop_id, const state_change&
     return state;
 }
 
-bool ralphd::is_news(std::int64_t loop_id, proto::loop_state state, bool notable_wait,
-                     const std::string& reason) {
+bool ralphd::is_news(std::int64_t loop_id, proto::loop_state state, const state_change& change) {
     if (state == proto::loop_state::queued) return true;  // between two parks: nothing changes
-    if (state != proto::loop_state::waiting || !notable_wait) {
-        announced_waits_.erase(loop_id);
+    if (state != proto::loop_state::waiting || !change.notable_wait) {
+        db_.set_ran_since_announced(loop_id);
         return true;
     }
     // The cause without its figures: "waiting for the global budget iterations per hour used up".
-    const std::string cause = reason.substr(0, reason.find(" ("));
-    const auto [announced, added] = announced_waits_.try_emplace(loop_id, cause);
-    if (added) return true;
-    if (announced->second == cause) return false;
-    announced->second = cause;
-    return true;
+    const std::string cause = change.reason.substr(0, change.reason.find(" ("));
+    const store::announced_wait last = db_.announced_wait_of(loop_id);
+    const bool parked_again = last.cause == cause && !last.ran_since;
+    const bool first_time = db_.announce_wait(loop_id, {cause, false}, change.resume_at);
+    return first_time && !parked_again;
 }
 
 void ralphd::state_changed(std::int64_t loop_id, proto::loop_state state) {

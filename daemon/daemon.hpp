@@ -61,6 +61,9 @@ struct daemon_options {
 class ralphd {
   public:
     ralphd(net::io_context& io, daemon_options options);
+    // Ends the pools' work first: what they run uses everything else (a start begun finishes,
+    // one not begun never runs; the next ralphd takes both up).
+    ~ralphd();
 
     // Adopts the attempts an earlier ralphd left running (or that ended meanwhile), recovers the
     // rest, starts listening and scheduling.
@@ -117,9 +120,10 @@ class ralphd {
     void state_changed(std::int64_t loop_id, proto::loop_state state);
     // Whether a loop's change to `state` is news for the push notifications: a loop parked again
     // for the cause it was announced waiting for (its budget taken again by another loop before
-    // it ran) is not, until it runs or ends. Keeps the announced waits in announced_waits_.
-    bool is_news(std::int64_t loop_id, proto::loop_state state, bool notable_wait,
-                 const std::string& reason);
+    // it ran) is not, until it runs or ends; nor is a wait announced before (the same cause
+    // until the same time), whatever happened in between, a restart too. Kept with the loop
+    // (store::announce_wait), in the change's transaction.
+    bool is_news(std::int64_t loop_id, proto::loop_state state, const state_change& change);
 
     net::io_context& io_;
     daemon_options options_;
@@ -136,7 +140,6 @@ class ralphd {
     child_reaper reaper_;
     hook_runner hooks_;
     notifier notices_;
-    std::map<std::int64_t, std::string> announced_waits_;  // loop id → the cause announced
     web_gate web_;
     runner_context runner_ctx_;
     scheduler scheduler_;

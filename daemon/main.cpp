@@ -10,6 +10,7 @@
 #include "common/shim_protocol.hpp"
 #include "common/ssh_command.hpp"
 #include "common/text.hpp"
+#include "daemon/background.hpp"
 #include "daemon/daemon.hpp"
 #include "daemon/notify/webhook.hpp"
 #include "proto/version.hpp"
@@ -24,6 +25,7 @@
 #include <CLI/CLI.hpp>
 
 #include <fmt/format.h>
+#include <spdlog/sinks/sink.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -31,18 +33,32 @@
 #include <cstdlib>
 #include <functional>
 #include <iostream>
+#include <optional>
 
 namespace {
 
 // Holds an exclusive flock on the database's lock file for the life of the process: a second
-// daemon on the same database (whatever its socket) is refused before it touches anything.
+// daemon on the same database (whatever its socket) is refused before it touches anything. The
+// file holds the pid of the ralphd that has it (the pid file of ralphctl daemon start).
 int lock_database(const ralph::state_dir& state) {
     const std::filesystem::path lock_path = state.lock_file();
     int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0) throw std::runtime_error("cannot open lock file " + lock_path.string());
-    if (::flock(fd, LOCK_EX | LOCK_NB) != 0)
-        throw std::runtime_error("another ralphd is already running with database " +
-                                 state.database().string());
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        char pid[32] = {};
+        const ssize_t n = ::pread(fd, pid, sizeof pid - 1, 0);
+        const std::string holder(pid, std::size_t(std::max<ssize_t>(0, n)));
+        ::close(fd);
+        throw std::runtime_error(fmt::format(
+            "another ralphd{} is already running with database {} (ralphctl daemon status; stop "
+            "it with ralphctl daemon stop)",
+            ralph::text::trim(holder).empty() ? std::string()
+                                              : fmt::format(" (pid {})", ralph::text::trim(holder)),
+            state.database().string()));
+    }
+    const std::string pid = std::to_string(::getpid()) + "\n";
+    if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) != ssize_t(pid.size()))
+        spdlog::warn("cannot write the pid to {}", lock_path.string());
     return fd;
 }
 
@@ -185,8 +201,11 @@ struct command_line {
     std::string account = "default";
     std::vector<std::string> peers;  // names of the hosts file
     bool print_man_page = false;
+    bool daemonize = false;
 
     void define(CLI::App& app);
+    // The database's path, absolute: --db, else the default.
+    std::filesystem::path database() const;
     // The daemon's options (all but listen_fd); throws std::invalid_argument for an unknown agent
     // name in --agent-binary, a --peer that the hosts file does not name with an ssh address and
     // a --notify-file that cannot be read, is not private or holds a bad URL.
@@ -306,18 +325,26 @@ void command_line::define(CLI::App& app) {
     app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
         ->capture_default_str()
         ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
-    app.add_option("--log-file", log_file, "Also log to this file (opened again at SIGHUP)");
+    app.add_option("--log-file", log_file,
+                   "Also log to this file (opened again at SIGHUP); with --daemonize, by default "
+                   "ralphd.log next to the database");
+    app.add_flag("--daemonize", daemonize,
+                 "Run in the background (without systemd): exit 0 once ralphd listens, or 1 with "
+                 "its error; the lock file next to the database (ralph.db.lock) holds its pid");
     app.set_version_flag("--version", std::string("ralphd ") + ralph::proto::daemon_version);
     app.add_flag("--man-page", print_man_page, "Print the manual page (roff) and exit")
         ->group("");  // not in --help: the build writes ralphd.1 with it
 }
 
+std::filesystem::path command_line::database() const {
+    return std::filesystem::absolute(db_path.empty() ? ralph::paths::default_database()
+                                                     : std::filesystem::path(db_path));
+}
+
 ralph::daemon_options command_line::options() const {
     ralph::daemon_options options;
     options.socket_path = socket_path;
-    options.db_path =
-        db_path.empty() ? ralph::paths::default_database() : std::filesystem::path(db_path);
-    options.db_path = std::filesystem::absolute(options.db_path);
+    options.db_path = database();
     options.kill_grace = std::chrono::milliseconds(std::llround(kill_grace_s * 1000));
     options.max_output_bytes = max_output_bytes;
     if (max_concurrent > 0) options.max_concurrent = max_concurrent;
@@ -418,6 +445,8 @@ void reload_config(ralph::ralphd& daemon, command_line& running, int argc, char*
         fresh.host_name = running.host_name;
         fresh.account = running.account;
         fresh.peers = running.peers;
+        // --daemonize's log file when no flag names one.
+        if (running.daemonize && fresh.log_file.empty()) fresh.log_file = running.log_file;
         ralph::logging::setup("ralphd", fresh.log_level, fresh.log_file);
         daemon.reload(options);
         warn_if_notify_send_is_missing(options);
@@ -444,7 +473,23 @@ int main(int argc, char** argv) {
         return 0;
     }
 
-    ralph::logging::setup("ralphd", line.log_level, line.log_file);
+    std::optional<ralph::background> background;
+    try {
+        if (line.daemonize && line.log_file.empty()) {
+            ralph::paths::make_private_directory(line.database().parent_path());
+            line.log_file = ralph::state_dir(line.database()).log_file().string();
+        }
+        ralph::logging::setup("ralphd", line.log_level, line.log_file);
+        // Before any thread: only the forking thread goes on in the daemon.
+        if (line.daemonize) {
+            background = ralph::background::start();
+            // Whoever started it hears its warnings and errors; the log file has everything.
+            spdlog::default_logger()->sinks().front()->set_level(spdlog::level::warn);
+        }
+    } catch (const std::exception& e) {
+        std::cerr << "ralphd: " << e.what() << '\n';
+        return 1;
+    }
     try {
         ralph::daemon_options options = line.options();
         if (::access(options.shim_program.c_str(), X_OK) != 0)
@@ -472,35 +517,41 @@ int main(int argc, char** argv) {
         // "scale"). gc gives everything back after a large removal (malloc_trim).
         ::mallopt(M_MMAP_THRESHOLD, 4 << 20);
         ::mallopt(M_TRIM_THRESHOLD, 8 << 20);
-        ralph::net::io_context io;
-        ralph::ralphd daemon(io, options);
-        ralph::net::signal_set stop_signals(io, SIGTERM, SIGINT);
-        // SIGTERM is what systemd sends to restart or upgrade ralphd: the agents go on and the
-        // next ralphd adopts them. SIGINT (Ctrl-C in a terminal) ends them, as `daemon stop` does.
-        stop_signals.async_wait([&daemon](boost::system::error_code ec, int signal) {
-            if (ec) return;
-            spdlog::info("received signal {}", signal);
-            daemon.shutdown(signal == SIGTERM);
-        });
-        ralph::net::signal_set reload_signal(io, SIGHUP);
-        std::function<void()> wait_for_reload = [&] {
-            reload_signal.async_wait([&](boost::system::error_code ec, int) {
+        {
+            ralph::net::io_context io;
+            ralph::ralphd daemon(io, options);
+            ralph::net::signal_set stop_signals(io, SIGTERM, SIGINT);
+            // SIGTERM is what systemd sends to restart or upgrade ralphd: the agents go on and the
+            // next ralphd adopts them. SIGINT (Ctrl-C in a terminal) ends them, as `daemon stop`
+            // does.
+            stop_signals.async_wait([&daemon](boost::system::error_code ec, int signal) {
                 if (ec) return;
-                reload_config(daemon, line, argc, argv);
-                wait_for_reload();
+                spdlog::info("received signal {}", signal);
+                daemon.shutdown(signal == SIGTERM);
             });
-        };
-        wait_for_reload();
-        daemon.start();
-        // A write the storage refused in some handler does not end ralphd: it goes on, degraded.
-        for (bool stopped = false; !stopped;) {
-            try {
-                io.run();
-                stopped = true;
-            } catch (const std::exception& e) {
-                if (!daemon.storage_failed(e)) throw;
+            ralph::net::signal_set reload_signal(io, SIGHUP);
+            std::function<void()> wait_for_reload = [&] {
+                reload_signal.async_wait([&](boost::system::error_code ec, int) {
+                    if (ec) return;
+                    reload_config(daemon, line, argc, argv);
+                    wait_for_reload();
+                });
+            };
+            wait_for_reload();
+            daemon.start();
+            if (background) background->ready();
+            // A write the storage refused in some handler does not end ralphd: it goes on,
+            // degraded.
+            for (bool stopped = false; !stopped;) {
+                try {
+                    io.run();
+                    stopped = true;
+                } catch (const std::exception& e) {
+                    if (!daemon.storage_failed(e)) throw;
+                }
             }
         }
+        // Only once the daemon is gone: its thread pool may have been starting an agent.
         ::close(lock_fd);
         return 0;
     } catch (const std::exception& e) {

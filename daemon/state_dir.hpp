@@ -2,7 +2,8 @@
 // default). Every name in it but the database's default one (common/paths, shared with ralphctl)
 // is spelled here and nowhere else:
 //   ralph.db, ralph.db-wal, ralph.db-shm   the database (SQLite, WAL)
-//   ralph.db.lock                          one daemon per database (flock)
+//   ralph.db.lock                          one daemon per database (flock); holds its pid
+//   ralphd.log                             the log of ralphd --daemonize without --log-file
 //   web-token                              the secret of ralphd --listen (server/web_gate)
 //   output/<loop>.log                      each loop's output, append-only (store/output_log)
 //   prompts/<loop>.prompt.md               each loop's current prompt (loop/loop_runner)
@@ -38,6 +39,7 @@ class state_dir {
     std::filesystem::path root() const { return database_.parent_path(); }
     std::filesystem::path lock_file() const { return database_.string() + ".lock"; }
     std::filesystem::path web_token_file() const { return root() / "web-token"; }
+    std::filesystem::path log_file() const { return root() / "ralphd.log"; }
 
     std::filesystem::path output_dir() const { return root() / "output"; }
     static std::string output_file_name(std::int64_t loop_id) {

@@ -187,4 +187,20 @@ void from_json(const nlohmann::json& j, gc_result& r) {
     r.output_bytes = j.value("output_bytes", std::int64_t(0));
 }
 
+void to_json(nlohmann::json& j, const removal_result& r) {
+    j = {{"id", r.id},
+         {"attempts", r.attempts},
+         {"events", r.events},
+         {"output_bytes", r.output_bytes},
+         {"worktree_removed", r.worktree_removed}};
+}
+
+void from_json(const nlohmann::json& j, removal_result& r) {
+    r.id = j.value("id", std::int64_t(0));
+    r.attempts = j.value("attempts", std::int64_t(0));
+    r.events = j.value("events", std::int64_t(0));
+    r.output_bytes = j.value("output_bytes", std::int64_t(0));
+    r.worktree_removed = j.value("worktree_removed", false);
+}
+
 }  // namespace ralph::proto

@@ -1,5 +1,6 @@
 // Requests and results of the history methods (proto/API.md): history.report, what the loops
-// did in a time window, and history.gc, what pruning the old history removed. The daemon
+// did in a time window, and history.gc, what pruning the old history removed (and loop.remove,
+// the same for one loop). The daemon
 // computes them from the persisted attempts; ralphctl report and gc read them back with
 // from_json. The conventions of proto/loop_api.hpp.
 #pragma once
@@ -113,5 +114,17 @@ struct gc_result {
 
 void to_json(nlohmann::json& j, const gc_result& r);
 void from_json(const nlohmann::json& j, gc_result& r);
+
+// loop.remove: what removing one ended loop (as history.gc does) took away.
+struct removal_result {
+    std::int64_t id = 0;
+    std::int64_t attempts = 0;
+    std::int64_t events = 0;
+    std::int64_t output_bytes = 0;
+    bool worktree_removed = false;  // its worktree went first (branch merged or pushed, clean)
+    bool operator==(const removal_result&) const = default;
+};
+void to_json(nlohmann::json& j, const removal_result& r);
+void from_json(const nlohmann::json& j, removal_result& r);
 
 }  // namespace ralph::proto

@@ -53,6 +53,16 @@ void from_json(const nlohmann::json& j, loop_id_request& r) {
 }
 void to_json(nlohmann::json& j, const loop_id_request& r) { j = {{field_name::id, r.id}}; }
 
+void from_json(const nlohmann::json& j, extend_request& r) {
+    const auto& obj = params_object(j);
+    read_loop_id(obj, field_name::id, r.id);
+    read_required(obj, "by", r.by);
+    check_range("by", r.by, 1, max_iterations);
+}
+void to_json(nlohmann::json& j, const extend_request& r) {
+    j = {{field_name::id, r.id}, {"by", r.by}};
+}
+
 void from_json(const nlohmann::json& j, host_capacity& c) {
     c.max_concurrent = read_or<std::int64_t>(j, "max_concurrent", 1);
     c.running = read_or<std::int64_t>(j, "running", 0);

@@ -16,13 +16,23 @@
 
 namespace ralph::proto {
 
-// loop.get, loop.cancel, loop.pause, loop.resume, loop.iterations: {"id": N}.
+// loop.get, loop.cancel, loop.pause, loop.resume, loop.retry, loop.remove, loop.iterations:
+// {"id": N}.
 struct loop_id_request {
     std::int64_t id = 0;
     bool operator==(const loop_id_request&) const = default;
 };
 void from_json(const nlohmann::json& j, loop_id_request& r);
 void to_json(nlohmann::json& j, const loop_id_request& r);
+
+// loop.extend: `by` more iterations (1 to max_iterations).
+struct extend_request {
+    std::int64_t id = 0;
+    std::int64_t by = 0;
+    bool operator==(const extend_request&) const = default;
+};
+void from_json(const nlohmann::json& j, extend_request& r);
+void to_json(nlohmann::json& j, const extend_request& r);
 
 // What a daemon has room for, as loop.submit's dry run answers it (`capacity`): where
 // `ralphctl submit --host auto` places a loop.

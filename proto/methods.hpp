@@ -53,6 +53,24 @@ struct loop_resume {
     using request = loop_id_request;
     using result = loop_info;
 };
+// A failed, stalled or cancelled loop queued again, from where it was.
+struct loop_retry {
+    static constexpr const char* name = "loop.retry";
+    using request = loop_id_request;
+    using result = loop_info;
+};
+// More iterations: an exhausted loop is queued again; one that has not ended may run longer.
+struct loop_extend {
+    static constexpr const char* name = "loop.extend";
+    using request = extend_request;
+    using result = loop_info;
+};
+// An ended loop removed with its history and files, as history.gc removes it.
+struct loop_remove {
+    static constexpr const char* name = "loop.remove";
+    using request = loop_id_request;
+    using result = removal_result;
+};
 // A --worktree loop that ended: its branch merged into the branch it started from.
 struct loop_merge {
     static constexpr const char* name = "loop.merge";
@@ -186,10 +204,11 @@ struct peer_hold {
 // and left out here is missing from both, and one listed here is in both.
 using all_methods =
     std::tuple<daemon_info, daemon_shutdown, loop_submit, loop_list, loop_get, loop_cancel,
-               loop_pause, loop_resume, loop_merge, loop_pr, loop_iterations, loop_diff, loop_steer,
-               loop_events, loop_output, loop_tail, events_subscribe, agents_list, scheduler_get,
-               scheduler_set, budget_get, budget_set, notify_test, web_info, web_rotate_token,
-               web_login_code, debug_clock, history_report, history_gc, peer_link, peer_hold>;
+               loop_pause, loop_resume, loop_retry, loop_extend, loop_remove, loop_merge, loop_pr,
+               loop_iterations, loop_diff, loop_steer, loop_events, loop_output, loop_tail,
+               events_subscribe, agents_list, scheduler_get, scheduler_set, budget_get, budget_set,
+               notify_test, web_info, web_rotate_token, web_login_code, debug_clock, history_report,
+               history_gc, peer_link, peer_hold>;
 
 }  // namespace ralph::proto::method
 

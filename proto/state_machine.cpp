@@ -7,7 +7,7 @@
 namespace ralph::proto {
 namespace {
 
-constexpr std::array<enum_name<loop_event>, 11> loop_event_names{{
+constexpr std::array<enum_name<loop_event>, 13> loop_event_names{{
     {loop_event::start, "start"},
     {loop_event::wait, "wait"},
     {loop_event::wake, "wake"},
@@ -19,8 +19,10 @@ constexpr std::array<enum_name<loop_event>, 11> loop_event_names{{
     {loop_event::stall, "stall"},
     {loop_event::fail, "fail"},
     {loop_event::cancel, "cancel"},
+    {loop_event::retry, "retry"},
+    {loop_event::extend, "extend"},
 }};
-static_assert(names_in_order(loop_event_names, loop_event::cancel));
+static_assert(names_in_order(loop_event_names, loop_event::extend));
 
 }  // namespace
 
@@ -30,19 +32,34 @@ const std::vector<transition>& transitions() {
     using e = loop_event;
     using s = loop_state;
     static const std::vector<transition> table{
-        {s::queued, e::start, s::running},      {s::queued, e::wait, s::waiting},
-        {s::queued, e::pause, s::paused},       {s::queued, e::cancel, s::cancelled},
+        {s::queued, e::start, s::running},
+        {s::queued, e::wait, s::waiting},
+        {s::queued, e::pause, s::paused},
+        {s::queued, e::cancel, s::cancelled},
 
-        {s::running, e::wait, s::waiting},      {s::running, e::requeue, s::queued},
-        {s::running, e::pause, s::paused},      {s::running, e::complete, s::completed},
-        {s::running, e::exhaust, s::exhausted}, {s::running, e::stall, s::stalled},
-        {s::running, e::fail, s::failed},       {s::running, e::cancel, s::cancelled},
+        {s::running, e::wait, s::waiting},
+        {s::running, e::requeue, s::queued},
+        {s::running, e::pause, s::paused},
+        {s::running, e::complete, s::completed},
+        {s::running, e::exhaust, s::exhausted},
+        {s::running, e::stall, s::stalled},
+        {s::running, e::fail, s::failed},
+        {s::running, e::cancel, s::cancelled},
 
-        {s::waiting, e::wake, s::running},      {s::waiting, e::requeue, s::queued},
-        {s::waiting, e::pause, s::paused},      {s::waiting, e::fail, s::failed},
+        {s::waiting, e::wake, s::running},
+        {s::waiting, e::requeue, s::queued},
+        {s::waiting, e::pause, s::paused},
+        {s::waiting, e::fail, s::failed},
         {s::waiting, e::cancel, s::cancelled},
 
-        {s::paused, e::resume, s::queued},      {s::paused, e::cancel, s::cancelled},
+        {s::paused, e::resume, s::queued},
+        {s::paused, e::cancel, s::cancelled},
+
+        // The end states a user may take back: the loop goes on from where it was.
+        {s::failed, e::retry, s::queued},
+        {s::stalled, e::retry, s::queued},
+        {s::cancelled, e::retry, s::queued},
+        {s::exhausted, e::extend, s::queued},
     };
     return table;
 }

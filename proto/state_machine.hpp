@@ -26,7 +26,9 @@ enum class loop_event {
     exhaust,   // max_iterations, or the loop's token or cost cap
     stall,     // no progress, or identical failures
     fail,      // retries used up, the agent cannot run, an internal error
-    cancel     // loop.cancel
+    cancel,    // loop.cancel
+    retry,     // loop.retry: a failed, stalled or cancelled loop runs again from where it was
+    extend     // loop.extend: an exhausted loop gets more iterations
 };
 
 std::string_view to_string(loop_event event);

@@ -36,8 +36,10 @@ void register_submit_command(CLI::App& app, client_context& ctx);
 void register_list_command(CLI::App& app, client_context& ctx);
 void register_show_command(CLI::App& app, client_context& ctx);
 void register_tail_command(CLI::App& app, client_context& ctx);
-// cancel, pause, resume, merge, pr.
+// cancel, pause, resume, retry, extend, merge, pr.
 void register_control_commands(CLI::App& app, client_context& ctx);
+void register_rm_command(CLI::App& app, client_context& ctx);
+void register_wait_command(CLI::App& app, client_context& ctx);
 void register_daemon_command(CLI::App& app, client_context& ctx);
 void register_agents_command(CLI::App& app, client_context& ctx);
 void register_steer_command(CLI::App& app, client_context& ctx);

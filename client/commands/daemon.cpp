@@ -3,18 +3,28 @@
 // cannot; --json {"daemon": {...}}) and
 // `ralphctl daemon stop [--leave-running]` (daemon.shutdown: the daemon stops its agents, or leaves
 // them to the next ralphd, and exits; this command does not wait for that). Both exit 3 with a hint
-// when the daemon is not running.
+// when the daemon is not running. And `ralphctl daemon start [-- RALPHD-OPTION...]`: ralphd in
+// the background without systemd (`ralphd --daemonize`, the one next to ralphctl, else on PATH),
+// on ralphctl's socket; it returns once ralphd listens (then prints its pid, socket and
+// database), or exits 1 with ralphd's error; a ralphd already answering there is refused.
 #include "client/commands/commands.hpp"
 
 #include "client/connection.hpp"
 #include "client/output.hpp"
+#include "client/spawn.hpp"
+#include "common/ssh_command.hpp"
 #include "common/text.hpp"
 #include "proto/methods.hpp"
 #include "proto/types.hpp"
 
 #include <fmt/format.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
 #include <memory>
+#include <system_error>
 
 namespace ralph::client {
 namespace {
@@ -65,11 +75,72 @@ int run_stop(const client_context& ctx, const proto::shutdown_request& request) 
     return exit_code::ok;
 }
 
+// The ralphd installed or built with this ralphctl: next to it, else the first on PATH.
+std::string ralphd_program() {
+    std::error_code ec;
+    const std::filesystem::path here = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (!ec && ::access((here.parent_path() / "ralphd").c_str(), X_OK) == 0)
+        return (here.parent_path() / "ralphd").string();
+    return "ralphd";
+}
+
+int run_start(const client_context& ctx, const std::vector<std::string>& ralphd_options) {
+    if (ctx.socket.starts_with(ssh_scheme))
+        throw client_error(exit_code::usage,
+                           "daemon start starts this machine's ralphd, not one over ssh",
+                           "on that host: ssh HOST ralphctl daemon start");
+    try {
+        const auto info = connection(ctx.socket).call<proto::method::daemon_info>({});
+        throw client_error(
+            exit_code::failure,
+            fmt::format("ralphd is already running (pid {}, socket {})", info.pid, info.socket),
+            "stop it first: ralphctl daemon stop");
+    } catch (const client_error& e) {
+        if (e.code() != exit_code::unreachable) throw;
+    }
+    std::vector<std::string> argv{ralphd_program(), "--daemonize"};
+    // ralphd's own default is ralphctl's (RALPH_SOCKET, XDG_RUNTIME_DIR): another is named.
+    if (ctx.socket != ctx.local_socket) {
+        const std::string_view unix_scheme = "unix://";
+        std::string_view path = ctx.socket;
+        if (path.starts_with(unix_scheme)) path.remove_prefix(unix_scheme.size());
+        argv.insert(argv.end(), {"--socket", std::string(path)});
+    }
+    argv.insert(argv.end(), ralphd_options.begin(), ralphd_options.end());
+    int status = 0;
+    try {
+        // ralphd --daemonize returns once the daemon listens, its errors on our stderr.
+        status = wait_process(spawn_process(argv));
+    } catch (const std::system_error& e) {
+        throw client_error(exit_code::failure, fmt::format("cannot run {}: {}", argv[0], e.what()),
+                           "install ralph (README, Install) or put ralphd on PATH");
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        throw client_error(exit_code::failure, "ralphd did not start (its error is above)");
+    const auto info = connection(ctx.socket).call<proto::method::daemon_info>({});
+    if (ctx.json) {
+        print_json({{"daemon", info}});
+        return exit_code::ok;
+    }
+    fmt::print("ralphd started: pid {}, socket {}, database {}\n", info.pid, info.socket,
+               info.database);
+    return exit_code::ok;
+}
+
 }  // namespace
 
 void register_daemon_command(CLI::App& app, client_context& ctx) {
-    auto* cmd = app.add_subcommand("daemon", "Status of ralphd, or stop it");
+    auto* cmd =
+        app.add_subcommand("daemon", "Start ralphd without systemd, its status, or stop it");
     cmd->require_subcommand(1);
+    auto ralphd_options = std::make_shared<std::vector<std::string>>();
+    auto* start = cmd->add_subcommand(
+        "start",
+        "Start ralphd in the background, without systemd (WSL, containers); returns once it "
+        "listens");
+    start->add_option("ralphd-options", *ralphd_options,
+                      "ralphd's own options, after --: e.g. -- --max-concurrent 2");
+    start->callback([&ctx, ralphd_options] { ctx.exit_code = run_start(ctx, *ralphd_options); });
     cmd->add_subcommand("status", "Version, paths, uptime and loop counts of ralphd")
         ->callback([&ctx] { ctx.exit_code = run_status(ctx); });
     auto request = std::make_shared<proto::shutdown_request>();

@@ -208,12 +208,13 @@ std::string summary(const proto::state_notification& state) {
 // retry's backoff).
 constexpr std::int64_t noticed_wait_ms = 60 * 1000;
 
-// "ralphctl: loop 4 is waiting until 14:05 (in 42 min): waiting for …; following it", on stderr.
-void say_waiting(std::int64_t id, const proto::loop_info& loop) {
+// "ralphctl: loop 4 is waiting until 14:05 (in 42 min): waiting for …; its output follows when
+// it runs" (without `output`, as `wait` follows: "; waiting for it"), on stderr.
+void say_waiting(std::int64_t id, const proto::loop_info& loop, bool output) {
     const std::string why = describe_wait(loop, nullptr, text::now_ms());
-    fmt::print(stderr, "ralphctl: loop {} is {}{}{}; its output follows when it runs\n", id,
-               proto::to_string(loop.state),
-               why.empty() ? "" : (why.starts_with("until ") ? " " : ": "), escape_controls(why));
+    fmt::print(stderr, "ralphctl: loop {} is {}{}{}; {}\n", id, proto::to_string(loop.state),
+               why.empty() ? "" : (why.starts_with("until ") ? " " : ": "), escape_controls(why),
+               output ? "its output follows when it runs" : "waiting for it");
 }
 
 // A loop followed by follow_loops.
@@ -352,7 +353,7 @@ int follow_loops(const client_context& ctx, const std::vector<std::int64_t>& ids
                 loop.state = started.state;
                 loop.stop_reason = started.stop_reason;
                 loop.resume_at = started.resume_at;
-                say_waiting(started.id, loop);
+                say_waiting(started.id, loop, selection.output);
             }
             continue;
         }
@@ -393,7 +394,7 @@ int follow_loops(const client_context& ctx, const std::vector<std::int64_t>& ids
                 loop.state = state.state;
                 loop.stop_reason = state.stop_reason;
                 loop.resume_at = state.resume_at;
-                say_waiting(state.id, loop);
+                say_waiting(state.id, loop, selection.output);
             }
             if (!state.final) continue;
             followed.ended = true;

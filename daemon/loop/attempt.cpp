@@ -60,7 +60,8 @@ std::optional<workspace::snapshot> load_snapshot_before(const std::filesystem::p
     return before;
 }
 
-// The shim's clock is the real one; ralphd's may be shifted (debug.clock, --test-clock).
+// The shim's and the agents' clock is the real one (an agent's reset time too); ralphd's may be
+// shifted (debug.clock, --test-clock).
 std::int64_t on_clock(const wall_clock& clock, std::int64_t real_ms) {
     return real_ms + (clock.now_ms() - text::now_ms());
 }
@@ -396,7 +397,7 @@ awaitable<attempt_outcome> attempt_run::record(const proto::loop_info& loop,
                  attempt.completion_signal ? " (completion signal)" : "");
     outcome.record = attempt;
     outcome.quota = proto::quota_of(loop.spec);
-    outcome.resets_at_ms = said.resets_at_ms;
+    if (said.resets_at_ms > 0) outcome.resets_at_ms = on_clock(ctx_.clock, said.resets_at_ms);
     co_return outcome;
 }
 

@@ -156,8 +156,9 @@ awaitable<attempt_setting> set_up_attempt(runner_context& ctx, const proto::loop
     view.read_only = std::move(protected_git);
     view.read_only.push_back(ctx.state.prompt_of(loop.id));
     // A workspace below the top of its worktree: the rest of the worktree (its .git pointer
-    // among it) is readable, under the hidden state directory.
-    if (!loop.spec.worktree_path.empty()) view.read_only.push_back(loop.spec.worktree_path);
+    // among it) is readable, under the hidden state directory. (At the top, it is writable.)
+    if (!loop.spec.worktree_path.empty() && loop.spec.worktree_path != loop.spec.workspace)
+        view.read_only.push_back(loop.spec.worktree_path);
     view.hidden = ctx.sandbox_hidden(loop.id);
     view.offline = loop.spec.sandbox_offline;
     co_return setting;

@@ -1,5 +1,6 @@
-// loop.submit, loop.list, loop.get, loop.cancel, loop.pause, loop.resume, loop.merge, loop.pr,
-// loop.steer, loop.iterations, loop.diff, loop.events, loop.output, loop.tail, events.subscribe.
+// loop.submit, loop.list, loop.get, loop.cancel, loop.pause, loop.resume, loop.retry,
+// loop.extend, loop.merge, loop.pr, loop.steer, loop.iterations, loop.diff, loop.events,
+// loop.output, loop.tail, events.subscribe.
 #include "daemon/agents/agent.hpp"
 #include "daemon/clock.hpp"
 #include "daemon/loop/landing.hpp"
@@ -242,6 +243,14 @@ void register_loop_methods(method_registry& registry, method_services& services)
 
     registry.add<loop_resume>([&services](const proto::loop_id_request& request, call_context&) {
         return services.loops.resume(request.id);
+    });
+
+    registry.add<loop_retry>([&services](const proto::loop_id_request& request, call_context&) {
+        return services.loops.retry(request.id);
+    });
+
+    registry.add<loop_extend>([&services](const proto::extend_request& request, call_context&) {
+        return services.loops.extend(request.id, request.by);
     });
 
     registry.add<loop_merge>([&services](const proto::loop_id_request& request, call_context&) {

@@ -69,6 +69,88 @@ proto::loop_info scheduler::resume(std::int64_t loop_id) {
     return ctx_.db.get_loop(loop_id);
 }
 
+void scheduler::check_can_requeue(const proto::loop_info& loop, const char* action) {
+    if (shutting_down_)
+        throw proto::rpc_error(proto::error_kind::shutting_down,
+                               "ralphd is shutting down and starts no loop");
+    if (running_.count(loop.id))
+        throw proto::rpc_error(proto::error_kind::invalid_state,
+                               fmt::format("cannot {} loop {}: its agent is still being stopped; "
+                                           "try again in a moment",
+                                           action, loop.id));
+    const admission::verdict own = ctx_.gate.for_loop(loop, ctx_.clock.now_ms());
+    if (own.what == admission::verdict::kind::end)
+        throw proto::rpc_error(
+            proto::error_kind::invalid_state,
+            fmt::format("cannot {} loop {}: {}; it would end again at once (submit it again with "
+                        "a higher --max-tokens or --max-cost)",
+                        action, loop.id, own.reason));
+}
+
+proto::loop_info scheduler::retry(std::int64_t loop_id) {
+    const proto::loop_info loop = ctx_.db.get_loop(loop_id);
+    const std::string state(proto::to_string(loop.state));
+    if (!proto::is_terminal(loop.state))
+        throw proto::rpc_error(proto::error_kind::invalid_state,
+                               fmt::format("cannot retry loop {}: it is {}, not ended (it goes on "
+                                           "by itself{})",
+                                           loop_id, state,
+                                           loop.state == proto::loop_state::paused
+                                               ? "; ralphctl resume " + std::to_string(loop_id)
+                                               : std::string()));
+    if (loop.state == proto::loop_state::exhausted)
+        throw proto::rpc_error(
+            proto::error_kind::invalid_state,
+            fmt::format("cannot retry loop {}: it is exhausted ({}); give it more iterations: "
+                        "ralphctl extend {} --by N",
+                        loop_id, loop.stop_reason, loop_id));
+    if (!proto::next_state(loop.state, proto::loop_event::retry))
+        throw proto::rpc_error(
+            proto::error_kind::invalid_state,
+            fmt::format("cannot retry loop {}: it {}; submit it again for more", loop_id, state));
+    check_can_requeue(loop, "retry");
+    set_state(loop_id, proto::loop_event::retry, "", 0);
+    spdlog::info("loop {} retried after {} iteration(s): it was {}", loop_id, loop.iterations,
+                 state);
+    schedule();
+    return ctx_.db.get_loop(loop_id);
+}
+
+proto::loop_info scheduler::extend(std::int64_t loop_id, std::int64_t more) {
+    proto::loop_info loop = ctx_.db.get_loop(loop_id);
+    if (loop.spec.max_iterations == 0)
+        throw proto::rpc_error(proto::error_kind::invalid_state,
+                               fmt::format("cannot extend loop {}: it has no iteration limit "
+                                           "(max_iterations 0)",
+                                           loop_id));
+    const bool ended = proto::is_terminal(loop.state);
+    if (ended && loop.state != proto::loop_state::exhausted)
+        throw proto::rpc_error(
+            proto::error_kind::invalid_state,
+            fmt::format("cannot extend loop {}: it is {}, not exhausted{}", loop_id,
+                        proto::to_string(loop.state),
+                        proto::next_state(loop.state, proto::loop_event::retry)
+                            ? fmt::format("; run it again: ralphctl retry {}", loop_id)
+                            : std::string()));
+    // An exhausted loop gets `more` beyond those it ran (an interrupted last iteration may have
+    // counted one past the limit); one still going gets `more` beyond its limit.
+    const std::int64_t base =
+        ended ? std::max(loop.iterations, loop.spec.max_iterations) : loop.spec.max_iterations;
+    const std::int64_t raised = std::min(base + more, proto::max_iterations);
+    if (ended) check_can_requeue(loop, "extend");
+    // The limit first: a crash before the state change leaves an exhausted loop with a higher
+    // limit, which extend raises again.
+    ctx_.db.set_max_iterations(loop_id, raised, ctx_.clock.now_ms());
+    spdlog::info("loop {}: max iterations {} → {}", loop_id, loop.spec.max_iterations, raised);
+    if (!ended) {
+        ctx_.on_counters(loop_id);
+        return ctx_.db.get_loop(loop_id);
+    }
+    set_state(loop_id, proto::loop_event::extend, "", 0);
+    schedule();
+    return ctx_.db.get_loop(loop_id);
+}
+
 bool scheduler::workspace_busy(const std::string& workspace) const {
     return std::ranges::any_of(
         running_, [&workspace](const auto& run) { return run.second.workspace == workspace; });

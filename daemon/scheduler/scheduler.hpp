@@ -33,6 +33,14 @@ class scheduler {
     proto::loop_info pause(std::int64_t loop_id);
     // Puts a paused loop back in the queue.
     proto::loop_info resume(std::int64_t loop_id);
+    // Queues a failed, stalled or cancelled loop again (loop.retry): it goes on from where it
+    // was, its iterations kept, its earlier attempts behind it (store::set_state). Throws
+    // rpc_error(invalid_state), naming what to do instead, for any other loop.
+    proto::loop_info retry(std::int64_t loop_id);
+    // Raises the loop's max_iterations by `more` (loop.extend): an exhausted loop may run `more`
+    // iterations beyond those it ran and is queued again; one that has not ended runs longer.
+    // Throws rpc_error(invalid_state) for a loop without an iteration limit or another end state.
+    proto::loop_info extend(std::int64_t loop_id, std::int64_t more);
     // Starts queued loops while there is room.
     void schedule();
     // The settings, budgets or clock changed: parked loops are queued again and scheduled
@@ -68,6 +76,9 @@ class scheduler {
                    std::int64_t resume_at, bool notable_wait = false);
     // The loop, or rpc_error(invalid_state) naming the action when it has ended.
     proto::loop_info unended_loop(std::int64_t loop_id, const char* action);
+    // An ended loop that may be taken back to the queue by `action` (retry, extend): no runner
+    // still finishing it, and not past its own token or cost cap, which would end it at once.
+    void check_can_requeue(const proto::loop_info& loop, const char* action);
     // Runs schedule() at epoch ms `when` (0: no parked loop, no timer).
     void wake_at(std::int64_t when);
 

@@ -13,7 +13,9 @@
 // pipe fills up would stop working. Output that a full or read-only file system refuses is held in
 // memory (up to held_limit) and written, in order, as soon as it can be — the shim waits for that
 // after the agent's end too, unless it is told to end the attempt; output beyond the limit, or
-// that a failing file system refuses, is counted as lost (exit_info.lost_bytes). An attempt whose
+// that a failing file system refuses, is counted as lost (exit_info.lost_bytes). So are the
+// journal's records: no output is written while a record of earlier output waits, so ralphd
+// (which reads what the journal announces) gets every byte with its stream. An attempt whose
 // output passes spec.max_output_bytes is ended (SIGTERM, SIGKILL after the grace) and the rest of
 // its output dropped: one agent cannot fill ralph's disk, with ralphd running or not.
 #include "common/process_info.hpp"
@@ -218,10 +220,14 @@ class supervisor {
     // Writes the output in order: what was held back first, then `bytes`, holding back what the
     // file system refuses.
     void append(shim::stream stream, const char* bytes, std::size_t size);
-    // Writes what it can of the held output; true when nothing is held any more.
+    // Writes what it can of the held output and journal records; true when nothing is held any
+    // more.
     bool write_held();
-    // Writes `size` bytes to the output file and journals what was written; returns that count.
+    // Writes `size` bytes to the output file and journals what was written; returns that count
+    // (none while a journal record is held).
     std::size_t write_output(shim::stream stream, const char* bytes, std::size_t size);
+    // Writes what it can of the held journal records; true when none is held any more.
+    bool write_journal();
     void lose(std::size_t size, int error);
     void handle_signals();
     void reap();
@@ -239,12 +245,16 @@ class supervisor {
     // Output not written yet (the file system refused it), in order, with its stream.
     std::deque<std::pair<shim::stream, std::string>> held_;
     std::size_t held_bytes_ = 0;
+    std::string journal_held_;  // records (or the end of one) the journal has not taken yet
     std::unique_ptr<char[]> buffer_ = std::make_unique_for_overwrite<char[]>(read_buffer_bytes);
 
     pid_t agent_ = 0;
     std::optional<int> agent_status_;
     std::int64_t agent_ended_at_ = 0;
-    bool ending_ = false;    // SIGTERM went to the attempt's processes
+    bool ending_ = false;  // SIGTERM went to the attempt's processes
+    // ralphd asked to end the attempt (a cancel, a stop): held output is not waited for. Not so
+    // when the shim ends what the agent left running.
+    bool told_to_end_ = false;
     bool killed_ = false;    // SIGKILL did
     bool draining_ = false;  // the agent and everything it started are gone; the pipes may not be
     std::chrono::steady_clock::time_point kill_at_, stop_draining_at_;
@@ -374,6 +384,7 @@ void supervisor::append(shim::stream stream, const char* bytes, std::size_t size
 }
 
 bool supervisor::write_held() {
+    if (!write_journal()) return false;
     while (!held_.empty()) {
         auto& [stream, bytes] = held_.front();
         const std::size_t taken = write_output(stream, bytes.data(), bytes.size());
@@ -388,6 +399,7 @@ bool supervisor::write_held() {
 }
 
 std::size_t supervisor::write_output(shim::stream stream, const char* bytes, std::size_t size) {
+    if (!write_journal()) return 0;
     std::size_t written = 0;
     std::size_t taken = size;
     if (!write_all(output_.get(), bytes, size, written)) {
@@ -403,11 +415,18 @@ std::size_t supervisor::write_output(shim::stream stream, const char* bytes, std
     record.stream = std::uint8_t(stream);
     record.ts_ms = now_ms();
     offset_ += std::int64_t(written);
-    // A record the journal cannot take leaves its bytes in the file; ralphd indexes such bytes
-    // when the attempt ends.
-    std::size_t ignored = 0;
-    write_all(journal_.get(), reinterpret_cast<const char*>(&record), sizeof record, ignored);
+    // A record the journal cannot take now is held, and so is the output after it. One left at
+    // the end leaves its bytes in the file; ralphd indexes such bytes when the attempt ends.
+    journal_held_.append(reinterpret_cast<const char*>(&record), sizeof record);
+    write_journal();
     return taken;
+}
+
+bool supervisor::write_journal() {
+    std::size_t written = 0;
+    write_all(journal_.get(), journal_held_.data(), journal_held_.size(), written);
+    journal_held_.erase(0, written);
+    return journal_held_.empty();
 }
 
 void supervisor::lose(std::size_t size, int error) {
@@ -457,7 +476,10 @@ void supervisor::handle_signals() {
     signalfd_siginfo info;
     while (::read(signals_.get(), &info, sizeof info) == ssize_t(sizeof info)) {
         if (info.ssi_signo == SIGCHLD) reap();
-        if (info.ssi_signo == SIGTERM) end_attempt(SIGTERM);
+        if (info.ssi_signo == SIGTERM) {
+            told_to_end_ = true;
+            end_attempt(SIGTERM);
+        }
     }
 }
 
@@ -475,8 +497,8 @@ int supervisor::run() {
         if (killed_ && any_member) processes_.signal_all(SIGKILL);  // ones forked meanwhile
         const bool pipes_open = std::any_of(pipes_.begin(), pipes_.end(),
                                             [](const output_pipe& p) { return p.fd.get() >= 0; });
-        // Held output waits for room, unless the attempt is being ended (cancel, daemon stop).
-        const bool held = !write_held() && !ending_;
+        // Held output waits for room, unless ralphd ends the attempt (cancel, daemon stop).
+        const bool held = !write_held() && !told_to_end_;
         if (agent_status_ && !any_member) {
             if (!pipes_open && !held) break;
             // What is left in the pipes comes at once; a pipe still open after that is held by a

@@ -333,4 +333,47 @@ awaitable<proto::gc_result> collect_garbage(const proto::gc_request& request, st
     co_return result;
 }
 
+awaitable<proto::removal_result> remove_loop(std::int64_t loop_id, const gc_context& ctx) {
+    const proto::loop_info loop = ctx.db.get_loop(loop_id);  // loop_not_found for an unknown id
+    if (!proto::is_terminal(loop.state))
+        throw proto::rpc_error(proto::error_kind::invalid_state,
+                               fmt::format("cannot remove loop {}: it is {}, not ended (cancel it "
+                                           "first: ralphctl cancel {})",
+                                           loop_id, proto::to_string(loop.state), loop_id));
+    const std::optional<store::ended_loop> ended_loop = ctx.db.ended_loop_of(loop_id);
+    if (!ended_loop || ctx.is_running(loop_id))
+        throw proto::rpc_error(proto::error_kind::invalid_state,
+                               fmt::format("cannot remove loop {}: its agent is still being "
+                                           "stopped; try again in a moment",
+                                           loop_id));
+    const std::vector<store::ended_loop> ended{*ended_loop};
+    const proto::gc_request request;  // not a dry run
+    proto::gc_result sorted;
+    const std::vector<std::int64_t> ids = co_await sort_worktrees(ended, request, sorted, ctx);
+    if (ids.empty())
+        throw proto::rpc_error(
+            proto::error_kind::invalid_state,
+            fmt::format("cannot remove loop {}: its worktree {} has work that is neither merged "
+                        "nor pushed, or uncommitted changes (land it first: ralphctl merge {}, or "
+                        "ralphctl pr {}; or remove the worktree: git worktree remove {})",
+                        loop_id, ended_loop->worktree_path, loop_id, loop_id,
+                        ended_loop->worktree_path));
+    // As collect_garbage removes a loop: its output index written, its rows in one transaction,
+    // then its files.
+    ctx.output.write_pending();
+    const store::removal removal = ctx.db.remove_loops(ids, false);
+    // It was taken back to the queue (loop.retry) while its worktree was checked.
+    if (removal.loop_ids.empty())
+        throw proto::rpc_error(
+            proto::error_kind::invalid_state,
+            fmt::format("cannot remove loop {}: it is no longer ended", loop_id));
+    const std::vector<loop_files> files{ctx.forget_loop(loop_id)};
+    const std::int64_t deleted =
+        co_await off_thread(ctx.blocking, [&files] { return delete_loop_files(files); });
+    spdlog::info("loop.remove: removed loop {}: {} attempt(s), {} event(s), {} bytes of output",
+                 loop_id, removal.attempts, removal.events, deleted);
+    co_return proto::removal_result{loop_id, removal.attempts, removal.events, deleted,
+                                    !sorted.worktrees_removed.empty()};
+}
+
 }  // namespace ralph

@@ -1,4 +1,5 @@
-// history.gc's retention policy (ARCHITECTURE.md, "History: report and gc"): which loops go —
+// history.gc's retention policy (ARCHITECTURE.md, "History: report and gc"; loop.remove removes
+// one loop the same way): which loops go —
 // those in an end state that finished before the cutoff, never within the longest window of the
 // global budgets, never one whose runner is still finishing, nor one whose worktree still exists
 // unless its branch is merged into the branch it started from and it has nothing uncommitted
@@ -61,5 +62,11 @@ struct gc_context {
 awaitable<proto::gc_result> collect_garbage(const proto::gc_request& request, std::int64_t now_ms,
                                             const std::vector<proto::budget_use>& budgets,
                                             const gc_context& ctx);
+
+// loop.remove: the one loop `loop_id` removed as collect_garbage removes a loop (its worktree
+// first, when its branch is merged or pushed and it has nothing uncommitted), whenever it ended.
+// Throws rpc_error(invalid_state), saying what to do, for a loop that has not ended or whose
+// worktree holds work that would be lost; loop_not_found for an unknown id.
+awaitable<proto::removal_result> remove_loop(std::int64_t loop_id, const gc_context& ctx);
 
 }  // namespace ralph

@@ -45,8 +45,24 @@ std::string states_sql(bool ended) {
 }
 
 // The tables holding a loop's history besides its row in `loops`, children first.
-constexpr std::array<const char*, 4> loop_history_tables{"events", "output_chunks", "steering",
-                                                         "attempts"};
+constexpr std::array<const char*, 5> loop_history_tables{"events", "output_chunks", "steering",
+                                                         "announced_waits", "attempts"};
+
+// An ended loop's columns for gc, in store::ended_loop's order, from `loops`; a spec is read
+// only for a --worktree loop.
+constexpr const char* ended_loop_columns =
+    "SELECT id, finished_at, worktree_path, "
+    "CASE WHEN worktree_path = '' THEN '' ELSE ifnull(json_extract(spec, "
+    "'$.worktree_source'), '') END, worktree_branch, CASE WHEN worktree_path = '' THEN '' "
+    "ELSE ifnull(json_extract(spec, '$.worktree_target'), '') END, CASE WHEN worktree_path = "
+    "'' THEN 0 ELSE ifnull(json_extract(spec, '$.delete_branch'), 0) END, CASE WHEN "
+    "worktree_path = '' THEN '' ELSE ifnull(json_extract(spec, '$.pr'), '') END FROM loops ";
+
+store::ended_loop ended_loop_from_row(SQLite::Statement& q) {
+    return {q.getColumn(0).getInt64(),    q.getColumn(1).getInt64(),  q.getColumn(2).getString(),
+            q.getColumn(3).getString(),   q.getColumn(4).getString(), q.getColumn(5).getString(),
+            q.getColumn(6).getInt() != 0, q.getColumn(7).getString()};
+}
 
 }  // namespace
 
@@ -154,29 +170,26 @@ std::vector<proto::report_loop> store::report_loops(std::int64_t since_ms, std::
 
 std::vector<store::ended_loop> store::loops_ended_before(std::int64_t cutoff_ms, gc_cursor after,
                                                          std::int64_t limit) {
-    // The (finished_at) index, from the cursor on; a spec is read only for a --worktree loop.
-    query q = prepared(
-        "SELECT id, finished_at, worktree_path, "
-        "CASE WHEN worktree_path = '' THEN '' ELSE ifnull(json_extract(spec, "
-        "'$.worktree_source'), '') END, worktree_branch, CASE WHEN worktree_path = '' THEN '' "
-        "ELSE ifnull(json_extract(spec, '$.worktree_target'), '') END, CASE WHEN worktree_path = "
-        "'' THEN 0 ELSE ifnull(json_extract(spec, '$.delete_branch'), 0) END, CASE WHEN "
-        "worktree_path = '' THEN '' ELSE ifnull(json_extract(spec, '$.pr'), '') END "
-        "FROM loops INDEXED BY loops_by_finished WHERE finished_at > 0 AND finished_at < ?1 AND "
-        "finished_at >= ?2 AND "
-        "(finished_at > ?2 OR id > ?3) AND state IN (" +
-        states_sql(true) + ") ORDER BY finished_at, id LIMIT ?4");
+    // The (finished_at) index, from the cursor on.
+    query q = prepared(std::string(ended_loop_columns) +
+                       "INDEXED BY loops_by_finished WHERE finished_at > 0 AND finished_at < ?1 "
+                       "AND finished_at >= ?2 AND (finished_at > ?2 OR id > ?3) AND state IN (" +
+                       states_sql(true) + ") ORDER BY finished_at, id LIMIT ?4");
     q.bind(1, cutoff_ms);
     q.bind(2, after.finished_at);
     q.bind(3, after.id);
     q.bind(4, limit > 0 ? limit : std::int64_t(-1));
     std::vector<ended_loop> loops;
-    while (q.executeStep())
-        loops.push_back({q.getColumn(0).getInt64(), q.getColumn(1).getInt64(),
-                         q.getColumn(2).getString(), q.getColumn(3).getString(),
-                         q.getColumn(4).getString(), q.getColumn(5).getString(),
-                         q.getColumn(6).getInt() != 0, q.getColumn(7).getString()});
+    while (q.executeStep()) loops.push_back(ended_loop_from_row(q));
     return loops;
+}
+
+std::optional<store::ended_loop> store::ended_loop_of(std::int64_t loop_id) {
+    query q = prepared(std::string(ended_loop_columns) + "WHERE id = ? AND state IN (" +
+                       states_sql(true) + ")");
+    q.bind(1, loop_id);
+    if (!q.executeStep()) return std::nullopt;
+    return ended_loop_from_row(q);
 }
 
 store::removal store::remove_loops(const std::vector<std::int64_t>& loop_ids, bool dry_run) {

@@ -303,6 +303,23 @@ PRAGMA auto_vacuum = INCREMENTAL;
 VACUUM;
 )sql",
          true},
+        // 15 → 16: loop.retry takes an ended loop back from where it was: the iteration policy
+        // reads only the attempts after this one (0: never retried).
+        R"sql(
+ALTER TABLE loops ADD COLUMN retried_after INTEGER NOT NULL DEFAULT 0;
+)sql",
+        // 16 → 17: one push notification per cause, also across restarts (ralphd::is_news): the
+        // wait a loop's notification last announced, and every wait (cause, until) announced.
+        R"sql(
+ALTER TABLE loops ADD COLUMN announced_wait TEXT NOT NULL DEFAULT '';
+ALTER TABLE loops ADD COLUMN announced_ran INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE announced_waits (
+    loop_id INTEGER NOT NULL REFERENCES loops (id) ON DELETE CASCADE,
+    cause TEXT NOT NULL,
+    until INTEGER NOT NULL,
+    PRIMARY KEY (loop_id, cause, until)
+) WITHOUT ROWID;
+)sql",
     };
     return migrations;
 }

@@ -57,6 +57,10 @@ constexpr const char* after_earlier_iterations =
     "id > coalesce((SELECT id FROM attempts WHERE loop_id = ?1 AND iteration < ?2 "
     "ORDER BY id DESC LIMIT 1), 0)";
 
+// The attempts after the loop's last retry (loop.retry: the policy starts afresh from there);
+// ?1 is the loop.
+constexpr const char* after_retry = "id > (SELECT retried_after FROM loops WHERE id = ?1)";
+
 // The feedback column: JSON, '' when the attempt gave none.
 std::optional<proto::agent_feedback> feedback_from_text(const std::string& text) {
     if (text.empty()) return std::nullopt;
@@ -367,7 +371,9 @@ proto::loop_state store::set_state(std::int64_t loop_id, proto::loop_event event
     query q = prepared(
         "UPDATE loops SET state = ?1, stop_reason = ?2, resume_at = ?3, updated_at = ?4, "
         "started_at = CASE WHEN ?1 = 'running' AND started_at = 0 THEN ?4 ELSE started_at END, "
-        "finished_at = CASE WHEN ?5 THEN ?4 ELSE 0 END "
+        "finished_at = CASE WHEN ?5 THEN ?4 ELSE 0 END, "
+        "retried_after = CASE WHEN ?7 THEN coalesce((SELECT max(id) FROM attempts WHERE "
+        "loop_id = ?6), 0) ELSE retried_after END "
         "WHERE id = ?6");
     q.bind(1, std::string(proto::to_string(*to)));
     q.bind(2, stop_reason);
@@ -375,8 +381,18 @@ proto::loop_state store::set_state(std::int64_t loop_id, proto::loop_event event
     q.bind(4, now_ms);
     q.bind(5, proto::is_terminal(*to) ? 1 : 0);
     q.bind(6, loop_id);
+    q.bind(7, event == proto::loop_event::retry ? 1 : 0);
     q.exec();
     return *to;
+}
+
+void store::set_max_iterations(std::int64_t loop_id, std::int64_t max_iterations,
+                               std::int64_t now_ms) {
+    query q = prepared("UPDATE loops SET max_iterations = ?, updated_at = ? WHERE id = ?");
+    q.bind(1, max_iterations);
+    q.bind(2, now_ms);
+    q.bind(3, loop_id);
+    q.exec();
 }
 
 void store::set_iterations(std::int64_t loop_id, std::int64_t iterations, std::int64_t now_ms) {
@@ -384,6 +400,32 @@ void store::set_iterations(std::int64_t loop_id, std::int64_t iterations, std::i
     q.bind(1, iterations);
     q.bind(2, now_ms);
     q.bind(3, loop_id);
+    q.exec();
+}
+
+store::announced_wait store::announced_wait_of(std::int64_t loop_id) {
+    query q = prepared("SELECT announced_wait, announced_ran FROM loops WHERE id = ?");
+    q.bind(1, loop_id);
+    if (!q.executeStep()) return {};
+    return {q.getColumn(0).getString(), q.getColumn(1).getInt() != 0};
+}
+
+bool store::announce_wait(std::int64_t loop_id, const announced_wait& wait, std::int64_t until) {
+    query last = prepared("UPDATE loops SET announced_wait = ?, announced_ran = ? WHERE id = ?");
+    last.bind(1, wait.cause);
+    last.bind(2, int(wait.ran_since));
+    last.bind(3, loop_id);
+    last.exec();
+    query seen = prepared("INSERT OR IGNORE INTO announced_waits VALUES (?, ?, ?)");
+    seen.bind(1, loop_id);
+    seen.bind(2, wait.cause);
+    seen.bind(3, until);
+    return seen.exec() == 1;
+}
+
+void store::set_ran_since_announced(std::int64_t loop_id) {
+    query q = prepared("UPDATE loops SET announced_ran = 1 WHERE id = ? AND announced_ran = 0");
+    q.bind(1, loop_id);
     q.exec();
 }
 
@@ -521,7 +563,7 @@ std::vector<proto::attempt_info> store::attempts_of(std::int64_t loop_id) {
 std::vector<proto::attempt_info> store::attempts_in(std::int64_t loop_id, std::int64_t iteration) {
     query q = prepared(std::string("SELECT ") + attempt_columns +
                        " FROM attempts WHERE loop_id = ?1 AND iteration = ?2 AND " +
-                       after_earlier_iterations + " ORDER BY id");
+                       after_earlier_iterations + " AND " + after_retry + " ORDER BY id");
     q.bind(1, loop_id);
     q.bind(2, iteration);
     std::vector<proto::attempt_info> attempts;
@@ -558,9 +600,9 @@ std::string store::rejection_in(std::int64_t loop_id, std::int64_t iteration) {
 }
 
 std::int64_t store::judge_rejections(std::int64_t loop_id) {
-    query q = prepared(
-        "SELECT count(*) FROM attempts WHERE loop_id = ? AND kind = 'judge' AND verdict = "
-        "'reject'");
+    query q = prepared(std::string("SELECT count(*) FROM attempts WHERE loop_id = ?1 AND kind = "
+                                   "'judge' AND verdict = 'reject' AND ") +
+                       after_retry);
     q.bind(1, loop_id);
     q.executeStep();
     return q.getColumn(0).getInt64();
@@ -592,9 +634,9 @@ store::loop_base store::base_of(std::int64_t loop_id) {
 }
 
 std::int64_t store::iterations_without_progress(std::int64_t loop_id) {
-    query q = prepared(
-        "SELECT progress FROM attempts WHERE loop_id = ? AND termination = 'exited' "
-        "AND kind = 'work' ORDER BY id DESC");
+    query q = prepared(std::string("SELECT progress FROM attempts WHERE loop_id = ?1 AND "
+                                   "termination = 'exited' AND kind = 'work' AND ") +
+                       after_retry + " ORDER BY id DESC");
     q.bind(1, loop_id);
     std::int64_t count = 0;
     while (q.executeStep() && !q.getColumn(0).isNull() && q.getColumn(0).getInt() == 0) ++count;
@@ -825,9 +867,18 @@ void store::interrupt_attempt(std::int64_t attempt_id, std::int64_t output_end,
 }
 
 void store::discard_attempt(std::int64_t attempt_id) {
+    SQLite::Transaction tx(db_);
+    // The counts begin_attempt added, taken back.
+    query counters = prepared(
+        "UPDATE loops SET attempts = attempts - 1, retries = retries - (SELECT CASE WHEN "
+        "attempt > 1 AND kind = 'work' THEN 1 ELSE 0 END FROM attempts WHERE id = ?1) "
+        "WHERE id = (SELECT loop_id FROM attempts WHERE id = ?1)");
+    counters.bind(1, attempt_id);
+    counters.exec();
     query q = prepared("DELETE FROM attempts WHERE id = ?");
     q.bind(1, attempt_id);
     q.exec();
+    tx.commit();
 }
 
 void store::record_output(const std::vector<output_chunk_row>& rows,

@@ -73,12 +73,27 @@ class store {
 
     // Applies `event` to the loop's state through the state machine (proto/state_machine) and
     // returns the new state; sets stop_reason and resume_at, started_at on its first running
-    // and finished_at on an end state. Throws std::logic_error (a bug) for a transition the
-    // machine does not allow; nothing changes then.
+    // and finished_at on an end state; a retry puts the loop's attempts so far behind it (the
+    // three reads below of the iteration policy see none of them). Throws std::logic_error (a bug)
+    // for a transition the machine does not allow; nothing changes then.
     proto::loop_state set_state(std::int64_t loop_id, proto::loop_event event,
                                 const std::string& stop_reason, std::int64_t resume_at_ms,
                                 std::int64_t now_ms);
+    // loop.extend: the loop may run `max_iterations` iterations (0: no limit).
+    void set_max_iterations(std::int64_t loop_id, std::int64_t max_iterations, std::int64_t now_ms);
     void set_iterations(std::int64_t loop_id, std::int64_t iterations, std::int64_t now_ms);
+    // The wait a loop's push notification last announced ('' cause: none), kept with the loop so
+    // that a restart does not announce it again: its cause, whether the loop ran (or waited for
+    // something else) since.
+    struct announced_wait {
+        std::string cause;
+        bool ran_since = false;
+    };
+    announced_wait announced_wait_of(std::int64_t loop_id);
+    // Records `wait` as the last announced, with its time; false when this cause until this time
+    // was announced for the loop before.
+    bool announce_wait(std::int64_t loop_id, const announced_wait& wait, std::int64_t until);
+    void set_ran_since_announced(std::int64_t loop_id);
 
     // ---- attempts
     // Inserts the attempt (how = running) with its agent's process (pid and start time, which
@@ -98,7 +113,7 @@ class store {
     // Throws std::runtime_error when there is no such attempt.
     proto::attempt_info get_attempt(std::int64_t attempt_id);
     std::vector<proto::attempt_info> attempts_of(std::int64_t loop_id);
-    // The attempts of the loop's iteration, oldest first.
+    // The attempts of the loop's iteration since its last retry, oldest first.
     std::vector<proto::attempt_info> attempts_in(std::int64_t loop_id, std::int64_t iteration);
     // The final answer a claim of completion kept (finish_attempt), "" when none.
     std::string final_answer_of(std::int64_t attempt_id);
@@ -107,7 +122,7 @@ class store {
     // Why the judge rejected the claim of completion of the iteration: the reasons of its last
     // verdict there when that was a rejection, else "".
     std::string rejection_in(std::int64_t loop_id, std::int64_t iteration);
-    // How many times the loop's judge rejected a claim of completion.
+    // How many times the loop's judge rejected a claim of completion since its last retry.
     std::int64_t judge_rejections(std::int64_t loop_id);
     // The loop's HEAD and working tree when its first iteration started (workspace::snapshot's
     // head and tree), which the judge's diff starts from; "" when not known.
@@ -120,8 +135,8 @@ class store {
     loop_base base_of(std::int64_t loop_id);
     // What became of a --worktree loop's branch (loop_info::landing).
     void set_landing(std::int64_t loop_id, const std::string& landing, std::int64_t now_ms);
-    // How many of the loop's last iterations in a row made no progress (their successful
-    // work attempts have progress = 0; an unknown progress counts as progress).
+    // How many of the loop's last iterations in a row since its last retry made no progress
+    // (their successful work attempts have progress = 0; an unknown progress counts as progress).
     std::int64_t iterations_without_progress(std::int64_t loop_id);
     // How many events of the attempt came from its agent's stream (not ralph's own, "refused").
     std::int64_t stream_event_count(std::int64_t attempt_id);
@@ -134,7 +149,8 @@ class store {
     // Recovery: the attempt was running when the daemon died.
     void interrupt_attempt(std::int64_t attempt_id, std::int64_t output_end, std::int64_t now_ms);
     // Recovery: the attempt's agent never started (ralphd stopped, or could not write, while
-    // starting it); its row goes, with its events.
+    // starting it); its row goes, with its events, and its loop counts it no more (attempts,
+    // retries): it ran nothing.
     void discard_attempt(std::int64_t attempt_id);
 
     // ---- steering hints (ralphctl steer)
@@ -251,6 +267,8 @@ class store {
     };
     std::vector<ended_loop> loops_ended_before(std::int64_t cutoff_ms, gc_cursor after,
                                                std::int64_t limit);
+    // The loop when it is in an end state (loop.remove), else nullopt.
+    std::optional<ended_loop> ended_loop_of(std::int64_t loop_id);
     struct removal {
         std::vector<std::int64_t> loop_ids;  // those still in an end state, thus removed
         std::int64_t attempts = 0;

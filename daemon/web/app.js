@@ -284,11 +284,15 @@ async function route() {
 // The loops whose Cancel asks "are you sure?" now (a view drawn again asks it still).
 const confirmingCancel = new Set();
 
+// The end states a loop runs again from with Retry (loop.retry); an exhausted one is extended.
+const retriedStates = ['failed', 'stalled', 'cancelled'];
+
 // Buttons for what may be done to a loop in its state; errors go to `message`. Cancel asks
-// first: it ends the agent, and cannot be undone.
+// first: it ends the agent, and cannot be undone. An ended loop's page offers Retry, or Extend
+// by a number of iterations; the table of loops does not.
 function loopActions(loop, message) {
   const group = el('span', {className: 'loop-actions'});
-  const act = (method, label, className, attrs) =>
+  const act = (method, label, className, attrs, params = () => ({id: loop.id})) =>
     el('button', {
       className,
       'data-action': method,
@@ -298,15 +302,26 @@ function loopActions(loop, message) {
         message.replaceChildren();
         confirmingCancel.delete(loop.id);
         try {
-          await call(method, {id: loop.id});
+          await call(method, params());
         } catch (error) {
           showError(message, error);
         }
         draw();
       },
     }, label);
+  function drawEnded() {
+    if (!location.hash.startsWith('#/loop/')) return group.replaceChildren();
+    if (retriedStates.includes(loop.state))
+      return group.replaceChildren(act('loop.retry', 'Retry'));
+    if (loop.state !== 'exhausted') return group.replaceChildren();
+    const by = el('input', {type: 'number', min: '1', value: '10', 'data-field': 'extend-by',
+                            'aria-label': 'more iterations', className: 'extend-by'});
+    group.replaceChildren(
+      act('loop.extend', 'Extend by', '', {}, () => ({id: loop.id, by: Number(by.value)})), by,
+      el('span', {}, ' iterations'));
+  }
   function draw() {
-    if (endedStates.includes(loop.state)) return group.replaceChildren();
+    if (endedStates.includes(loop.state)) return drawEnded();
     if (confirmingCancel.has(loop.id))
       return group.replaceChildren(
         el('span', {className: 'confirm'}, `Cancel loop ${loop.id}? Its agent is stopped. `),
@@ -556,7 +571,7 @@ async function loopView(id) {
       el('p', {id: 'stop-reason', className: loop.state === 'waiting' || loop.state === 'queued' ? 'why' : null},
         reasonText(Date.now())));
     actions.replaceChildren(loopActions(loop, message));
-    actions.hidden = endedStates.includes(loop.state);
+    actions.hidden = loop.state === 'completed';  // an ended loop may be retried or extended
     drawTimer(Date.now());
     placeOutput();
     const limits = [

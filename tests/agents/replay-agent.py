@@ -2,7 +2,9 @@
 """A fake agent CLI that replays recorded runs, for the integration tests.
 
 Installed (symlinked) under the names of the real CLIs: claude, codex, opencode, gemini, aider,
-kiro-cli. The name it was called by picks the agent; the scenario is the Nth name of the
+kiro-cli. The name it was called by picks the agent; under any other name (a copy of it that a
+`command` loop runs, harness.command_agent) it replays tests/agents/streams/command/, plain text
+as a program of the user's own writes it. The scenario is the Nth name of the
 comma-separated list in $FAKE_AGENT_SCRIPT, N being how many times a fake agent ran in the
 current directory (counted in .fake-agent-runs; the last name repeats). A scenario is replayed
 from tests/agents/streams/<agent>/ or else tests/fixtures/agents/<agent>/: its stdout
@@ -20,16 +22,18 @@ aider's .env files and model; when that configuration asks for a variable the ag
 get, the run replays the real CLI's failure instead of its scenario.
 
 Every run appends {"argv", "stdin", "cwd", "tmpdir", "api_keys" (the names of the *_API_KEY
-variables it got), "env" (the names of all its variables)} as a JSON line to $FAKE_AGENT_LOG if
-set. With $FAKE_WRITES set, a run of the
-loop's work appends "run N" to that file in the current directory (a change for progress and
-diffs).
+variables it got), "scenario", "resets_at" (what RESETS_AT became), "loop", "iteration",
+"attempt", "kind" (ralph's RALPH_* variables), "env" (the names of all its variables)} as a JSON
+line to $FAKE_AGENT_LOG if set (a relative path is in its current directory). With $FAKE_WRITES
+set, a run of the loop's work appends "run N" to that file in the current directory (a change for
+progress and diffs).
 With $FAKE_PLANT set to PATH=TEXT, a run of the loop's work writes TEXT to PATH (relative to the
 current directory), as a worker that tries to steer its judge would.
 
 A judge (RALPH_ATTEMPT_KIND=judge), which may not write its current directory, takes its
 scenarios from $FAKE_JUDGE_SCRIPT, counts its runs in $FAKE_JUDGE_LOG.runs and logs to
-$FAKE_JUDGE_LOG (put both where the judge may write, e.g. under ~/.claude); its log lines also
+$FAKE_JUDGE_LOG (put both where the judge may write, e.g. under ~/.claude; without
+$FAKE_JUDGE_LOG it counts nothing and always plays the script's first name); its log lines also
 list its current directory ("listing") and say whether it could write there ("wrote"), which
 the scenario "judge-edit" tries (then replays judge-accept); "judge-slow" logs, then sleeps
 $FAKE_JUDGE_SLEEP seconds (default 10: outlasting a restart of ralphd), then replays
@@ -37,8 +41,11 @@ judge-accept.
 "judge-obey" does what the first line of its prompt says, as a model follows its instructions:
 judge-accept when the line has ACCEPT, else judge-reject (the built-in prompt's first line is
 "# Review: is this work done?").
+A run that cannot write where it counts its runs (its workspace, or a judge's log directory) for
+another reason than a full disk says so on stderr and exits 98.
 `--version` prints "<name> 9.9.9 (ralph replay)".
 """
+import errno
 import json
 import os
 import random
@@ -46,6 +53,9 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.realpath(__file__))
+# The exit status of a run that cannot write where it counts its runs: its workspace (a worker)
+# or its home directory (a judge), which ralph must leave it writable (a full disk aside).
+CANNOT_WRITE = 98
 sys.path.insert(0, HERE)
 import agent_config  # noqa: E402  (next to this file, wherever it is linked from)
 
@@ -59,9 +69,12 @@ FIXTURES = os.path.join(
     "agents")
 
 
+CLI_NAMES = {"claude": "claude", "codex": "codex", "opencode": "opencode", "gemini": "gemini",
+             "aider": "aider", "kiro-cli": "kiro"}
+
+
 def agent_name():
-    name = os.path.basename(sys.argv[0])
-    return "kiro" if name == "kiro-cli" else name
+    return CLI_NAMES.get(os.path.basename(sys.argv[0]), "command")
 
 
 def is_judge():
@@ -71,7 +84,10 @@ def is_judge():
 def next_scenario():
     if is_judge():
         names = [s for s in os.environ.get("FAKE_JUDGE_SCRIPT", "judge-accept").split(",") if s]
-        counter = os.environ["FAKE_JUDGE_LOG"] + ".runs"
+        log = os.environ.get("FAKE_JUDGE_LOG")
+        if not log:
+            return names[0], 1
+        counter = log + ".runs"
     else:
         names = [s for s in os.environ.get("FAKE_AGENT_SCRIPT", "ralph-iter1").split(",") if s]
         counter = ".fake-agent-runs"
@@ -79,8 +95,14 @@ def next_scenario():
     if os.path.exists(counter):
         with open(counter) as f:
             runs = int(f.read().strip() or 0)
-    with open(counter, "w") as f:
-        f.write(str(runs + 1))
+    try:
+        with open(counter, "w") as f:
+            f.write(str(runs + 1))
+    except OSError as e:
+        if e.errno == errno.ENOSPC:  # the disk's doing, not a sandbox's
+            raise
+        sys.stderr.write("replay-agent: cannot write %s: %s\n" % (counter, e.strerror))
+        sys.exit(CANNOT_WRITE)
     return names[min(runs, len(names) - 1)], runs + 1
 
 
@@ -143,9 +165,13 @@ def main():
     stdin_text = "" if sys.stdin.isatty() else sys.stdin.read()
     agent = agent_name()
     scenario, run = next_scenario()
+    resets_at = os.environ.get("FAKE_RESETS_AT", str(int(time.time()) + 2))
     record = {"argv": sys.argv, "stdin": stdin_text, "cwd": os.getcwd(),
               "tmpdir": os.environ.get("TMPDIR", ""),
               "api_keys": sorted(k for k in os.environ if k.endswith("_API_KEY")),
+              "scenario": scenario, "resets_at": resets_at,
+              "loop": os.environ.get("RALPH_LOOP_ID"), "iteration": os.environ.get("RALPH_ITERATION"),
+              "attempt": os.environ.get("RALPH_ATTEMPT"), "kind": os.environ.get("RALPH_ATTEMPT_KIND"),
               "env": sorted(os.environ)}
     if is_judge():
         record["listing"] = sorted(os.listdir("."))
@@ -190,7 +216,6 @@ def main():
         prefix = b"x" * (20 << 20) + b"\n"
         scenario = "ralph-iter1"
     base, ext = find_recording(agent, scenario)
-    resets_at = os.environ.get("FAKE_RESETS_AT", str(int(time.time()) + 2))
     stdout = read(base + ext).replace(b"RESETS_AT", resets_at.encode())
     for placeholder, value in replacements.items():
         stdout = stdout.replace(placeholder, value)

@@ -238,6 +238,23 @@ try {
       assert.ok(Date.now() < deadline, `process group ${pid} still alive after the cancel`);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
+    // A cancelled loop's page offers Retry (loop.retry), which queues it again, its iterations
+    // kept; cancelled again here.
+    const iterations = (await rpc('loop.get', {id})).iterations;
+    await click('#actions button[data-action="loop.retry"]');
+    await page.waitForFunction(() => document.querySelector('h1 .state')?.textContent !== 'cancelled');
+    const retried = await rpc('loop.get', {id});
+    assert.ok(['queued', 'running', 'waiting'].includes(retried.state), retried.state);
+    assert.equal(retried.iterations, iterations);
+    // Cancelled again once its agent runs: the report's timeline has two cancelled attempts.
+    for (const deadline = Date.now() + timeout; ;) {
+      const attempts = (await rpc('loop.iterations', {id})).attempts;
+      if (attempts.length === 3 && attempts[2].termination === 'running') break;
+      assert.ok(Date.now() < deadline, `no attempt after the retry: ${JSON.stringify(attempts)}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    await rpc('loop.cancel', {id});
+    await waitForState(id, 'cancelled');
   });
 
   await check('the submit form gives the API\'s errors and queues a loop', async () => {
@@ -308,7 +325,7 @@ try {
     const timeline = charts['chart-timeline'];
     assert.equal(timeline.datasets.flatMap((d) => d.data).length, report.totals.attempts);
     assert.deepEqual(timeline.ticks, timeline.labels, 'every row of the timeline is named');
-    assert.equal(timeline.datasets.find((d) => d.label === 'cancelled').data.length, 1);
+    assert.equal(timeline.datasets.find((d) => d.label === 'cancelled').data.length, 2);
     const limited = timeline.datasets.find((d) => d.label === 'usage limit');
     assert.ok(limited && limited.data.length === 1 && limited.data[0].y.startsWith(`#${limitedId} `),
       JSON.stringify(timeline.datasets));

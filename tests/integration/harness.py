@@ -17,9 +17,11 @@ can find and kill whatever a failed test left running.
 import atexit
 import base64
 import datetime
+import errno
 import fcntl
 import hashlib
 import http.client
+import http.server
 import json
 import os
 import pty
@@ -257,6 +259,17 @@ def fake_agent_bin(parent, names=AGENT_NAMES):
     return path
 
 
+def command_agent(name):
+    """A program of the user's own for `--agent command` (and `--judge command`): a copy of the
+    replay agent called `name`, next to it in its self-contained copy, which replays
+    tests/agents/streams/command/. Each name is a program of its own (its own file), as two
+    programs of a user are."""
+    path = os.path.join(self_contained_agents(), name)
+    if not os.path.exists(path):
+        shutil.copy(os.path.join(self_contained_agents(), "replay-agent.py"), path)
+    return path
+
+
 GIT = ["git", "-c", "user.name=ralph tests", "-c", "user.email=tests@ralph.invalid",
        "-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false"]
 
@@ -312,6 +325,38 @@ def skip_test(reason):
 def require_root(why="to act as another user"):
     if os.geteuid() != 0:
         skip_test("needs root " + why)
+
+
+class SmallDisk:
+    """A tmpfs of `size` (e.g. "24m") mounted on the directory `path` (needs root): ralph's state
+    on a disk that a test fills to its last byte (fill) and frees again (free)."""
+
+    def __init__(self, path, size):
+        self.path = path
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=%s,mode=0700" % size, "tmpfs", path],
+                       check=True)
+        self.filler = os.path.join(path, "filler")
+
+    def fill(self):
+        fd = os.open(self.filler, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            size = 1 << 20
+            while size >= 1:
+                try:
+                    os.write(fd, b"\0" * size)
+                except OSError as e:
+                    if e.errno != errno.ENOSPC:
+                        raise
+                    size //= 2
+        finally:
+            os.close(fd)
+
+    def free(self):
+        if os.path.exists(self.filler):
+            os.unlink(self.filler)
+
+    def unmount(self):
+        subprocess.run(["umount", "-l", self.path], check=True)
 
 
 def free_tcp_port():
@@ -843,6 +888,60 @@ class WebSocket:
 
     def __exit__(self, *exc):
         self.close()
+
+
+class Receiver:
+    """A webhook receiver: an HTTP(S) server on 127.0.0.1 that records every POST ralphd makes as a
+    dict (path, headers, body as JSON) and answers 200. stop() closes its socket (connections are refused); start() listens
+    again on the same port."""
+
+    def __init__(self, tls=None, answer=b"ok"):
+        self.tls = tls
+        self.answer = answer
+        self.port = 0
+        self.posts = []
+        self.lock = threading.Lock()
+        self.server = None
+        self.start()
+
+    def start(self):
+        receiver = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                length = int(self.headers.get("Content-Length", "0"))
+                body = self.rfile.read(length)
+                with receiver.lock:
+                    receiver.posts.append({"path": self.path, "headers": dict(self.headers),
+                                           "body": json.loads(body)})
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(receiver.answer)))
+                self.end_headers()
+                try:
+                    self.wfile.write(receiver.answer)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # ralphd reads 64 KiB of an answer at most
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self.port = self.server.server_address[1]
+        if self.tls:
+            self.server.socket = self.tls.wrap_socket(self.server.socket, server_side=True)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+    def url(self, path, format_prefix=""):
+        scheme = "https" if self.tls else "http"
+        return "%s%s://127.0.0.1:%d%s" % (format_prefix, scheme, self.port, path)
+
+    def received(self, path_start=""):
+        with self.lock:
+            return [p for p in self.posts if p["path"].startswith(path_start)]
 
 
 class FakeDaemon:

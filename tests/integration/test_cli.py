@@ -268,7 +268,7 @@ class CliTest(DaemonTestCase):
         self.assertEqual(bash("su"), ["submit"])
         self.assertEqual(sorted(bash("submit", "--max-")),
                          ["--max-cost", "--max-iterations", "--max-tokens"])
-        self.assertEqual(bash("--socket", "/x", "daemon", ""), ["status", "stop"])
+        self.assertEqual(bash("--socket", "/x", "daemon", ""), ["start", "status", "stop"])
         self.assertEqual(bash("submit", "-m", "3", "--idem"), ["--idempotency-key"])
         self.assertEqual(bash("submit", "--workspace", ws[:-3]), [ws])   # --workspace: a directory
         self.assertEqual(bash("submit", "-m", ""), [])                    # a number: nothing
@@ -283,7 +283,7 @@ class CliTest(DaemonTestCase):
         self.assertEqual(fish("ralphctl su"), ["submit"])
         self.assertEqual(fish("ralphctl submit --max-"),
                          ["--max-cost", "--max-iterations", "--max-tokens"])
-        self.assertEqual(fish("ralphctl daemon "), ["status", "stop"])
+        self.assertEqual(fish("ralphctl daemon "), ["start", "status", "stop"])
 
     def test_manual_pages_list_every_command_and_option(self):
         d = self.new_daemon_unstarted()

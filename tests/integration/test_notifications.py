@@ -11,7 +11,6 @@ certificate (a certificate of another CA is refused); a loop's own URL gets that
 only and is shown redacted; bad URLs are refused with a clear message; an answer that never ends
 is read up to its cap (ralphd's memory does not grow with it) and for 10 s at most."""
 
-import http.server
 import json
 import os
 import shutil
@@ -24,7 +23,8 @@ import tempfile
 import threading
 import time
 
-from harness import (DaemonTestCase, RpcError, agent_command, free_tcp_port, main, scaled,
+from harness import (DaemonTestCase, Receiver, RpcError, agent_command, free_tcp_port, main,
+                     scaled,
                      wait_until, write_text)
 
 FORMAT_PATHS = {
@@ -34,60 +34,6 @@ FORMAT_PATHS = {
     "telegram": "/botTOKEN/sendMessage?chat_id=42",
     "ntfy": "/ntfy/night",
 }
-
-
-class Receiver:
-    """An HTTP(S) server on 127.0.0.1 that records every POST as a dict (path, headers, body as
-    JSON) and answers 200. stop() closes its socket (connections are refused); start() listens
-    again on the same port."""
-
-    def __init__(self, tls=None, answer=b"ok"):
-        self.tls = tls
-        self.answer = answer
-        self.port = 0
-        self.posts = []
-        self.lock = threading.Lock()
-        self.server = None
-        self.start()
-
-    def start(self):
-        receiver = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self):
-                length = int(self.headers.get("Content-Length", "0"))
-                body = self.rfile.read(length)
-                with receiver.lock:
-                    receiver.posts.append({"path": self.path, "headers": dict(self.headers),
-                                           "body": json.loads(body)})
-                self.send_response(200)
-                self.send_header("Content-Length", str(len(receiver.answer)))
-                self.end_headers()
-                try:
-                    self.wfile.write(receiver.answer)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # ralphd reads 64 KiB of an answer at most
-
-            def log_message(self, *args):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        self.port = self.server.server_address[1]
-        if self.tls:
-            self.server.socket = self.tls.wrap_socket(self.server.socket, server_side=True)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def stop(self):
-        self.server.shutdown()
-        self.server.server_close()
-
-    def url(self, path, format_prefix=""):
-        scheme = "https" if self.tls else "http"
-        return "%s%s://127.0.0.1:%d%s" % (format_prefix, scheme, self.port, path)
-
-    def received(self, path_start=""):
-        with self.lock:
-            return [p for p in self.posts if p["path"].startswith(path_start)]
 
 
 def make_certificates(directory):

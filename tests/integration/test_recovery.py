@@ -136,6 +136,24 @@ class AdoptionTest(DaemonTestCase):
         d.stop(timeout=20)  # SIGINT: exits 0 once the agent that ignores SIGTERM was killed
         wait_group_gone(attempt["pid"], timeout=5)
 
+    def test_sigterm_while_agents_start_exits_0_and_the_next_ralphd_takes_each_one_up(self):
+        # Eight loops start at once: their starts (snapshots, the shims) wait for the thread
+        # pool when SIGTERM comes. ralphd ends what the pool was doing, runs nothing it had not
+        # begun, and exits 0 (it crashed, a start running on what it had destroyed: found by
+        # the night simulation, seed 22); the next ralphd finds every loop.
+        for _ in range(3):
+            d = self.daemon(extra_args=["--max-concurrent", "8"])
+            d.call("scheduler.set", {"paused": True})
+            loops = [d.submit(d.workspace("w%d" % i), agent_command("sleep.sh", "30"),
+                              max_iterations=1)["id"] for i in range(8)]
+            d.call("scheduler.set", {"paused": False})
+            time.sleep(0.02)
+            d.stop(leave_running=True)
+            d.start()
+            for loop_id in loops:
+                d.wait_state(loop_id, "running")
+            d.stop()
+
 
 class NoEscapeTest(DaemonTestCase):
     """Every process an attempt creates ends with it, also those that leave its process group

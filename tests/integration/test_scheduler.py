@@ -2,15 +2,16 @@
 --test-clock and the tests move its wall clock with debug.clock instead of sleeping for hours.
 Priority order, concurrency limits changed at run time, one loop per workspace, budgets per
 rolling hour/day (global and per loop, iterations, tokens, cost) that free up with their window
-and survive a restart, per-loop caps, the daily time window, pause/resume of a loop and of the
+and survive a restart, per-loop caps, a usage limit's reset taken on the daemon's clock, the daily time window, pause/resume of a loop and of the
 scheduler, cancel of a paused loop, and kill -9 during three concurrent loops."""
 
 import datetime
 import os
+import shlex
 import shutil
 import sqlite3
 
-from harness import (DaemonTestCase, agent_command, fake_agent_bin, main,
+from harness import (DaemonTestCase, agent_command, command_agent, fake_agent_bin, main,
                      parse_time, slow_counter_output, wait_group_gone, wait_until)
 
 FIXTURE_DB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures",
@@ -178,6 +179,25 @@ class BudgetTest(SchedulerTestCase):
         self.assertEqual(final["iterations"], 3)
         self.assertIn("cost cap", final["stop_reason"])
 
+    def test_a_reset_the_agent_states_is_taken_on_the_daemons_clock(self):
+        # The daemon's clock is days behind the real one, on which agents state their resets:
+        # claude's resetsAt (an epoch: the real time + 2 s) and a program's "try again in 20m".
+        d = self.clock_daemon("--rate-limit-margin", "1", "--max-concurrent", "2")
+        limited = d.ctl_submit(d.workspace("claude"), "Work.", "--agent", "claude", "--env",
+                               "FAKE_AGENT_SCRIPT=rate-limit,ralph-iter2")
+        program = d.submit(d.workspace("program"), shlex.quote(command_agent("tool-a")),
+                           env={"FAKE_AGENT_SCRIPT": "http429,ralph-iter2"})
+        waiting = d.wait_state(program["id"], "waiting")
+        self.assertAlmostEqual(parse_time(waiting["resume_at"]) * 1000,
+                               self.now_ms(d) + 20 * 60 * 1000 + 1000, delta=10000)
+        # Two seconds on, claude's reset has passed on the daemon's clock too.
+        final = d.wait_state(limited["id"], ("completed", "failed"), timeout=30)
+        self.assertEqual(final["state"], "completed", final)
+        held = [a["started_at"] for a in d.attempts(limited["id"])]
+        self.assertLess(parse_time(held[1]) - parse_time(held[0]), 15)
+        self.advance(d, 21 * 60 * 1000)
+        self.assertEqual(d.wait_state(program["id"], "completed")["iterations"], 1)
+
 
 class TimeWindowTest(SchedulerTestCase):
 
@@ -309,7 +329,10 @@ class CrashTest(SchedulerTestCase):
         loops = d.call("loop.list", {})["loops"]
         self.assertGreater(len(loops), 0)
         with sqlite3.connect(d.db) as db:
-            self.assertEqual(db.execute("PRAGMA user_version").fetchone()[0], 15)
+            self.assertEqual(db.execute("PRAGMA user_version").fetchone()[0], 17)
+            # v16: loop.retry's mark, 0 for the loops never retried.
+            self.assertEqual(db.execute("SELECT DISTINCT retried_after FROM loops").fetchall(),
+                             [(0,)])
             # v13: a claim of completion keeps its rule and answer for its judge.
             columns = [row[1] for row in db.execute("PRAGMA table_info(attempts)")]
             self.assertEqual(columns[-2:], ["completion_rule", "final_answer"])

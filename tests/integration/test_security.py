@@ -206,6 +206,9 @@ class SandboxTest(DaemonTestCase):
         self.assertIn("git-redirect rename: denied", output)
         self.assertIn("git-redirect commondir: denied", output)
         worktree = d.get(loop["id"])["worktree_path"]
+        # The worktree itself is the agent's to write (found by the night simulation: it was
+        # read-only under --sandbox, and every such loop failed).
+        self.assertTrue(os.path.isdir(os.path.join(worktree, ".hostile-git")), output)
         git(worktree, "status")
         git(worktree, "commit", "-q", "--allow-empty", "-m", "the user commits later")
         git(ws, "status")

@@ -5,15 +5,14 @@ and what to do, the log says it once) and is itself again, by itself, once it ca
 directory removed or moved away is said at once, and no loop is accepted that would be lost. ralph's state lives on a small tmpfs of its own here, which the tests fill, free and
 remount read-only."""
 
-import errno
 import os
 import sqlite3
 import subprocess
 import tempfile
 import time
 
-from harness import (DaemonTestCase, FakePeer, RpcError, agent_command, all_pids, main,
-                     make_workspace, pattern_bytes, proc_cmdline, process_name, read_bytes,
+from harness import (DaemonTestCase, FakePeer, RpcError, SmallDisk, agent_command, all_pids,
+                     main, make_workspace, pattern_bytes, proc_cmdline, process_name, read_bytes,
                      require_root, wait_until, write_text)
 
 FULL_MESSAGE = "cannot write ralph's state"
@@ -23,7 +22,7 @@ class StorageFaultTest(DaemonTestCase):
 
     def setUp(self):
         require_root("to mount a small tmpfs for ralph's state")
-        self.mount = None
+        self.disk = None
         self.read_only_dirs = []
         # Registered first, so it runs after the daemon's own cleanups have stopped it.
         self.addCleanup(self.unmount)
@@ -38,33 +37,13 @@ class StorageFaultTest(DaemonTestCase):
         d = self.new_daemon_unstarted(**daemon_args)
         if hosts:
             write_text(os.path.join(d.config_dir, "ralph", "hosts"), hosts)
-        self.mount = os.path.dirname(d.db)
-        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=%s,mode=0700" % size, "tmpfs",
-                        self.mount], check=True)
-        self.filler = os.path.join(self.mount, "filler")
+        self.disk = SmallDisk(os.path.dirname(d.db), size)
         return d.start()
 
     def unmount(self):
         self.restore_writes()
-        if self.mount:
-            subprocess.run(["umount", "-l", self.mount], check=True)
-
-    def fill(self):
-        """Fills the tmpfs to its last byte."""
-        fd = os.open(self.filler, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        try:
-            size = 1 << 20
-            while size >= 1:
-                try:
-                    os.write(fd, b"\0" * size)
-                except OSError as e:
-                    self.assertEqual(e.errno, errno.ENOSPC)
-                    size //= 2
-        finally:
-            os.close(fd)
-
-    def free(self):
-        os.unlink(self.filler)
+        if self.disk:
+            self.disk.unmount()
 
     def read_only(self, directory):
         """Makes `directory` read-only for what opens a file in it from now on: a read-only bind
@@ -105,7 +84,7 @@ class StorageFaultTest(DaemonTestCase):
         own = os.path.join(flooding, ".own-output")
         wait_until(lambda: os.path.exists(own) and os.path.getsize(own) > 0, 10,
                    "the agent to start writing")
-        self.fill()
+        self.disk.fill()
         written_before_full = os.path.getsize(own)
 
         # A write fails (the submit's): ralphd is degraded, and says why and what to do.
@@ -140,7 +119,7 @@ class StorageFaultTest(DaemonTestCase):
         time.sleep(1)
         self.assertEqual(d.get(queued["id"])["state"], "queued", "no attempt starts")
 
-        self.free()
+        self.disk.free()
         self.wait_storage(d, "ok")
         d.wait_state(loop["id"], "completed", timeout=60)
         d.wait_state(queued["id"], "completed", timeout=30)
@@ -166,7 +145,7 @@ class StorageFaultTest(DaemonTestCase):
 
         ws, _ = peer.link()
         wait_until(lambda: evil()["linked"], 10, "ralphd linked to its peer")
-        self.fill()
+        self.disk.fill()
         until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600))
         hold = {"agent": "claude", "account": "default", "until": until, "reason": "usage limit"}
         ws.send_json({"jsonrpc": "2.0", "method": "agent.held", "params": hold})
@@ -180,13 +159,43 @@ class StorageFaultTest(DaemonTestCase):
         ws.close()
 
         # Room again: the next link's exchange brings the hold again, and it is stored.
-        self.free()
+        self.disk.free()
         self.wait_storage(d, "ok")
         again, _ = peer.link(holds=[hold])
         held = wait_until(lambda: d.call("budget.get")["holds"], 10, "the hold to be stored")
         self.assertEqual([(h["agent"], h["origin"]) for h in held], [("claude", "evil")])
         self.assertTrue(evil()["linked"])
         again.close()
+
+    def test_output_whose_journal_the_disk_refuses_waits_for_it_and_keeps_its_claim(self):
+        # The shims' journals on a disk of their own, full, while the output's has room: the
+        # output waits for its journal records, so ralphd reads it as the agent's stdout and sees
+        # the claim of completion in it; also when the agent leaves a process behind, which its
+        # shim ends (found by the night simulation, test_night.py: a sandboxed judge).
+        d = self.daemon_on_tmpfs()
+        journals = SmallDisk(os.path.join(os.path.dirname(d.db), "attempts"), "1m")
+        self.addCleanup(journals.unmount)
+        ws = make_workspace(self.workspaces, "claim")
+        agent = os.path.join(ws, "claim-when-told.sh")
+        write_text(agent, "#!/bin/sh\nwhile [ ! -e .go ]; do sleep 0.05; done\n"
+                          "echo 'All done.'\necho '<promise>COMPLETE</promise>'\n"
+                          "sleep 60 > /dev/null 2>&1 &\ntouch .done\n")
+        os.chmod(agent, 0o755)
+        loop = d.submit(ws, agent, max_iterations=1)
+        d.running_attempt(loop["id"])
+        journals.fill()
+        write_text(os.path.join(ws, ".go"), "")
+        wait_until(lambda: os.path.exists(os.path.join(ws, ".done")), 10, "the agent's answer")
+        time.sleep(1)
+        self.assertEqual(d.get(loop["id"])["state"], "running", "the shim waits for room")
+        journals.free()
+        final = d.wait_state(loop["id"], ("completed", "exhausted"), timeout=30)
+        self.assertEqual(final["state"], "completed", final["stop_reason"])
+        d.stop()
+        with sqlite3.connect(d.db) as db:
+            streams = db.execute("SELECT DISTINCT stream FROM output_chunks").fetchall()
+        self.assertEqual(streams, [("stdout",)])
+        self.assert_intact(d)
 
     def test_a_flood_on_a_full_disk_holds_64_mib_and_counts_what_it_loses(self):
         # 80 MiB while the disk is full: the shim holds the first 64 MiB (its memory stays
@@ -200,7 +209,7 @@ class StorageFaultTest(DaemonTestCase):
         os.chmod(agent, 0o755)
         loop = d.submit(ws, agent, max_iterations=1)
         d.running_attempt(loop["id"])
-        self.fill()
+        self.disk.fill()
         write_text(os.path.join(ws, ".go"), "")
         wait_until(lambda: os.path.exists(os.path.join(ws, ".flooded")), 60,
                    "the agent to flood")
@@ -214,7 +223,7 @@ class StorageFaultTest(DaemonTestCase):
         self.assertLess(rss_kib, 112 << 10, "the shim holds one copy of at most 64 MiB")
         self.assertEqual(d.get(loop["id"])["state"], "running", "the shim waits for room")
 
-        self.free()
+        self.disk.free()
         d.wait_state(loop["id"], "exhausted", timeout=60)  # one iteration, no completion signal
         self.assertEqual(d.attempts(loop["id"])[0]["exit_code"], 0)
         stored = d.output(loop["id"])
@@ -236,7 +245,7 @@ class StorageFaultTest(DaemonTestCase):
         done = d.submit(old, agent_command("flood-copy.py", "8", "0"), max_iterations=1)
         d.wait_state(done["id"], "completed", timeout=60)
         d.stop()
-        self.fill()
+        self.disk.fill()
 
         d.start()
         storage = self.wait_storage(d, "degraded", timeout=5)

@@ -463,6 +463,10 @@ TEST_CASE("streams: every fixture fed in pieces of 1, 7 and 4096 bytes gives the
                                  "prompt-contains-promise"})
         streams.push_back({format::claude, variant("claude", scenario), {}});
     streams.push_back({format::codex, variant("codex", "echo-promise"), {}});
+    for (const auto& [value, agent] : agents)
+        for (const char* scenario : {"judge-accept", "judge-reject"})
+            streams.push_back(
+                {value, variant(agent, scenario), variant(agent, scenario, "stderr")});
     for (const char* agent : {"aider", "kiro"})
         for (const char* scenario : {"ralph-iter1", "ralph-iter2"})
             streams.push_back({format::text, variant(agent, scenario, "txt"), {}});
@@ -480,6 +484,37 @@ TEST_CASE("streams: every fixture fed in pieces of 1, 7 and 4096 bytes gives the
             CHECK(same_summary(pieces.summary, whole.summary));
         }
     }
+}
+
+TEST_CASE("streams: a judge's verdict in each CLI's format, and a program's, is its final answer") {
+    const std::pair<format, std::string> agents[] = {{format::claude, "claude"},
+                                                     {format::codex, "codex"},
+                                                     {format::opencode, "opencode"},
+                                                     {format::gemini, "gemini"}};
+    for (const auto& [value, agent] : agents) {
+        CAPTURE(agent);
+        const auto accept = run(value, variant(agent, "judge-accept"));
+        CHECK(accept.summary.has_final_answer);
+        CHECK(accept.summary.final_answer.find("<ralph_verdict>ACCEPT</ralph_verdict>") !=
+              std::string::npos);
+        CHECK(accept.summary.input_tokens == 300);
+        CHECK(accept.summary.output_tokens == 60);
+        const auto reject = run(value, variant(agent, "judge-reject"));
+        CHECK(reject.summary.final_answer.find("<ralph_verdict>REJECT</ralph_verdict>") !=
+              std::string::npos);
+        CHECK(reject.summary.final_answer.find("greet prints nothing") != std::string::npos);
+    }
+    for (const char* scenario : {"judge-accept", "ralph-iter2"}) {
+        const auto text = run(format::text, variant("command", scenario, "txt"));
+        CHECK(text.summary.final_answer.find(scenario[0] == 'j' ? "ACCEPT" : "<promise>") !=
+              std::string::npos);
+    }
+    // A program's usage limit, with the reset it states.
+    const auto limited =
+        run(format::text, "Error: usage limit reached|1763830800\n",
+            std::numeric_limits<std::size_t>::max(), "Error: usage limit reached|1763830800\n");
+    CHECK(limited.summary.failure == as::failure_hint::rate_limit);
+    CHECK(limited.summary.resets_at_ms == 1763830800000);
 }
 
 TEST_CASE("streams: only the last 64 KiB of stderr is classified, however it came in pieces") {

@@ -118,9 +118,10 @@ TEST_CASE("enum names: the API's and the database's names are as they were, and 
 
     using e = proto::loop_event;
     CHECK(names(e::start, e::wait, e::wake, e::requeue, e::pause, e::resume, e::complete,
-                e::exhaust, e::stall, e::fail, e::cancel) ==
-          std::vector<std::string>{"start", "wait", "wake", "requeue", "pause", "resume",
-                                   "complete", "exhaust", "stall", "fail", "cancel"});
+                e::exhaust, e::stall, e::fail, e::cancel, e::retry,
+                e::extend) == std::vector<std::string>{"start", "wait", "wake", "requeue", "pause",
+                                                       "resume", "complete", "exhaust", "stall",
+                                                       "fail", "cancel", "retry", "extend"});
 
     CHECK(names(as::format::text, as::format::claude, as::format::codex, as::format::opencode,
                 as::format::gemini) ==

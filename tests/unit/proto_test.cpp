@@ -181,6 +181,14 @@ proto::loop_id_request sample() {
     return {7};
 }
 template <>
+proto::extend_request sample() {
+    return {7, 5};
+}
+template <>
+proto::removal_result sample() {
+    return {7, 12, 340, 52'000, true};
+}
+template <>
 proto::submit_result sample() {
     // A dry run's answer: its loop (dry_run) and the daemon's capacity.
     return {sample<proto::loop_info>(),

@@ -24,7 +24,19 @@ constexpr loop_state all_states[] = {
 constexpr loop_event all_events[] = {loop_event::start,    loop_event::wait,    loop_event::wake,
                                      loop_event::requeue,  loop_event::pause,   loop_event::resume,
                                      loop_event::complete, loop_event::exhaust, loop_event::stall,
-                                     loop_event::fail,     loop_event::cancel};
+                                     loop_event::fail,     loop_event::cancel,  loop_event::retry,
+                                     loop_event::extend};
+
+// A database and a spec to insert loops of.
+struct loop_store {
+    ralph::test::temp_dir dir;
+    ralph::store db{dir.path / "ralph.db"};
+    proto::submit_params spec = [this] {
+        proto::submit_params p;
+        p.workspace = dir.path.string();
+        return p;
+    }();
+};
 
 // The events that take a new (queued) loop to `state`, found by a walk of the table.
 std::vector<loop_event> path_to(loop_state state) {
@@ -46,11 +58,27 @@ std::vector<loop_event> path_to(loop_state state) {
 
 }  // namespace
 
-TEST_CASE("state machine: every state is reachable and the end states have no way out") {
+TEST_CASE(
+    "state machine: every state is reachable; the user takes some end states back to the "
+    "queue") {
+    for (loop_state state : all_states) path_to(state);
+    // retry: a failed, stalled or cancelled loop; extend: an exhausted one. A completed loop is
+    // done, and no event of a runner or the scheduler leaves an end state.
+    const std::set<std::pair<loop_state, loop_event>> ways_back{
+        {loop_state::failed, loop_event::retry},
+        {loop_state::stalled, loop_event::retry},
+        {loop_state::cancelled, loop_event::retry},
+        {loop_state::exhausted, loop_event::extend}};
     for (loop_state state : all_states) {
-        path_to(state);
         if (!proto::is_terminal(state)) continue;
-        for (loop_event event : all_events) CHECK_FALSE(proto::next_state(state, event));
+        for (loop_event event : all_events) {
+            CAPTURE(proto::to_string(state));
+            CAPTURE(proto::to_string(event));
+            if (ways_back.contains({state, event}))
+                CHECK(proto::next_state(state, event) == loop_state::queued);
+            else
+                CHECK_FALSE(proto::next_state(state, event));
+        }
     }
     // Every state that has not ended can be cancelled.
     for (loop_state state : all_states)
@@ -59,10 +87,9 @@ TEST_CASE("state machine: every state is reachable and the end states have no wa
 }
 
 TEST_CASE("state machine: the store applies every allowed transition and refuses the others") {
-    ralph::test::temp_dir dir;
-    ralph::store db(dir.path / "ralph.db");
-    proto::submit_params spec;
-    spec.workspace = dir.path.string();
+    loop_store loops;
+    ralph::store& db = loops.db;
+    const proto::submit_params& spec = loops.spec;
     std::int64_t now = 1000;
     for (loop_state from : all_states) {
         for (loop_event event : all_events) {
@@ -94,4 +121,56 @@ TEST_CASE("state machine: ARCHITECTURE.md shows the table as it is") {
                   "ARCHITECTURE.md's transition table differs from proto/state_machine.cpp; it "
                   "should read:\n"
                       << table);
+}
+
+TEST_CASE("state machine: a retry puts the loop's attempts so far behind it; extend does not") {
+    loop_store loops;
+    ralph::store& db = loops.db;
+    const proto::submit_params& spec = loops.spec;
+    std::int64_t now = 1000;
+    const std::int64_t id = db.insert_loop(spec, now);
+    // Iteration 1 made no progress, and its judge rejected it; iteration 2 failed.
+    auto add = [&](std::int64_t iteration, proto::attempt_kind kind, proto::termination how,
+                   const std::string& verdict) {
+        proto::attempt_info a;
+        a.loop_id = id;
+        a.kind = kind;
+        a.iteration = iteration;
+        a.attempt = 1;
+        a.id = db.begin_attempt(a, 0);
+        a.how = how;
+        a.progress = false;
+        a.verdict = verdict;
+        db.finish_attempt(a);
+    };
+    db.set_state(id, loop_event::start, "", 0, ++now);
+    add(1, proto::attempt_kind::work, proto::termination::exited, "");
+    add(1, proto::attempt_kind::judge, proto::termination::exited, "reject");
+    db.set_iterations(id, 1, ++now);
+    add(2, proto::attempt_kind::work, proto::termination::failed, "");
+    db.set_state(id, loop_event::fail, "iteration 2 failed 1 time(s)", 0, ++now);
+    CHECK(db.attempts_in(id, 2).size() == 1);
+    CHECK(db.judge_rejections(id) == 1);
+    CHECK(db.iterations_without_progress(id) == 1);
+
+    CHECK(db.set_state(id, loop_event::retry, "", 0, ++now) == loop_state::queued);
+    const proto::loop_info retried = db.get_loop(id);
+    CHECK(retried.iterations == 1);  // kept: iteration 2 runs again
+    CHECK(retried.finished_at == 0);
+    CHECK(db.attempts_in(id, 2).empty());
+    CHECK(db.judge_rejections(id) == 0);
+    CHECK(db.iterations_without_progress(id) == 0);
+    CHECK(db.attempts_of(id).size() == 3);  // the history stays
+
+    // The attempts after the retry count again.
+    db.set_state(id, loop_event::start, "", 0, ++now);
+    add(2, proto::attempt_kind::work, proto::termination::failed, "");
+    CHECK(db.attempts_in(id, 2).size() == 1);
+
+    // extend: the limit raised, the attempts still counted.
+    db.set_state(id, loop_event::exhaust, "reached max iterations (1)", 0, ++now);
+    db.set_max_iterations(id, 5, ++now);
+    CHECK(db.set_state(id, loop_event::extend, "", 0, ++now) == loop_state::queued);
+    CHECK(db.get_loop(id).spec.max_iterations == 5);
+    CHECK(db.attempts_in(id, 2).size() == 1);
 }

@@ -188,6 +188,18 @@ TEST_CASE("store: attempts are separate rows and unfinished ones are found for r
     db.interrupt_attempt(retry.id, 0, 30);
     CHECK(db.unfinished_attempts().empty());
     CHECK(db.attempts_of(loop_id)[1].how == ralph::proto::termination::interrupted);
+
+    // An attempt whose agent never started goes, and its loop counts it no more.
+    ralph::proto::attempt_info never = retry;
+    never.attempt = 3;
+    never.pid = 0;
+    never.id = db.begin_attempt(never, 0);
+    CHECK(db.get_loop(loop_id).attempts == 3);
+    CHECK(db.get_loop(loop_id).retries == 2);
+    db.discard_attempt(never.id);
+    CHECK(db.attempts_of(loop_id).size() == 2);
+    CHECK(db.get_loop(loop_id).attempts == 2);
+    CHECK(db.get_loop(loop_id).retries == 1);
 }
 
 TEST_CASE("store: a judge's attempts, verdicts and rejections; the loop's base is set once") {
