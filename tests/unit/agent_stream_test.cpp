@@ -491,7 +491,10 @@ TEST_CASE("streams: a judge's verdict in each CLI's format, and a program's, is 
                                                      {format::codex, "codex"},
                                                      {format::opencode, "opencode"},
                                                      {format::gemini, "gemini"}};
-    for (const auto& [value, agent] : agents) {
+    for (const auto& entry : agents) {
+        // Not a structured binding: CAPTURE's lambda cannot name one (Clang).
+        const format value = entry.first;
+        const std::string& agent = entry.second;
         CAPTURE(agent);
         const auto accept = run(value, variant(agent, "judge-accept"));
         CHECK(accept.summary.has_final_answer);
