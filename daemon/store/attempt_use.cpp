@@ -42,6 +42,18 @@ store::use_piece piece_from_row(SQLite::Statement& q) {
             q.getColumn(3).getInt64(), q.getColumn(4).getDouble()};
 }
 
+// The parameters of loop_window (one loop's attempts since) or of window_pieces (everyone's).
+void bind_window(SQLite::Statement& q, std::int64_t loop_id, std::int64_t since_ms) {
+    if (loop_id != 0) {
+        q.bind(1, loop_id);
+        q.bind(2, since_ms);
+    } else {
+        q.bind(1, since_ms);
+        q.bind(2, first_slot_from(since_ms, minute_ms));
+        q.bind(3, first_slot_from(since_ms, hour_ms));
+    }
+}
+
 }  // namespace
 
 store::use_piece store::use_since(std::int64_t since_ms, std::int64_t loop_id) {
@@ -52,14 +64,7 @@ store::use_piece store::use_since(std::int64_t since_ms, std::int64_t loop_id) {
                                 loop_window
                           : std::string("SELECT total(runs), total(tokens), total(cost) FROM (") +
                                 window_pieces + ")");
-    if (one_loop) {
-        q.bind(1, loop_id);
-        q.bind(2, since_ms);
-    } else {
-        q.bind(1, since_ms);
-        q.bind(2, first_slot_from(since_ms, minute_ms));
-        q.bind(3, first_slot_from(since_ms, hour_ms));
-    }
+    bind_window(q, loop_id, since_ms);
     q.executeStep();
     return {since_ms, 0, std::int64_t(q.getColumn(0).getDouble()),
             std::int64_t(q.getColumn(1).getDouble()), q.getColumn(2).getDouble()};
@@ -72,14 +77,7 @@ std::vector<store::use_piece> store::use_pieces_since(std::int64_t since_ms, std
                                         "ifnull(cost_usd, 0) ") +
                                 loop_window + " ORDER BY id"
                           : std::string(window_pieces) + " ORDER BY 1");
-    if (one_loop) {
-        q.bind(1, loop_id);
-        q.bind(2, since_ms);
-    } else {
-        q.bind(1, since_ms);
-        q.bind(2, first_slot_from(since_ms, minute_ms));
-        q.bind(3, first_slot_from(since_ms, hour_ms));
-    }
+    bind_window(q, loop_id, since_ms);
     std::vector<use_piece> pieces;
     while (q.executeStep()) pieces.push_back(piece_from_row(q));
     return pieces;
