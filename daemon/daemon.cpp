@@ -48,7 +48,7 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
               [this] {
                   output_.flush();
                   take_up_loops();
-                  notices_.deliver();
+                  notices_.writable_again();
               }),
       output_(
           io, db_, health_, state_dir(options_.db_path).output_dir(),

@@ -49,15 +49,21 @@ void notifier::deliver() {
         }
         for (const auto& target : waiting) {
             const auto [delivery, added] =
-                deliveries_.try_emplace(target, std::make_unique<net::steady_timer>(io_));
+                deliveries_.try_emplace(target, std::make_unique<target_delivery>(io_));
             if (added) net::co_spawn(io_, deliver_to(delivery->first), net::detached);
         }
     });
 }
 
+void notifier::writable_again() {
+    for (auto& [target, waiting] : deliveries_)
+        if (waiting->held_by_storage) waiting->backoff.cancel();
+    deliver();
+}
+
 void notifier::shutdown() {
     stopped_ = true;
-    for (auto& [target, timer] : deliveries_) timer->cancel();
+    for (auto& [target, waiting] : deliveries_) waiting->backoff.cancel();
 }
 
 awaitable<post_result> notifier::send_now(const webhook_target& target,
@@ -76,21 +82,25 @@ awaitable<void> notifier::deliver_to(const std::string& url) {
         // Each URL is checked before it is stored: only a hand-edited database gets here.
         spdlog::error("notifications: giving up those to an invalid URL: {}", e.what());
     }
+    target_delivery& state = *deliveries_.at(url);
     std::chrono::milliseconds backoff = first_backoff;
     bool more = true;
     while (more && !stopped_) {
         std::optional<std::chrono::milliseconds> wait;
+        state.held_by_storage = false;
         try {
             if (target) {
-                wait = co_await try_next(*target, backoff);
+                wait = co_await try_next(*target, state, backoff);
             } else if (auto entry = db_.next_notification(url)) {
                 db_.remove_notification(entry->id);
                 wait = std::chrono::milliseconds(0);
             }
         } catch (const std::exception& e) {
-            // The outbox cannot be read or written (a full disk): try again later.
+            // The outbox cannot be read or written (a full disk): again after the backoff, or as
+            // soon as ralph's state can be written again.
             spdlog::warn("notifications: {}", e.what());
-            wait = max_backoff;
+            state.held_by_storage = true;
+            wait = backoff;
         }
         more = wait.has_value();
         if (!more || stopped_) break;
@@ -99,10 +109,9 @@ awaitable<void> notifier::deliver_to(const std::string& url) {
             continue;
         }
         backoff = std::min(max_backoff, backoff * 2);
-        net::steady_timer& timer = *deliveries_.at(url);
-        timer.expires_after(*wait);
+        state.backoff.expires_after(*wait);
         boost::system::error_code ec;
-        co_await timer.async_wait(net::redirect_error(net::use_awaitable, ec));
+        co_await state.backoff.async_wait(net::redirect_error(net::use_awaitable, ec));
     }
     if (stopped_) co_return;                   // the timers stay until ralphd goes
     deliveries_.erase(deliveries_.find(url));  // `url` with it
@@ -111,15 +120,20 @@ awaitable<void> notifier::deliver_to(const std::string& url) {
 }
 
 awaitable<std::optional<std::chrono::milliseconds>> notifier::try_next(
-    const webhook_target& target, std::chrono::milliseconds backoff) {
+    const webhook_target& target, target_delivery& state, std::chrono::milliseconds backoff) {
     const std::optional<store::outbox_entry> entry = db_.next_notification(target.url);
     if (!entry) co_return std::nullopt;
+    if (entry->id == state.delivered_id) {
+        db_.remove_notification(entry->id);
+        co_return std::chrono::milliseconds(0);
+    }
     nlohmann::json event = nlohmann::json::parse(entry->body, nullptr, false);
     if (event.is_discarded()) event = nlohmann::json::object();
     event["id"] = entry->id;
     const webhook_request request = webhook_request_for(target, event);
     const post_result result = co_await post_webhook(target, request, tls_, post_timeout);
     if (result.delivered()) {
+        state.delivered_id = entry->id;
         db_.remove_notification(entry->id);
         spdlog::debug("notification {} ({}) delivered to {}", entry->id, event.value("event", ""),
                       proto::redacted_url(target.url));

@@ -892,12 +892,14 @@ class WebSocket:
 
 class Receiver:
     """A webhook receiver: an HTTP(S) server on 127.0.0.1 that records every POST ralphd makes as a
-    dict (path, headers, body as JSON) and answers 200. stop() closes its socket (connections are refused); start() listens
-    again on the same port."""
+    dict (path, headers, body as JSON) and answers 200, after calling `before_answer` (if given)
+    with that dict. stop() closes its socket (connections are refused); start() listens again on
+    the same port."""
 
-    def __init__(self, tls=None, answer=b"ok"):
+    def __init__(self, tls=None, answer=b"ok", before_answer=None):
         self.tls = tls
         self.answer = answer
+        self.before_answer = before_answer
         self.port = 0
         self.posts = []
         self.lock = threading.Lock()
@@ -911,9 +913,12 @@ class Receiver:
             def do_POST(self):
                 length = int(self.headers.get("Content-Length", "0"))
                 body = self.rfile.read(length)
+                post = {"path": self.path, "headers": dict(self.headers),
+                        "body": json.loads(body)}
                 with receiver.lock:
-                    receiver.posts.append({"path": self.path, "headers": dict(self.headers),
-                                           "body": json.loads(body)})
+                    receiver.posts.append(post)
+                if receiver.before_answer:
+                    receiver.before_answer(post)
                 self.send_response(200)
                 self.send_header("Content-Length", str(len(receiver.answer)))
                 self.end_headers()

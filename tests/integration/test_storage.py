@@ -11,7 +11,7 @@ import subprocess
 import tempfile
 import time
 
-from harness import (DaemonTestCase, FakePeer, RpcError, SmallDisk, agent_command, all_pids,
+from harness import (DaemonTestCase, FakePeer, Receiver, RpcError, SmallDisk, agent_command, all_pids,
                      main, make_workspace, pattern_bytes, proc_cmdline, process_name, read_bytes,
                      require_root, wait_until, write_text)
 
@@ -166,6 +166,34 @@ class StorageFaultTest(DaemonTestCase):
         self.assertEqual([(h["agent"], h["origin"]) for h in held], [("claude", "evil")])
         self.assertTrue(evil()["linked"])
         again.close()
+
+    def test_a_notification_the_full_disk_kept_in_the_outbox_goes_once_there_is_room(self):
+        # The receiver takes the notification, but the disk fills before its answer: ralphd
+        # cannot take it out of the outbox. It is not posted again while the disk is full (a
+        # phone would ring at every try), and it leaves the outbox within seconds once there is
+        # room, not after the longest backoff (5 minutes: a night's seed found it).
+        def fill_once(post):
+            if len(receiver.received()) == 1:
+                self.disk.fill()
+
+        receiver = Receiver(before_answer=fill_once)
+        self.addCleanup(receiver.stop)
+        d = self.daemon_on_tmpfs(extra_args=("--notify", receiver.url("/hook")))
+        loop = d.submit(make_workspace(self.workspaces, "noted"),
+                        agent_command("count-to-complete.sh", "1"), max_iterations=1)
+        d.wait_state(loop["id"], "completed", timeout=30)
+        first = wait_until(receiver.received, 15, "the notification to be posted")[0]
+        time.sleep(2)
+        self.disk.free()
+
+        def outbox():
+            with sqlite3.connect(d.db) as db:
+                return db.execute("SELECT count(*) FROM notifications").fetchone()[0]
+
+        wait_until(lambda: outbox() == 0, 10, "the outbox to be delivered")
+        ids = [p["body"]["id"] for p in receiver.received()]
+        self.assertEqual(ids.count(first["body"]["id"]), 1, ids)
+        self.assertIn("notifications: ", d.log_text())
 
     def test_output_whose_journal_the_disk_refuses_waits_for_it_and_keeps_its_claim(self):
         # The shims' journals on a disk of their own, full, while the output's has room: the
