@@ -13,7 +13,8 @@ agents' own logs, the webhook receiver and the announced states.
 A failure prints its seed, the scenario and every violation found. Environment:
   RALPH_NIGHT_SEED=N     replay the scenario of seed N (a failure says which)
   RALPH_NIGHT_ROUNDS=N   run N scenarios from a fresh seed (scripts/night.sh: a long soak)
-  RALPH_NIGHT_SECONDS=S  otherwise run fresh scenarios for about S seconds (default 40; CI)
+Otherwise (CI) it replays the seeds in REPLAYED: those that once found a bug. Fresh seeds are the
+soak's to explore: CI's red must be a regression, not the luck of a new draw.
 """
 
 import json
@@ -45,6 +46,10 @@ JUDGE_FAILURES = {"claude": ("rate-limit", "http429", "http500", "garbage", "jud
 # Where a judge of each CLI may write (its sandbox leaves the agent's own directories writable).
 JUDGE_HOME = {"claude": ".claude", "codex": ".codex", "gemini": ".gemini",
               "opencode": ".local/share/opencode"}
+# The seeds that found a bug (1: a discarded attempt counted; 7: a verdict lost on a full disk;
+# 9: a journal record lost on a full disk; 22: a crash at SIGTERM; 785134362: a loop announced
+# three times; 262894340: a notification held 5 minutes by a full disk).
+REPLAYED = (1, 7, 9, 22, 785134362, 262894340)
 HOLD_MARGIN_S = 300  # a usage limit holds 5 minutes past its reset: the clock must jump it
 
 
@@ -491,12 +496,11 @@ class NightTest(DaemonTestCase):
     def test_nights(self):
         if os.environ.get("RALPH_NIGHT_SEED"):
             seeds = [int(os.environ["RALPH_NIGHT_SEED"])]
-        else:
+        elif os.environ.get("RALPH_NIGHT_ROUNDS"):
             first = random.SystemRandom().randrange(1 << 31)
-            rounds = int(os.environ.get("RALPH_NIGHT_ROUNDS", "0"))
-            seeds = range(first, first + (rounds or 1000))
-        budget = float(os.environ.get("RALPH_NIGHT_SECONDS", "40"))
-        began = time.monotonic()
+            seeds = range(first, first + int(os.environ["RALPH_NIGHT_ROUNDS"]))
+        else:
+            seeds = REPLAYED
         for seed in seeds:
             started = time.monotonic()
             scenario = draw_scenario(seed)
@@ -514,8 +518,6 @@ class NightTest(DaemonTestCase):
                     self.fail("seed %d (replay: RALPH_NIGHT_SEED=%d) broke %d invariant(s):\n- %s"
                               "\nscenario: %s" % (seed, seed, len(violations),
                                                   "\n- ".join(shown), json.dumps(scenario)))
-            if "RALPH_NIGHT_ROUNDS" not in os.environ and time.monotonic() - began > budget:
-                break
 
 
 if __name__ == "__main__":
