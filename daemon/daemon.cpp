@@ -79,7 +79,7 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
           options_.rate_limit_wait,
           [this](std::int64_t loop_id, proto::loop_state state) { state_changed(loop_id, state); },
           [this](std::int64_t loop_id) {
-              if (hub_.has_event_watchers()) hub_.counters_changed(db_.get_loop(loop_id));
+              if (hub_.has_event_watchers()) hub_.counters_changed(db_.loops().get_loop(loop_id));
           },
           [this](std::int64_t loop_id, const state_change& change) {
               return change_state(loop_id, change);
@@ -212,10 +212,10 @@ proto::loop_state ralphd::change_state(std::int64_t loop_id, const state_change&
     proto::loop_state state{};
     // The notification is in the outbox if and only if the change is committed.
     db_.in_transaction([&] {
-        if (change.iterations) db_.set_iterations(loop_id, *change.iterations, now);
-        state = db_.set_state(loop_id, change.event, change.reason, change.resume_at, now);
+        if (change.iterations) db_.loops().set_iterations(loop_id, *change.iterations, now);
+        state = db_.loops().set_state(loop_id, change.event, change.reason, change.resume_at, now);
         if (!is_news(loop_id, state, change) || !is_notified(state, change.notable_wait)) return;
-        const proto::loop_info loop = db_.get_loop(loop_id);
+        const proto::loop_info loop = db_.loops().get_loop(loop_id);
         notices_.add(state_notification(loop, change.notable_wait, now), loop.spec.notify);
     });
     state_changed(loop_id, state);
@@ -225,14 +225,14 @@ proto::loop_state ralphd::change_state(std::int64_t loop_id, const state_change&
 bool ralphd::is_news(std::int64_t loop_id, proto::loop_state state, const state_change& change) {
     if (state == proto::loop_state::queued) return true;  // between two parks: nothing changes
     if (state != proto::loop_state::waiting || !change.notable_wait) {
-        db_.set_ran_since_announced(loop_id);
+        db_.loops().set_ran_since_announced(loop_id);
         return true;
     }
     // The cause without its figures: "waiting for the global budget iterations per hour used up".
     const std::string cause = change.reason.substr(0, change.reason.find(" ("));
-    const store::announced_wait last = db_.announced_wait_of(loop_id);
+    const loop_table::announced_wait last = db_.loops().announced_wait_of(loop_id);
     const bool parked_again = last.cause == cause && !last.ran_since;
-    const bool first_time = db_.announce_wait(loop_id, {cause, false}, change.resume_at);
+    const bool first_time = db_.loops().announce_wait(loop_id, {cause, false}, change.resume_at);
     return first_time && !parked_again;
 }
 
@@ -240,7 +240,7 @@ void ralphd::state_changed(std::int64_t loop_id, proto::loop_state state) {
     // Reading the loop (and parsing its spec) only for watchers and hooks.
     const bool ended = proto::is_terminal(state);
     if (!ended && !hub_.watched(loop_id)) return;
-    proto::loop_info loop = db_.get_loop(loop_id);
+    proto::loop_info loop = db_.loops().get_loop(loop_id);
     hub_.state_changed(loop);
     // Every end state passes here once, whoever set it (runner or scheduler).
     if (ended) hooks_.loop_ended(loop);
@@ -250,7 +250,7 @@ std::vector<std::filesystem::path> ralphd::sandbox_hidden(std::int64_t loop_id) 
     std::vector<std::filesystem::path> hidden{options_.socket_path.parent_path(),
                                               runner_ctx_.state.root()};
     using proto::loop_state;
-    for (const auto& loop : db_.list_loops(
+    for (const auto& loop : db_.loops().list_loops(
              {loop_state::queued, loop_state::running, loop_state::waiting, loop_state::paused}, 0))
         if (loop.id != loop_id) hidden.push_back(loop.spec.workspace);
     return hidden;
@@ -290,10 +290,10 @@ std::vector<ralphd::adoption> ralphd::recover() {
     const std::int64_t now = clock_.now_ms();
     std::vector<adoption> adopted;
     std::set<std::int64_t> running_loops;
-    for (const auto& loop : db_.list_loops({proto::loop_state::running}, 0))
+    for (const auto& loop : db_.loops().list_loops({proto::loop_state::running}, 0))
         running_loops.insert(loop.id);
     std::set<std::filesystem::path> attempt_dirs;
-    for (const auto& attempt : db_.unfinished_attempts()) {
+    for (const auto& attempt : db_.attempts().unfinished_attempts()) {
         const std::filesystem::path dir = runner_ctx_.state.attempt_dir(attempt.id);
         attempt_dirs.insert(dir);
         if (scheduler_.is_running(attempt.loop_id)) continue;
@@ -305,7 +305,7 @@ std::vector<ralphd::adoption> ralphd::recover() {
         std::error_code ignored;
         if (!started && attempt.pgid == 0) {
             // Its agent never started: nothing ran, and the iteration is not spent.
-            db_.discard_attempt(attempt.id);
+            db_.attempts().discard_attempt(attempt.id);
             std::filesystem::remove_all(dir, ignored);
             continue;
         }
@@ -316,9 +316,9 @@ std::vector<ralphd::adoption> ralphd::recover() {
             spdlog::warn("loop {}: killed the agent process group {} left by the previous ralphd",
                          attempt.loop_id, attempt.pgid);
         output_.recover(attempt.loop_id, attempt.id);
-        db_.interrupt_attempt(attempt.id, output_.committed_end(attempt.loop_id), now);
+        db_.attempts().interrupt_attempt(attempt.id, output_.committed_end(attempt.loop_id), now);
         // The interrupted iteration counts as spent: the loop continues with the next one.
-        db_.set_iterations(attempt.loop_id, attempt.iteration, now);
+        db_.loops().set_iterations(attempt.loop_id, attempt.iteration, now);
         std::filesystem::remove_all(dir, ignored);
     }
     // What is left of attempts that were recorded (the daemon died before it removed them).
@@ -330,10 +330,11 @@ std::vector<ralphd::adoption> ralphd::recover() {
     for (const auto& a : adopted) adopted_loops.insert(a.loop_id);
     std::int64_t requeued = 0;
     for (const auto& loop :
-         db_.list_loops({proto::loop_state::running, proto::loop_state::waiting}, 0)) {
+         db_.loops().list_loops({proto::loop_state::running, proto::loop_state::waiting}, 0)) {
         if (adopted_loops.contains(loop.id) || scheduler_.is_running(loop.id)) continue;
-        db_.set_state(loop.id, proto::loop_event::requeue,
-                      "ralphd stopped unexpectedly; continues with its next iteration", 0, now);
+        db_.loops().set_state(loop.id, proto::loop_event::requeue,
+                              "ralphd stopped unexpectedly; continues with its next iteration", 0,
+                              now);
         spdlog::info("loop {}: re-queued after an unexpected stop of ralphd", loop.id);
         // A loop parked in `waiting` by the scheduler is left so by every stop: not news.
         if (loop.state == proto::loop_state::running) ++requeued;
@@ -378,7 +379,7 @@ void ralphd::start() {
 }
 
 bool ralphd::record_hold(const proto::agent_hold& hold) {
-    if (!db_.hold_agent(hold)) return false;
+    if (!db_.holds().hold_agent(hold)) return false;
     spdlog::info("{} is held for account {} until {}{}", hold.agent, hold.account,
                  text::format_iso8601(hold.until),
                  hold.origin.empty() ? "" : " (learnt from " + hold.origin + ")");
@@ -395,7 +396,7 @@ bool ralphd::learn_hold(const proto::agent_hold& hold, const std::string& from) 
 }
 
 std::vector<proto::agent_hold> ralphd::holds_in_force() {
-    std::vector<proto::agent_hold> holds = db_.agent_holds(clock_.now_ms());
+    std::vector<proto::agent_hold> holds = db_.holds().agent_holds(clock_.now_ms());
     for (auto& hold : holds) hold = hold_as_told(std::move(hold), options_.host_name);
     return holds;
 }

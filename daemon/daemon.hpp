@@ -122,7 +122,7 @@ class ralphd {
     // for the cause it was announced waiting for (its budget taken again by another loop before
     // it ran) is not, until it runs or ends; nor is a wait announced before (the same cause
     // until the same time), whatever happened in between, a restart too. Kept with the loop
-    // (store::announce_wait), in the change's transaction.
+    // (loop_table::announce_wait), in the change's transaction.
     bool is_news(std::int64_t loop_id, proto::loop_state state, const state_change& change);
 
     net::io_context& io_;

@@ -33,7 +33,7 @@ charge charge_of(const std::string& budget_name) {
     return find_value(charged_budgets, budget_name).value_or(charge::runs);
 }
 
-double amount(const store::use_piece& piece, charge what) {
+double amount(const attempt_use_table::use_piece& piece, charge what) {
     switch (what) {
         case charge::runs:
             return double(piece.runs);
@@ -48,15 +48,16 @@ double amount(const store::use_piece& piece, charge what) {
 // A budget used up frees up when enough of the oldest attempts of its window have left it to
 // bring its use under the limit: takes `pieces` (oldest first) out of `use` one by one until its
 // use left is under the limit, and sets frees_at to when the attempt that did it leaves the
-// window. A minute or hour that would bring it under is taken in its finer pieces (store::
-// use_within), down to that attempt. True once under the limit.
+// window. A minute or hour that would bring it under is taken in its finer pieces
+// (attempt_use_table::use_within), down to that attempt. True once under the limit.
 bool find_frees_at(proto::budget_use& use, charge what, double& remaining,
-                   const std::vector<store::use_piece>& pieces, store& db) {
-    for (const store::use_piece& piece : pieces) {
+                   const std::vector<attempt_use_table::use_piece>& pieces, store& db) {
+    for (const attempt_use_table::use_piece& piece : pieces) {
         const double taken = amount(piece, what);
         if (piece.span > 0 && remaining - taken < use.limit) {
             // It holds the attempt that brings the use under the limit.
-            if (find_frees_at(use, what, remaining, db.use_within(piece), db)) return true;
+            if (find_frees_at(use, what, remaining, db.attempt_use().use_within(piece), db))
+                return true;
             continue;  // its finer pieces did not quite add up to it (the costs' rounding)
         }
         remaining -= taken;
@@ -159,39 +160,42 @@ std::int64_t next_window_open(const time_window& window, std::int64_t now_ms) {
 }
 
 admission::admission(store& db, std::string account) : db_(db), account_(std::move(account)) {
-    if (auto stored = db_.setting(scheduler_key))
+    if (auto stored = db_.settings().setting(scheduler_key))
         settings_ = stored->get<proto::scheduler_settings>();
-    if (auto stored = db_.setting(budget_key)) budgets_ = stored->get<proto::budget_limits>();
+    if (auto stored = db_.settings().setting(budget_key))
+        budgets_ = stored->get<proto::budget_limits>();
     window_ = parse_time_window(settings_.window);
 }
 
 void admission::set_scheduler_settings(const proto::scheduler_settings& settings) {
     window_ = parse_time_window(settings.window);
     settings_ = settings;
-    db_.set_setting(scheduler_key, settings_);
+    db_.settings().set_setting(scheduler_key, settings_);
 }
 
 void admission::set_budgets(const proto::budget_limits& budgets) {
     budgets_ = budgets;
-    db_.set_setting(budget_key, budgets_);
+    db_.settings().set_setting(budget_key, budgets_);
 }
 
 std::vector<proto::budget_use> admission::measure(const std::vector<proto::budget_use>& limits,
                                                   std::int64_t now_ms) {
     std::vector<proto::budget_use> uses;
     // The windows' sums, by length: two reads for the four global budgets.
-    std::map<std::int64_t, store::use_piece> windows;
+    std::map<std::int64_t, attempt_use_table::use_piece> windows;
     for (proto::budget_use use : limits) {
         // A window of length W at now holds the attempts started after now - W.
         const std::int64_t since = now_ms - use.window_ms + 1;
         auto window = windows.find(use.window_ms);
         if (window == windows.end())
-            window = windows.emplace(use.window_ms, db_.use_since(since, use.loop_id)).first;
+            window = windows.emplace(use.window_ms, db_.attempt_use().use_since(since, use.loop_id))
+                         .first;
         const charge what = charge_of(use.name);
         use.used = amount(window->second, what);
         double remaining = use.used;
         if (remaining >= use.limit)
-            find_frees_at(use, what, remaining, db_.use_pieces_since(since, use.loop_id), db_);
+            find_frees_at(use, what, remaining,
+                          db_.attempt_use().use_pieces_since(since, use.loop_id), db_);
         uses.push_back(std::move(use));
     }
     return uses;
@@ -223,7 +227,7 @@ admission::verdict admission::for_quotas(const std::vector<std::string>& quotas,
                                          std::int64_t now_ms) {
     verdict earliest;
     for (const auto& quota : quotas) {
-        const auto hold = db_.agent_hold_of(quota, account_, now_ms);
+        const auto hold = db_.holds().agent_hold_of(quota, account_, now_ms);
         if (!hold) return {};
         if (earliest.go() || hold->until < earliest.until_ms)
             earliest = {verdict::kind::wait,
@@ -236,7 +240,7 @@ admission::verdict admission::for_quotas(const std::vector<std::string>& quotas,
 }
 
 bool admission::any_agent_held(std::int64_t now_ms) {
-    const std::vector<proto::agent_hold> holds = db_.agent_holds(now_ms);
+    const std::vector<proto::agent_hold> holds = db_.holds().agent_holds(now_ms);
     return std::any_of(holds.begin(), holds.end(),
                        [this](const auto& hold) { return hold.account == account_; });
 }
@@ -244,7 +248,8 @@ bool admission::any_agent_held(std::int64_t now_ms) {
 proto::agent_choice admission::pick_agent(const proto::submit_params& spec, std::int64_t now_ms) {
     const std::vector<proto::agent_choice> agents = proto::agents_of(spec);
     for (const auto& choice : agents)
-        if (!db_.agent_hold_of(proto::quota_of(proto::on_agent(spec, choice)), account_, now_ms))
+        if (!db_.holds().agent_hold_of(proto::quota_of(proto::on_agent(spec, choice)), account_,
+                                       now_ms))
             return choice;
     return agents.front();
 }

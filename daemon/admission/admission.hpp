@@ -3,7 +3,8 @@
 //   - the scheduler's settings: paused, the daily time window (max_concurrent is the
 //     scheduler's own business but is kept here with the rest);
 //   - the global budgets: agent runs per rolling hour and day, tokens and cost per rolling day;
-//   - the usage-limit holds of the agents under this daemon's account (store::agent_hold_of, one
+//   - the usage-limit holds of the agents under this daemon's account (hold_table::agent_hold_of,
+//   one
 //     ledger for every loop, shared with the peers: ralphd --account, --peer);
 //   - the loop's own budgets (runs per hour/day) and caps (tokens, cost).
 // Budgets are computed from the persisted attempts, so a restart resets nothing. The settings

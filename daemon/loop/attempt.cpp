@@ -113,7 +113,7 @@ void attempt_run::watch_inactivity(std::chrono::milliseconds limit) {
 attempt_outcome attempt_run::record_start_failure(proto::attempt_info& attempt,
                                                   const std::exception& e) {
     auto* refusal = dynamic_cast<const proto::rpc_error*>(&e);
-    if (attempt.id == 0) attempt.id = ctx_.db.begin_attempt(attempt, 0);
+    if (attempt.id == 0) attempt.id = ctx_.db.attempts().begin_attempt(attempt, 0);
     store_refusals(attempt.id);
     attempt.how = proto::termination::spawn_failed;
     attempt.failure = proto::failure_class::crash;
@@ -125,7 +125,7 @@ attempt_outcome attempt_run::record_start_failure(proto::attempt_info& attempt,
     attempt.error = e.what();
     attempt.ended_at = ctx_.clock.now_ms();
     attempt.output_end = attempt.output_start;
-    ctx_.db.finish_attempt(attempt);
+    ctx_.db.attempts().finish_attempt(attempt);
     spdlog::warn("loop {}: {}", loop_id_, attempt.error);
     remove_tmpdir();
     attempt_outcome outcome;
@@ -163,7 +163,7 @@ awaitable<attempt_outcome> attempt_run::run(const proto::loop_info& loop, std::i
     attempt.tree_before = before.tree;
     // What the judge's diff starts from: the workspace at the loop's first iteration.
     if (iteration == 1 && before.is_git && !before.tree.empty())
-        ctx_.db.set_loop_base(loop_id_, {before.head, before.tree});
+        ctx_.db.loops().set_loop_base(loop_id_, {before.head, before.tree});
 
     attempt_plan plan;
     try {
@@ -184,7 +184,7 @@ awaitable<attempt_outcome> attempt_run::run(const proto::loop_info& loop, std::i
         co_return nothing_ran;
     }
     attempt.argv = plan.agent.argv;
-    attempt.id = ctx_.db.begin_attempt(attempt, 0);
+    attempt.id = ctx_.db.attempts().begin_attempt(attempt, 0);
     store_refusals(attempt.id);
     const std::filesystem::path dir = ctx_.state.attempt_dir(attempt.id);
     if (!ctx_.cgroup_prefix.empty())
@@ -211,7 +211,7 @@ awaitable<attempt_outcome> attempt_run::run(const proto::loop_info& loop, std::i
     // The shim and the agent run from here on, whatever happens to ralphd: the attempt row knows
     // the agent, its directory the shim.
     attempt.pid = started.agent_pid;
-    ctx_.db.set_attempt_process(attempt.id, started.agent_pid, started.agent_start_time);
+    ctx_.db.attempts().set_attempt_process(attempt.id, started.agent_pid, started.agent_start_time);
     spdlog::info("loop {}: iteration {} attempt {} started (pid {}, shim {})", loop_id_, iteration,
                  attempt_number, started.agent_pid, started.shim_pid);
     attempt_process process(ctx_.io, dir, ctx_.output.file_of(loop_id_), started);
@@ -225,7 +225,7 @@ awaitable<attempt_outcome> attempt_run::run(const proto::loop_info& loop, std::i
 awaitable<attempt_outcome> attempt_run::adopt(const proto::loop_info& its_loop,
                                               std::int64_t attempt_id,
                                               const shim::started& started) {
-    proto::attempt_info attempt = ctx_.db.get_attempt(attempt_id);
+    proto::attempt_info attempt = ctx_.db.attempts().get_attempt(attempt_id);
     // The loop as the attempt saw it: on the agent it ran on (its own or a fallback), or as its
     // judge.
     const bool judging = attempt.kind == proto::attempt_kind::judge;
@@ -252,8 +252,8 @@ awaitable<attempt_outcome> attempt_run::adopt(const proto::loop_info& its_loop,
         attempt.head_before = before->head;
         attempt.tree_before = before->tree;
     }
-    const std::optional<int> status = co_await supervise(loop, attempt, process, *parser, true,
-                                                         ctx_.db.stream_event_count(attempt.id));
+    const std::optional<int> status = co_await supervise(
+        loop, attempt, process, *parser, true, ctx_.db.attempts().stream_event_count(attempt.id));
     remove_tmpdir();
     co_return co_await record(loop, attempt, process, *parser, before ? &*before : nullptr, status);
 }
@@ -384,8 +384,8 @@ awaitable<attempt_outcome> attempt_run::record(const proto::loop_info& loop,
     attempt.ended_at =
         process.exit() ? on_clock(ctx_.clock, process.exit()->ended_at_ms) : ctx_.clock.now_ms();
     // A claim of completion keeps the answer that makes it, for its judge (also after a restart).
-    ctx_.db.finish_attempt(attempt, last_rows,
-                           attempt.completion_signal ? said.final_answer : std::string());
+    ctx_.db.attempts().finish_attempt(
+        attempt, last_rows, attempt.completion_signal ? said.final_answer : std::string());
     ctx_.on_counters(loop_id_);
     std::error_code ignored;
     std::filesystem::remove_all(ctx_.state.attempt_dir(attempt.id), ignored);
@@ -439,7 +439,7 @@ awaitable<std::shared_ptr<workspace::snapshot>> attempt_run::assess(
             fmt::format("--verify exited {}: {}", attempt.verify_exit.value_or(-1),
                         last_line(attempt.verify_output));
         ctx_.notices.add(
-            rejection_notification(ctx_.db.get_loop(loop_id_), attempt.iteration, why, now),
+            rejection_notification(ctx_.db.loops().get_loop(loop_id_), attempt.iteration, why, now),
             spec.notify);
         attempt.completion_rule.clear();
     }
@@ -518,7 +518,7 @@ std::vector<proto::event_info> attempt_run::event_rows(std::int64_t attempt_id,
 
 void attempt_run::store_events(std::int64_t attempt_id, std::vector<agent_stream::event>& events) {
     if (events.empty()) return;
-    ctx_.db.add_events(loop_id_, event_rows(attempt_id, events));
+    ctx_.db.attempts().add_events(loop_id_, event_rows(attempt_id, events));
 }
 
 void attempt_run::refused(const std::string& what) {
@@ -546,7 +546,7 @@ void attempt_run::store_refusals(std::int64_t attempt_id) {
         rows.push_back(std::move(row));
     }
     refusals_.clear();
-    ctx_.db.add_events(loop_id_, rows);
+    ctx_.db.attempts().add_events(loop_id_, rows);
 }
 
 }  // namespace ralph

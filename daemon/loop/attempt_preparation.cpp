@@ -170,20 +170,20 @@ attempt_inputs read_attempt_inputs(runner_context& ctx, const proto::loop_info& 
     attempt_inputs inputs;
     if (claim) {
         inputs.claim = claim;
-        inputs.claim->final_answer = ctx.db.final_answer_of(claim->attempt_id);
-        const store::loop_base base = ctx.db.base_of(loop.id);
+        inputs.claim->final_answer = ctx.db.attempts().final_answer_of(claim->attempt_id);
+        const loop_table::loop_base base = ctx.db.loops().base_of(loop.id);
         inputs.base_head = base.head;
         inputs.base_tree = base.tree;
-        const proto::attempt_info worked = ctx.db.get_attempt(claim->attempt_id);
+        const proto::attempt_info worked = ctx.db.attempts().get_attempt(claim->attempt_id);
         inputs.verify_exit = worked.verify_exit;
         inputs.verify_output = worked.verify_output;
     } else {
-        inputs.judge_reasons = ctx.db.rejection_in(loop.id, iteration - 1);
+        inputs.judge_reasons = ctx.db.attempts().rejection_in(loop.id, iteration - 1);
     }
     // Only the previous iteration's: an older iteration's feedback (next steps long done) must
     // not come back when the last iteration gave none.
-    inputs.previous_feedback = ctx.db.feedback_of(loop.id, iteration - 1);
-    inputs.steering = ctx.db.steering_for(loop.id, iteration);
+    inputs.previous_feedback = ctx.db.attempts().feedback_of(loop.id, iteration - 1);
+    inputs.steering = ctx.db.attempts().steering_for(loop.id, iteration);
     inputs.loop_started_at = loop.started_at != 0 ? loop.started_at : ctx.clock.now_ms();
     inputs.program =
         find_program(find_agent(loop.spec.agent), loop.spec, ctx.binaries, search_path_of(env));

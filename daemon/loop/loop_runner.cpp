@@ -83,9 +83,9 @@ awaitable<void> loop_runner::run() {
 loop_record loop_runner::read_record(const proto::loop_info& loop) {
     loop_record record;
     record.iteration = loop.iterations + 1;
-    record.attempts = ctx_.db.attempts_in(loop_id_, record.iteration);
-    record.judge_rejections = ctx_.db.judge_rejections(loop_id_);
-    record.iterations_without_progress = ctx_.db.iterations_without_progress(loop_id_);
+    record.attempts = ctx_.db.attempts().attempts_in(loop_id_, record.iteration);
+    record.judge_rejections = ctx_.db.attempts().judge_rejections(loop_id_);
+    record.iterations_without_progress = ctx_.db.attempts().iterations_without_progress(loop_id_);
     return record;
 }
 
@@ -94,7 +94,7 @@ awaitable<void> loop_runner::run_iterations() {
         // An adopted attempt's loop is running already, in its worktree if it has one.
         const adopted_attempt adopted = *adopted_;
         adopted_.reset();
-        const proto::loop_info loop = ctx_.db.get_loop(loop_id_);
+        const proto::loop_info loop = ctx_.db.loops().get_loop(loop_id_);
         attempt_ = std::make_unique<attempt_run>(ctx_, loop_id_, stop_);
         const attempt_outcome outcome =
             co_await attempt_->adopt(loop, adopted.attempt_id, adopted.started);
@@ -105,7 +105,7 @@ awaitable<void> loop_runner::run_iterations() {
         if (!co_await make_worktree()) co_return;
     }
     while (true) {
-        const proto::loop_info loop = ctx_.db.get_loop(loop_id_);
+        const proto::loop_info loop = ctx_.db.loops().get_loop(loop_id_);
         const loop_record record = read_record(loop);
         const next_step step = decide_next(loop.spec, record);
         if (stop_ != stop_kind::none) {
@@ -114,7 +114,7 @@ awaitable<void> loop_runner::run_iterations() {
             // the same record.
             if ((stop_ == stop_kind::shutdown || stop_ == stop_kind::pause) &&
                 step.kind == step_kind::end_iteration && !step.ending)
-                ctx_.db.set_iterations(loop_id_, record.iteration, ctx_.clock.now_ms());
+                ctx_.db.loops().set_iterations(loop_id_, record.iteration, ctx_.clock.now_ms());
             finish_if_stopped();
             co_return;
         }
@@ -171,7 +171,7 @@ void loop_runner::hold_agent(const attempt_outcome& outcome) {
     if (outcome.record.failure != proto::failure_class::rate_limit) return;
     // Burns no retry: every loop on this agent waits for the reset, or runs on a fallback
     // meanwhile; the admission parks this one.
-    const proto::loop_info loop = ctx_.db.get_loop(loop_id_);
+    const proto::loop_info loop = ctx_.db.loops().get_loop(loop_id_);
     const std::int64_t until = usage_limit_hold_until(
         read_record(loop), outcome.resets_at_ms, ctx_.rate_limit_margin.count(),
         ctx_.rate_limit_wait.count(), ctx_.clock.now_ms());
@@ -194,7 +194,7 @@ awaitable<bool> loop_runner::end_iteration(const proto::loop_info& loop, const l
     // The count and the notification of a rejection: both or neither.
     const std::int64_t now = ctx_.clock.now_ms();
     ctx_.db.in_transaction([&] {
-        ctx_.db.set_iterations(loop_id_, record.iteration, now);
+        ctx_.db.loops().set_iterations(loop_id_, record.iteration, now);
         if (!step.rejection.empty())
             ctx_.notices.add(rejection_notification(loop, record.iteration, step.rejection, now),
                              loop.spec.notify);
@@ -208,7 +208,7 @@ awaitable<bool> loop_runner::end_iteration(const proto::loop_info& loop, const l
 
 awaitable<void> loop_runner::complete(const std::string& reason, std::int64_t iterations) {
     // As the pull request's body says it: the iterations are counted with the end state.
-    proto::loop_info loop = ctx_.db.get_loop(loop_id_);
+    proto::loop_info loop = ctx_.db.loops().get_loop(loop_id_);
     loop.stop_reason = reason;
     loop.iterations = iterations;
     if (!loop.spec.merge && loop.spec.pr_remote.empty()) {
@@ -217,18 +217,18 @@ awaitable<void> loop_runner::complete(const std::string& reason, std::int64_t it
         co_return;
     }
     const landing_tools tools{ctx_.io, ctx_.blocking, ctx_.reaper};
-    const std::vector<proto::attempt_info> attempts = ctx_.db.attempts_of(loop_id_);
+    const std::vector<proto::attempt_info> attempts = ctx_.db.attempts().attempts_of(loop_id_);
     const landing_way way = loop.spec.merge ? landing_way::merge : landing_way::pull_request;
     const landing landed = co_await land(tools, loop, attempts, way);
     spdlog::info("loop {}: {}", loop_id_, landed.text);
-    ctx_.db.set_landing(loop_id_, landed.text, ctx_.clock.now_ms());
+    ctx_.db.loops().set_landing(loop_id_, landed.text, ctx_.clock.now_ms());
     set_state({.event = proto::loop_event::complete,
                .reason = reason + (loop.spec.merge ? "; merge: " : "; pr: ") + landed.text,
                .iterations = iterations});
 }
 
 awaitable<bool> loop_runner::make_worktree() {
-    const proto::loop_info loop = ctx_.db.get_loop(loop_id_);
+    const proto::loop_info loop = ctx_.db.loops().get_loop(loop_id_);
     const auto& spec = loop.spec;
     if (spec.worktree_path.empty()) co_return true;
     std::string error = co_await off_thread(ctx_.blocking, [&] {

@@ -76,7 +76,7 @@ struct runner_context {
     // An attempt or an iteration ended: the loop's counters (attempts, iterations, tokens,
     // cost) changed in the store while its state did not (events.subscribe hears it).
     std::function<void(std::int64_t loop_id)> on_counters;
-    // Every state change of a loop: applies the change's event (store::set_state) and commits
+    // Every state change of a loop: applies the change's event (loop_table::set_state) and commits
     // it with the push notifications it causes (an end state, or a notable wait), then calls
     // on_state. Returns the new state.
     std::function<proto::loop_state(std::int64_t loop_id, const state_change& change)> change_state;

@@ -29,7 +29,7 @@ void notifier::add(const nlohmann::json& event, const std::vector<std::string>& 
                 ? dashboard_ + "/#/loop/" + std::to_string(event["loop"]["id"].get<std::int64_t>())
                 : dashboard_ + "/";
     const std::string body = linked.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    for (const auto& target : targets) db_.add_notification(target, body, clock_.now_ms());
+    for (const auto& target : targets) db_.outbox().add_notification(target, body, clock_.now_ms());
     deliver();
 }
 
@@ -42,7 +42,7 @@ void notifier::deliver() {
         if (stopped_) return;
         std::vector<std::string> waiting;
         try {
-            waiting = db_.notification_targets();
+            waiting = db_.outbox().notification_targets();
         } catch (const std::exception& e) {
             spdlog::warn("notifications: cannot read the outbox: {}", e.what());
             return;
@@ -91,8 +91,8 @@ awaitable<void> notifier::deliver_to(const std::string& url) {
         try {
             if (target) {
                 wait = co_await try_next(*target, state, backoff);
-            } else if (auto entry = db_.next_notification(url)) {
-                db_.remove_notification(entry->id);
+            } else if (auto entry = db_.outbox().next_notification(url)) {
+                db_.outbox().remove_notification(entry->id);
                 wait = std::chrono::milliseconds(0);
             }
         } catch (const std::exception& e) {
@@ -121,10 +121,11 @@ awaitable<void> notifier::deliver_to(const std::string& url) {
 
 awaitable<std::optional<std::chrono::milliseconds>> notifier::try_next(
     const webhook_target& target, target_delivery& state, std::chrono::milliseconds backoff) {
-    const std::optional<store::outbox_entry> entry = db_.next_notification(target.url);
+    const std::optional<outbox_table::outbox_entry> entry =
+        db_.outbox().next_notification(target.url);
     if (!entry) co_return std::nullopt;
     if (entry->id == state.delivered_id) {
-        db_.remove_notification(entry->id);
+        db_.outbox().remove_notification(entry->id);
         co_return std::chrono::milliseconds(0);
     }
     nlohmann::json event = nlohmann::json::parse(entry->body, nullptr, false);
@@ -134,19 +135,19 @@ awaitable<std::optional<std::chrono::milliseconds>> notifier::try_next(
     const post_result result = co_await post_webhook(target, request, tls_, post_timeout);
     if (result.delivered()) {
         state.delivered_id = entry->id;
-        db_.remove_notification(entry->id);
+        db_.outbox().remove_notification(entry->id);
         spdlog::debug("notification {} ({}) delivered to {}", entry->id, event.value("event", ""),
                       proto::redacted_url(target.url));
         co_return std::chrono::milliseconds(0);
     }
     if (clock_.now_ms() - entry->created_at > give_up_after_ms) {
-        db_.remove_notification(entry->id);
+        db_.outbox().remove_notification(entry->id);
         spdlog::error("notification {} ({}) to {}: given up after {} tries over 24 hours, last: {}",
                       entry->id, event.value("event", ""), proto::redacted_url(target.url),
                       entry->tries + 1, result.error);
         co_return std::chrono::milliseconds(0);
     }
-    db_.notification_failed(entry->id, result.error);
+    db_.outbox().notification_failed(entry->id, result.error);
     const auto wait = std::max<std::chrono::milliseconds>(backoff, result.retry_after);
     spdlog::warn("notification {} ({}) to {} not delivered ({}): next try in {} s", entry->id,
                  event.value("event", ""), proto::redacted_url(target.url), result.error,

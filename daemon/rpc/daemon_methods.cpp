@@ -35,7 +35,7 @@ void register_daemon_methods(method_registry& registry, method_services& service
     registry.add<proto::method::daemon_info>([&services](const proto::no_params&, call_context&) {
         proto::daemon_info info = services.identity;
         info.max_concurrent = services.gate.scheduler_settings().max_concurrent;
-        info.loops_by_state = services.db.count_by_state();
+        info.loops_by_state = services.db.loops().count_by_state();
         info.storage = services.health.status();
         info.peers = services.peers();
         return info;

@@ -53,7 +53,7 @@ void register_history_methods(method_registry& registry, method_services& servic
         report.since = params.since.value_or(report.until - day_ms);
         if (report.since > report.until)
             throw rpc_error(error_kind::invalid_params, "params.since: must not be in the future");
-        report.loops = services.db.report_loops(report.since, report.until);
+        report.loops = services.db.history().report_loops(report.since, report.until);
         proto::add_totals(report);
         return report;
     });

@@ -45,10 +45,11 @@ proto::loop_info with_storage_reason(proto::loop_info loop, const storage_health
 // nullopt when there is none (or no key).
 std::optional<proto::submit_result> submitted_before(const proto::submit_params& spec, store& db) {
     if (spec.idempotency_key.empty()) return std::nullopt;
-    const std::optional<std::int64_t> id = db.loop_with_idempotency_key(spec.idempotency_key);
+    const std::optional<std::int64_t> id =
+        db.loops().loop_with_idempotency_key(spec.idempotency_key);
     if (!id) return std::nullopt;
     return proto::submit_result{
-        db.get_loop(*id),
+        db.loops().get_loop(*id),
         false,
         {fmt::format("loop {} was submitted with idempotency key '{}' already: nothing new was "
                      "created",
@@ -96,7 +97,7 @@ awaitable<proto::submit_result> submit(const proto::submit_params& spec,
             if (spec.dry_run) earlier->capacity = capacity_now(spec, services);
             co_return std::move(*earlier);
         }
-        const std::int64_t loop_id = services.db.next_loop_id();
+        const std::int64_t loop_id = services.db.loops().next_loop_id();
         // Copies: SIGHUP may change the daemon's binaries meanwhile.
         const agent_binaries binaries = services.binaries;
         const state_dir state = services.state;
@@ -110,7 +111,7 @@ awaitable<proto::submit_result> submit(const proto::submit_params& spec,
             checked = co_await off_thread(services.blocking,
                                           [&] { return check_submission(spec, context); });
             if (submitted_before(spec, services.db)) continue;
-            if (spec.worktree && services.db.next_loop_id() != loop_id) continue;
+            if (spec.worktree && services.db.loops().next_loop_id() != loop_id) continue;
         }
         if (spec.dry_run) co_return would_submit(std::move(checked), services);
         co_return proto::submit_result{services.loops.submit(checked.spec), true,
@@ -120,7 +121,7 @@ awaitable<proto::submit_result> submit(const proto::submit_params& spec,
 
 // The --worktree loop `id`, which has ended: what loop.merge and loop.pr land.
 proto::loop_info ended_worktree_loop(std::int64_t id, method_services& services) {
-    proto::loop_info loop = services.db.get_loop(id);
+    proto::loop_info loop = services.db.loops().get_loop(id);
     if (loop.spec.worktree_branch.empty())
         throw rpc_error(error_kind::invalid_state,
                         fmt::format("loop {} did not run in a worktree (submit --worktree): it has "
@@ -142,10 +143,10 @@ awaitable<proto::landing_result> land_ended(const proto::loop_id_request& reques
                                             method_services& services, landing_way way) {
     const proto::loop_info loop = ended_worktree_loop(request.id, services);
     const landing_tools tools{services.io, services.blocking, services.reaper};
-    const std::vector<proto::attempt_info> attempts = services.db.attempts_of(loop.id);
+    const std::vector<proto::attempt_info> attempts = services.db.attempts().attempts_of(loop.id);
     const landing landed = co_await land(tools, loop, attempts, way);
-    services.db.set_landing(loop.id, landed.text, services.clock.now_ms());
-    co_return proto::landing_result{services.db.get_loop(loop.id), landed.landed};
+    services.db.loops().set_landing(loop.id, landed.text, services.clock.now_ms());
+    co_return proto::landing_result{services.db.loops().get_loop(loop.id), landed.landed};
 }
 
 // Why `attempt` has no diff: "" when it has the trees of its git snapshots before and after.
@@ -179,8 +180,9 @@ workspace::snapshot git_snapshot(const std::string& head, const std::string& tre
 // repository no longer has (`git gc` prunes them after a while), is an answer with `error`.
 awaitable<proto::attempt_diff> diff_attempt(const proto::diff_request& request,
                                             method_services& services) {
-    const proto::loop_info loop = services.db.get_loop(request.id);
-    const std::optional<proto::attempt_info> attempt = services.db.find_attempt(request.attempt);
+    const proto::loop_info loop = services.db.loops().get_loop(request.id);
+    const std::optional<proto::attempt_info> attempt =
+        services.db.attempts().find_attempt(request.attempt);
     if (!attempt)
         throw rpc_error(error_kind::loop_not_found,
                         fmt::format("loop {} has no attempt {}", loop.id, request.attempt));
@@ -218,15 +220,16 @@ void register_loop_methods(method_registry& registry, method_services& services)
 
     registry.add<loop_list>([&services](const proto::list_request& request, call_context&) {
         std::vector<proto::loop_info> loops;
-        for (auto& loop : services.db.list_loops(request.states, request.limit, request.before))
+        for (auto& loop :
+             services.db.loops().list_loops(request.states, request.limit, request.before))
             loops.push_back(with_storage_reason(std::move(loop), services.health));
         return proto::loop_list{std::move(loops), request.fields,
-                                services.db.count_loops(request.states)};
+                                services.db.loops().count_loops(request.states)};
     });
 
     registry.add<loop_get>([&services](const proto::loop_id_request& request, call_context&) {
         proto::loop_info loop =
-            with_storage_reason(services.db.get_loop(request.id), services.health);
+            with_storage_reason(services.db.loops().get_loop(request.id), services.health);
         proto::agent_info agent =
             describe_agent(find_agent(loop.spec.agent), loop.spec, services.binaries,
                            search_path_with(loop.spec.env), services.agent_env);
@@ -263,8 +266,8 @@ void register_loop_methods(method_registry& registry, method_services& services)
 
     registry.add<loop_iterations>(
         [&services](const proto::loop_id_request& request, call_context&) {
-            services.db.get_loop(request.id);  // loop_not_found for an unknown id
-            return proto::attempt_list{services.db.attempts_of(request.id)};
+            services.db.loops().get_loop(request.id);  // loop_not_found for an unknown id
+            return proto::attempt_list{services.db.attempts().attempts_of(request.id)};
         });
 
     registry.add<loop_diff>([&services](const proto::diff_request& request, call_context&) {
@@ -272,15 +275,15 @@ void register_loop_methods(method_registry& registry, method_services& services)
     });
 
     registry.add<loop_steer>([&services](const proto::steer_request& request, call_context&) {
-        const store::steering_hint hint =
-            services.db.add_steering(request.id, request.text, services.clock.now_ms());
+        const attempt_table::steering_hint hint =
+            services.db.attempts().add_steering(request.id, request.text, services.clock.now_ms());
         return proto::steer_result{request.id, hint.id, hint.iteration};
     });
 
     registry.add<loop_events>([&services](const proto::events_request& request, call_context&) {
-        services.db.get_loop(request.id);  // loop_not_found for an unknown id
-        auto events =
-            services.db.events_of(request.id, request.iteration, request.after, request.limit);
+        services.db.loops().get_loop(request.id);  // loop_not_found for an unknown id
+        auto events = services.db.attempts().events_of(request.id, request.iteration, request.after,
+                                                       request.limit);
         const std::int64_t next = events.empty() ? request.after : events.back().id;
         return proto::event_list{std::move(events), next};
     });
@@ -290,7 +293,7 @@ void register_loop_methods(method_registry& registry, method_services& services)
             throw rpc_error(error_kind::invalid_params,
                             "params.encoding: \"binary\" is for loop.tail (binary WebSocket "
                             "messages); loop.output takes \"utf8\" or \"base64\"");
-        proto::loop_info loop = services.db.get_loop(request.id);
+        proto::loop_info loop = services.db.loops().get_loop(request.id);
         const std::int64_t offset = start_offset(request, services.output);
         // One attempt's bytes per page, with their format.
         const output_log::output_span span = services.output.span_at(request.id, offset);
@@ -317,7 +320,7 @@ void register_loop_methods(method_registry& registry, method_services& services)
                             "loop.tail sends notifications and needs a WebSocket session (GET "
                             "/rpc with Upgrade: websocket)");
         tail_request tail;
-        tail.loop = services.db.get_loop(request.id);
+        tail.loop = services.db.loops().get_loop(request.id);
         tail.loop_id = request.id;
         tail.offset = start_offset(request, services.output);
         tail.output = request.output;

@@ -21,7 +21,7 @@ proto::scheduler_state scheduler_state(method_services& services) {
     state.window_open = opens == now;
     state.window_opens_at = opens == now ? 0 : opens;
     state.running = std::int64_t(services.loops.running_count());
-    state.loops_by_state = services.db.count_by_state();
+    state.loops_by_state = services.db.loops().count_by_state();
     return state;
 }
 
@@ -29,8 +29,8 @@ proto::budget_state budget_state(method_services& services, std::int64_t loop_id
     proto::budget_state state;
     state.now = services.clock.now_ms();
     std::optional<proto::loop_info> loop;
-    if (loop_id != 0) loop = services.db.get_loop(loop_id);
-    for (auto& hold : services.db.agent_holds(state.now))
+    if (loop_id != 0) loop = services.db.loops().get_loop(loop_id);
+    for (auto& hold : services.db.holds().agent_holds(state.now))
         if (hold.account == services.gate.account()) state.holds.push_back(std::move(hold));
     state.limits = services.gate.budgets();
     state.use = services.gate.budget_use(state.now, loop ? &*loop : nullptr);

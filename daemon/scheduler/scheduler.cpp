@@ -20,16 +20,16 @@ proto::loop_info scheduler::submit(const proto::submit_params& spec) {
     if (shutting_down_)
         throw proto::rpc_error(proto::error_kind::shutting_down,
                                "ralphd is shutting down and takes no new loops");
-    std::int64_t id = ctx_.db.insert_loop(spec, ctx_.clock.now_ms());
+    std::int64_t id = ctx_.db.loops().insert_loop(spec, ctx_.clock.now_ms());
     spdlog::info("loop {} submitted: agent {} in {}", id, spec.agent, spec.workspace);
     ctx_.on_state(id, proto::loop_state::queued);
     // After the reply: whoever submits waits for no loop to start.
     net::post(ctx_.io, [this] { schedule(); });
-    return ctx_.db.get_loop(id);
+    return ctx_.db.loops().get_loop(id);
 }
 
 proto::loop_info scheduler::unended_loop(std::int64_t loop_id, const char* action) {
-    proto::loop_info loop = ctx_.db.get_loop(loop_id);
+    proto::loop_info loop = ctx_.db.loops().get_loop(loop_id);
     if (proto::is_terminal(loop.state))
         throw proto::rpc_error(proto::error_kind::invalid_state,
                                fmt::format("cannot {} loop {}: it has already ended ({})", action,
@@ -41,21 +41,21 @@ proto::loop_info scheduler::cancel(std::int64_t loop_id) {
     unended_loop(loop_id, "cancel");
     if (auto it = running_.find(loop_id); it != running_.end()) {
         it->second.runner->cancel();
-        return ctx_.db.get_loop(loop_id);
+        return ctx_.db.loops().get_loop(loop_id);
     }
     set_state(loop_id, proto::loop_event::cancel, "cancelled by the user", 0);
-    return ctx_.db.get_loop(loop_id);
+    return ctx_.db.loops().get_loop(loop_id);
 }
 
 proto::loop_info scheduler::pause(std::int64_t loop_id) {
     proto::loop_info loop = unended_loop(loop_id, "pause");
     if (auto it = running_.find(loop_id); it != running_.end()) {
         it->second.runner->pause();
-        return ctx_.db.get_loop(loop_id);
+        return ctx_.db.loops().get_loop(loop_id);
     }
     if (loop.state != proto::loop_state::paused)
         set_state(loop_id, proto::loop_event::pause, "paused by the user", 0);
-    return ctx_.db.get_loop(loop_id);
+    return ctx_.db.loops().get_loop(loop_id);
 }
 
 proto::loop_info scheduler::resume(std::int64_t loop_id) {
@@ -66,7 +66,7 @@ proto::loop_info scheduler::resume(std::int64_t loop_id) {
                                            proto::to_string(loop.state)));
     set_state(loop_id, proto::loop_event::resume, "", 0);
     schedule();
-    return ctx_.db.get_loop(loop_id);
+    return ctx_.db.loops().get_loop(loop_id);
 }
 
 void scheduler::check_can_requeue(const proto::loop_info& loop, const char* action) {
@@ -88,7 +88,7 @@ void scheduler::check_can_requeue(const proto::loop_info& loop, const char* acti
 }
 
 proto::loop_info scheduler::retry(std::int64_t loop_id) {
-    const proto::loop_info loop = ctx_.db.get_loop(loop_id);
+    const proto::loop_info loop = ctx_.db.loops().get_loop(loop_id);
     const std::string state(proto::to_string(loop.state));
     if (!proto::is_terminal(loop.state))
         throw proto::rpc_error(proto::error_kind::invalid_state,
@@ -113,11 +113,11 @@ proto::loop_info scheduler::retry(std::int64_t loop_id) {
     spdlog::info("loop {} retried after {} iteration(s): it was {}", loop_id, loop.iterations,
                  state);
     schedule();
-    return ctx_.db.get_loop(loop_id);
+    return ctx_.db.loops().get_loop(loop_id);
 }
 
 proto::loop_info scheduler::extend(std::int64_t loop_id, std::int64_t more) {
-    proto::loop_info loop = ctx_.db.get_loop(loop_id);
+    proto::loop_info loop = ctx_.db.loops().get_loop(loop_id);
     if (loop.spec.max_iterations == 0)
         throw proto::rpc_error(proto::error_kind::invalid_state,
                                fmt::format("cannot extend loop {}: it has no iteration limit "
@@ -140,15 +140,15 @@ proto::loop_info scheduler::extend(std::int64_t loop_id, std::int64_t more) {
     if (ended) check_can_requeue(loop, "extend");
     // The limit first: a crash before the state change leaves an exhausted loop with a higher
     // limit, which extend raises again.
-    ctx_.db.set_max_iterations(loop_id, raised, ctx_.clock.now_ms());
+    ctx_.db.loops().set_max_iterations(loop_id, raised, ctx_.clock.now_ms());
     spdlog::info("loop {}: max iterations {} → {}", loop_id, loop.spec.max_iterations, raised);
     if (!ended) {
         ctx_.on_counters(loop_id);
-        return ctx_.db.get_loop(loop_id);
+        return ctx_.db.loops().get_loop(loop_id);
     }
     set_state(loop_id, proto::loop_event::extend, "", 0);
     schedule();
-    return ctx_.db.get_loop(loop_id);
+    return ctx_.db.loops().get_loop(loop_id);
 }
 
 bool scheduler::workspace_busy(const std::string& workspace) const {
@@ -178,7 +178,7 @@ void scheduler::schedule_now() {
         wake_by(verdict.until_ms);
     };
     // Parked loops (waiting without a runner) whose time has come are queued again.
-    for (const auto& loop : ctx_.db.list_loops({proto::loop_state::waiting}, 0)) {
+    for (const auto& loop : ctx_.db.loops().list_loops({proto::loop_state::waiting}, 0)) {
         if (running_.count(loop.id)) continue;  // waiting inside its runner: a delay or backoff
         if (loop.resume_at <= now)
             set_state(loop.id, proto::loop_event::requeue, "", 0);
@@ -201,7 +201,7 @@ void scheduler::schedule_now() {
     for (const auto& [id, run] : running_) busy_workspaces.insert(run.workspace);
     // One lookup per set of quotas, not per queued loop: a long queue mostly shares a few.
     std::map<std::vector<std::string>, admission::verdict> quotas;
-    for (const auto& queued : ctx_.db.queued_loops()) {
+    for (const auto& queued : ctx_.db.loops().queued_loops()) {
         if (running_.count(queued.id)) continue;  // its runner is still ending (paused, resumed)
         if (!global.go()) {
             park(queued.id, global);
@@ -218,7 +218,7 @@ void scheduler::schedule_now() {
         // A second loop on the same workspace waits for the first to end.
         if (busy_workspaces.count(queued.workspace)) continue;
         // The loop's own budgets; a loop past its cap starts, and its runner ends it.
-        auto own = ctx_.gate.for_loop(ctx_.db.get_loop(queued.id), now);
+        auto own = ctx_.gate.for_loop(ctx_.db.loops().get_loop(queued.id), now);
         if (own.what == admission::verdict::kind::wait) {
             park(queued.id, own);
             continue;
@@ -231,7 +231,7 @@ void scheduler::schedule_now() {
 
 void scheduler::reconsider() {
     if (shutting_down_) return;
-    for (const auto& loop : ctx_.db.list_loops({proto::loop_state::waiting}, 0))
+    for (const auto& loop : ctx_.db.loops().list_loops({proto::loop_state::waiting}, 0))
         if (!running_.count(loop.id)) set_state(loop.id, proto::loop_event::requeue, "", 0);
     schedule();
 }
@@ -262,7 +262,7 @@ void scheduler::start(std::int64_t loop_id, const std::string& workspace) {
 void scheduler::adopt(std::int64_t loop_id, std::int64_t attempt_id, const shim::started& started) {
     auto runner = std::make_unique<loop_runner>(ctx_, loop_id);
     runner->adopt(attempt_id, started);
-    launch(std::move(runner), ctx_.db.get_loop(loop_id).spec.workspace);
+    launch(std::move(runner), ctx_.db.loops().get_loop(loop_id).spec.workspace);
 }
 
 void scheduler::launch(std::unique_ptr<loop_runner> runner, const std::string& workspace) {

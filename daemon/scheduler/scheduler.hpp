@@ -34,7 +34,7 @@ class scheduler {
     // Puts a paused loop back in the queue.
     proto::loop_info resume(std::int64_t loop_id);
     // Queues a failed, stalled or cancelled loop again (loop.retry): it goes on from where it
-    // was, its iterations kept, its earlier attempts behind it (store::set_state). Throws
+    // was, its iterations kept, its earlier attempts behind it (loop_table::set_state). Throws
     // rpc_error(invalid_state), naming what to do instead, for any other loop.
     proto::loop_info retry(std::int64_t loop_id);
     // Raises the loop's max_iterations by `more` (loop.extend): an exhausted loop may run `more`

@@ -1,9 +1,10 @@
-// The store's reading of the attempts' use for the budgets (members of `store`, declared in
-// store.hpp): a rolling window of attempts, summed. The attempt_use table holds the sums of the
-// attempts per minute and per hour of their start, kept by triggers (migrations.cpp, 12 → 13), so
-// a window is read as the attempts of its first partial minute, then its whole minutes up to
-// the first whole hour, then whole hours: at most a minute of attempts and 83 rows for a day,
-// however many attempts it holds.
+// The attempts' use for the budgets (attempt_use.hpp): a rolling window of attempts, summed. The
+// attempt_use table holds the sums of the attempts per minute and per hour of their start, kept
+// by triggers (migrations.cpp, 12 → 13), so a window is read as the attempts of its first partial
+// minute, then its whole minutes up to the first whole hour, then whole hours: at most a minute of
+// attempts and 83 rows for a day, however many attempts it holds.
+#include "daemon/store/attempt_use.hpp"
+
 #include "daemon/store/query.hpp"
 #include "daemon/store/store.hpp"
 
@@ -37,7 +38,7 @@ constexpr const char* loop_window =
     "FROM attempts WHERE loop_id = ?1 AND started_at >= ?2 AND id > coalesce((SELECT id FROM "
     "attempts WHERE loop_id = ?1 AND started_at < ?2 ORDER BY id DESC LIMIT 1), 0)";
 
-store::use_piece piece_from_row(SQLite::Statement& q) {
+attempt_use_table::use_piece piece_from_row(SQLite::Statement& q) {
     return {q.getColumn(0).getInt64(), q.getColumn(1).getInt64(), q.getColumn(2).getInt64(),
             q.getColumn(3).getInt64(), q.getColumn(4).getDouble()};
 }
@@ -56,35 +57,37 @@ void bind_window(SQLite::Statement& q, std::int64_t loop_id, std::int64_t since_
 
 }  // namespace
 
-store::use_piece store::use_since(std::int64_t since_ms, std::int64_t loop_id) {
+attempt_use_table::use_piece attempt_use_table::use_since(std::int64_t since_ms,
+                                                          std::int64_t loop_id) {
     const bool one_loop = loop_id != 0;
-    query q =
-        prepared(one_loop ? std::string("SELECT count(*), total(input_tokens + output_tokens), "
-                                        "total(cost_usd) ") +
-                                loop_window
-                          : std::string("SELECT total(runs), total(tokens), total(cost) FROM (") +
-                                window_pieces + ")");
+    auto q = db_.prepared(
+        one_loop ? std::string("SELECT count(*), total(input_tokens + output_tokens), "
+                               "total(cost_usd) ") +
+                       loop_window
+                 : std::string("SELECT total(runs), total(tokens), total(cost) FROM (") +
+                       window_pieces + ")");
     bind_window(q, loop_id, since_ms);
     q.executeStep();
     return {since_ms, 0, std::int64_t(q.getColumn(0).getDouble()),
             std::int64_t(q.getColumn(1).getDouble()), q.getColumn(2).getDouble()};
 }
 
-std::vector<store::use_piece> store::use_pieces_since(std::int64_t since_ms, std::int64_t loop_id) {
+std::vector<attempt_use_table::use_piece> attempt_use_table::use_pieces_since(
+    std::int64_t since_ms, std::int64_t loop_id) {
     const bool one_loop = loop_id != 0;
-    query q =
-        prepared(one_loop ? std::string("SELECT started_at, 0, 1, input_tokens + output_tokens, "
-                                        "ifnull(cost_usd, 0) ") +
-                                loop_window + " ORDER BY id"
-                          : std::string(window_pieces) + " ORDER BY 1");
+    auto q = db_.prepared(
+        one_loop ? std::string("SELECT started_at, 0, 1, input_tokens + output_tokens, "
+                               "ifnull(cost_usd, 0) ") +
+                       loop_window + " ORDER BY id"
+                 : std::string(window_pieces) + " ORDER BY 1");
     bind_window(q, loop_id, since_ms);
     std::vector<use_piece> pieces;
     while (q.executeStep()) pieces.push_back(piece_from_row(q));
     return pieces;
 }
 
-std::vector<store::use_piece> store::use_within(const use_piece& slot) {
-    query q = prepared(
+std::vector<attempt_use_table::use_piece> attempt_use_table::use_within(const use_piece& slot) {
+    auto q = db_.prepared(
         slot.span == hour_ms
             ? "SELECT slot * 60000, 60000, runs, tokens, cost FROM attempt_use "
               "WHERE span = 60000 AND slot >= ?1 / 60000 AND slot < (?1 + 3600000) / 60000 "

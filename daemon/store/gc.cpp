@@ -120,7 +120,7 @@ awaitable<void> pause_for_others(const gc_context& ctx, const pacer& last) {
 
 // A --worktree loop's worktree holds its results, on its branch: the loop's history says what
 // they are, so it stays as long as the worktree does.
-bool worktree_exists(const store::ended_loop& loop) {
+bool worktree_exists(const loop_history::ended_loop& loop) {
     std::error_code ec;
     return !loop.worktree_path.empty() && std::filesystem::exists(loop.worktree_path, ec);
 }
@@ -129,7 +129,7 @@ bool worktree_exists(const store::ended_loop& loop) {
 // --pr remote, else origin), or the worktree has uncommitted changes: then nothing is lost with
 // it, and it goes (with its branch on --delete-branch). Returns whether it is gone (with dry_run:
 // would go). Blocks (libgit2).
-bool remove_merged_worktree(const store::ended_loop& loop, bool dry_run) {
+bool remove_merged_worktree(const loop_history::ended_loop& loop, bool dry_run) {
     std::string error;
     const std::string remote = loop.pr_remote.empty() ? proto::default_pr_remote : loop.pr_remote;
     const bool merged = !loop.worktree_target.empty() &&
@@ -147,16 +147,15 @@ bool remove_merged_worktree(const store::ended_loop& loop, bool dry_run) {
 
 // The ended loops' ids but those whose worktree stays (result.kept_for_worktrees); the worktrees
 // that are merged or pushed go first, on the pool thread (result.worktrees_removed).
-awaitable<std::vector<std::int64_t>> sort_worktrees(const std::vector<store::ended_loop>& ended,
-                                                    const proto::gc_request& request,
-                                                    proto::gc_result& result,
-                                                    const gc_context& ctx) {
+awaitable<std::vector<std::int64_t>> sort_worktrees(
+    const std::vector<loop_history::ended_loop>& ended, const proto::gc_request& request,
+    proto::gc_result& result, const gc_context& ctx) {
     std::vector<std::int64_t> kept;
     if (std::any_of(ended.begin(), ended.end(), worktree_exists)) {
         const bool dry_run = request.dry_run;
         const proto::gc_result sorted = co_await off_thread(ctx.blocking, [&ended, dry_run] {
             proto::gc_result worktree_loops;
-            for (const store::ended_loop& loop : ended)
+            for (const loop_history::ended_loop& loop : ended)
                 if (worktree_exists(loop))
                     (remove_merged_worktree(loop, dry_run) ? worktree_loops.worktrees_removed
                                                            : worktree_loops.kept_for_worktrees)
@@ -172,7 +171,7 @@ awaitable<std::vector<std::int64_t>> sort_worktrees(const std::vector<store::end
         kept = sorted.kept_for_worktrees;
     }
     std::vector<std::int64_t> ids;
-    for (const store::ended_loop& loop : ended)
+    for (const loop_history::ended_loop& loop : ended)
         if (std::find(kept.begin(), kept.end(), loop.id) == kept.end()) ids.push_back(loop.id);
     co_return ids;
 }
@@ -250,10 +249,10 @@ awaitable<proto::gc_result> collect_garbage(const proto::gc_request& request, st
     std::optional<larger_cache> cache;
     cache.emplace(ctx.db);
     pacer loops_per_transaction(ctx.db, 10, max_loops_per_transaction);
-    store::gc_cursor cursor;
+    loop_history::gc_cursor cursor;
     for (;;) {
-        std::vector<store::ended_loop> ended =
-            ctx.db.loops_ended_before(result.before, cursor, loops_per_batch);
+        std::vector<loop_history::ended_loop> ended =
+            ctx.db.history().loops_ended_before(result.before, cursor, loops_per_batch);
         if (ended.empty()) break;
         cursor = {ended.back().finished_at, ended.back().id};
         std::erase_if(ended, [&ctx](const auto& loop) { return ctx.is_running(loop.id); });
@@ -275,9 +274,10 @@ awaitable<proto::gc_result> collect_garbage(const proto::gc_request& request, st
             if (refused.empty()) {
                 try {
                     const bool dry_run = request.dry_run;
-                    store::removal removal = loops_per_transaction.step(
-                        std::int64_t(n),
-                        [&ctx, &some, dry_run] { return ctx.db.remove_loops(some, dry_run); });
+                    loop_history::removal removal =
+                        loops_per_transaction.step(std::int64_t(n), [&ctx, &some, dry_run] {
+                            return ctx.db.history().remove_loops(some, dry_run);
+                        });
                     result.loop_ids.insert(result.loop_ids.end(), removal.loop_ids.begin(),
                                            removal.loop_ids.end());
                     result.attempts += removal.attempts;
@@ -334,19 +334,21 @@ awaitable<proto::gc_result> collect_garbage(const proto::gc_request& request, st
 }
 
 awaitable<proto::removal_result> remove_loop(std::int64_t loop_id, const gc_context& ctx) {
-    const proto::loop_info loop = ctx.db.get_loop(loop_id);  // loop_not_found for an unknown id
+    const proto::loop_info loop =
+        ctx.db.loops().get_loop(loop_id);  // loop_not_found for an unknown id
     if (!proto::is_terminal(loop.state))
         throw proto::rpc_error(proto::error_kind::invalid_state,
                                fmt::format("cannot remove loop {}: it is {}, not ended (cancel it "
                                            "first: ralphctl cancel {})",
                                            loop_id, proto::to_string(loop.state), loop_id));
-    const std::optional<store::ended_loop> ended_loop = ctx.db.ended_loop_of(loop_id);
+    const std::optional<loop_history::ended_loop> ended_loop =
+        ctx.db.history().ended_loop_of(loop_id);
     if (!ended_loop || ctx.is_running(loop_id))
         throw proto::rpc_error(proto::error_kind::invalid_state,
                                fmt::format("cannot remove loop {}: its agent is still being "
                                            "stopped; try again in a moment",
                                            loop_id));
-    const std::vector<store::ended_loop> ended{*ended_loop};
+    const std::vector<loop_history::ended_loop> ended{*ended_loop};
     const proto::gc_request request;  // not a dry run
     proto::gc_result sorted;
     const std::vector<std::int64_t> ids = co_await sort_worktrees(ended, request, sorted, ctx);
@@ -361,7 +363,7 @@ awaitable<proto::removal_result> remove_loop(std::int64_t loop_id, const gc_cont
     // As collect_garbage removes a loop: its output index written, its rows in one transaction,
     // then its files.
     ctx.output.write_pending();
-    const store::removal removal = ctx.db.remove_loops(ids, false);
+    const loop_history::removal removal = ctx.db.history().remove_loops(ids, false);
     // It was taken back to the queue (loop.retry) while its worktree was checked.
     if (removal.loop_ids.empty())
         throw proto::rpc_error(

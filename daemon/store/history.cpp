@@ -1,6 +1,6 @@
-// The store's queries over the history (members of `store`, declared in store.hpp): the
-// report of what loops did in a time window, summed by SQLite so that a long history is never
-// loaded, and the pruning of loops that ended long ago.
+// The store's queries over the history (history.hpp): the report of what loops did in a time
+// window, summed by SQLite so that a long history is never loaded, and the pruning of loops that
+// ended long ago.
 //
 // "An attempt in the window" [since, until]: it started or ended in it, or it still runs. The
 // attempts of one loop run one after the other, so a loop has one exactly when its last
@@ -9,12 +9,13 @@
 // the loops a report looks at are those that ended in it, those that have not ended, and those
 // of the attempts that started in it or still run (a loop submitted in the window has either
 // ended in it or not ended), each found through an index.
+#include "daemon/store/history.hpp"
+
 #include "daemon/store/query.hpp"
 #include "daemon/store/rows.hpp"
 #include "daemon/store/store.hpp"
 
 #include <fmt/format.h>
-#include <sqlite3.h>
 
 #include <algorithm>
 #include <array>
@@ -48,7 +49,7 @@ std::string states_sql(bool ended) {
 constexpr std::array<const char*, 5> loop_history_tables{"events", "output_chunks", "steering",
                                                          "announced_waits", "attempts"};
 
-// An ended loop's columns for gc, in store::ended_loop's order, from `loops`; a spec is read
+// An ended loop's columns for gc, in loop_history::ended_loop's order, from `loops`; a spec is read
 // only for a --worktree loop.
 constexpr const char* ended_loop_columns =
     "SELECT id, finished_at, worktree_path, "
@@ -58,7 +59,7 @@ constexpr const char* ended_loop_columns =
     "'' THEN 0 ELSE ifnull(json_extract(spec, '$.delete_branch'), 0) END, CASE WHEN "
     "worktree_path = '' THEN '' ELSE ifnull(json_extract(spec, '$.pr'), '') END FROM loops ";
 
-store::ended_loop ended_loop_from_row(SQLite::Statement& q) {
+loop_history::ended_loop ended_loop_from_row(SQLite::Statement& q) {
     return {q.getColumn(0).getInt64(),    q.getColumn(1).getInt64(),  q.getColumn(2).getString(),
             q.getColumn(3).getString(),   q.getColumn(4).getString(), q.getColumn(5).getString(),
             q.getColumn(6).getInt() != 0, q.getColumn(7).getString()};
@@ -66,9 +67,10 @@ store::ended_loop ended_loop_from_row(SQLite::Statement& q) {
 
 }  // namespace
 
-std::vector<proto::report_loop> store::report_loops(std::int64_t since_ms, std::int64_t until_ms) {
+std::vector<proto::report_loop> loop_history::report_loops(std::int64_t since_ms,
+                                                           std::int64_t until_ms) {
     SQLite::Statement loops(
-        db_,
+        db_.connection_,
         "SELECT l.id, l.name, l.workspace, l.agent, l.state, l.stop_reason, "
         "l.created_at, l.started_at, l.finished_at, l.iterations, l.max_iterations "
         "FROM loops l WHERE l.id IN ("
@@ -85,7 +87,7 @@ std::vector<proto::report_loop> store::report_loops(std::int64_t since_ms, std::
     loops.bind(1, since_ms);
     // ?1 loop, ?2 since, ?3 until (the end of an attempt still running); {0}: in the window.
     SQLite::Statement sums(
-        db_,
+        db_.connection_,
         fmt::format(
             "SELECT count(*), count(DISTINCT iteration), ifnull(sum(attempt > 1 AND kind = "
             "'work'), 0), "
@@ -101,16 +103,19 @@ std::vector<proto::report_loop> store::report_loops(std::int64_t since_ms, std::
             "FROM attempts WHERE {0}",
             attempt_in_window));
     SQLite::Statement by_agent(
-        db_, fmt::format("SELECT agent, ifnull(sum(input_tokens), 0), ifnull(sum(output_tokens), "
-                         "0), sum(cost_usd), ifnull(sum(turns), 0), ifnull(sum(tool_calls), 0) "
-                         "FROM attempts WHERE {0} GROUP BY agent",
-                         attempt_in_window));
-    SQLite::Statement failures(db_, fmt::format("SELECT failure, count(*) FROM attempts WHERE {0} "
-                                                "AND failure != '' GROUP BY failure",
-                                                attempt_in_window));
-    SQLite::Statement verdicts(db_, fmt::format("SELECT verdict, count(*) FROM attempts WHERE {0} "
-                                                "AND verdict != '' GROUP BY verdict",
-                                                attempt_in_window));
+        db_.connection_,
+        fmt::format("SELECT agent, ifnull(sum(input_tokens), 0), ifnull(sum(output_tokens), "
+                    "0), sum(cost_usd), ifnull(sum(turns), 0), ifnull(sum(tool_calls), 0) "
+                    "FROM attempts WHERE {0} GROUP BY agent",
+                    attempt_in_window));
+    SQLite::Statement failures(db_.connection_,
+                               fmt::format("SELECT failure, count(*) FROM attempts WHERE {0} "
+                                           "AND failure != '' GROUP BY failure",
+                                           attempt_in_window));
+    SQLite::Statement verdicts(db_.connection_,
+                               fmt::format("SELECT verdict, count(*) FROM attempts WHERE {0} "
+                                           "AND verdict != '' GROUP BY verdict",
+                                           attempt_in_window));
 
     std::vector<proto::report_loop> result;
     while (loops.executeStep()) {
@@ -168,13 +173,14 @@ std::vector<proto::report_loop> store::report_loops(std::int64_t since_ms, std::
     return result;
 }
 
-std::vector<store::ended_loop> store::loops_ended_before(std::int64_t cutoff_ms, gc_cursor after,
-                                                         std::int64_t limit) {
+std::vector<loop_history::ended_loop> loop_history::loops_ended_before(std::int64_t cutoff_ms,
+                                                                       gc_cursor after,
+                                                                       std::int64_t limit) {
     // The (finished_at) index, from the cursor on.
-    query q = prepared(std::string(ended_loop_columns) +
-                       "INDEXED BY loops_by_finished WHERE finished_at > 0 AND finished_at < ?1 "
-                       "AND finished_at >= ?2 AND (finished_at > ?2 OR id > ?3) AND state IN (" +
-                       states_sql(true) + ") ORDER BY finished_at, id LIMIT ?4");
+    auto q = db_.prepared(std::string(ended_loop_columns) +
+                          "INDEXED BY loops_by_finished WHERE finished_at > 0 AND finished_at < ?1 "
+                          "AND finished_at >= ?2 AND (finished_at > ?2 OR id > ?3) AND state IN (" +
+                          states_sql(true) + ") ORDER BY finished_at, id LIMIT ?4");
     q.bind(1, cutoff_ms);
     q.bind(2, after.finished_at);
     q.bind(3, after.id);
@@ -184,20 +190,21 @@ std::vector<store::ended_loop> store::loops_ended_before(std::int64_t cutoff_ms,
     return loops;
 }
 
-std::optional<store::ended_loop> store::ended_loop_of(std::int64_t loop_id) {
-    query q = prepared(std::string(ended_loop_columns) + "WHERE id = ? AND state IN (" +
-                       states_sql(true) + ")");
+std::optional<loop_history::ended_loop> loop_history::ended_loop_of(std::int64_t loop_id) {
+    auto q = db_.prepared(std::string(ended_loop_columns) + "WHERE id = ? AND state IN (" +
+                          states_sql(true) + ")");
     q.bind(1, loop_id);
     if (!q.executeStep()) return std::nullopt;
     return ended_loop_from_row(q);
 }
 
-store::removal store::remove_loops(const std::vector<std::int64_t>& loop_ids, bool dry_run) {
-    SQLite::Transaction tx(db_);
+loop_history::removal loop_history::remove_loops(const std::vector<std::int64_t>& loop_ids,
+                                                 bool dry_run) {
+    SQLite::Transaction tx(db_.connection_);
     removal removed;
     for (std::int64_t id : loop_ids) {
         {
-            query state_of = prepared("SELECT state FROM loops WHERE id = ?");
+            auto state_of = db_.prepared("SELECT state FROM loops WHERE id = ?");
             state_of.bind(1, id);
             if (!state_of.executeStep() || !proto::is_terminal(proto::loop_state_from_string(
                                                state_of.getColumn(0).getString())))
@@ -205,7 +212,7 @@ store::removal store::remove_loops(const std::vector<std::int64_t>& loop_ids, bo
         }
         removed.loop_ids.push_back(id);
         if (dry_run) {
-            query counts = prepared(
+            auto counts = db_.prepared(
                 "SELECT (SELECT count(*) FROM attempts WHERE loop_id = ?1), "
                 "(SELECT count(*) FROM events WHERE loop_id = ?1)");
             counts.bind(1, id);
@@ -217,19 +224,19 @@ store::removal store::remove_loops(const std::vector<std::int64_t>& loop_ids, bo
         // Children first; the loop last, so that a table added later without ON DELETE CASCADE
         // fails the whole removal (foreign keys are on) instead of leaving orphans.
         for (const char* table : loop_history_tables) {
-            query remove = prepared(std::string("DELETE FROM ") + table + " WHERE loop_id = ?");
+            auto remove = db_.prepared(std::string("DELETE FROM ") + table + " WHERE loop_id = ?");
             remove.bind(1, id);
             const std::int64_t rows = remove.exec();
             if (table == std::string_view("attempts")) removed.attempts += rows;
             if (table == std::string_view("events")) removed.events += rows;
         }
-        query remove = prepared("DELETE FROM loops WHERE id = ?");
+        auto remove = db_.prepared("DELETE FROM loops WHERE id = ?");
         remove.bind(1, id);
         remove.exec();
     }
     if (dry_run || removed.loop_ids.empty()) return removed;
     // The ids stay taken (next_loop_id_sql).
-    query mark_removed = prepared(
+    auto mark_removed = db_.prepared(
         "INSERT INTO settings (key, value) VALUES ('removed_loop_id', ?1) "
         "ON CONFLICT (key) DO UPDATE SET value = max(CAST(value AS INTEGER), ?1)");
     mark_removed.bind(1, *std::max_element(removed.loop_ids.begin(), removed.loop_ids.end()));
@@ -237,20 +244,5 @@ store::removal store::remove_loops(const std::vector<std::int64_t>& loop_ids, bo
     tx.commit();
     return removed;
 }
-
-std::int64_t store::free_pages() { return db_.execAndGet("PRAGMA freelist_count").getInt64(); }
-
-std::int64_t store::vacuum_some(std::int64_t pages) {
-    // (0 would give them all back at once.)
-    db_.exec("PRAGMA incremental_vacuum(" + std::to_string(std::max<std::int64_t>(1, pages)) + ")");
-    return free_pages();
-}
-
-void store::set_cache_kib(std::int64_t kib) {
-    db_.exec("PRAGMA cache_size = " + std::to_string(-(kib > 0 ? kib : 2000)));
-    release_memory();
-}
-
-void store::release_memory() { sqlite3_db_release_memory(db_.getHandle()); }
 
 }  // namespace ralph

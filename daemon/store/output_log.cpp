@@ -125,7 +125,7 @@ void output_log::flush() {
 
 void output_log::write_pending() {
     if (pending_.empty()) return;
-    std::vector<store::output_chunk_row> rows;
+    std::vector<output_index_table::output_chunk_row> rows;
     rows.reserve(pending_.size());
     std::map<std::int64_t, std::int64_t> ends;
     for (const auto& chunk : pending_) {
@@ -133,7 +133,7 @@ void output_log::write_pending() {
                         std::string(to_string(chunk.stream))});
         ends[chunk.loop_id] = chunk.offset + chunk.length;
     }
-    db_.record_output(rows, ends);
+    db_.output_index().record_output(rows, ends);
     pending_.clear();
     pending_bytes_ = 0;
     for (const auto& [loop_id, end] : ends) {
@@ -145,7 +145,7 @@ void output_log::write_pending() {
 std::int64_t output_log::committed_end(std::int64_t loop_id) const {
     auto it = committed_.find(loop_id);
     if (it != committed_.end()) return it->second;
-    std::int64_t end = db_.output_bytes(loop_id);
+    std::int64_t end = db_.output_index().output_bytes(loop_id);
     committed_[loop_id] = end;
     return end;
 }
@@ -179,7 +179,7 @@ output_log::output_span output_log::span_at(std::int64_t loop_id, std::int64_t o
     auto cached = spans_.find(loop_id);
     if (cached == spans_.end()) {
         format_spans spans;
-        for (const auto& attempt : db_.attempt_starts(loop_id)) {
+        for (const auto& attempt : db_.output_index().attempt_starts(loop_id)) {
             auto& starts = spans.starts;
             // An attempt that began where this one does wrote nothing.
             if (!starts.empty() && starts.back().offset == attempt.output_start) starts.pop_back();
@@ -226,9 +226,9 @@ void output_log::recover(std::int64_t loop_id, std::int64_t attempt_id) {
     struct stat st {};
     if (::stat(file_of(loop_id).c_str(), &st) != 0 || st.st_size <= end) return;
     std::int64_t extra = st.st_size - end;
-    db_.record_output({{loop_id, attempt_id, end, extra, text::now_ms(),
-                        std::string(to_string(output_stream::recovered))}},
-                      {{loop_id, st.st_size}});
+    db_.output_index().record_output({{loop_id, attempt_id, end, extra, text::now_ms(),
+                                       std::string(to_string(output_stream::recovered))}},
+                                     {{loop_id, st.st_size}});
     committed_[loop_id] = st.st_size;
     spdlog::info("loop {}: indexed {} bytes of output that no journal announced", loop_id, extra);
 }

@@ -1,4 +1,4 @@
-// Reading the store's rows, shared by its files (store.cpp, history.cpp).
+// Reading the store's rows, shared by its tables' files (loops.cpp, attempts.cpp, history.cpp).
 #pragma once
 
 #include "proto/types.hpp"

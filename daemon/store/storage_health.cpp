@@ -197,7 +197,7 @@ void storage_health::schedule_probe() {
 
 void storage_health::probe() {
     check_database_in_place();
-    db_.probe_write(text::now_ms());
+    db_.settings().probe_write(text::now_ms());
     for (const auto& dir : probe_dirs_) {
         std::error_code ec;
         if (!std::filesystem::exists(dir, ec)) {

@@ -33,7 +33,7 @@ proto::host_capacity capacity_for(const proto::submit_params& spec, std::int64_t
     room.workspace_busy = load.workspace_busy;
     if (!room.scheduler_held && !room.workspace_busy)
         room.free_slots = std::max<std::int64_t>(0, room.max_concurrent - room.running);
-    room.queued = db.count_loops({proto::loop_state::queued});
+    room.queued = db.loops().count_loops({proto::loop_state::queued});
     const admission::verdict held = gate.for_quotas(proto::quotas_of(spec), now_ms);
     room.agent_held = !held.go();
     room.agent_held_until = room.agent_held ? held.until_ms : 0;

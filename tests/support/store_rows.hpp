@@ -18,7 +18,7 @@ inline std::int64_t add_loop(store& db, const std::string& name, std::int64_t cr
     spec.workspace = "/tmp/" + name;
     spec.command = "true";
     spec.max_iterations = 10;
-    return db.insert_loop(spec, created_at);
+    return db.loops().insert_loop(spec, created_at);
 }
 
 struct attempt_spec {
@@ -42,7 +42,7 @@ inline std::int64_t add_attempt(store& db, std::int64_t loop_id, const attempt_s
     a.attempt = s.attempt;
     a.argv = {"agent"};
     a.started_at = s.started_at;
-    a.id = db.begin_attempt(a, 0);
+    a.id = db.attempts().begin_attempt(a, 0);
     if (s.ended_at == 0) return a.id;
     a.ended_at = s.ended_at;
     a.how = s.how;
@@ -55,7 +55,7 @@ inline std::int64_t add_attempt(store& db, std::int64_t loop_id, const attempt_s
     a.usage.input_tokens = s.input_tokens;
     a.usage.output_tokens = s.output_tokens;
     a.usage.cost_usd = s.cost;
-    db.finish_attempt(a);
+    db.attempts().finish_attempt(a);
     return a.id;
 }
 
@@ -94,10 +94,10 @@ inline void move_to(store& db, std::int64_t id, proto::loop_state target, const 
         case loop_state::queued:
             return;
     }
-    if (last != loop_event::start && db.get_loop(id).state == loop_state::queued &&
+    if (last != loop_event::start && db.loops().get_loop(id).state == loop_state::queued &&
         !proto::next_state(loop_state::queued, last))
-        db.set_state(id, loop_event::start, "", 0, now);
-    db.set_state(id, last, reason, resume_at, now);
+        db.loops().set_state(id, loop_event::start, "", 0, now);
+    db.loops().set_state(id, last, reason, resume_at, now);
 }
 
 }  // namespace ralph::test

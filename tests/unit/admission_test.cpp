@@ -75,9 +75,9 @@ TEST_CASE("a loop runs on its first agent no usage limit holds, and waits for th
     CHECK(gate.pick_agent(spec, 1000) == ralph::proto::agent_choice{"claude", "opus"});
     CHECK(ralph::proto::on_agent(spec, gate.pick_agent(spec, 1000)) == spec);
 
-    db.hold_agent({"claude", "default", 9000, "claude usage limit", ""});
+    db.holds().hold_agent({"claude", "default", 9000, "claude usage limit", ""});
     // Another account's hold of codex holds nothing here.
-    db.hold_agent({"codex", "work", 9000, "codex usage limit", "build1"});
+    db.holds().hold_agent({"codex", "work", 9000, "codex usage limit", "build1"});
     CHECK(gate.for_quotas(agents, 1000).go());
     CHECK(gate.pick_agent(spec, 1000) == ralph::proto::agent_choice{"codex", "o3"});
     const ralph::proto::submit_params on_codex = ralph::proto::on_agent(spec, {"codex", "o3"});
@@ -85,9 +85,9 @@ TEST_CASE("a loop runs on its first agent no usage limit holds, and waits for th
     CHECK(on_codex.model == "o3");
     CHECK(on_codex.args.empty());  // claude's own
 
-    db.hold_agent({"codex", "default", 5000, "codex usage limit", ""});
+    db.holds().hold_agent({"codex", "default", 5000, "codex usage limit", ""});
     CHECK(gate.pick_agent(spec, 1000) == ralph::proto::agent_choice{"gemini", ""});
-    db.hold_agent({"gemini", "default", 7000, "gemini usage limit", "build2"});
+    db.holds().hold_agent({"gemini", "default", 7000, "gemini usage limit", "build2"});
     const auto held = gate.for_quotas(agents, 1000);
     CHECK(held.what == ralph::admission::verdict::kind::wait);
     CHECK(held.until_ms == 5000);
@@ -121,13 +121,13 @@ TEST_CASE("a usage limit holds the quota it was met on: a command's program, or 
     ralph::test::temp_dir dir;
     ralph::store db(dir.path / "ralph.db");
     ralph::admission gate(db, "default");
-    db.hold_agent({"command:other-agent", "default", 9000, "other-agent usage limit", ""});
+    db.holds().hold_agent({"command:other-agent", "default", 9000, "other-agent usage limit", ""});
     ralph::proto::submit_params mine;
     mine.agent = "command";
     mine.command = "my-agent";
     // Another program's limit is not this one's.
     CHECK(gate.for_quotas(quotas_of(mine), 1000).go());
-    db.hold_agent({"command:my-agent", "default", 9000, "my-agent usage limit", ""});
+    db.holds().hold_agent({"command:my-agent", "default", 9000, "my-agent usage limit", ""});
     CHECK_FALSE(gate.for_quotas(quotas_of(mine), 1000).go());
     mine.quota_key = "separate";
     CHECK(gate.for_quotas(quotas_of(mine), 1000).go());

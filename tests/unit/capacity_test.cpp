@@ -50,11 +50,11 @@ TEST_CASE("capacity: the slots left by the running loops are free, and the queue
     daemon_state daemon;
     set_max_concurrent(daemon.gate, 4);
     const auto spec = spec_on("claude");
-    daemon.db.insert_loop(spec, now);
-    daemon.db.insert_loop(spec, now);
+    daemon.db.loops().insert_loop(spec, now);
+    daemon.db.loops().insert_loop(spec, now);
     // A paused loop is not in the queue.
-    const std::int64_t paused = daemon.db.insert_loop(spec, now);
-    daemon.db.set_state(paused, ralph::proto::loop_event::pause, "", 0, now);
+    const std::int64_t paused = daemon.db.loops().insert_loop(spec, now);
+    daemon.db.loops().set_state(paused, ralph::proto::loop_event::pause, "", 0, now);
 
     const auto room = daemon.capacity(spec, {.running = 1, .workspace_busy = false});
     CHECK(room.max_concurrent == 4);
@@ -105,12 +105,12 @@ TEST_CASE("capacity: the agents are held only when a usage limit holds each the 
     daemon_state daemon;
     ralph::proto::submit_params spec = spec_on("claude");
     spec.fallback = {"codex"};
-    daemon.db.hold_agent({"claude", "default", now + 9000, "claude usage limit", ""});
+    daemon.db.holds().hold_agent({"claude", "default", now + 9000, "claude usage limit", ""});
     auto room = daemon.capacity(spec);
     CHECK_FALSE(room.agent_held);  // codex is free
     CHECK(room.free_slots == 1);
 
-    daemon.db.hold_agent({"codex", "default", now + 5000, "codex usage limit", ""});
+    daemon.db.holds().hold_agent({"codex", "default", now + 5000, "codex usage limit", ""});
     room = daemon.capacity(spec);
     CHECK(room.agent_held);
     CHECK(room.agent_held_until == now + 5000);  // the earliest reset

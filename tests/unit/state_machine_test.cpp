@@ -95,19 +95,19 @@ TEST_CASE("state machine: the store applies every allowed transition and refuses
         for (loop_event event : all_events) {
             CAPTURE(proto::to_string(from));
             CAPTURE(proto::to_string(event));
-            const std::int64_t id = db.insert_loop(spec, now);
-            for (loop_event step : path_to(from)) db.set_state(id, step, "", 0, ++now);
-            REQUIRE(db.get_loop(id).state == from);
+            const std::int64_t id = db.loops().insert_loop(spec, now);
+            for (loop_event step : path_to(from)) db.loops().set_state(id, step, "", 0, ++now);
+            REQUIRE(db.loops().get_loop(id).state == from);
             const auto allowed = proto::next_state(from, event);
             if (allowed) {
-                CHECK(db.set_state(id, event, "why", 0, ++now) == *allowed);
-                const proto::loop_info loop = db.get_loop(id);
+                CHECK(db.loops().set_state(id, event, "why", 0, ++now) == *allowed);
+                const proto::loop_info loop = db.loops().get_loop(id);
                 CHECK(loop.state == *allowed);
                 CHECK(loop.stop_reason == "why");
                 CHECK((loop.finished_at != 0) == proto::is_terminal(*allowed));
             } else {
-                CHECK_THROWS_AS(db.set_state(id, event, "why", 0, ++now), std::logic_error);
-                CHECK(db.get_loop(id).state == from);  // nothing changed
+                CHECK_THROWS_AS(db.loops().set_state(id, event, "why", 0, ++now), std::logic_error);
+                CHECK(db.loops().get_loop(id).state == from);  // nothing changed
             }
         }
     }
@@ -128,7 +128,7 @@ TEST_CASE("state machine: a retry puts the loop's attempts so far behind it; ext
     ralph::store& db = loops.db;
     const proto::submit_params& spec = loops.spec;
     std::int64_t now = 1000;
-    const std::int64_t id = db.insert_loop(spec, now);
+    const std::int64_t id = db.loops().insert_loop(spec, now);
     // Iteration 1 made no progress, and its judge rejected it; iteration 2 failed.
     auto add = [&](std::int64_t iteration, proto::attempt_kind kind, proto::termination how,
                    const std::string& verdict) {
@@ -137,40 +137,40 @@ TEST_CASE("state machine: a retry puts the loop's attempts so far behind it; ext
         a.kind = kind;
         a.iteration = iteration;
         a.attempt = 1;
-        a.id = db.begin_attempt(a, 0);
+        a.id = db.attempts().begin_attempt(a, 0);
         a.how = how;
         a.progress = false;
         a.verdict = verdict;
-        db.finish_attempt(a);
+        db.attempts().finish_attempt(a);
     };
-    db.set_state(id, loop_event::start, "", 0, ++now);
+    db.loops().set_state(id, loop_event::start, "", 0, ++now);
     add(1, proto::attempt_kind::work, proto::termination::exited, "");
     add(1, proto::attempt_kind::judge, proto::termination::exited, "reject");
-    db.set_iterations(id, 1, ++now);
+    db.loops().set_iterations(id, 1, ++now);
     add(2, proto::attempt_kind::work, proto::termination::failed, "");
-    db.set_state(id, loop_event::fail, "iteration 2 failed 1 time(s)", 0, ++now);
-    CHECK(db.attempts_in(id, 2).size() == 1);
-    CHECK(db.judge_rejections(id) == 1);
-    CHECK(db.iterations_without_progress(id) == 1);
+    db.loops().set_state(id, loop_event::fail, "iteration 2 failed 1 time(s)", 0, ++now);
+    CHECK(db.attempts().attempts_in(id, 2).size() == 1);
+    CHECK(db.attempts().judge_rejections(id) == 1);
+    CHECK(db.attempts().iterations_without_progress(id) == 1);
 
-    CHECK(db.set_state(id, loop_event::retry, "", 0, ++now) == loop_state::queued);
-    const proto::loop_info retried = db.get_loop(id);
+    CHECK(db.loops().set_state(id, loop_event::retry, "", 0, ++now) == loop_state::queued);
+    const proto::loop_info retried = db.loops().get_loop(id);
     CHECK(retried.iterations == 1);  // kept: iteration 2 runs again
     CHECK(retried.finished_at == 0);
-    CHECK(db.attempts_in(id, 2).empty());
-    CHECK(db.judge_rejections(id) == 0);
-    CHECK(db.iterations_without_progress(id) == 0);
-    CHECK(db.attempts_of(id).size() == 3);  // the history stays
+    CHECK(db.attempts().attempts_in(id, 2).empty());
+    CHECK(db.attempts().judge_rejections(id) == 0);
+    CHECK(db.attempts().iterations_without_progress(id) == 0);
+    CHECK(db.attempts().attempts_of(id).size() == 3);  // the history stays
 
     // The attempts after the retry count again.
-    db.set_state(id, loop_event::start, "", 0, ++now);
+    db.loops().set_state(id, loop_event::start, "", 0, ++now);
     add(2, proto::attempt_kind::work, proto::termination::failed, "");
-    CHECK(db.attempts_in(id, 2).size() == 1);
+    CHECK(db.attempts().attempts_in(id, 2).size() == 1);
 
     // extend: the limit raised, the attempts still counted.
-    db.set_state(id, loop_event::exhaust, "reached max iterations (1)", 0, ++now);
-    db.set_max_iterations(id, 5, ++now);
-    CHECK(db.set_state(id, loop_event::extend, "", 0, ++now) == loop_state::queued);
-    CHECK(db.get_loop(id).spec.max_iterations == 5);
-    CHECK(db.attempts_in(id, 2).size() == 1);
+    db.loops().set_state(id, loop_event::exhaust, "reached max iterations (1)", 0, ++now);
+    db.loops().set_max_iterations(id, 5, ++now);
+    CHECK(db.loops().set_state(id, loop_event::extend, "", 0, ++now) == loop_state::queued);
+    CHECK(db.loops().get_loop(id).spec.max_iterations == 5);
+    CHECK(db.attempts().attempts_in(id, 2).size() == 1);
 }

@@ -39,14 +39,14 @@ struct store_probe {
     static std::int64_t steps(store& db, Work&& work) {
         std::int64_t count = 0;
         sqlite3_progress_handler(
-            db.db_.getHandle(), 1,
+            db.connection_.getHandle(), 1,
             [](void* n) {
                 ++*static_cast<std::int64_t*>(n);
                 return 0;
             },
             &count);
         work();
-        sqlite3_progress_handler(db.db_.getHandle(), 0, nullptr, nullptr);
+        sqlite3_progress_handler(db.connection_.getHandle(), 0, nullptr, nullptr);
         return count;
     }
 };
@@ -131,19 +131,22 @@ TEST_CASE("scale: the loops per state and the attempts' use are what they sum, w
     check_aggregates(tmp.path());
 
     // Recovery: an attempt that never started goes, one that ran is interrupted.
-    const auto unfinished = db.unfinished_attempts();
+    const auto unfinished = db.attempts().unfinished_attempts();
     REQUIRE(unfinished.size() == 4);
-    db.discard_attempt(unfinished[0].id);
-    db.interrupt_attempt(unfinished[1].id, 0, t + 5);
+    db.attempts().discard_attempt(unfinished[0].id);
+    db.attempts().interrupt_attempt(unfinished[1].id, 0, t + 5);
     check_aggregates(tmp.path());
 
     move_to(db, loops[5], loop_state::failed, "x", 0, t);
-    CHECK(db.remove_loops({loops[0], loops[3], loops[5], loops[6]}, false).loop_ids.size() == 3);
+    CHECK(db.history()
+              .remove_loops({loops[0], loops[3], loops[5], loops[6]}, false)
+              .loop_ids.size() == 3);
     check_aggregates(tmp.path());
-    CHECK(db.count_by_state() == std::map<std::string, std::int64_t>{
-                                     {"paused", 1}, {"queued", 6}, {"running", 1}, {"waiting", 1}});
-    CHECK(db.count_loops({}) == 9);
-    CHECK(db.count_loops({loop_state::queued, loop_state::running}) == 7);
+    CHECK(db.loops().count_by_state() ==
+          std::map<std::string, std::int64_t>{
+              {"paused", 1}, {"queued", 6}, {"running", 1}, {"waiting", 1}});
+    CHECK(db.loops().count_loops({}) == 9);
+    CHECK(db.loops().count_loops({loop_state::queued, loop_state::running}) == 7);
 }
 
 TEST_CASE("scale: a first-schema database gets the aggregates and incremental auto-vacuum") {
@@ -152,8 +155,8 @@ TEST_CASE("scale: a first-schema database gets the aggregates and incremental au
     {
         ralph::store db(tmp.path());
         CHECK(db.schema_version() == ralph::store::latest_schema_version());
-        CHECK(db.count_loops({}) == 4);
-        CHECK(db.unfinished_attempts().size() == 1);
+        CHECK(db.loops().count_loops({}) == 4);
+        CHECK(db.attempts().unfinished_attempts().size() == 1);
     }
     check_aggregates(tmp.path());
     SQLite::Database raw(tmp.path().string());
@@ -261,7 +264,8 @@ TEST_CASE("scale: loop.list reads a page per state, newest first, from a cursor"
     auto listed = [&db](const std::vector<loop_state>& wanted, std::int64_t limit,
                         std::int64_t before) {
         std::vector<std::int64_t> ids;
-        for (const auto& loop : db.list_loops(wanted, limit, before)) ids.push_back(loop.id);
+        for (const auto& loop : db.loops().list_loops(wanted, limit, before))
+            ids.push_back(loop.id);
         return ids;
     };
     for (const auto& wanted : std::vector<std::vector<loop_state>>{
@@ -277,7 +281,7 @@ TEST_CASE("scale: loop.list reads a page per state, newest first, from a cursor"
                 CHECK(listed(wanted, limit, before) == expected(wanted, limit, before));
             }
         }
-        CHECK(db.count_loops(wanted) == std::int64_t(expected(wanted, 0, 0).size()));
+        CHECK(db.loops().count_loops(wanted) == std::int64_t(expected(wanted, 0, 0).size()));
     }
 }
 
@@ -355,21 +359,21 @@ work measure(ralph::store& db, std::int64_t now) {
     const std::vector<loop_state> ended{loop_state::completed, loop_state::exhausted,
                                         loop_state::failed, loop_state::cancelled,
                                         loop_state::stalled};
-    return {probe::steps(db, [&] { db.count_by_state(); }),
+    return {probe::steps(db, [&] { db.loops().count_by_state(); }),
             probe::steps(db,
                          [&] {
-                             db.list_loops(active, 50);
-                             db.count_loops(active);
+                             db.loops().list_loops(active, 50);
+                             db.loops().count_loops(active);
                          }),
-            probe::steps(db, [&] { db.list_loops(ended, 50); }),
-            probe::steps(db, [&] { db.list_loops({}, 10, db.next_loop_id() - 5); }),
-            probe::steps(db, [&] { db.report_loops(now - 12 * hour, now); }),
+            probe::steps(db, [&] { db.loops().list_loops(ended, 50); }),
+            probe::steps(db, [&] { db.loops().list_loops({}, 10, db.loops().next_loop_id() - 5); }),
+            probe::steps(db, [&] { db.history().report_loops(now - 12 * hour, now); }),
             probe::steps(db,
                          [&] {
                              gate.budget_use(now);
                              gate.global(now);
                          }),
-            probe::steps(db, [&] { db.unfinished_attempts(); })};
+            probe::steps(db, [&] { db.attempts().unfinished_attempts(); })};
 }
 
 void check_flat(const work& day_only, const work& year, double most) {

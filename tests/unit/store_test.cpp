@@ -73,15 +73,15 @@ TEST_CASE("store: the WAL is checkpointed on the checkpointer's thread once it i
         ralph::wal_checkpointer checkpointer(db, tmp.path());
         // Each submit is a commit of at least one page.
         for (; loops < 2 * ralph::wal_checkpointer::pages_per_checkpoint; ++loops)
-            db.insert_loop(sample_spec(), 1000 + loops);
+            db.loops().insert_loop(sample_spec(), 1000 + loops);
         const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
         while (checkpointer.checkpoints() == 0 && std::chrono::steady_clock::now() < deadline)
             std::this_thread::sleep_for(std::chrono::milliseconds(10));
         CHECK(checkpointer.checkpoints() >= 1);
     }
-    db.insert_loop(sample_spec(), 5000);  // commits go on once the checkpointer is gone
+    db.loops().insert_loop(sample_spec(), 5000);  // commits go on once the checkpointer is gone
     ralph::store again(tmp.path());
-    CHECK(again.count_by_state()["queued"] == loops + 1);
+    CHECK(again.loops().count_by_state()["queued"] == loops + 1);
 }
 
 TEST_CASE("store: reopening a migrated database keeps its data and does not migrate again") {
@@ -89,11 +89,11 @@ TEST_CASE("store: reopening a migrated database keeps its data and does not migr
     std::int64_t id = 0;
     {
         ralph::store db(tmp.path());
-        id = db.insert_loop(sample_spec(), 1000);
+        id = db.loops().insert_loop(sample_spec(), 1000);
     }
     ralph::store again(tmp.path());
     CHECK(again.schema_version() == ralph::store::latest_schema_version());
-    CHECK(again.get_loop(id).spec.name == "sample");
+    CHECK(again.loops().get_loop(id).spec.name == "sample");
 }
 
 TEST_CASE("store: a database from a newer ralphd is refused rather than damaged") {
@@ -110,8 +110,8 @@ TEST_CASE("store: a database from a newer ralphd is refused rather than damaged"
 TEST_CASE("store: a loop round-trips with its spec, state and timestamps") {
     temp_db tmp;
     ralph::store db(tmp.path());
-    std::int64_t id = db.insert_loop(sample_spec(), 1000);
-    auto loop = db.get_loop(id);
+    std::int64_t id = db.loops().insert_loop(sample_spec(), 1000);
+    auto loop = db.loops().get_loop(id);
     CHECK(loop.state == ralph::proto::loop_state::queued);
     CHECK(loop.spec.env.at("K") == "V");
     CHECK(loop.spec.max_iterations == 5);
@@ -119,93 +119,93 @@ TEST_CASE("store: a loop round-trips with its spec, state and timestamps") {
 
     move_to(db, id, ralph::proto::loop_state::running, "", 0, 2000);
     move_to(db, id, ralph::proto::loop_state::completed, "done", 0, 3000);
-    loop = db.get_loop(id);
+    loop = db.loops().get_loop(id);
     CHECK(loop.started_at == 2000);
     CHECK(loop.finished_at == 3000);
     CHECK(loop.stop_reason == "done");
-    CHECK_THROWS_AS(db.get_loop(id + 1), ralph::proto::rpc_error);
+    CHECK_THROWS_AS(db.loops().get_loop(id + 1), ralph::proto::rpc_error);
 }
 
 TEST_CASE("store: queued loops come by priority, then in submit order") {
     temp_db tmp;
     ralph::store db(tmp.path());
     auto spec = sample_spec();
-    std::int64_t first = db.insert_loop(spec, 1);
+    std::int64_t first = db.loops().insert_loop(spec, 1);
     spec.priority = 5;
-    std::int64_t urgent = db.insert_loop(spec, 2);
+    std::int64_t urgent = db.loops().insert_loop(spec, 2);
     spec.priority = 0;
-    std::int64_t last = db.insert_loop(spec, 3);
+    std::int64_t last = db.loops().insert_loop(spec, 3);
     std::vector<std::int64_t> order;
-    for (const auto& loop : db.queued_loops()) order.push_back(loop.id);
+    for (const auto& loop : db.loops().queued_loops()) order.push_back(loop.id);
     CHECK(order == std::vector<std::int64_t>{urgent, first, last});
-    CHECK(db.queued_loops().front().workspace == "/tmp");
+    CHECK(db.loops().queued_loops().front().workspace == "/tmp");
 }
 
 TEST_CASE("store: attempts are separate rows and unfinished ones are found for recovery") {
     temp_db tmp;
     ralph::store db(tmp.path());
-    std::int64_t loop_id = db.insert_loop(sample_spec(), 1);
+    std::int64_t loop_id = db.loops().insert_loop(sample_spec(), 1);
     ralph::proto::attempt_info a;
     a.loop_id = loop_id;
     a.iteration = 1;
     a.attempt = 1;
     a.argv = {"true"};
     a.started_at = 10;
-    a.id = db.begin_attempt(a, 0);
+    a.id = db.attempts().begin_attempt(a, 0);
     a.how = ralph::proto::termination::failed;
     a.exit_code = 3;
     a.ended_at = 20;
     a.head_before = "head1";
     a.tree_before = "tree1";
     a.tree_after = "tree2";
-    db.finish_attempt(a);
+    db.attempts().finish_attempt(a);
     ralph::proto::attempt_info retry = a;
     retry.attempt = 2;
     retry.agent = "codex";  // a fallback
     retry.model = "o3";
     retry.how = ralph::proto::termination::running;
     retry.pid = 4242;
-    retry.id = db.begin_attempt(retry, 777);
+    retry.id = db.attempts().begin_attempt(retry, 777);
 
-    auto attempts = db.attempts_of(loop_id);
+    auto attempts = db.attempts().attempts_of(loop_id);
     REQUIRE(attempts.size() == 2);
     CHECK(attempts[0].how == ralph::proto::termination::failed);
     CHECK(attempts[0].exit_code == 3);
     CHECK(attempts[0].head_before == "head1");
     CHECK(attempts[0].tree_before == "tree1");
     CHECK(attempts[0].tree_after == "tree2");
-    CHECK(db.find_attempt(a.id) == attempts[0]);
-    CHECK_FALSE(db.find_attempt(retry.id + 1).has_value());
+    CHECK(db.attempts().find_attempt(a.id) == attempts[0]);
+    CHECK_FALSE(db.attempts().find_attempt(retry.id + 1).has_value());
     CHECK(attempts[1].agent == "codex");
     CHECK(attempts[1].model == "o3");
-    auto loop = db.get_loop(loop_id);
+    auto loop = db.loops().get_loop(loop_id);
     CHECK(loop.attempts == 2);
     CHECK(loop.retries == 1);
-    auto unfinished = db.unfinished_attempts();
+    auto unfinished = db.attempts().unfinished_attempts();
     REQUIRE(unfinished.size() == 1);
     CHECK(unfinished[0].pgid == 4242);
     CHECK(unfinished[0].process_start_time == 777);
-    db.interrupt_attempt(retry.id, 0, 30);
-    CHECK(db.unfinished_attempts().empty());
-    CHECK(db.attempts_of(loop_id)[1].how == ralph::proto::termination::interrupted);
+    db.attempts().interrupt_attempt(retry.id, 0, 30);
+    CHECK(db.attempts().unfinished_attempts().empty());
+    CHECK(db.attempts().attempts_of(loop_id)[1].how == ralph::proto::termination::interrupted);
 
     // An attempt whose agent never started goes, and its loop counts it no more.
     ralph::proto::attempt_info never = retry;
     never.attempt = 3;
     never.pid = 0;
-    never.id = db.begin_attempt(never, 0);
-    CHECK(db.get_loop(loop_id).attempts == 3);
-    CHECK(db.get_loop(loop_id).retries == 2);
-    db.discard_attempt(never.id);
-    CHECK(db.attempts_of(loop_id).size() == 2);
-    CHECK(db.get_loop(loop_id).attempts == 2);
-    CHECK(db.get_loop(loop_id).retries == 1);
+    never.id = db.attempts().begin_attempt(never, 0);
+    CHECK(db.loops().get_loop(loop_id).attempts == 3);
+    CHECK(db.loops().get_loop(loop_id).retries == 2);
+    db.attempts().discard_attempt(never.id);
+    CHECK(db.attempts().attempts_of(loop_id).size() == 2);
+    CHECK(db.loops().get_loop(loop_id).attempts == 2);
+    CHECK(db.loops().get_loop(loop_id).retries == 1);
 }
 
 TEST_CASE("store: a judge's attempts, verdicts and rejections; the loop's base is set once") {
     temp_db tmp;
     ralph::store db(tmp.path());
-    std::int64_t loop_id = db.insert_loop(sample_spec(), 1);
+    std::int64_t loop_id = db.loops().insert_loop(sample_spec(), 1);
     // Iteration 1: work that made no progress, its judge rejects; iteration 2: work, its judge
     // gives no verdict, then accepts.
     auto add = [&](std::int64_t iteration, std::int64_t number, ralph::proto::attempt_kind kind,
@@ -216,47 +216,47 @@ TEST_CASE("store: a judge's attempts, verdicts and rejections; the loop's base i
         a.iteration = iteration;
         a.attempt = number;
         a.agent = "claude";
-        a.id = db.begin_attempt(a, 0);
+        a.id = db.attempts().begin_attempt(a, 0);
         a.how = ralph::proto::termination::exited;
         a.progress = false;
         a.verdict = verdict;
         a.verdict_reasons = verdict == "reject" ? "tests fail" : "";
-        db.finish_attempt(a);
+        db.attempts().finish_attempt(a);
     };
     using ralph::proto::attempt_kind;
     add(1, 1, attempt_kind::work, "");
     add(1, 2, attempt_kind::judge, "reject");
-    CHECK(db.rejection_in(loop_id, 1) == "tests fail");
+    CHECK(db.attempts().rejection_in(loop_id, 1) == "tests fail");
     add(2, 1, attempt_kind::work, "");
     add(2, 2, attempt_kind::judge, "");
-    CHECK(db.rejection_in(loop_id, 2) == "");
+    CHECK(db.attempts().rejection_in(loop_id, 2) == "");
     add(2, 3, attempt_kind::judge, "accept");
-    CHECK(db.rejection_in(loop_id, 2) == "");
-    CHECK(db.rejection_in(loop_id, 1) == "tests fail");
-    CHECK(db.judge_rejections(loop_id) == 1);
-    auto attempts = db.attempts_of(loop_id);
+    CHECK(db.attempts().rejection_in(loop_id, 2) == "");
+    CHECK(db.attempts().rejection_in(loop_id, 1) == "tests fail");
+    CHECK(db.attempts().judge_rejections(loop_id) == 1);
+    auto attempts = db.attempts().attempts_of(loop_id);
     REQUIRE(attempts.size() == 5);
     CHECK(attempts[1].kind == attempt_kind::judge);
     CHECK(attempts[1].verdict == "reject");
     CHECK(attempts[1].verdict_reasons == "tests fail");
     // A judge's attempts are neither retries nor iterations without progress.
-    CHECK(db.get_loop(loop_id).retries == 0);
-    CHECK(db.iterations_without_progress(loop_id) == 2);
+    CHECK(db.loops().get_loop(loop_id).retries == 0);
+    CHECK(db.attempts().iterations_without_progress(loop_id) == 2);
 
-    CHECK(db.base_of(loop_id).head.empty());
-    db.set_loop_base(loop_id, {"head1", "tree1"});
-    db.set_loop_base(loop_id, {"head2", "tree2"});
-    CHECK(db.base_of(loop_id).head == "head1");
-    CHECK(db.base_of(loop_id).tree == "tree1");
+    CHECK(db.loops().base_of(loop_id).head.empty());
+    db.loops().set_loop_base(loop_id, {"head1", "tree1"});
+    db.loops().set_loop_base(loop_id, {"head2", "tree2"});
+    CHECK(db.loops().base_of(loop_id).head == "head1");
+    CHECK(db.loops().base_of(loop_id).tree == "tree1");
 }
 
 TEST_CASE("store: output index rows and the loop's committed end are written together") {
     temp_db tmp;
     ralph::store db(tmp.path());
-    std::int64_t loop_id = db.insert_loop(sample_spec(), 1);
-    db.record_output({{loop_id, 1, 0, 100, 5, "stdout"}, {loop_id, 1, 100, 20, 6, "stderr"}},
-                     {{loop_id, 120}});
-    CHECK(db.output_bytes(loop_id) == 120);
+    std::int64_t loop_id = db.loops().insert_loop(sample_spec(), 1);
+    db.output_index().record_output(
+        {{loop_id, 1, 0, 100, 5, "stdout"}, {loop_id, 1, 100, 20, 6, "stderr"}}, {{loop_id, 120}});
+    CHECK(db.output_index().output_bytes(loop_id) == 120);
     SQLite::Database raw(tmp.path().string());
     CHECK(raw.execAndGet("SELECT count(*) FROM output_chunks").getInt() == 2);
 }
@@ -271,7 +271,7 @@ TEST_CASE(
     ralph::store db(tmp.path());
     CHECK(db.schema_version() == ralph::store::latest_schema_version());
 
-    auto loops = db.list_loops({}, 0);
+    auto loops = db.loops().list_loops({}, 0);
     REQUIRE(loops.size() == 4);
     CHECK(loops[3].spec.name == "demo-loop");
     CHECK(loops[3].state == ralph::proto::loop_state::completed);
@@ -279,11 +279,11 @@ TEST_CASE(
     CHECK(loops[2].state == ralph::proto::loop_state::exhausted);
     CHECK(loops[1].state == ralph::proto::loop_state::running);
     CHECK(loops[0].state == ralph::proto::loop_state::queued);
-    CHECK(db.get_loop(loops[3].id).spec.agent == "demo");
+    CHECK(db.loops().get_loop(loops[3].id).spec.agent == "demo");
     // New columns start empty: no tokens, no cost, no failure class, no events.
     CHECK(loops[3].usage.input_tokens == 0);
     CHECK_FALSE(loops[3].usage.cost_usd.has_value());
-    auto attempts = db.attempts_of(loops[3].id);
+    auto attempts = db.attempts().attempts_of(loops[3].id);
     REQUIRE(attempts.size() == 3);
     CHECK(attempts[2].completion_signal);
     CHECK(attempts[2].failure == ralph::proto::failure_class::none);
@@ -293,40 +293,40 @@ TEST_CASE(
     CHECK(attempts[2].verdict.empty());
     CHECK(attempts[2].tree_before.empty());  // v11: no snapshot trees were kept before
     CHECK(attempts[2].tree_after.empty());
-    CHECK(db.base_of(loops[3].id).tree.empty());
-    CHECK(db.events_of(loops[3].id, 0, 0, 100).empty());
-    CHECK(db.output_bytes(loops[2].id) > 0);
-    REQUIRE(db.unfinished_attempts().size() == 1);
-    CHECK(db.unfinished_attempts()[0].loop_id == loops[1].id);
-    CHECK_FALSE(db.agent_hold_of("claude", "default", 0).has_value());
+    CHECK(db.loops().base_of(loops[3].id).tree.empty());
+    CHECK(db.attempts().events_of(loops[3].id, 0, 0, 100).empty());
+    CHECK(db.output_index().output_bytes(loops[2].id) > 0);
+    REQUIRE(db.attempts().unfinished_attempts().size() == 1);
+    CHECK(db.attempts().unfinished_attempts()[0].loop_id == loops[1].id);
+    CHECK_FALSE(db.holds().agent_hold_of("claude", "default", 0).has_value());
 }
 
 TEST_CASE("store: an attempt's usage is added to its loop's totals, cost only when reported") {
     temp_db tmp;
     ralph::store db(tmp.path());
-    std::int64_t id = db.insert_loop(sample_spec(), 1000);
+    std::int64_t id = db.loops().insert_loop(sample_spec(), 1000);
     for (int i = 1; i <= 2; ++i) {
         ralph::proto::attempt_info a;
         a.loop_id = id;
         a.iteration = i;
         a.attempt = 1;
         a.started_at = 1000;
-        a.id = db.begin_attempt(a, 0);
+        a.id = db.attempts().begin_attempt(a, 0);
         a.how = ralph::proto::termination::exited;
         a.usage.input_tokens = 100;
         a.usage.output_tokens = 10;
         a.usage.tool_calls = 2;
         if (i == 2) a.usage.cost_usd = 0.25;
         a.summary = "done";
-        db.finish_attempt(a);
+        db.attempts().finish_attempt(a);
     }
-    auto loop = db.get_loop(id);
+    auto loop = db.loops().get_loop(id);
     CHECK(loop.usage.input_tokens == 200);
     CHECK(loop.usage.output_tokens == 20);
     CHECK(loop.usage.tool_calls == 4);
     REQUIRE(loop.usage.cost_usd.has_value());
     CHECK(*loop.usage.cost_usd == doctest::Approx(0.25));
-    auto attempts = db.attempts_of(id);
+    auto attempts = db.attempts().attempts_of(id);
     CHECK_FALSE(attempts[0].usage.cost_usd.has_value());
     CHECK(attempts[1].summary == "done");
 }
@@ -334,27 +334,27 @@ TEST_CASE("store: an attempt's usage is added to its loop's totals, cost only wh
 TEST_CASE("store: an agent hold only ever moves later, per account, and says when it changed") {
     temp_db tmp;
     ralph::store db(tmp.path());
-    CHECK(db.hold_agent({"claude", "default", 5000, "first", ""}));
-    CHECK_FALSE(db.hold_agent({"claude", "default", 3000, "earlier", "build1"}));
-    CHECK_FALSE(db.hold_agent({"claude", "default", 5000, "as long", "build1"}));
-    auto hold = db.agent_hold_of("claude", "default", 1000);
+    CHECK(db.holds().hold_agent({"claude", "default", 5000, "first", ""}));
+    CHECK_FALSE(db.holds().hold_agent({"claude", "default", 3000, "earlier", "build1"}));
+    CHECK_FALSE(db.holds().hold_agent({"claude", "default", 5000, "as long", "build1"}));
+    auto hold = db.holds().agent_hold_of("claude", "default", 1000);
     REQUIRE(hold.has_value());
     CHECK(*hold == ralph::proto::agent_hold{"claude", "default", 5000, "first", ""});
-    CHECK(db.hold_agent({"claude", "default", 9000, "later", "build1"}));
-    CHECK(*db.agent_hold_of("claude", "default", 1000) ==
+    CHECK(db.holds().hold_agent({"claude", "default", 9000, "later", "build1"}));
+    CHECK(*db.holds().agent_hold_of("claude", "default", 1000) ==
           ralph::proto::agent_hold{"claude", "default", 9000, "later", "build1"});
-    CHECK_FALSE(db.agent_hold_of("claude", "default", 9000).has_value());
-    CHECK_FALSE(db.agent_hold_of("codex", "default", 1000).has_value());
+    CHECK_FALSE(db.holds().agent_hold_of("claude", "default", 9000).has_value());
+    CHECK_FALSE(db.holds().agent_hold_of("codex", "default", 1000).has_value());
     // Another account's hold is another hold.
-    CHECK_FALSE(db.agent_hold_of("claude", "work", 1000).has_value());
-    CHECK(db.hold_agent({"claude", "work", 2000, "work's", ""}));
-    CHECK(db.agent_hold_of("claude", "work", 1000)->until == 2000);
-    CHECK(db.agent_hold_of("claude", "default", 1000)->until == 9000);
-    const auto all = db.agent_holds(1000);
+    CHECK_FALSE(db.holds().agent_hold_of("claude", "work", 1000).has_value());
+    CHECK(db.holds().hold_agent({"claude", "work", 2000, "work's", ""}));
+    CHECK(db.holds().agent_hold_of("claude", "work", 1000)->until == 2000);
+    CHECK(db.holds().agent_hold_of("claude", "default", 1000)->until == 9000);
+    const auto all = db.holds().agent_holds(1000);
     REQUIRE(all.size() == 2);
     CHECK(all[0].account == "work");  // soonest end first
     CHECK(all[1].account == "default");
-    CHECK(db.agent_holds(2000).size() == 1);
+    CHECK(db.holds().agent_holds(2000).size() == 1);
 }
 
 // ---- history: history.report's and history.gc's queries
@@ -409,7 +409,7 @@ TEST_CASE("report: a loop counts when it was submitted, ended or had an attempt 
     add_attempt(db, running, {.started_at = 5'000});
     move_to(db, running, ralph::proto::loop_state::running, "", 0, 5'000);
 
-    const auto report = db.report_loops(since, now);
+    const auto report = db.history().report_loops(since, now);
     std::vector<std::int64_t> ids;
     for (const auto& loop : report) ids.push_back(loop.id);
     CHECK(ids == std::vector<std::int64_t>{submitted, ended, ran, straddles, running});
@@ -478,10 +478,10 @@ TEST_CASE("report: commits, changes, tokens, cost, retries and failures are summ
                  .deletions = 9,
                  .input_tokens = 1,
                  .output_tokens = 1});
-    db.set_iterations(id, 3, 900);
+    db.loops().set_iterations(id, 3, 900);
     move_to(db, id, ralph::proto::loop_state::completed, "signal", 0, 1000);
 
-    const auto report = db.report_loops(0, 2000);
+    const auto report = db.history().report_loops(0, 2000);
     REQUIRE(report.size() == 1);
     const auto& loop = report[0];
     CHECK(loop.state == loop_state::completed);
@@ -506,7 +506,7 @@ TEST_CASE("report: commits, changes, tokens, cost, retries and failures are summ
     CHECK(a.failures == std::map<std::string, std::int64_t>{{"crash", 1}});
 
     // A window that starts after iteration 1: its commit and HEAD are not part of it.
-    const auto later = db.report_loops(250, 2000);
+    const auto later = db.history().report_loops(250, 2000);
     REQUIRE(later.size() == 1);
     CHECK(later[0].activity.attempts == 3);
     CHECK(later[0].activity.commits == 1);
@@ -517,7 +517,7 @@ TEST_CASE("report: commits, changes, tokens, cost, retries and failures are summ
     ralph::proto::report r;
     r.loops = report;
     const auto other = add_loop(db, "other", 1500);
-    r.loops.push_back(*find(db.report_loops(0, 2000), other));
+    r.loops.push_back(*find(db.history().report_loops(0, 2000), other));
     ralph::proto::add_totals(r);
     CHECK(r.loop_count == 2);
     CHECK(r.by_state == std::map<std::string, std::int64_t>{{"completed", 1}, {"queued", 1}});
@@ -540,7 +540,8 @@ TEST_CASE("gc: only loops that ended before the cutoff are candidates, oldest fi
     add_loop(db, "queued", 5);
     auto ids_ended_before = [&db](std::int64_t cutoff) {
         std::vector<std::int64_t> ids;
-        for (const auto& loop : db.loops_ended_before(cutoff, {}, 0)) ids.push_back(loop.id);
+        for (const auto& loop : db.history().loops_ended_before(cutoff, {}, 0))
+            ids.push_back(loop.id);
         return ids;
     };
     CHECK(ids_ended_before(1'000) == std::vector<std::int64_t>{oldest, old});
@@ -553,33 +554,33 @@ TEST_CASE("gc: removing ended loops deletes every row they left; a dry run only 
     const auto gone = add_loop(db, "gone", 1);
     const auto attempt = add_attempt(db, gone, {.started_at = 10, .ended_at = 20});
     add_attempt(db, gone, {.iteration = 2, .started_at = 30, .ended_at = 40});
-    db.add_events(
+    db.attempts().add_events(
         gone, {{0, attempt, 1, 15, "text", "", "hello"}, {0, attempt, 1, 16, "text", "", "bye"}});
-    db.add_steering(gone, "hint", 12);
-    db.record_output({{gone, attempt, 0, 5, 15, "stdout"}}, {{gone, 5}});
+    db.attempts().add_steering(gone, "hint", 12);
+    db.output_index().record_output({{gone, attempt, 0, 5, 15, "stdout"}}, {{gone, 5}});
     move_to(db, gone, ralph::proto::loop_state::completed, "done", 0, 50);
     const auto kept = add_loop(db, "kept", 2);  // not ended: never removed, even when asked
     add_attempt(db, kept, {.started_at = 10});
     move_to(db, kept, ralph::proto::loop_state::running, "", 0, 10);
 
-    const auto counted = db.remove_loops({gone, kept, 999}, true);
+    const auto counted = db.history().remove_loops({gone, kept, 999}, true);
     CHECK(counted.loop_ids == std::vector<std::int64_t>{gone});
     CHECK(counted.attempts == 2);
     CHECK(counted.events == 2);
-    CHECK(db.find_loop(gone).has_value());
+    CHECK(db.loops().find_loop(gone).has_value());
     CHECK(rows(tmp.path(), "attempts", gone) == 2);
 
-    const auto removed = db.remove_loops({gone, kept, 999}, false);
+    const auto removed = db.history().remove_loops({gone, kept, 999}, false);
     CHECK(removed.loop_ids == std::vector<std::int64_t>{gone});
     CHECK(removed.attempts == 2);
     CHECK(removed.events == 2);
-    CHECK_FALSE(db.find_loop(gone).has_value());
+    CHECK_FALSE(db.loops().find_loop(gone).has_value());
     for (const char* table : {"attempts", "events", "steering", "output_chunks"}) {
         CAPTURE(table);
         CHECK(rows(tmp.path(), table, gone) == 0);
     }
-    CHECK(db.output_bytes(gone) == 0);
-    CHECK(db.find_loop(kept).has_value());
+    CHECK(db.output_index().output_bytes(gone) == 0);
+    CHECK(db.loops().find_loop(kept).has_value());
     CHECK(rows(tmp.path(), "attempts", kept) == 1);
 }
 
@@ -597,7 +598,7 @@ TEST_CASE("gc: the cutoff keeps the longest budget window, worktrees and finishi
         spec.workspace = "/tmp/" + name;
         spec.command = "true";
         spec.worktree_path = worktree;
-        const std::int64_t id = db.insert_loop(spec, 0);
+        const std::int64_t id = db.loops().insert_loop(spec, 0);
         move_to(db, id, loop_state::completed, "done", 0, at);
         return id;
     };
@@ -624,7 +625,7 @@ TEST_CASE("gc: the cutoff keeps the longest budget window, worktrees and finishi
                           [&](std::int64_t id) { return id == finishing; },
                           [&](std::int64_t id) {
                               // The files go only after the rows.
-                              CHECK_FALSE(db.find_loop(id).has_value());
+                              CHECK_FALSE(db.loops().find_loop(id).has_value());
                               forgotten.push_back(id);
                               output.forget(id);
                               return ralph::loop_files{output.file_of(id), "", ""};
@@ -644,7 +645,7 @@ TEST_CASE("gc: the cutoff keeps the longest budget window, worktrees and finishi
     CHECK(counted.attempts == 1);
     CHECK(counted.output_bytes == 5);
     CHECK(forgotten.empty());
-    CHECK(db.find_loop(old).has_value());
+    CHECK(db.loops().find_loop(old).has_value());
 
     request.dry_run = false;
     const auto removed = ralph::test::run_awaitable(ralph::collect_garbage(request, now, {}, ctx));
@@ -656,8 +657,8 @@ TEST_CASE("gc: the cutoff keeps the longest budget window, worktrees and finishi
     // The pending index row was written before the loop's rows were deleted, not after.
     CHECK(rows(tmp.path(), "output_chunks", old) == 0);
     CHECK_FALSE(fs::exists(output.file_of(old)));
-    CHECK(db.find_loop(finishing).has_value());
-    CHECK(db.find_loop(with_worktree).has_value());
+    CHECK(db.loops().find_loop(finishing).has_value());
+    CHECK(db.loops().find_loop(with_worktree).has_value());
 }
 
 TEST_CASE("gc: a large removal goes in short transactions, other work running between") {
@@ -715,91 +716,91 @@ TEST_CASE("gc: a large removal goes in short transactions, other work running be
         CHECK_FALSE(fs::exists(tmp.dir.path / ("prompt-" + std::to_string(id))));
         CHECK_FALSE(fs::exists(tmp.dir.path / ("scratch-" + std::to_string(id))));
     }
-    CHECK(db.loops_ended_before(100, {}, 0).empty());
+    CHECK(db.history().loops_ended_before(100, {}, 0).empty());
 }
 
 TEST_CASE("store: a steering hint goes to the next iteration, or after the one running") {
     temp_db tmp;
     ralph::store db(tmp.path());
     const auto id = add_loop(db, "steered", 1);
-    CHECK(db.add_steering(id, "first", 2).iteration == 1);
+    CHECK(db.attempts().add_steering(id, "first", 2).iteration == 1);
     // An attempt of iteration 1 runs: it has its prompt already.
     const auto running = add_attempt(db, id, {.started_at = 3});
-    CHECK(db.add_steering(id, "second", 4).iteration == 2);
-    ralph::proto::attempt_info ended = db.attempts_of(id).back();
+    CHECK(db.attempts().add_steering(id, "second", 4).iteration == 2);
+    ralph::proto::attempt_info ended = db.attempts().attempts_of(id).back();
     REQUIRE(ended.id == running);
     ended.ended_at = 5;
     ended.how = termination::failed;
-    db.finish_attempt(ended);
-    CHECK(db.add_steering(id, "third", 6).iteration == 1);  // its retry gets it
-    db.set_iterations(id, 1, 7);
-    const auto hint = db.add_steering(id, "fourth", 8);
+    db.attempts().finish_attempt(ended);
+    CHECK(db.attempts().add_steering(id, "third", 6).iteration == 1);  // its retry gets it
+    db.loops().set_iterations(id, 1, 7);
+    const auto hint = db.attempts().add_steering(id, "fourth", 8);
     CHECK(hint.iteration == 2);
 
     move_to(db, id, loop_state::cancelled, "cancelled", 0, 9);
-    CHECK_THROWS_WITH_AS(db.add_steering(id, "late", 10), "loop 1 has already ended (cancelled)",
-                         ralph::proto::rpc_error);
-    CHECK_THROWS_WITH_AS(db.add_steering(99, "nobody", 10), "no loop with id 99",
+    CHECK_THROWS_WITH_AS(db.attempts().add_steering(id, "late", 10),
+                         "loop 1 has already ended (cancelled)", ralph::proto::rpc_error);
+    CHECK_THROWS_WITH_AS(db.attempts().add_steering(99, "nobody", 10), "no loop with id 99",
                          ralph::proto::rpc_error);
 }
 
 TEST_CASE("store: next_loop_id is the id insert_loop gives, and a worktree is listed") {
     temp_db tmp;
     ralph::store db(tmp.path());
-    CHECK(db.next_loop_id() == 1);
+    CHECK(db.loops().next_loop_id() == 1);
     auto spec = sample_spec();
-    CHECK(db.insert_loop(spec, 1000) == 1);
-    CHECK(db.next_loop_id() == 2);
+    CHECK(db.loops().insert_loop(spec, 1000) == 1);
+    CHECK(db.loops().next_loop_id() == 2);
     spec.worktree = true;
     spec.worktree_source = "/src/repo";
     spec.worktree_path = "/state/worktrees/loop-2";
     spec.worktree_branch = "ralph/loop-2";
     spec.worktree_base = "abc";
-    CHECK(db.insert_loop(spec, 1000) == 2);
-    auto listed = db.list_loops({}, 0);
+    CHECK(db.loops().insert_loop(spec, 1000) == 2);
+    auto listed = db.loops().list_loops({}, 0);
     REQUIRE(listed.size() == 2);
     CHECK(listed[0].spec.worktree_path == "/state/worktrees/loop-2");
     CHECK(listed[0].spec.worktree_branch == "ralph/loop-2");
     CHECK(listed[1].spec.worktree_path.empty());
-    auto loop = db.get_loop(2);
+    auto loop = db.loops().get_loop(2);
     CHECK(loop.spec.worktree);
     CHECK(loop.spec.worktree_source == "/src/repo");
     CHECK(loop.spec.worktree_base == "abc");
 
     // gc of the newest loop does not give its id again.
     move_to(db, 2, ralph::proto::loop_state::completed, "", 0, 2000);
-    REQUIRE(db.remove_loops({2}, false).loop_ids == std::vector<std::int64_t>{2});
-    CHECK(db.next_loop_id() == 3);
-    CHECK(db.insert_loop(sample_spec(), 3000) == 3);
+    REQUIRE(db.history().remove_loops({2}, false).loop_ids == std::vector<std::int64_t>{2});
+    CHECK(db.loops().next_loop_id() == 3);
+    CHECK(db.loops().insert_loop(sample_spec(), 3000) == 3);
     move_to(db, 1, ralph::proto::loop_state::completed, "", 0, 2000);
-    db.remove_loops({1}, false);
-    CHECK(db.next_loop_id() == 4);
+    db.history().remove_loops({1}, false);
+    CHECK(db.loops().next_loop_id() == 4);
 }
 
 TEST_CASE("store: an idempotency key names at most one loop; loops without one are unlimited") {
     temp_db tmp;
     ralph::store db(tmp.path());
     auto spec = sample_spec();
-    const std::int64_t plain_a = db.insert_loop(spec, 1);
-    const std::int64_t plain_b = db.insert_loop(spec, 2);
+    const std::int64_t plain_a = db.loops().insert_loop(spec, 1);
+    const std::int64_t plain_b = db.loops().insert_loop(spec, 2);
     CHECK(plain_a != plain_b);
-    CHECK_FALSE(db.loop_with_idempotency_key("nightly"));
+    CHECK_FALSE(db.loops().loop_with_idempotency_key("nightly"));
 
     spec.idempotency_key = "nightly";
-    const std::int64_t keyed = db.insert_loop(spec, 3);
-    CHECK(db.loop_with_idempotency_key("nightly") == keyed);
-    CHECK(db.get_loop(keyed).spec.idempotency_key == "nightly");
-    CHECK_THROWS_AS(db.insert_loop(spec, 4), SQLite::Exception);
-    CHECK_FALSE(db.loop_with_idempotency_key(""));
+    const std::int64_t keyed = db.loops().insert_loop(spec, 3);
+    CHECK(db.loops().loop_with_idempotency_key("nightly") == keyed);
+    CHECK(db.loops().get_loop(keyed).spec.idempotency_key == "nightly");
+    CHECK_THROWS_AS(db.loops().insert_loop(spec, 4), SQLite::Exception);
+    CHECK_FALSE(db.loops().loop_with_idempotency_key(""));
     spec.idempotency_key = "weekly";
-    CHECK(db.insert_loop(spec, 5) != keyed);
+    CHECK(db.loops().insert_loop(spec, 5) != keyed);
 }
 
 TEST_CASE("output_log: the output is cut in spans where each attempt begins, in its format") {
     gc_fixture fixture;
     ralph::store& db = fixture.db;
     ralph::output_log& output = fixture.output;
-    const std::int64_t loop_id = db.insert_loop(sample_spec(), 1);
+    const std::int64_t loop_id = db.loops().insert_loop(sample_spec(), 1);
     // Attempt `number` of `iteration`, of agent `agent`, that starts at `start` and writes
     // `bytes` bytes.
     const auto attempt_writes = [&](std::int64_t iteration, std::int64_t number,
@@ -811,7 +812,7 @@ TEST_CASE("output_log: the output is cut in spans where each attempt begins, in 
         a.attempt = number;
         a.agent = agent;
         a.output_start = start;
-        a.id = db.begin_attempt(a, 0);
+        a.id = db.attempts().begin_attempt(a, 0);
         output.index(loop_id, a.id, ralph::output_stream::stdout_stream, start, bytes);
         output.write_pending();
     };

@@ -35,7 +35,7 @@ struct daemon_state {
     ralph::store db{dir.path / "ralph.db"};
     ralph::agent_binaries binaries;
     ralph::state_dir state{dir.path / "ralph.db"};
-    ralph::submission_context context() { return {db.next_loop_id(), binaries, state}; }
+    ralph::submission_context context() { return {db.loops().next_loop_id(), binaries, state}; }
 };
 
 // A spec that passes in `workspace`: the command agent running /bin/true.
@@ -169,7 +169,7 @@ TEST_CASE("submission: a worktree loop is planned on a new branch named after it
     fs::create_directories(repo / "sub" / "dir");
     write_file(repo / "sub" / "dir" / "notes.txt", "untracked\n");  // a warning, not a refusal
     const std::string head = git(repo, {"rev-parse", "HEAD"}).substr(0, 40);
-    REQUIRE(daemon.db.next_loop_id() == 1);
+    REQUIRE(daemon.db.loops().next_loop_id() == 1);
 
     submit_params spec = spec_in(repo / "sub" / "dir");
     spec.worktree = true;
