@@ -44,19 +44,19 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
       db_(options_.db_path),
       checkpointer_(db_, options_.db_path),
       gate_(db_, options_.account),
-      health_(io, db_, state_dir(options_.db_path),
+      health_(io, db_.settings(), state_dir(options_.db_path),
               [this] {
                   output_.flush();
                   take_up_loops();
                   notices_.writable_again();
               }),
       output_(
-          io, db_, health_, state_dir(options_.db_path).output_dir(),
+          io, db_.output_index(), health_, state_dir(options_.db_path).output_dir(),
           [this](std::int64_t loop_id, std::int64_t end) { hub_.output_committed(loop_id, end); }),
       reaper_(io),
       hooks_(io, blocking_, reaper_, options_.hooks, options_.agent_env,
              [this](std::int64_t loop_id) { return sandbox_hidden(loop_id); }),
-      notices_(io, db_, clock_, options_.webhooks,
+      notices_(io, db_.outbox(), clock_, options_.webhooks,
                web_base_url(options_.listen_address, options_.listen_port)),
       web_(state_dir(options_.db_path).web_token_file(), options_.listen_port),
       runner_ctx_{

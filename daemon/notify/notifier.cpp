@@ -1,6 +1,6 @@
 #include "daemon/notify/notifier.hpp"
 
-#include "daemon/store/store.hpp"
+#include "daemon/store/outbox.hpp"
 #include "proto/types.hpp"
 
 #include <spdlog/spdlog.h>
@@ -9,10 +9,10 @@
 
 namespace ralph {
 
-notifier::notifier(net::io_context& io, store& db, const wall_clock& clock,
+notifier::notifier(net::io_context& io, outbox_table& outbox, const wall_clock& clock,
                    std::vector<std::string> targets, std::string dashboard)
     : io_(io),
-      db_(db),
+      outbox_(outbox),
       clock_(clock),
       targets_(std::move(targets)),
       dashboard_(std::move(dashboard)),
@@ -29,7 +29,7 @@ void notifier::add(const nlohmann::json& event, const std::vector<std::string>& 
                 ? dashboard_ + "/#/loop/" + std::to_string(event["loop"]["id"].get<std::int64_t>())
                 : dashboard_ + "/";
     const std::string body = linked.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    for (const auto& target : targets) db_.outbox().add_notification(target, body, clock_.now_ms());
+    for (const auto& target : targets) outbox_.add_notification(target, body, clock_.now_ms());
     deliver();
 }
 
@@ -42,7 +42,7 @@ void notifier::deliver() {
         if (stopped_) return;
         std::vector<std::string> waiting;
         try {
-            waiting = db_.outbox().notification_targets();
+            waiting = outbox_.notification_targets();
         } catch (const std::exception& e) {
             spdlog::warn("notifications: cannot read the outbox: {}", e.what());
             return;
@@ -91,8 +91,8 @@ awaitable<void> notifier::deliver_to(const std::string& url) {
         try {
             if (target) {
                 wait = co_await try_next(*target, state, backoff);
-            } else if (auto entry = db_.outbox().next_notification(url)) {
-                db_.outbox().remove_notification(entry->id);
+            } else if (auto entry = outbox_.next_notification(url)) {
+                outbox_.remove_notification(entry->id);
                 wait = std::chrono::milliseconds(0);
             }
         } catch (const std::exception& e) {
@@ -121,11 +121,10 @@ awaitable<void> notifier::deliver_to(const std::string& url) {
 
 awaitable<std::optional<std::chrono::milliseconds>> notifier::try_next(
     const webhook_target& target, target_delivery& state, std::chrono::milliseconds backoff) {
-    const std::optional<outbox_table::outbox_entry> entry =
-        db_.outbox().next_notification(target.url);
+    const std::optional<outbox_table::outbox_entry> entry = outbox_.next_notification(target.url);
     if (!entry) co_return std::nullopt;
     if (entry->id == state.delivered_id) {
-        db_.outbox().remove_notification(entry->id);
+        outbox_.remove_notification(entry->id);
         co_return std::chrono::milliseconds(0);
     }
     nlohmann::json event = nlohmann::json::parse(entry->body, nullptr, false);
@@ -135,19 +134,19 @@ awaitable<std::optional<std::chrono::milliseconds>> notifier::try_next(
     const post_result result = co_await post_webhook(target, request, tls_, post_timeout);
     if (result.delivered()) {
         state.delivered_id = entry->id;
-        db_.outbox().remove_notification(entry->id);
+        outbox_.remove_notification(entry->id);
         spdlog::debug("notification {} ({}) delivered to {}", entry->id, event.value("event", ""),
                       proto::redacted_url(target.url));
         co_return std::chrono::milliseconds(0);
     }
     if (clock_.now_ms() - entry->created_at > give_up_after_ms) {
-        db_.outbox().remove_notification(entry->id);
+        outbox_.remove_notification(entry->id);
         spdlog::error("notification {} ({}) to {}: given up after {} tries over 24 hours, last: {}",
                       entry->id, event.value("event", ""), proto::redacted_url(target.url),
                       entry->tries + 1, result.error);
         co_return std::chrono::milliseconds(0);
     }
-    db_.outbox().notification_failed(entry->id, result.error);
+    outbox_.notification_failed(entry->id, result.error);
     const auto wait = std::max<std::chrono::milliseconds>(backoff, result.retry_after);
     spdlog::warn("notification {} ({}) to {} not delivered ({}): next try in {} s", entry->id,
                  event.value("event", ""), proto::redacted_url(target.url), result.error,

@@ -31,14 +31,14 @@
 
 namespace ralph {
 
-class store;
+class outbox_table;
 
 class notifier {
   public:
     // `targets`: the daemon's (ralphd --notify URL), already parsed once (main.cpp).
     // `dashboard`: the dashboard's address on TCP ("http://HOST:PORT", ralphd --listen), the
     // events' links lead there; "" = none.
-    notifier(net::io_context& io, store& db, const wall_clock& clock,
+    notifier(net::io_context& io, outbox_table& outbox, const wall_clock& clock,
              std::vector<std::string> targets, std::string dashboard);
 
     // Adds `event` for the daemon's targets and `loop_targets` (a loop's own), in the caller's
@@ -74,7 +74,7 @@ class notifier {
                                                                  std::chrono::milliseconds backoff);
 
     net::io_context& io_;
-    store& db_;
+    outbox_table& outbox_;
     const wall_clock& clock_;
     std::vector<std::string> targets_;
     std::string dashboard_;

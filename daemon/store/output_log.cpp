@@ -5,8 +5,8 @@
 #include "common/enum_names.hpp"
 #include "common/text.hpp"
 #include "daemon/agents/agent.hpp"
+#include "daemon/store/output_index.hpp"
 #include "daemon/store/storage_health.hpp"
-#include "daemon/store/store.hpp"
 #include "proto/errors.hpp"
 
 #include <fcntl.h>
@@ -56,10 +56,10 @@ static_assert(names_in_order(output_stream_names, output_stream::recovered));
 
 std::string_view to_string(output_stream stream) { return name_of(output_stream_names, stream); }
 
-output_log::output_log(net::io_context& io, store& db, storage_health& health,
+output_log::output_log(net::io_context& io, output_index_table& index, storage_health& health,
                        std::filesystem::path directory, committed_callback on_committed)
     : io_(io),
-      db_(db),
+      index_(index),
       health_(health),
       directory_(std::move(directory)),
       on_committed_(std::move(on_committed)),
@@ -133,7 +133,7 @@ void output_log::write_pending() {
                         std::string(to_string(chunk.stream))});
         ends[chunk.loop_id] = chunk.offset + chunk.length;
     }
-    db_.output_index().record_output(rows, ends);
+    index_.record_output(rows, ends);
     pending_.clear();
     pending_bytes_ = 0;
     for (const auto& [loop_id, end] : ends) {
@@ -145,7 +145,7 @@ void output_log::write_pending() {
 std::int64_t output_log::committed_end(std::int64_t loop_id) const {
     auto it = committed_.find(loop_id);
     if (it != committed_.end()) return it->second;
-    std::int64_t end = db_.output_index().output_bytes(loop_id);
+    std::int64_t end = index_.output_bytes(loop_id);
     committed_[loop_id] = end;
     return end;
 }
@@ -179,7 +179,7 @@ output_log::output_span output_log::span_at(std::int64_t loop_id, std::int64_t o
     auto cached = spans_.find(loop_id);
     if (cached == spans_.end()) {
         format_spans spans;
-        for (const auto& attempt : db_.output_index().attempt_starts(loop_id)) {
+        for (const auto& attempt : index_.attempt_starts(loop_id)) {
             auto& starts = spans.starts;
             // An attempt that began where this one does wrote nothing.
             if (!starts.empty() && starts.back().offset == attempt.output_start) starts.pop_back();
@@ -226,9 +226,9 @@ void output_log::recover(std::int64_t loop_id, std::int64_t attempt_id) {
     struct stat st {};
     if (::stat(file_of(loop_id).c_str(), &st) != 0 || st.st_size <= end) return;
     std::int64_t extra = st.st_size - end;
-    db_.output_index().record_output({{loop_id, attempt_id, end, extra, text::now_ms(),
-                                       std::string(to_string(output_stream::recovered))}},
-                                     {{loop_id, st.st_size}});
+    index_.record_output({{loop_id, attempt_id, end, extra, text::now_ms(),
+                           std::string(to_string(output_stream::recovered))}},
+                         {{loop_id, st.st_size}});
     committed_[loop_id] = st.st_size;
     spdlog::info("loop {}: indexed {} bytes of output that no journal announced", loop_id, extra);
 }

@@ -24,7 +24,7 @@
 
 namespace ralph {
 
-class store;
+class output_index_table;
 class storage_health;
 
 enum class output_stream { stdout_stream, stderr_stream, recovered };
@@ -34,7 +34,7 @@ class output_log {
   public:
     using committed_callback = std::function<void(std::int64_t loop_id, std::int64_t end)>;
 
-    output_log(net::io_context& io, store& db, storage_health& health,
+    output_log(net::io_context& io, output_index_table& index, storage_health& health,
                std::filesystem::path directory, committed_callback on_committed);
     ~output_log();
     output_log(const output_log&) = delete;
@@ -110,7 +110,7 @@ class output_log {
     void attempt_writes(std::int64_t loop_id, std::int64_t attempt_id);
 
     net::io_context& io_;
-    store& db_;
+    output_index_table& index_;
     storage_health& health_;
     std::filesystem::path directory_;
     committed_callback on_committed_;

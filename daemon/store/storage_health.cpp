@@ -3,7 +3,7 @@
 #include "common/paths.hpp"
 #include "common/text.hpp"
 #include "common/unique_fd.hpp"
-#include "daemon/store/store.hpp"
+#include "daemon/store/holds_and_settings.hpp"
 
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <fcntl.h>
@@ -41,10 +41,10 @@ bool is_full(const std::exception& e) {
 
 }  // namespace
 
-storage_health::storage_health(net::io_context& io, store& db, const state_dir& state,
-                               std::function<void()> on_recovered)
+storage_health::storage_health(net::io_context& io, settings_table& settings,
+                               const state_dir& state, std::function<void()> on_recovered)
     : probe_timer_(io),
-      db_(db),
+      settings_(settings),
       database_(state.database()),
       root_(state.root()),
       probe_dirs_{state.output_dir(), state.attempts_dir(), state.prompt_dir(),
@@ -197,7 +197,7 @@ void storage_health::schedule_probe() {
 
 void storage_health::probe() {
     check_database_in_place();
-    db_.settings().probe_write(text::now_ms());
+    settings_.probe_write(text::now_ms());
     for (const auto& dir : probe_dirs_) {
         std::error_code ec;
         if (!std::filesystem::exists(dir, ec)) {

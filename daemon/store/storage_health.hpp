@@ -31,14 +31,14 @@
 
 namespace ralph {
 
-class store;
+class settings_table;
 
 class storage_health {
   public:
-    // `state`: where the database `db` (open already) and the directories ralphd writes files in
-    // are; each is tried with the database. `on_recovered` runs on the io thread once writing
-    // works again.
-    storage_health(net::io_context& io, store& db, const state_dir& state,
+    // `state`: where the database (open already) and the directories ralphd writes files in are;
+    // each is tried with the database, written to in `settings` (settings_table::probe_write).
+    // `on_recovered` runs on the io thread once writing works again.
+    storage_health(net::io_context& io, settings_table& settings, const state_dir& state,
                    std::function<void()> on_recovered);
     ~storage_health();
     storage_health(const storage_health&) = delete;
@@ -86,7 +86,7 @@ class storage_health {
     void read_events();
 
     net::steady_timer probe_timer_;
-    store& db_;
+    settings_table& settings_;
     std::filesystem::path database_;
     std::filesystem::path root_;
     std::vector<std::filesystem::path> probe_dirs_;

@@ -22,7 +22,7 @@ struct daemon_state {
     ralph::store db{dir.path / "ralph.db"};
     ralph::admission gate{db, "default"};
     ralph::net::io_context io;
-    ralph::storage_health health{io, db, ralph::state_dir(dir.path), [] {}};
+    ralph::storage_health health{io, db.settings(), ralph::state_dir(dir.path), [] {}};
 
     ralph::proto::host_capacity capacity(const ralph::proto::submit_params& spec,
                                          ralph::runner_load load = {}) {

@@ -417,8 +417,8 @@ TEST_CASE("scale: gc of a long history keeps the WAL small and gives the space b
     ralph::store db(tmp.path());
     ralph::wal_checkpointer checkpointer(db, tmp.path());
     ralph::net::io_context io;
-    ralph::storage_health health{io, db, ralph::state_dir(tmp.dir.path), [] {}};
-    ralph::output_log output{io, db, health, tmp.dir.path / "output",
+    ralph::storage_health health{io, db.settings(), ralph::state_dir(tmp.dir.path), [] {}};
+    ralph::output_log output{io, db.output_index(), health, tmp.dir.path / "output",
                              [](std::int64_t, std::int64_t) {}};
     // 1,500 loops of 10 attempts with 4 events of 1 KiB each: about 60 MiB to remove.
     add_loops(tmp.path(), 1500, 1000, 10, 10, 100, true);

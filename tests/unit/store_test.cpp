@@ -37,8 +37,8 @@ struct gc_fixture {
     temp_db tmp;
     ralph::store db{tmp.path()};
     ralph::net::io_context io;
-    ralph::storage_health health{io, db, ralph::state_dir(tmp.path()), [] {}};
-    ralph::output_log output{io, db, health, tmp.dir.path / "output",
+    ralph::storage_health health{io, db.settings(), ralph::state_dir(tmp.path()), [] {}};
+    ralph::output_log output{io, db.output_index(), health, tmp.dir.path / "output",
                              [](std::int64_t, std::int64_t) {}};
 };
 
@@ -842,8 +842,8 @@ TEST_CASE("output_log: the output is cut in spans where each attempt begins, in 
     CHECK(output.span_at(loop_id, 22).end == 25);
     CHECK(output.span_at(loop_id, 27).end == open_end);
     // A ralphd started afresh reads the same from the attempts table.
-    ralph::output_log fresh{fixture.io, db, fixture.health, fixture.tmp.dir.path / "output",
-                            [](std::int64_t, std::int64_t) {}};
+    ralph::output_log fresh{fixture.io, db.output_index(), fixture.health,
+                            fixture.tmp.dir.path / "output", [](std::int64_t, std::int64_t) {}};
     CHECK(fresh.span_at(loop_id, 12).format == format::codex);
     CHECK(fresh.span_at(loop_id, 12).end == 15);
     CHECK(fresh.span_at(loop_id, 12).iteration == 2);
