@@ -16,11 +16,11 @@
 // each host's reason: exit 1, or 3 when none could be reached.
 #include "client/commands/commands.hpp"
 
+#include "client/commands/submit_inputs.hpp"
 #include "client/connection.hpp"
 #include "client/fleet.hpp"
 #include "client/output.hpp"
 #include "client/placement.hpp"
-#include "common/secret_file.hpp"
 #include "common/text.hpp"
 #include "proto/errors.hpp"
 #include "proto/methods.hpp"
@@ -30,14 +30,10 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
-#include <system_error>
 #include <utility>
 
 namespace ralph::client {
@@ -47,12 +43,9 @@ struct submit_options {
     proto::submit_params spec;
     const CLI::Option* agent = nullptr;  // --agent, to know whether it was given
     const CLI::Option* model = nullptr;
-    std::vector<std::string> env;   // K=V, or K: ralphctl's own value
-    std::string env_file;           // K=V (or K) lines
-    std::string notify_file;        // webhook URLs, one a line
-    std::string judge_prompt_file;  // --judge-prompt: its text is sent as spec.judge_prompt
-    std::string sandbox;  // --sandbox: "true"; --sandbox=offline: "offline"; "" = not given
-    std::string pr;       // --pr: "true"; --pr=REMOTE: REMOTE; "" = not given
+    submit_inputs inputs;  // --env, --env-file, --judge-prompt, --notify-file
+    std::string sandbox;   // --sandbox: "true"; --sandbox=offline: "offline"; "" = not given
+    std::string pr;        // --pr: "true"; --pr=REMOTE: REMOTE; "" = not given
     bool follow = false;
     bool wait = false;
 };
@@ -276,89 +269,11 @@ void warn_if_held(const placement& where, std::int64_t loop_id) {
                name, loop_id, name, escape_controls(room.scheduler_held_reason));
 }
 
-// NAME=VALUE, or NAME alone (its value in ralphctl's environment); "" when it is one of them.
-std::string env_assignment_error(const std::string& value) {
-    const auto equals = value.find('=');
-    if (equals == 0 || value.empty())
-        return fmt::format("'{}' is not of the form NAME=VALUE or NAME", value);
-    return {};
-}
-
-CLI::Validator env_assignment() {
-    return CLI::Validator([](std::string& value) { return env_assignment_error(value); },
-                          "NAME[=VALUE]");
-}
-
-std::vector<secret_file::line> secret_lines(const std::string& path, std::string_view option) {
-    try {
-        return secret_file::read_lines(path, option);
-    } catch (const std::invalid_argument& e) {
-        throw client_error(exit_code::usage, e.what());
-    }
-}
-
-// Adds NAME=VALUE assignments (NAME alone: ralphctl's own value of NAME) to the loop's env.
-void add_env(proto::submit_params& spec, const std::vector<std::string>& assignments,
-             const std::string& given_by) {
-    for (const auto& assignment : assignments) {
-        const auto equals = assignment.find('=');
-        if (equals != std::string::npos) {
-            spec.env[assignment.substr(0, equals)] = assignment.substr(equals + 1);
-            continue;
-        }
-        const char* value = std::getenv(assignment.c_str());
-        if (value == nullptr)
-            throw client_error(exit_code::usage,
-                               fmt::format("{} {}: {} is not set in ralphctl's environment",
-                                           given_by, assignment, assignment));
-        spec.env[assignment] = value;
-    }
-}
-
-// The text of --judge-prompt FILE, read here: the daemon may be another machine's.
-std::string read_judge_prompt(const std::string& path) {
-    std::ifstream file(path, std::ios::binary);
-    if (!file)
-        throw client_error(exit_code::usage,
-                           fmt::format("--judge-prompt {}: cannot read it: {}", path,
-                                       std::generic_category().message(errno)));
-    std::string text(proto::max_judge_prompt_bytes + 1, '\0');
-    file.read(text.data(), static_cast<std::streamsize>(text.size()));
-    text.resize(static_cast<std::size_t>(file.gcount()));
-    if (file.bad())
-        throw client_error(exit_code::usage, "--judge-prompt " + path + ": cannot read it");
-    if (text.size() > proto::max_judge_prompt_bytes)
-        throw client_error(exit_code::usage,
-                           fmt::format("--judge-prompt {}: larger than the {} bytes allowed", path,
-                                       proto::max_judge_prompt_bytes));
-    if (text::to_valid_utf8(text) != text)
-        throw client_error(exit_code::usage, "--judge-prompt " + path + ": not UTF-8 text");
-    if (text.find_first_not_of(" \t\r\n") == std::string::npos)
-        throw client_error(exit_code::usage, "--judge-prompt " + path + ": it is empty");
-    return text;
-}
-
 int run_submit(const client_context& ctx, submit_options& options) {
     auto& spec = options.spec;
     spec.workspace = absolute_path(spec.workspace.empty() ? "." : spec.workspace);
     if (!spec.prompt_file.empty()) spec.prompt_file = absolute_path(spec.prompt_file);
-    add_env(spec, options.env, "--env");
-    if (!options.env_file.empty()) {
-        std::vector<std::string> assignments;
-        for (const auto& line : secret_lines(options.env_file, "--env-file")) {
-            if (std::string problem = env_assignment_error(line.text); !problem.empty())
-                throw client_error(exit_code::usage,
-                                   fmt::format("--env-file {}, line {}: {}", options.env_file,
-                                               line.number, problem));
-            assignments.push_back(line.text);
-        }
-        add_env(spec, assignments, "--env-file " + options.env_file);
-    }
-    if (!options.judge_prompt_file.empty())
-        spec.judge_prompt = read_judge_prompt(options.judge_prompt_file);
-    if (!options.notify_file.empty())
-        for (const auto& line : secret_lines(options.notify_file, "--notify-file"))
-            spec.notify.emplace_back(text::trim(line.text));
+    read_submit_inputs(options.inputs, spec);
     spec.sandbox = !options.sandbox.empty();
     spec.sandbox_offline = options.sandbox == "offline";
     spec.pr_remote = options.pr == "true" ? proto::default_pr_remote : options.pr;
@@ -474,12 +389,12 @@ void register_submit_command(CLI::App& app, client_context& ctx) {
                     "Extra argument for the agent (repeatable; write --arg=-x for one "
                     "starting with -)")
         ->allow_extra_args(false);
-    cmd->add_option("--env", options->env,
+    cmd->add_option("--env", options->inputs.env,
                     "Variable for the agent's environment (repeatable); NAME alone passes "
                     "ralphctl's own value, which keeps a secret off the command line")
         ->allow_extra_args(false)
         ->check(env_assignment());
-    cmd->add_option("--env-file", options->env_file,
+    cmd->add_option("--env-file", options->inputs.env_file,
                     "Variables for the agent's environment, one NAME=VALUE (or NAME) a line, "
                     "from a file only you can read (chmod 600): for API keys and other secrets, "
                     "which a command line shows every user of the machine")
@@ -542,7 +457,7 @@ void register_submit_command(CLI::App& app, client_context& ctx) {
     completion->add_option("--judge-command", spec.judge_command,
                            "Argv template of --judge command (as --command)");
     completion->add_option(
-        "--judge-prompt", options->judge_prompt_file,
+        "--judge-prompt", options->inputs.judge_prompt_file,
         "FILE whose text replaces the judge's prompt (placeholders as the built-in one; default: "
         ".ralph/judge-prompt.md as committed at HEAD, never the working tree's)");
     completion
@@ -585,7 +500,7 @@ void register_submit_command(CLI::App& app, client_context& ctx) {
                     "telegram or generic; repeatable)")
         ->type_name("URL")
         ->allow_extra_args(false);
-    git->add_option("--notify-file", options->notify_file,
+    git->add_option("--notify-file", options->inputs.notify_file,
                     "Also --notify each URL of this file, one a line: a webhook's URL holds its "
                     "secret (the file must be yours only: chmod 600)")
         ->type_name("FILE");
