@@ -58,8 +58,7 @@ std::string_view to_string(output_stream stream) { return name_of(output_stream_
 
 output_log::output_log(net::io_context& io, output_index_table& index, storage_health& health,
                        std::filesystem::path directory, committed_callback on_committed)
-    : io_(io),
-      index_(index),
+    : index_(index),
       health_(health),
       directory_(std::move(directory)),
       on_committed_(std::move(on_committed)),

@@ -109,7 +109,6 @@ class output_log {
     // attempts table when next needed) unless they know it.
     void attempt_writes(std::int64_t loop_id, std::int64_t attempt_id);
 
-    net::io_context& io_;
     output_index_table& index_;
     storage_health& health_;
     std::filesystem::path directory_;
