@@ -114,6 +114,7 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
                                    {},
                                    options_.host_name,
                                    options_.account,
+                                   {},
                                    {}},
                 io,
                 reaper_,

@@ -446,6 +446,9 @@ struct daemon_info {
     std::string host;     // the daemon's name (ralphd --host-name, else the machine's name)
     std::string account;  // whose usage limits hold its agents (ralphd --account)
     std::vector<peer_status> peers;
+    // ralphd --notify's webhooks, each redacted (redacted_url: the address, never the path or
+    // the token in it).
+    std::vector<std::string> notify_targets;
     bool operator==(const daemon_info&) const = default;
 };
 
