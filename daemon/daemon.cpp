@@ -175,7 +175,7 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
     rpc::register_peer_methods(registry_, services_);
     for (const auto& peer : options_.peers)
         peers_.push_back(std::make_unique<peer_link>(peer_ctx_, peer.name, peer.address));
-    if (options_.max_concurrent) store_max_concurrent(*options_.max_concurrent);
+    if (options_.max_concurrent) apply_configured_max_concurrent(*options_.max_concurrent);
     if (clock_.adjustable())
         spdlog::warn("test clock: debug.clock may shift this daemon's time (now {})",
                      text::format_iso8601(clock_.now_ms()));
@@ -274,18 +274,23 @@ void ralphd::reload(const daemon_options& options) {
     options_.webhooks = options.webhooks;
     notices_.set_targets(options.webhooks);
     if (options.max_concurrent) {
-        store_max_concurrent(*options.max_concurrent);
+        apply_configured_max_concurrent(*options.max_concurrent);
         scheduler_.schedule();  // more slots may start queued loops now
     }
 }
 
 bool ralphd::storage_failed(const std::exception& e) { return health_.failed(e); }
 
-void ralphd::store_max_concurrent(std::int64_t max_concurrent) {
-    proto::scheduler_settings settings = gate_.scheduler_settings();
-    settings.max_concurrent = max_concurrent;
+void ralphd::apply_configured_max_concurrent(std::int64_t configured) {
+    // A `scheduler set --max-concurrent` at run time stands across restarts and reloads until
+    // the configuration (flag or file) gives another value than it did.
+    constexpr const char* configured_key = "configured_max_concurrent";
     try {
+        if (db_.setting(configured_key) == configured) return;
+        proto::scheduler_settings settings = gate_.scheduler_settings();
+        settings.max_concurrent = configured;
         gate_.set_scheduler_settings(settings);
+        db_.set_setting(configured_key, configured);
     } catch (const std::exception& e) {
         // It applies until ralphd stops all the same (admission keeps it in memory first).
         if (!storage_failed(e)) throw;

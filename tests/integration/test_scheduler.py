@@ -10,6 +10,7 @@ import datetime
 import os
 import shlex
 import shutil
+import signal
 import sqlite3
 
 from harness import (DaemonTestCase, agent_command, command_agent, fake_agent_bin, main,
@@ -51,6 +52,25 @@ class SchedulerTestCase(DaemonTestCase):
 
 
 class QueueTest(SchedulerTestCase):
+
+    def test_a_run_time_concurrency_stands_until_the_configuration_changes(self):
+        d = self.clock_daemon("--max-concurrent", "2")
+
+        def max_concurrent():
+            return d.call("scheduler.get")["max_concurrent"]
+
+        self.assertEqual(max_concurrent(), 2)
+        d.ctl("scheduler", "set", "--max-concurrent", "5")
+        # The same configuration at a restart and at SIGHUP: the user's 5 stands.
+        d.restart()
+        self.assertEqual(max_concurrent(), 5)
+        d.proc.send_signal(signal.SIGHUP)
+        wait_until(lambda: "configuration reloaded" in d.log_text(), 10, "the reload")
+        self.assertEqual(max_concurrent(), 5)
+        # Another value in the configuration: it applies.
+        d.extra_args[d.extra_args.index("--max-concurrent") + 1] = "3"
+        d.restart()
+        self.assertEqual(max_concurrent(), 3)
 
     def test_priority_then_submit_order_and_max_concurrent_changed_at_run_time(self):
         d = self.clock_daemon()
