@@ -6,9 +6,10 @@ settings select. No internet and no real model: each talks to a stand-in server 
 
 Checked, with ralphd's default env policy: each loop completes in 2 iterations; the stand-in saw
 2 model requests, each with the key (and the header) the user's configuration names; the tokens
-ralph recorded per attempt are those the stand-in reported. And the failure a user meets first,
-in the real CLI's own words: codex's env_key withheld by the policy, a `config` failure that
-stops the loop at its first attempt with the fix.
+ralph recorded per attempt are those the stand-in reported. And the failures a user meets first,
+in the real CLIs' own words: codex's env_key withheld by the policy, gemini in a workspace it
+does not trust, each a `config` failure that stops the loop at its first attempt with a fix that
+works.
 
 The CLIs are npm packages pinned by tests/agent-clis/package-lock.json (scripts/test.sh runs
 `npm ci` there): without them the tests are skipped, or fail under CI."""
@@ -146,6 +147,23 @@ class RealCliTest(DaemonTestCase):
                              "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse")
             self.assertEqual(request["headers"].get("x-goog-api-key"), "gemini-gateway-key")
         self.assertIn("All tasks finished.", d.output(loop["id"]).decode())
+
+    def test_gemini_in_a_workspace_it_does_not_trust_stops_at_once_with_the_fix(self):
+        require_cli("gemini")
+        server = GeminiServer(self, ANSWERS)
+        d = self.gemini_daemon(server, trusted=False)
+        loop = self.submit(d, "gemini", "--model", "gemini-2.5-pro")
+        final = d.wait_state(loop["id"], ("completed", "failed", "exhausted"), timeout=60)
+        self.assertEqual(final["state"], "failed", final)
+        attempts = d.attempts(loop["id"])
+        self.assertEqual([a["failure"] for a in attempts], ["config"], attempts)
+        self.assertIn("not running in a trusted directory", final["stop_reason"])
+        fix = "--env GEMINI_CLI_TRUST_WORKSPACE=true"
+        self.assertIn(fix, final["stop_reason"])
+        self.assertEqual(server.requests, [])
+        # The fix it gives works.
+        loop = self.submit(d, "gemini", "--model", "gemini-2.5-pro", *fix.split())
+        self.assert_completed_with_the_servers_tokens(d, loop, server)
 
 
 if __name__ == "__main__":
