@@ -32,6 +32,7 @@ PROMPT = ("Work through the task list in this repository. When every task is don
 
 CODEX_CONFIG = """# a company gateway, as codex's users configure it
 model_provider = "gateway"
+model = "company-model"
 
 [model_providers.gateway]
 name = "Company gateway"
@@ -80,7 +81,7 @@ class RealCliTest(DaemonTestCase):
         attempts = d.attempts(loop["id"])
         self.assertEqual((final["state"], final["iterations"]), ("completed", 2),
                          (final, attempts, server.requests))
-        self.assertEqual([a["failure"] for a in attempts], ["", ""], attempts)
+        self.assertEqual([(a["failure"], a["error"]) for a in attempts], [("", "")] * 2, attempts)
         self.assertEqual([(a["input_tokens"], a["output_tokens"]) for a in attempts],
                          [usage(0), usage(1)], attempts)
         self.assertEqual(len(server.model_requests()), 2, server.requests)
@@ -103,6 +104,7 @@ class RealCliTest(DaemonTestCase):
         self.assert_completed_with_the_servers_tokens(d, loop, server)
         for request in server.model_requests():
             self.assertEqual(request["path"], "/v1/responses")
+            self.assertEqual(request["body"]["model"], "company-model")
             self.assertEqual(request["headers"].get("authorization"),
                              "Bearer codex-gateway-secret", request["headers"])
             self.assertEqual(request["headers"].get("x-team"), "codex-team-header")
