@@ -23,6 +23,11 @@
 namespace ralph {
 namespace {
 
+// How the last ralphd stopped (the settings table): "planned" once it stopped as asked,
+// "unplanned" while one runs, which is what a crash leaves.
+constexpr const char* last_stop_key = "last_stop";
+constexpr const char* planned_stop = "planned";
+
 // "http://ADDRESS:PORT" of ralphd --listen (the machine's name for a wildcard address); "" without.
 std::string web_base_url(const std::string& address, unsigned port) {
     if (address.empty()) return {};
@@ -288,6 +293,10 @@ void ralphd::store_max_concurrent(std::int64_t max_concurrent) {
 
 std::vector<ralphd::adoption> ralphd::recover() {
     const std::int64_t now = clock_.now_ms();
+    // A planned stop (ralphctl daemon stop, systemd's stop or restart) is no news: the user
+    // knows. Only what a crash left is announced.
+    const bool after_planned_stop = db_.setting(last_stop_key) == planned_stop;
+    db_.set_setting(last_stop_key, "unplanned");
     std::vector<adoption> adopted;
     std::set<std::int64_t> running_loops;
     for (const auto& loop : db_.list_loops({proto::loop_state::running}, 0))
@@ -338,7 +347,7 @@ std::vector<ralphd::adoption> ralphd::recover() {
         // A loop parked in `waiting` by the scheduler is left so by every stop: not news.
         if (loop.state == proto::loop_state::running) ++requeued;
     }
-    if (!adopted.empty() || requeued > 0)
+    if ((!adopted.empty() || requeued > 0) && !after_planned_stop)
         notices_.add(recovery_notification(std::int64_t(adopted.size()), requeued, now));
     return adopted;
 }
@@ -418,6 +427,12 @@ void ralphd::shutdown(bool leave_running) {
         hooks_.shutdown([this] {
             notices_.shutdown();
             output_.flush();
+            try {
+                db_.set_setting(last_stop_key, planned_stop);
+            } catch (const std::exception& e) {
+                // The next start announces its recovery as after a crash: said, not lost.
+                spdlog::warn("cannot record the planned stop: {}", e.what());
+            }
             spdlog::info("ralphd stopped");
             io_.stop();
         });

@@ -1,8 +1,8 @@
-// `ralphctl doctor` (SPEC §7): checks what an unattended night needs and says what to fix — the
-// daemon answers and speaks our protocol; its socket's directory is private; its database can be
-// written, with room for the agents' output; the systemd user units are installed and lingering
-// is on (a user service otherwise stops with the last session); the agents' programs are found
-// on the daemon's PATH, with their versions. Exit 0 when nothing failed (warnings allowed), 1
+// `ralphctl doctor` (README, "The daemon"): checks what an unattended night needs and says what to
+// fix — the daemon answers and speaks our protocol; its socket's directory is private; its database
+// can be written, with room for the agents' output; the systemd user units are installed and
+// lingering is on (a user service otherwise stops with the last session); the agents' programs are
+// found on the daemon's PATH, with their versions. Exit 0 when nothing failed (warnings allowed), 1
 // otherwise. --json {"checks": [{"check", "status": "ok"|"warn"|"fail", "detail", "fix"}],
 // "ok": bool}. With --host ssh://…, most of these are files of that host: its own ralphctl
 // doctor makes them there, over ssh (exit 3 when ssh cannot run it).
@@ -66,7 +66,7 @@ std::optional<proto::daemon_info> check_daemon(const client_context& ctx,
     }
 }
 
-// SPEC §2: the socket's directory is the user's own, mode 0700 (the socket itself 0600).
+// SECURITY.md: the socket's directory is the user's own, mode 0700 (the socket itself 0600).
 void check_socket(const client_context& ctx, bool daemon_up, std::vector<check_result>& results) {
     const fs::path socket(ctx.socket);
     const fs::path dir = socket.parent_path();

@@ -292,6 +292,27 @@ class NotificationTest(DaemonTestCase):
         wait_until(lambda: not sqlite3.connect(d.db).execute(
             "SELECT count(*) FROM notifications").fetchone()[0], 10, "the outbox to empty")
 
+    def test_a_planned_restart_is_not_announced_and_a_crash_is(self):
+        # systemd's restart (SIGTERM: the agents go on, the next ralphd adopts them) is what the
+        # user asked for: no daemon.recovered. A kill -9 after it is a crash: one.
+        r = self.receiver()
+        d = self.notify_daemon([r.url("/hook")])
+        running = d.submit(d.workspace(), agent_command("sleep.sh", "60"))
+        wait_until(lambda: d.attempts(running["id"]) and d.attempts(running["id"])[0]["pid"],
+                   10, "the agent to run")
+        d.stop(leave_running=True)
+        d.start()
+        wait_until(lambda: "adopting iteration" in d.log_text(), 10, "the agent to be adopted")
+        self.assertEqual(d.get(running["id"])["state"], "running")
+        d.kill9()
+        d.start()
+        posts = self.wait_posts(r, "/hook", 1)
+        time.sleep(1)
+        self.assertEqual([p["body"]["event"] for p in r.received("/hook")], ["daemon.recovered"])
+        self.assertEqual(posts[0]["body"]["adopted"], 1)
+        d.call("loop.cancel", {"id": running["id"]})
+        d.wait_state(running["id"], "cancelled")
+
     def test_given_up_after_a_day_of_failures(self):
         r = self.receiver()
         d = self.notify_daemon([r.url("/hook")], more_args=["--test-clock", "0"])

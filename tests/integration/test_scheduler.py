@@ -1,9 +1,10 @@
-"""The scheduler and budgets (SPEC §5) with a clock the tests control: ralphd runs with
---test-clock and the tests move its wall clock with debug.clock instead of sleeping for hours.
-Priority order, concurrency limits changed at run time, one loop per workspace, budgets per
-rolling hour/day (global and per loop, iterations, tokens, cost) that free up with their window
-and survive a restart, per-loop caps, a usage limit's reset taken on the daemon's clock, the daily time window, pause/resume of a loop and of the
-scheduler, cancel of a paused loop, and kill -9 during three concurrent loops."""
+"""The scheduler and budgets (README, "Scheduling, budgets") with a clock the tests control: ralphd
+runs with --test-clock and the tests move its wall clock with debug.clock instead of sleeping for
+hours. Priority order, concurrency limits changed at run time, one loop per workspace, budgets per
+rolling hour/day (global and per loop, iterations, tokens, cost) that free up with their window and
+survive a restart, per-loop caps, a usage limit's reset taken on the daemon's clock, the daily time
+window, pause/resume of a loop and of the scheduler, cancel of a paused loop, and kill -9 during
+three concurrent loops."""
 
 import datetime
 import os
