@@ -139,13 +139,20 @@ void check_database(const std::optional<proto::daemon_info>& info,
         results.push_back({"database", "ok", detail, ""});
 }
 
-// The directories systemd looks for user units in, the user's own first.
+// The directories systemd looks for user units in, the user's own first (its configuration,
+// then its data: where a `meson install` with --prefix ~/.local puts them).
 std::vector<fs::path> user_unit_dirs() {
     std::vector<fs::path> dirs;
+    const char* home = std::getenv("HOME");
+    const bool has_home = home && *home;
     if (const char* config = std::getenv("XDG_CONFIG_HOME"); config && *config)
         dirs.emplace_back(fs::path(config) / "systemd" / "user");
-    else if (const char* home = std::getenv("HOME"); home && *home)
+    else if (has_home)
         dirs.emplace_back(fs::path(home) / ".config" / "systemd" / "user");
+    if (const char* data = std::getenv("XDG_DATA_HOME"); data && *data)
+        dirs.emplace_back(fs::path(data) / "systemd" / "user");
+    else if (has_home)
+        dirs.emplace_back(fs::path(home) / ".local" / "share" / "systemd" / "user");
     for (const char* dir :
          {"/etc/systemd/user", "/usr/local/lib/systemd/user", "/usr/lib/systemd/user"})
         dirs.emplace_back(dir);
@@ -166,7 +173,9 @@ void check_service(std::vector<check_result>& results) {
         results.push_back(
             {"service", "warn",
              "ralphd.service is not installed: ralphd runs only while started by hand",
-             "meson install -C build, then: systemctl --user enable --now ralphd.socket"});
+             "sudo meson install -C build (or, for you alone: meson setup build-user --prefix "
+             "~/.local && meson install -C build-user), then: systemctl --user enable --now "
+             "ralphd.socket (README, Install)"});
     else
         results.push_back({"service", "ok", installed, ""});
 
