@@ -207,6 +207,14 @@ class CliTest(DaemonTestCase):
         self.assertIn("0700", up["socket"]["detail"])
         self.assertIn("free", up["database"]["detail"])
         self.assertEqual(up["service"]["detail"], os.path.join(units, "ralphd.service"))
+        # Where `meson install` with --prefix ~/.local puts it ($XDG_DATA_HOME/systemd/user,
+        # which the user manager searches) counts too.
+        data_units = os.path.join(d.home, ".local", "share", "systemd", "user")
+        os.makedirs(data_units)
+        shutil.move(os.path.join(units, "ralphd.service"), data_units)
+        self.assertEqual(checks(0)["service"]["detail"],
+                         os.path.join(data_units, "ralphd.service"))
+        shutil.move(os.path.join(data_units, "ralphd.service"), units)
         self.assertIn("ralph-demo-agent 0.1.0", up["agent demo"]["detail"])  # its --version
         self.assertNotIn("agent command", up, "the command agent has no program of its own")
         missing = [c for name, c in up.items() if name.startswith("agent ") and c["status"] != "ok"]
