@@ -11,8 +11,8 @@
 #include "daemon/rpc/session.hpp"
 #include "tests/support/files.hpp"
 
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <filesystem>
@@ -92,6 +92,9 @@ class daemon_in_process {
             throw std::runtime_error(method + " did not fail: " + response.dump());
         return response["error"];
     }
+
+    // The daemon's clock now (the test clock runs from start_ms; debug.clock shifts it).
+    std::int64_t clock_ms() { return result("debug.clock", nlohmann::json::object())["now_ms"]; }
 
     // A loop submitted in workspace() that runs `/bin/true`, with `more` params; its id.
     std::int64_t submit(const nlohmann::json& more = nlohmann::json::object()) {

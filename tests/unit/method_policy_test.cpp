@@ -119,8 +119,9 @@ TEST_CASE("method policy: each refusal, whatever the params, and before the hand
                 CHECK(refused["code"] == -32601);
                 CHECK(refused["message"] == "Method not found");
                 CHECK(refused["data"] ==
-                      name + " is not available to a web client (ralphd --listen): it is for "
-                             "ralphd --peer's link, which comes over ssh to the Unix socket");
+                      name +
+                          " is not available to a web client (ralphd --listen): it is for "
+                          "ralphd --peer's link, which comes over ssh to the Unix socket");
             }
         }
     }
@@ -133,8 +134,8 @@ TEST_CASE("method policy: each refusal, whatever the params, and before the hand
 TEST_CASE("method policy: a refused notification is silent, as any notification") {
     daemon_in_process daemon;
     ralph::rpc::call_context plain;
-    const auto reply = ralph::test::run_awaitable(daemon.registry().handle_text(
-        R"({"jsonrpc":"2.0","method":"events.subscribe"})", plain));
+    const auto reply = ralph::test::run_awaitable(
+        daemon.registry().handle_text(R"({"jsonrpc":"2.0","method":"events.subscribe"})", plain));
     CHECK_FALSE(reply);
 }
 
