@@ -19,8 +19,7 @@ namespace {
 json listed(daemon_in_process& daemon) {
     json states = json::array();
     const json list = daemon.result("loop.list");
-    for (const json& loop : list["loops"])
-        states.push_back({loop["id"], loop["state"]});
+    for (const json& loop : list["loops"]) states.push_back({loop["id"], loop["state"]});
     return states;
 }
 
@@ -71,8 +70,8 @@ TEST_CASE("handlers: a submit retried with its key gets its loop; a dry run crea
           std::string::npos);
 
     const json dry = daemon.result(
-        "loop.submit", {{"workspace", daemon.workspace()}, {"command", "/bin/true"},
-                        {"dry_run", true}});
+        "loop.submit",
+        {{"workspace", daemon.workspace()}, {"command", "/bin/true"}, {"dry_run", true}});
     CHECK(dry["created"] == false);
     CHECK(dry["id"] == 0);
     CHECK(dry["capacity"]["scheduler_held"] == true);  // the fixture's scheduler is paused
@@ -108,8 +107,7 @@ TEST_CASE("handlers: a refused submit says why with its code and stores nothing"
     CHECK(code == -32004);
     CHECK(message.find("nope") != std::string::npos);
 
-    std::tie(code, message) =
-        refusal({{"workspace", workspace}, {"command", "/no/such/program"}});
+    std::tie(code, message) = refusal({{"workspace", workspace}, {"command", "/no/such/program"}});
     CHECK(code == -32004);
 
     CHECK(daemon.result("loop.list")["total"] == 0);
@@ -135,8 +133,7 @@ TEST_CASE("handlers: loop.cancel ends a queued loop, once; pause and resume take
     CHECK(not_paused["message"] == "cannot resume loop 2: it is queued, not paused");
 
     CHECK(listed(daemon) == json{{paused, "queued"}, {cancelled, "cancelled"}});
-    CHECK(daemon.result("daemon.info")["loops_by_state"] ==
-          json{{"queued", 1}, {"cancelled", 1}});
+    CHECK(daemon.result("daemon.info")["loops_by_state"] == json{{"queued", 1}, {"cancelled", 1}});
 }
 
 TEST_CASE("handlers: loop.steer queues a hint for the next iteration, not for an ended loop") {
