@@ -155,6 +155,13 @@ std::optional<completion_claim> pending_claim(const proto::submit_params& spec,
     return std::nullopt;
 }
 
+std::vector<std::string> next_step_quotas(const proto::submit_params& spec,
+                                          const loop_record& record) {
+    if (decide_next(spec, record).kind == step_kind::judge)
+        return proto::quotas_of(proto::as_judge(spec));
+    return proto::quotas_of(spec);
+}
+
 next_step decide_next(const proto::submit_params& spec, const loop_record& record) {
     if (record.attempts.empty()) {
         // Its last iteration was counted before the loop could end (an interrupted one).

@@ -68,6 +68,11 @@ next_step decide_next(const proto::submit_params& spec, const loop_record& recor
 std::optional<completion_claim> pending_claim(const proto::submit_params& spec,
                                               const loop_record& record);
 
+// The quotas the loop's next step runs on: its judge's when that step judges a claim, else those
+// of its own agent and its fallbacks (proto::quotas_of). What admits a loop to its next step.
+std::vector<std::string> next_step_quotas(const proto::submit_params& spec,
+                                          const loop_record& record);
+
 // Until when a usage limit holds the agent of `limited` (an attempt of the iteration in progress
 // that failed for it, already in `record`): the reset it stated plus `margin_ms`, else `wait_ms`
 // doubled with each earlier usage limit of the iteration, at most an hour.

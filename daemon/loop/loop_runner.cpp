@@ -80,12 +80,12 @@ awaitable<void> loop_runner::run() {
     ctx_.output.flush();
 }
 
-loop_record loop_runner::read_record(const proto::loop_info& loop) {
+loop_record read_loop_record(store& db, const proto::loop_info& loop) {
     loop_record record;
     record.iteration = loop.iterations + 1;
-    record.attempts = ctx_.db.attempts_in(loop_id_, record.iteration);
-    record.judge_rejections = ctx_.db.judge_rejections(loop_id_);
-    record.iterations_without_progress = ctx_.db.iterations_without_progress(loop_id_);
+    record.attempts = db.attempts_in(loop.id, record.iteration);
+    record.judge_rejections = db.judge_rejections(loop.id);
+    record.iterations_without_progress = db.iterations_without_progress(loop.id);
     return record;
 }
 
@@ -106,7 +106,7 @@ awaitable<void> loop_runner::run_iterations() {
     }
     while (true) {
         const proto::loop_info loop = ctx_.db.get_loop(loop_id_);
-        const loop_record record = read_record(loop);
+        const loop_record record = read_loop_record(ctx_.db, loop);
         const next_step step = decide_next(loop.spec, record);
         if (stop_ != stop_kind::none) {
             // An iteration the stop interrupted counts as spent (and so does one that was over
@@ -173,7 +173,7 @@ void loop_runner::hold_agent(const attempt_outcome& outcome) {
     // meanwhile; the admission parks this one.
     const proto::loop_info loop = ctx_.db.get_loop(loop_id_);
     const std::int64_t until = usage_limit_hold_until(
-        read_record(loop), outcome.resets_at_ms, ctx_.rate_limit_margin.count(),
+        read_loop_record(ctx_.db, loop), outcome.resets_at_ms, ctx_.rate_limit_margin.count(),
         ctx_.rate_limit_wait.count(), ctx_.clock.now_ms());
     ctx_.record_hold({outcome.quota, ctx_.gate.account(), until,
                       fmt::format("{} usage limit (loop {}: {})", outcome.quota, loop_id_,

@@ -31,9 +31,13 @@ namespace ralph {
 
 class attempt_run;
 struct attempt_outcome;
+class store;
 namespace workspace {
 struct snapshot;
 }
+
+// What the iteration policy reads of `loop`: its record of the iteration in progress.
+loop_record read_loop_record(store& db, const proto::loop_info& loop);
 
 class loop_runner {
   public:
@@ -67,8 +71,6 @@ class loop_runner {
     // A --worktree loop: creates its worktree (off the io thread) unless it exists. False when
     // the loop ended instead (it could not be created, or a cancel or stop came meanwhile).
     awaitable<bool> make_worktree();
-    // What the policy reads: the loop's record of the iteration in progress.
-    loop_record read_record(const proto::loop_info& loop);
     // Runs the attempt `step` asks for (work or judge) unless the admission holds the loop back
     // (then false: the loop left its runner).
     awaitable<bool> run_attempt(const proto::loop_info& loop, const loop_record& record,

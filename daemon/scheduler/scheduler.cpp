@@ -207,9 +207,16 @@ void scheduler::schedule_now() {
             park(queued.id, global);
             continue;
         }
-        auto held = quotas.find(queued.quotas);
+        // A loop whose claim waits for its judge is admitted by its judge's quota, not by its
+        // worker's.
+        std::vector<std::string> next_quotas = queued.quotas;
+        if (queued.may_judge_next) {
+            const proto::loop_info loop = ctx_.db.get_loop(queued.id);
+            next_quotas = next_step_quotas(loop.spec, read_loop_record(ctx_.db, loop));
+        }
+        auto held = quotas.find(next_quotas);
         if (held == quotas.end())
-            held = quotas.emplace(queued.quotas, ctx_.gate.for_quotas(queued.quotas, now)).first;
+            held = quotas.emplace(next_quotas, ctx_.gate.for_quotas(next_quotas, now)).first;
         if (!held->second.go()) {
             park(queued.id, held->second);
             continue;

@@ -319,7 +319,8 @@ std::vector<store::queued_loop> store::queued_loops() {
     query q = prepared(
         "SELECT id, workspace, agent, ifnull(json_extract(spec, '$.fallback'), '[]'), "
         "ifnull(json_extract(spec, '$.command'), ''), ifnull(json_extract(spec, '$.quota_key'), "
-        "'') "
+        "''), ifnull(json_extract(spec, '$.judge'), '') != '' AND EXISTS (SELECT 1 FROM attempts "
+        "WHERE loop_id = loops.id AND iteration = loops.iterations + 1) "
         "FROM loops WHERE state = 'queued' ORDER BY priority DESC, id");
     std::vector<queued_loop> loops;
     while (q.executeStep()) {
@@ -330,8 +331,8 @@ std::vector<store::queued_loop> store::queued_loops() {
             spec.fallback.push_back(fallback.get<std::string>());
         spec.command = q.getColumn(4).getString();
         spec.quota_key = q.getColumn(5).getString();
-        loops.push_back(
-            {q.getColumn(0).getInt64(), q.getColumn(1).getString(), proto::quotas_of(spec)});
+        loops.push_back({q.getColumn(0).getInt64(), q.getColumn(1).getString(),
+                         proto::quotas_of(spec), q.getColumn(6).getInt() != 0});
     }
     return loops;
 }

@@ -64,6 +64,9 @@ class store {
         std::int64_t id;
         std::string workspace;
         std::vector<std::string> quotas;  // of its own agent, then its fallbacks' (quotas_of)
+        // It has a judge and attempts in its iteration in progress: its next step may be the
+        // judge's, on the judge's quota (iteration_policy: next_step_quotas).
+        bool may_judge_next = false;
     };
     std::vector<queued_loop> queued_loops();
     // The loops in each state that has any (the loop_counts aggregate: no loop is read).

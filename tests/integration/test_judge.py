@@ -283,6 +283,33 @@ class HeldJudgeTest(JudgeTestCase):
         self.assertEqual(final["stop_reason"],
                          "judge claude accepted the completion claimed in iteration 1")
 
+    def test_a_claim_waiting_for_its_judge_is_admitted_by_the_judges_quota_not_the_workers(self):
+        # The worker runs on a gateway's quota (--quota-key), the judge on claude's: when the
+        # judge's hold ends while the gateway is still held for an hour, the judge runs at once;
+        # the loop does not wait for the worker's reset (found by the night simulation: a loop
+        # that waited on its judge's hold, then its worker's).
+        d = self.judge_daemon("--rate-limit-margin", "0.5")
+        judge_reset = int(time.time()) + 8
+        loop, worker_runs, judge_runs = self.submit_judged(
+            d, ["rate-limit", "judge-accept"], "--quota-key", "gateway",
+            "--env", "FAKE_RESETS_AT=%d" % judge_reset)
+        self.wait_judge_started(judge_runs)
+        other, _ = self.submit_agent(d, "claude", ["rate-limit"], "--quota-key", "gateway",
+                                     "--env", "FAKE_RESETS_AT=%d" % (time.time() + 3600),
+                                     workspace=d.workspace("other"), name="other")
+
+        def held():
+            return sorted(h["agent"] for h in d.call("budget.get")["holds"])
+
+        wait_until(lambda: held() == ["claude", "gateway"], 20, "both quotas held")
+        self.wait_end(d, loop, "completed")
+        self.assertEqual(held(), ["gateway"], "the gateway is still held when the judge runs")
+        self.assertLess(time.time(), judge_reset + 30)
+        self.assertEqual(self.kinds(d, loop["id"]),
+                         [(1, "work", "", ""), (1, "judge", "", "rate_limit"),
+                          (1, "judge", "accept", "")])
+        self.assertEqual(len(worker_runs()), 1, "the finished work ran again")
+
     def test_a_claim_waiting_for_its_held_judge_survives_a_kill_of_ralphd(self):
         # The judge's hold outlasts the kill: the next ralphd finds the claim in the record and
         # waits for the judge, not for another run of the work.

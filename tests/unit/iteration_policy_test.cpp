@@ -11,6 +11,7 @@ using ralph::completion_claim;
 using ralph::decide_next;
 using ralph::loop_record;
 using ralph::next_step;
+using ralph::next_step_quotas;
 using ralph::step_kind;
 using ralph::proto::attempt_info;
 using ralph::proto::attempt_kind;
@@ -150,6 +151,21 @@ TEST_CASE("policy: a judge held by a usage limit is run again, never the finishe
     REQUIRE(step.claim);
     CHECK(step.claim->attempt_id == 7);
     CHECK(step.not_before_ms == 0);
+}
+
+TEST_CASE("policy: a loop is admitted by the quota of its next step: its judge's for a claim") {
+    submit_params spec = spec_of("codex");
+    spec.fallback = {"gemini"};
+    spec.quota_key = "gateway";
+    using quotas = std::vector<std::string>;
+    // The work (and its fallbacks) until a claim; the judge's own quota while it waits for one.
+    CHECK(next_step_quotas(spec, record_of({})) == quotas{"gateway", "gemini"});
+    const loop_record held_judge = record_of(
+        {work_exited(7, true), failed(8, failure_class::rate_limit, "429", attempt_kind::judge)});
+    CHECK(next_step_quotas(spec, held_judge) == quotas{"codex"});
+    // After a rejection the next iteration's work: the worker's again.
+    const loop_record rejected = record_of({work_exited(7, true), verdict(8, "REJECT")});
+    CHECK(next_step_quotas(spec, rejected) == quotas{"gateway", "gemini"});
 }
 
 TEST_CASE("policy: a judge interrupted by a pause or a stop is run again on the same claim") {
