@@ -89,12 +89,15 @@ TEST_CASE("method policy: every method ralphd registers is listed with the polic
     std::map<std::string, decided> registered;
     for (const auto& [name, policy] : daemon.registry().policies())
         registered.emplace(name, decided_of(policy));
-    for (const auto& [name, policy] : registered) {
+    // (CAPTURE names no structured binding: Clang refuses a lambda capturing one.)
+    for (const auto& method : registered) {
+        const std::string& name = method.first;
         CAPTURE(name);
         REQUIRE_MESSAGE(every_method.contains(name), "a method without its policy listed here");
-        CHECK(policy == every_method.at(name));
+        CHECK(method.second == every_method.at(name));
     }
-    for (const auto& [name, policy] : every_method) {
+    for (const auto& method : every_method) {
+        const std::string& name = method.first;
         CAPTURE(name);
         CHECK_MESSAGE(registered.contains(name), "listed here, not registered by ralphd");
     }
@@ -105,7 +108,9 @@ TEST_CASE("method policy: every method ralphd registers is listed with the polic
 TEST_CASE("method policy: each refusal, whatever the params, and before the handler runs") {
     daemon_in_process daemon;
     recording_session ws;
-    for (const auto& [name, policy] : daemon.registry().policies()) {
+    for (const auto& method : daemon.registry().policies()) {
+        const std::string& name = method.first;
+        const ralph::proto::method_policy policy = method.second;
         CAPTURE(name);
         if (policy.needs_session) {
             const json refused = daemon.error(name);
