@@ -1,4 +1,4 @@
-// Talking to ralphd over its Unix socket (SPEC §2): `connection` sends JSON-RPC requests as
+// Talking to ralphd over its Unix socket (proto/API.md): `connection` sends JSON-RPC requests as
 // HTTP/1.1 POST /rpc on one keep-alive connection; `session` is the WebSocket (GET /rpc
 // upgrade) on which the daemon also sends notifications. Both are blocking: ralphctl does one
 // thing at a time, and Ctrl-C simply ends the process. Every request is a method's request type

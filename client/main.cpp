@@ -1,6 +1,6 @@
 // ralphctl: the command-line client of ralphd. Parses the global options and the command
-// (CLI11), runs it and turns every failure into a message on stderr and an exit code (SPEC §7):
-// 0 ok, 1 failure, 2 usage error, 3 daemon unreachable, 130 Ctrl-C.
+// (CLI11), runs it and turns every failure into a message on stderr and an exit code (README,
+// "Using it"): 0 ok, 1 failure, 2 usage error, 3 daemon unreachable, 130 Ctrl-C.
 #include "client/cli.hpp"
 #include "client/hosts.hpp"
 #include "client/output.hpp"

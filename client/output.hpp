@@ -1,5 +1,5 @@
-// What ralphctl prints and how it ends: exit codes (SPEC §7), the error that carries one,
-// colours (only on a TTY, never with NO_COLOR), aligned tables that fit the terminal, the
+// What ralphctl prints and how it ends: exit codes (README, "Using it"), the error that carries
+// one, colours (only on a TTY, never with NO_COLOR), aligned tables that fit the terminal, the
 // `--json` envelope, what others wrote made safe for a terminal (escape_controls), why a loop
 // waits (describe_wait) and the formatting of times, durations, counts and paths. stdout carries
 // only data; diagnostics go to stderr.

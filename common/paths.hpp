@@ -1,5 +1,6 @@
-// Default locations of the daemon's socket and database (SPEC §2, §6), and the helpers that
-// create private directories for them. Environment overrides are resolved here and nowhere else.
+// Default locations of the daemon's socket and database (README, "The daemon"), and the helpers
+// that create private directories for them. Environment overrides are resolved here and nowhere
+// else.
 #pragma once
 
 #include <filesystem>

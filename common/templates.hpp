@@ -22,7 +22,8 @@
 
 namespace ralph::templates {
 
-// The prompt of a loop that has no other source (SPEC §3); PROMPT.md of the `default` template.
+// The prompt of a loop that has no other source (README, "Prompts"); PROMPT.md of the `default`
+// template.
 extern const std::string_view default_prompt;
 
 // The wrapper around every iteration's prompt; its placeholders are listed in

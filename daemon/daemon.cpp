@@ -23,6 +23,11 @@
 namespace ralph {
 namespace {
 
+// How the last ralphd stopped (the settings table): "planned" once it stopped as asked,
+// "unplanned" while one runs, which is what a crash leaves.
+constexpr const char* last_stop_key = "last_stop";
+constexpr const char* planned_stop = "planned";
+
 // "http://ADDRESS:PORT" of ralphd --listen (the machine's name for a wildcard address); "" without.
 std::string web_base_url(const std::string& address, unsigned port) {
     if (address.empty()) return {};
@@ -109,6 +114,7 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
                                    {},
                                    options_.host_name,
                                    options_.account,
+                                   {},
                                    {}},
                 io,
                 reaper_,
@@ -169,7 +175,7 @@ ralphd::ralphd(net::io_context& io, daemon_options options)
     rpc::register_peer_methods(registry_, services_);
     for (const auto& peer : options_.peers)
         peers_.push_back(std::make_unique<peer_link>(peer_ctx_, peer.name, peer.address));
-    if (options_.max_concurrent) store_max_concurrent(*options_.max_concurrent);
+    if (options_.max_concurrent) apply_configured_max_concurrent(*options_.max_concurrent);
     if (clock_.adjustable())
         spdlog::warn("test clock: debug.clock may shift this daemon's time (now {})",
                      text::format_iso8601(clock_.now_ms()));
@@ -268,18 +274,23 @@ void ralphd::reload(const daemon_options& options) {
     options_.webhooks = options.webhooks;
     notices_.set_targets(options.webhooks);
     if (options.max_concurrent) {
-        store_max_concurrent(*options.max_concurrent);
+        apply_configured_max_concurrent(*options.max_concurrent);
         scheduler_.schedule();  // more slots may start queued loops now
     }
 }
 
 bool ralphd::storage_failed(const std::exception& e) { return health_.failed(e); }
 
-void ralphd::store_max_concurrent(std::int64_t max_concurrent) {
-    proto::scheduler_settings settings = gate_.scheduler_settings();
-    settings.max_concurrent = max_concurrent;
+void ralphd::apply_configured_max_concurrent(std::int64_t configured) {
+    // A `scheduler set --max-concurrent` at run time stands across restarts and reloads until
+    // the configuration (flag or file) gives another value than it did.
+    constexpr const char* configured_key = "configured_max_concurrent";
     try {
+        if (db_.setting(configured_key) == configured) return;
+        proto::scheduler_settings settings = gate_.scheduler_settings();
+        settings.max_concurrent = configured;
         gate_.set_scheduler_settings(settings);
+        db_.set_setting(configured_key, configured);
     } catch (const std::exception& e) {
         // It applies until ralphd stops all the same (admission keeps it in memory first).
         if (!storage_failed(e)) throw;
@@ -288,6 +299,10 @@ void ralphd::store_max_concurrent(std::int64_t max_concurrent) {
 
 std::vector<ralphd::adoption> ralphd::recover() {
     const std::int64_t now = clock_.now_ms();
+    // A planned stop (ralphctl daemon stop, systemd's stop or restart) is no news: the user
+    // knows. Only what a crash left is announced.
+    const bool after_planned_stop = db_.setting(last_stop_key) == planned_stop;
+    db_.set_setting(last_stop_key, "unplanned");
     std::vector<adoption> adopted;
     std::set<std::int64_t> running_loops;
     for (const auto& loop : db_.list_loops({proto::loop_state::running}, 0))
@@ -338,7 +353,7 @@ std::vector<ralphd::adoption> ralphd::recover() {
         // A loop parked in `waiting` by the scheduler is left so by every stop: not news.
         if (loop.state == proto::loop_state::running) ++requeued;
     }
-    if (!adopted.empty() || requeued > 0)
+    if ((!adopted.empty() || requeued > 0) && !after_planned_stop)
         notices_.add(recovery_notification(std::int64_t(adopted.size()), requeued, now));
     return adopted;
 }
@@ -418,6 +433,12 @@ void ralphd::shutdown(bool leave_running) {
         hooks_.shutdown([this] {
             notices_.shutdown();
             output_.flush();
+            try {
+                db_.set_setting(last_stop_key, planned_stop);
+            } catch (const std::exception& e) {
+                // The next start announces its recovery as after a crash: said, not lost.
+                spdlog::warn("cannot record the planned stop: {}", e.what());
+            }
             spdlog::info("ralphd stopped");
             io_.stop();
         });

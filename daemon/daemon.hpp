@@ -97,8 +97,9 @@ class ralphd {
     // recover(), then the adopted attempts handed to the scheduler and scheduling: at start, and
     // when the storage can be written again after a fault.
     void take_up_loops();
-    // --max-concurrent replaces the stored scheduler setting (at start and at SIGHUP).
-    void store_max_concurrent(std::int64_t max_concurrent);
+    // --max-concurrent (at start and at SIGHUP) replaces the stored scheduler setting when it is
+    // not the value the configuration gave last time.
+    void apply_configured_max_concurrent(std::int64_t configured);
     // Tells systemd's watchdog (WatchdogSec= of ralphd.service) that the io thread is alive, now
     // and every `interval` after.
     void ping_watchdog(std::chrono::microseconds interval);

@@ -155,24 +155,29 @@ void to_json(nlohmann::json& j, const budget_state& r) {
 
 void from_json(const nlohmann::json& j, notify_test_request& r) {
     const auto& obj = params_object(j);
-    read_required(obj, "url", r.url);
+    r.url = read_or<std::string>(obj, "url", "");
 }
 void to_json(nlohmann::json& j, const notify_test_request& r) { j = {{"url", r.url}}; }
 
-void from_json(const nlohmann::json& j, notify_test_result& r) {
+void from_json(const nlohmann::json& j, notify_sent& r) {
     r.target = read_or<std::string>(j, "target", "");
     r.format = read_or<std::string>(j, "format", "");
     r.delivered = read_or<bool>(j, "delivered", false);
     r.status = read_or<int>(j, "status", 0);
     r.error = read_or<std::string>(j, "error", "");
 }
-void to_json(nlohmann::json& j, const notify_test_result& r) {
+void to_json(nlohmann::json& j, const notify_sent& r) {
     j = {{"target", r.target},
          {"format", r.format},
          {"delivered", r.delivered},
          {"status", r.status},
          {"error", r.error}};
 }
+
+void from_json(const nlohmann::json& j, notify_test_result& r) {
+    r.sent = read_or<std::vector<notify_sent>>(j, "sent", {});
+}
+void to_json(nlohmann::json& j, const notify_test_result& r) { j = {{"sent", r.sent}}; }
 
 void from_json(const nlohmann::json& j, web_info& r) {
     r.token = read_or<std::string>(j, "token", "");

@@ -149,20 +149,29 @@ struct budget_state {
 void from_json(const nlohmann::json& j, budget_state& r);
 void to_json(nlohmann::json& j, const budget_state& r);
 
-// notify.test (ralphctl notify test URL): a sample notification sent to the URL at once.
+// notify.test (ralphctl notify test [URL]): a sample notification sent at once to the URL, or
+// to every webhook of ralphd --notify when there is none.
 struct notify_test_request {
-    std::string url;
+    std::string url;  // "" = every target of ralphd --notify
     bool operator==(const notify_test_request&) const = default;
 };
 void from_json(const nlohmann::json& j, notify_test_request& r);
 void to_json(nlohmann::json& j, const notify_test_request& r);
 
-struct notify_test_result {
+// How one target took the sample.
+struct notify_sent {
     std::string target;  // the URL, redacted (redacted_url)
     std::string format;  // generic, ntfy, slack, discord, telegram
     bool delivered = false;
     int status = 0;     // the receiver's HTTP status; 0 = no answer
     std::string error;  // why it was not delivered
+    bool operator==(const notify_sent&) const = default;
+};
+void from_json(const nlohmann::json& j, notify_sent& r);
+void to_json(nlohmann::json& j, const notify_sent& r);
+
+struct notify_test_result {
+    std::vector<notify_sent> sent;  // one per target, in the order of ralphd --notify
     bool operator==(const notify_test_result&) const = default;
 };
 void from_json(const nlohmann::json& j, notify_test_result& r);

@@ -1,4 +1,4 @@
-// The loop state machine (SPEC §3): every state change of a loop is an event applied to its
+// The loop state machine (README, "Loops"): every state change of a loop is an event applied to its
 // current state through this one table; a change the table does not allow is a bug, refused by
 // the store (store::set_state throws). ARCHITECTURE.md shows the table as describe_transitions()
 // renders it, and a unit test keeps the two equal.

@@ -646,7 +646,8 @@ void to_json(nlohmann::json& j, const daemon_info& info) {
                        {"storage", info.storage},
                        {"host", info.host},
                        {"account", info.account},
-                       {"peers", info.peers}};
+                       {"peers", info.peers},
+                       {"notify_targets", info.notify_targets}};
 }
 
 void from_json(const nlohmann::json& j, daemon_info& info) {
@@ -662,6 +663,7 @@ void from_json(const nlohmann::json& j, daemon_info& info) {
     info.host = read_or<std::string>(j, "host", "");
     info.account = read_or<std::string>(j, "account", "");
     info.peers = read_or<std::vector<peer_status>>(j, "peers", {});
+    info.notify_targets = read_or<std::vector<std::string>>(j, "notify_targets", {});
 }
 
 void to_json(nlohmann::json& j, const peer_status& p) {

@@ -15,8 +15,8 @@
 
 namespace ralph::proto {
 
-// SPEC §3: queued → running ⇄ waiting → completed | exhausted | failed | cancelled | stalled;
-// paused from queued/running/waiting.
+// README, "Loops": queued → running ⇄ waiting → completed | exhausted | failed | cancelled |
+// stalled; paused from queued/running/waiting.
 enum class loop_state {
     queued,
     running,
@@ -49,8 +49,8 @@ enum class termination {
 std::string_view to_string(termination value);
 termination termination_from_string(std::string_view name);
 
-// Why an attempt failed, refined from its termination by what the agent said (SPEC §4); each
-// class has its own policy in the runner.
+// Why an attempt failed, refined from its termination by what the agent said (README, "Failures");
+// each class has its own policy in the runner.
 enum class failure_class {
     none,             // the attempt succeeded
     rate_limit,       // rate/usage limit: wait for the reset, burn no retry
@@ -135,7 +135,7 @@ struct submit_params {
     std::int64_t max_retries = 3;  // per iteration, for failed attempts
     double retry_backoff_s = 5;    // first retry delay, doubled each time, capped at 10 min
     std::int64_t priority = 0;
-    // Memory and judgement (SPEC §3).
+    // Memory and judgement (README, "Memory, completion and progress", "Judge").
     std::string specs_file;  // specs/backlog file (relative to the workspace); "" =
                              // SPECS.md, else backlog.md, when present
     std::string status_tag = "ralph_status";  // <TAG>VALUE</TAG> completes; "" = rule off
@@ -150,8 +150,8 @@ struct submit_params {
     std::int64_t stall_failures = 5;  // ... or N identical failures in a row (0 = off)
     double inactivity_timeout_s =
         900;  // an agent silent this long (no tool call pending) hangs (0 = off)
-    // The loop's own budgets (SPEC §5; 0 = none): agent runs per rolling hour/day make it wait;
-    // reaching its token or cost cap ends it as exhausted.
+    // The loop's own budgets (README, "Scheduling, budgets"; 0 = none): agent runs per rolling
+    // hour/day make it wait; reaching its token or cost cap ends it as exhausted.
     std::int64_t iterations_per_hour = 0;
     std::int64_t iterations_per_day = 0;
     std::int64_t max_tokens = 0;  // input + output, summed over its attempts
@@ -160,9 +160,10 @@ struct submit_params {
     // Webhooks this loop's push notifications go to, besides ralphd --notify's (secrets: the
     // API gives them redacted, redacted_url).
     std::vector<std::string> notify;
-    // Run in a new git worktree of the workspace's repository (SPEC §5). The daemon fills in the
-    // worktree_* fields at submit and sets `workspace` to the directory of the worktree that
-    // matches the submitted one: the loop runs there, and one-loop-per-workspace applies to it.
+    // Run in a new git worktree of the workspace's repository (README, "Worktrees"). The daemon
+    // fills in the worktree_* fields at submit and sets `workspace` to the directory of the
+    // worktree that matches the submitted one: the loop runs there, and one-loop-per-workspace
+    // applies to it.
     bool worktree = false;
     bool sandbox = false;          // run the agent under bubblewrap (daemon/process/sandbox)
     bool sandbox_offline = false;  // ... sharing no network with the host (needs sandbox)
@@ -183,7 +184,7 @@ struct submit_params {
     // default_pr_remote).
     std::string pr_remote;
     // A submit with the key of a loop in the history creates nothing and answers that loop
-    // (SPEC §7: a script may retry a submit safely); "" = none.
+    // (README, "Using it": a script may retry a submit safely); "" = none.
     std::string idempotency_key;
     // Check everything a submit checks and create nothing (no loop, no row, no file): the result
     // is the loop as it would be, with id 0, and what the daemon has room for
@@ -445,6 +446,9 @@ struct daemon_info {
     std::string host;     // the daemon's name (ralphd --host-name, else the machine's name)
     std::string account;  // whose usage limits hold its agents (ralphd --account)
     std::vector<peer_status> peers;
+    // ralphd --notify's webhooks, each redacted (redacted_url: the address, never the path or
+    // the token in it).
+    std::vector<std::string> notify_targets;
     bool operator==(const daemon_info&) const = default;
 };
 

@@ -28,9 +28,17 @@ for arg in "$@"; do
 done
 
 "$root/scripts/build.sh" "$@"
-# puppeteer-core for the dashboard's browser tests, as package-lock.json pins it (npm's registry).
-browser="$root/tests/browser"
-if [[ ! $browser/node_modules/.package-lock.json -nt $browser/package-lock.json ]]; then
-    npm ci --prefix "$browser" --no-audit --no-fund --loglevel=error
-fi
+# The tests' npm packages, as each package-lock.json pins them (npm's registry), once.
+npm_ci() {
+    local dir=$1
+    shift
+    if [[ ! $dir/node_modules/.package-lock.json -nt $dir/package-lock.json ]]; then
+        npm ci --prefix "$dir" --no-audit --no-fund --loglevel=error "$@"
+    fi
+}
+# puppeteer-core for the dashboard's browser tests.
+npm_ci "$root/tests/browser"
+# The real codex and gemini CLIs for the real_cli suite. Without their install scripts: those
+# build or download native modules (a keychain, a pty) that only interactive gemini uses.
+npm_ci "$root/tests/agent-clis" --ignore-scripts
 meson test -C "$dir" --print-errorlogs "${extra[@]}"

@@ -79,7 +79,8 @@ struct tail_selection {
 };
 
 // Follows the loops over a WebSocket session until each has ended; prints their output as it
-// comes and a one-line summary per loop to stderr. Returns the exit code of SPEC §7 (tail.cpp).
+// comes and a one-line summary per loop to stderr. Returns the exit code of the README's "Using it"
+// (tail.cpp).
 int follow_loops(const client_context& ctx, const std::vector<std::int64_t>& ids,
                  const tail_selection& selection);
 

@@ -1,12 +1,12 @@
 // `ralphctl daemon status` (daemon.info: version, protocol, pid, paths, uptime, its name, account
-// and peers' links, loops by state, whether ralphd can write its state and what to do when it
-// cannot; --json {"daemon": {...}}) and
-// `ralphctl daemon stop [--leave-running]` (daemon.shutdown: the daemon stops its agents, or leaves
-// them to the next ralphd, and exits; this command does not wait for that). Both exit 3 with a hint
-// when the daemon is not running. And `ralphctl daemon start [-- RALPHD-OPTION...]`: ralphd in
-// the background without systemd (`ralphd --daemonize`, the one next to ralphctl, else on PATH),
-// on ralphctl's socket; it returns once ralphd listens (then prints its pid, socket and
-// database), or exits 1 with ralphd's error; a ralphd already answering there is refused.
+// and peers' links, its webhooks (redacted), loops by state, whether ralphd can write its state and
+// what to do when it cannot; --json {"daemon": {...}}) and `ralphctl daemon stop [--leave-running]`
+// (daemon.shutdown: the daemon stops its agents, or leaves them to the next ralphd, and exits; this
+// command does not wait for that). Both exit 3 with a hint when the daemon is not running. And
+// `ralphctl daemon start [-- RALPHD-OPTION...]`: ralphd in the background without systemd (`ralphd
+// --daemonize`, the one next to ralphctl, else on PATH), on ralphctl's socket; it returns once
+// ralphd listens (then prints its pid, socket and database), or exits 1 with ralphd's error; a
+// ralphd already answering there is refused.
 #include "client/commands/commands.hpp"
 
 #include "client/connection.hpp"
@@ -56,6 +56,9 @@ int run_status(const client_context& ctx) {
                                                peer.error.empty() ? "trying" : peer.error),
                      peer.linked ? colour::none : colour::red, stdout_wants_colour());
     }
+    append_field(out, "notify",
+                 info.notify_targets.empty() ? std::string("no webhook (ralphd --notify)")
+                                             : text::join_words(info.notify_targets, ", "));
     append_field(out, "concurrency", fmt::format("{}", info.max_concurrent));
     append_field(out, "loops", describe_loop_counts(info.loops_by_state));
     const bool degraded = info.storage.state != "ok";

@@ -1,11 +1,11 @@
-// `ralphctl doctor` (SPEC §7): checks what an unattended night needs and says what to fix — the
-// daemon answers and speaks our protocol; its socket's directory is private; its database can be
-// written, with room for the agents' output; the systemd user units are installed and lingering
-// is on (a user service otherwise stops with the last session); the agents' programs are found
-// on the daemon's PATH, with their versions. Exit 0 when nothing failed (warnings allowed), 1
-// otherwise. --json {"checks": [{"check", "status": "ok"|"warn"|"fail", "detail", "fix"}],
-// "ok": bool}. With --host ssh://…, most of these are files of that host: its own ralphctl
-// doctor makes them there, over ssh (exit 3 when ssh cannot run it).
+// `ralphctl doctor` (README, "The daemon"): checks what an unattended night needs and says what to
+// fix — the daemon answers and speaks our protocol; its socket's directory is private; its database
+// can be written, with room for the agents' output; the systemd user units are installed and
+// lingering is on (a user service otherwise stops with the last session); its webhooks (redacted);
+// the agents' programs are found on the daemon's PATH, with their versions. Exit 0 when nothing
+// failed (warnings allowed), 1 otherwise. --json {"checks": [{"check", "status":
+// "ok"|"warn"|"fail", "detail", "fix"}], "ok": bool}. With --host ssh://…, most of these are files
+// of that host: its own ralphctl doctor makes them there, over ssh (exit 3 when ssh cannot run it).
 #include "client/commands/commands.hpp"
 
 #include "client/connection.hpp"
@@ -13,6 +13,7 @@
 #include "client/ssh_dial.hpp"
 #include "common/paths.hpp"
 #include "common/ssh_command.hpp"
+#include "common/text.hpp"
 #include "proto/methods.hpp"
 #include "proto/types.hpp"
 #include "proto/version.hpp"
@@ -66,7 +67,7 @@ std::optional<proto::daemon_info> check_daemon(const client_context& ctx,
     }
 }
 
-// SPEC §2: the socket's directory is the user's own, mode 0700 (the socket itself 0600).
+// SECURITY.md: the socket's directory is the user's own, mode 0700 (the socket itself 0600).
 void check_socket(const client_context& ctx, bool daemon_up, std::vector<check_result>& results) {
     const fs::path socket(ctx.socket);
     const fs::path dir = socket.parent_path();
@@ -187,6 +188,20 @@ void check_service(std::vector<check_result>& results) {
                            fmt::format("loginctl enable-linger {}", user)});
 }
 
+// The daemon's webhooks (redacted): where a night's news goes, if anywhere.
+void check_notify(const proto::daemon_info& info, std::vector<check_result>& results) {
+    if (info.notify_targets.empty()) {
+        results.push_back({"notify", "ok", "no webhook: loops' ends are not pushed anywhere",
+                           "to be told on your phone: ralphd --notify URL (README, Push "
+                           "notifications)"});
+        return;
+    }
+    results.push_back({"notify", "ok",
+                       fmt::format("{} (ralphctl notify test sends each a sample)",
+                                   text::join_words(info.notify_targets, ", ")),
+                       ""});
+}
+
 // Every agent with a program of its own, as the daemon finds it.
 void check_agents(const client_context& ctx, std::vector<check_result>& results) {
     const auto agents = connection(ctx.socket).call<proto::method::agents_list>({}).agents;
@@ -237,6 +252,7 @@ int run_doctor(const client_context& ctx) {
     check_socket(ctx, info.has_value(), results);
     check_database(info, results);
     check_service(results);
+    if (info) check_notify(*info, results);
     if (info) check_agents(ctx, results);
 
     bool failed = false;

@@ -1,5 +1,5 @@
-// `ralphctl mcp` (SPEC §7): a Model Context Protocol server on stdin/stdout, so that an agent in
-// an IDE can start and watch loops. Its tools are ralph_submit, ralph_list, ralph_get,
+// `ralphctl mcp` (README, "Using it"): a Model Context Protocol server on stdin/stdout, so that an
+// agent in an IDE can start and watch loops. Its tools are ralph_submit, ralph_list, ralph_get,
 // ralph_cancel and ralph_output, each one call to ralphd: the tool's arguments are read as the
 // method's request type (proto/), and its input schema names them by proto::field_name, the
 // names those types read. MCP's stdio transport: one JSON-RPC 2.0

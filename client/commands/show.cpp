@@ -33,7 +33,7 @@ std::string preview(std::string_view prompt) {
     return fmt::format("\"{}{}\"", line.substr(0, cut), cut < prompt.size() ? "…" : "");
 }
 
-// The prompt source the daemon uses, first that applies (SPEC §3).
+// The prompt source the daemon uses, first that applies (README, "Prompts").
 std::string prompt_source(const proto::submit_params& spec) {
     if (!spec.prompt.empty()) return preview(spec.prompt);
     if (!spec.prompt_file.empty()) return spec.prompt_file;

@@ -6,7 +6,8 @@
 // not share our working directory. A workspace with uncommitted changes is refused; on a terminal
 // the changes are shown and the user may start anyway.
 // --follow tails the new loop right away (the "submitted" line then goes to stderr); --wait
-// blocks until it ends, printing only its state. Both exit like `tail -f` (SPEC §7); with
+// blocks until it ends, printing only its state. Both exit like `tail -f` (README, "Using it");
+// with
 // --json they print the loop object and then the NDJSON events of `tail --json`.
 // --host auto: every host of the hosts file and `local` is asked at once to check the submit
 // without creating anything (loop.submit's dry run, which also tells its capacity); the loop is

@@ -1,7 +1,7 @@
-// `ralphctl top [ID] [--interval S] [--once]`: the live dashboard (SPEC §7). A header (daemon,
-// scheduler, loops per state), one row per loop (every loop that has not ended and the latest
-// that have: iteration X/max, elapsed, tokens, cost), and for the selected loop (ID, else the
-// first running one) its last attempt (summary, diff stats) and the end of its output, rendered
+// `ralphctl top [ID] [--interval S] [--once]`: the live dashboard (README, "Using it"). A header
+// (daemon, scheduler, loops per state), one row per loop (every loop that has not ended and the
+// latest that have: iteration X/max, elapsed, tokens, cost), and for the selected loop (ID, else
+// the first running one) its last attempt (summary, diff stats) and the end of its output, rendered
 // like `tail` renders it.
 // Keys: ↑/↓ or k/j select, c cancel (y confirms), p pause, r resume, q or Ctrl-C quit.
 //

@@ -106,17 +106,20 @@ constexpr std::string_view auth_words[] = {
     "401", "403", "unauthorized", "forbidden", "authentication", "invalid api key",
     "invalid x-api-key", "invalid_api_key", "api key not valid", "not logged in", "please login",
     "please log in", "please run /login", "credit balance is too low", "permission_denied",
+    "invalid auth method selected",
 };
 // What the CLIs say of their setup: codex's "Missing environment variable: `NAME`." (a model
 // provider's env_key), aider's "Missing these environment variables:", and unknown models: the
 // OpenAI API's model_not_found ("The model `x` does not exist or you do not have access to
 // it."), Claude Code's "It may not exist or you may not have access to it", the Anthropic API's
 // not_found_error, Gemini's "models/x is not found for API version", opencode's
-// ProviderModelNotFoundError.
+// ProviderModelNotFoundError; and gemini-cli's refusal to run headless in a folder its user has
+// not trusted ("Gemini CLI is not running in a trusted directory").
 constexpr std::string_view config_words[] = {
     "missing environment variable", "missing these environment variables", "model_not_found",
     "model not found", "modelnotfound", "does not exist or you do not have access",
     "may not exist or you may not have access", "not_found_error", "is not found for api version",
+    "not running in a trusted directory",
 };
 constexpr std::string_view transient_words[] = {
     "500", "502", "503", "504", "529", "overloaded", "internal server error", "bad gateway",

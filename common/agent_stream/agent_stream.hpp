@@ -1,8 +1,8 @@
-// Reading what agent CLIs print (SPEC §4). One parser per output format turns an agent's stdout
-// into events (assistant text, tool use, tool result, token usage, cost, final answer, errors,
-// rate limits) and a running summary of the attempt. Both programs use it: ralphd to account for
-// and judge each attempt, ralphctl to render a structured stream readably in `tail`. This
-// folder, common/agent_stream/, holds it: this header, the format-independent half
+// Reading what agent CLIs print (README, "Agents"). One parser per output format turns an agent's
+// stdout into events (assistant text, tool use, tool result, token usage, cost, final answer,
+// errors, rate limits) and a running summary of the attempt. Both programs use it: ralphd to
+// account for and judge each attempt, ralphctl to render a structured stream readably in `tail`.
+// This folder, common/agent_stream/, holds it: this header, the format-independent half
 // (agent_stream.cpp), one file per format (claude, codex, opencode, gemini, text) and what they
 // share (line.hpp).
 //

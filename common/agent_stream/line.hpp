@@ -1,12 +1,12 @@
 // Internal to the agent_stream parsers: the base classes every format builds on and the small
 // helpers they share. Not for use outside common/agent_stream/.
 //
-// line_parser owns the byte-level rules (SPEC §4): it cuts stdout into blocks of complete lines,
-// skips oversize lines without buffering them, keeps a bounded tail of stderr, and guarantees
-// that nothing a format does with its lines escapes as an exception. json_parser adds the JSON
-// layer for the structured formats, one line at a time: a line that is not a JSON object with a
-// string "type", or whose type the format does not know, becomes a raw event. The text format
-// takes each block whole (no per-line work for a plain-text flood).
+// line_parser owns the byte-level rules (README, "Agents"): it cuts stdout into blocks of complete
+// lines, skips oversize lines without buffering them, keeps a bounded tail of stderr, and
+// guarantees that nothing a format does with its lines escapes as an exception. json_parser adds
+// the JSON layer for the structured formats, one line at a time: a line that is not a JSON object
+// with a string "type", or whose type the format does not know, becomes a raw event. The text
+// format takes each block whole (no per-line work for a plain-text flood).
 #pragma once
 
 #include "common/agent_stream/agent_stream.hpp"

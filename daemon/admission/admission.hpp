@@ -1,5 +1,6 @@
-// When loops may run an agent (SPEC §5). One place answers it for the scheduler (may a queued
-// loop start?) and for a running loop's runner (may it begin another agent run?), from:
+// When loops may run an agent (README, "Scheduling, budgets"). One place answers it for the
+// scheduler (may a queued loop start?) and for a running loop's runner (may it begin another agent
+// run?), from:
 //   - the scheduler's settings: paused, the daily time window (max_concurrent is the
 //     scheduler's own business but is kept here with the rest);
 //   - the global budgets: agent runs per rolling hour and day, tokens and cost per rolling day;

@@ -1,6 +1,6 @@
-// Agent adapters (SPEC §4): how to invoke each agent CLI non-interactively, which program it is,
-// which output format it prints (read by common/agent_stream) and what ralph can learn from it.
-// One adapter per agent, one file each; find_agent() is the registry. Adapters are stateless.
+// Agent adapters (README, "Agents"): how to invoke each agent CLI non-interactively, which program
+// it is, which output format it prints (read by common/agent_stream) and what ralph can learn from
+// it. One adapter per agent, one file each; find_agent() is the registry. Adapters are stateless.
 #pragma once
 
 #include "common/agent_stream/agent_stream.hpp"

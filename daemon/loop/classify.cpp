@@ -25,6 +25,13 @@ std::string missing_variable(std::string_view error) {
 std::string with_fix(const std::string& error) {
     if (const std::string name = missing_variable(error); config_text::is_variable_name(name))
         return error + " — " + missing_variable_fix(name);
+    // gemini-cli runs headless only in a folder its user trusted, and a loop's workspace or
+    // worktree may be one it has never seen (README, Agents' environment).
+    if (error.find("not running in a trusted directory") != std::string::npos)
+        return error +
+               " — trust the loop's workspace in gemini (its ~/.gemini/trustedFolders.json), or "
+               "give gemini GEMINI_CLI_TRUST_WORKSPACE=true: in ralphd's environment, or submit "
+               "the loop with --env GEMINI_CLI_TRUST_WORKSPACE=true";
     return error +
            " — the agent's setup needs fixing: `ralphctl agents` shows the variables its "
            "configuration names that it does not get (pass them with ralphd --env-policy +NAME "

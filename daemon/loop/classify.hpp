@@ -1,5 +1,6 @@
 // How an attempt ended, in the record's terms (termination, failure class, error): from what ended
-// it, the agent's exit status and what its stream said. SPEC §4's failure policy reads these.
+// it, the agent's exit status and what its stream said. The failure policy (README, "Failures")
+// reads these.
 #pragma once
 
 #include "common/agent_stream/agent_stream.hpp"

@@ -1,6 +1,7 @@
-// The loop's memory between iterations (SPEC §3): what an agent leaves in its final answer for
-// the next iteration (<ralph_notes>, <ralph-feedback>), the status and backlog completion rules,
-// and the files ralph keeps in the workspace (.ralph/notes.md, .ralph/loop.md).
+// The loop's memory between iterations (README, "Memory, completion and progress"): what an agent
+// leaves in its final answer for the next iteration (<ralph_notes>, <ralph-feedback>), the status
+// and backlog completion rules, and the files ralph keeps in the workspace (.ralph/notes.md,
+// .ralph/loop.md).
 //
 // Invariants:
 // - Agent text is untrusted. Every parser here is a pure function that runs in time linear in

@@ -1,6 +1,6 @@
-// The prompt of one iteration (SPEC §3): the prompt source wrapped with what the agent needs to
-// know about the loop. Everything is read from disk again at every call, so the agent (or the
-// user) may edit any of these files between iterations.
+// The prompt of one iteration (README, "Prompts"): the prompt source wrapped with what the agent
+// needs to know about the loop. Everything is read from disk again at every call, so the agent (or
+// the user) may edit any of these files between iterations.
 //
 // The source, first that applies: inline text > prompt_file > PROMPT.md in the workspace >
 // .ralph/prompt.md in the workspace > the embedded default (common/templates.hpp). A PROMPT.md

@@ -1,9 +1,9 @@
-// The on-done hooks (SPEC §8), in daemon/notify/ with the webhooks: the folder holds everything
-// that runs or is sent when a loop ends, what `--on-done` and `--notify` ask for. When a loop
-// reaches an end state — completed, exhausted, failed, stalled or cancelled; not the re-queue of a
-// daemon stop — its own hook (`submit --on-done`) and the daemon-wide one (`ralphd --on-done`) both
-// run, independently and at once, and with `ralphd --notify` a desktop notification is sent through
-// notify-send when it is on PATH.
+// The on-done hooks (README, "Hooks and notifications"), in daemon/notify/ with the webhooks: the
+// folder holds everything that runs or is sent when a loop ends, what `--on-done` and `--notify`
+// ask for. When a loop reaches an end state — completed, exhausted, failed, stalled or cancelled;
+// not the re-queue of a daemon stop — its own hook (`submit --on-done`) and the daemon-wide one
+// (`ralphd --on-done`) both run, independently and at once, and with `ralphd --notify` a desktop
+// notification is sent through notify-send when it is on PATH.
 //
 // A hook is split into words like the command agent's template and started without a shell
 // (a shell is `sh -c '...'`), in the loop's workspace, stdin /dev/null, in its own process

@@ -52,6 +52,8 @@ class notifier {
     void writable_again();
     // New daemon targets (SIGHUP), for the events from now on.
     void set_targets(std::vector<std::string> targets) { targets_ = std::move(targets); }
+    // The daemon's targets (ralphd --notify), as given.
+    const std::vector<std::string>& targets() const { return targets_; }
     // Stops the deliveries; what they did not deliver stays in the outbox.
     void shutdown();
 

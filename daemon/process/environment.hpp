@@ -1,5 +1,5 @@
 // The environment of the processes ralph starts for a loop (its agent, its --verify check and its
-// hooks: notify/hooks.hpp): explicit, never ralphd's whole environment (SPEC §9, SECURITY.md). An
+// hooks: notify/hooks.hpp): explicit, never ralphd's whole environment (SECURITY.md). An
 // agent receives
 // - the variables of ralphd's own environment that the policy passes: by default PATH, HOME,
 //   the user, shell, locale, terminal, temporary directory, XDG base directories, proxies and

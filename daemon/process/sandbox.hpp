@@ -1,5 +1,5 @@
-// submit --sandbox (SPEC §9, SECURITY.md): the agent, its --verify check and the loop's hooks
-// run under bubblewrap. What they see:
+// submit --sandbox (SECURITY.md, README "Sandbox"): the agent, its --verify check and the loop's
+// hooks run under bubblewrap. What they see:
 // - the whole filesystem read-only, with fresh /dev, a /proc of their own PID namespace (no
 //   other process, ralphd's included, is visible or reachable) and an empty /tmp;
 // - hidden behind empty tmpfs: ralph's own directories (the socket's directory, the state

@@ -16,17 +16,33 @@ namespace {
 // A bad URL is an error; a receiver that does not take the notification is an answer.
 awaitable<proto::notify_test_result> send_test(const proto::notify_test_request& request,
                                                method_services& services) {
-    webhook_target target;
-    try {
-        target = parse_webhook_target(request.url);
-    } catch (const std::invalid_argument& e) {
-        throw proto::rpc_error(proto::error_kind::invalid_params,
-                               std::string("params.url: ") + e.what());
+    std::vector<webhook_target> targets;
+    if (request.url.empty()) {
+        // The daemon's own were checked when ralphd read them.
+        for (const auto& url : services.notices.targets())
+            targets.push_back(parse_webhook_target(url));
+        if (targets.empty())
+            throw proto::rpc_error(proto::error_kind::invalid_params,
+                                   "ralphd has no --notify target to test: give a URL "
+                                   "(ralphctl notify test URL), or give ralphd --notify URL (in "
+                                   "its configuration file: notify = [\"URL\"]; SIGHUP reloads "
+                                   "it)");
+    } else {
+        try {
+            targets.push_back(parse_webhook_target(request.url));
+        } catch (const std::invalid_argument& e) {
+            throw proto::rpc_error(proto::error_kind::invalid_params,
+                                   std::string("params.url: ") + e.what());
+        }
     }
-    nlohmann::json event = test_notification(services.clock.now_ms());
-    const post_result sent = co_await services.notices.send_now(target, event);
-    co_return proto::notify_test_result{proto::redacted_url(target.url), target.format,
-                                        sent.delivered(), sent.status, sent.error};
+    const nlohmann::json event = test_notification(services.clock.now_ms());
+    proto::notify_test_result result;
+    for (const auto& target : targets) {
+        const post_result sent = co_await services.notices.send_now(target, event);
+        result.sent.push_back({proto::redacted_url(target.url), target.format, sent.delivered(),
+                               sent.status, sent.error});
+    }
+    co_return result;
 }
 
 }  // namespace
@@ -38,6 +54,8 @@ void register_daemon_methods(method_registry& registry, method_services& service
         info.loops_by_state = services.db.count_by_state();
         info.storage = services.health.status();
         info.peers = services.peers();
+        for (const auto& url : services.notices.targets())
+            info.notify_targets.push_back(proto::redacted_url(url));
         return info;
     });
     registry.add<proto::method::daemon_shutdown>(

@@ -1,4 +1,4 @@
-// history.gc's retention policy (ARCHITECTURE.md, "History: report and gc"; loop.remove removes
+// history.gc's retention policy (docs/design/history.md; loop.remove removes
 // one loop the same way): which loops go —
 // those in an end state that finished before the cutoff, never within the longest window of the
 // global budgets, never one whose runner is still finishing, nor one whose worktree still exists

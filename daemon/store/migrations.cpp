@@ -61,7 +61,8 @@ CREATE TABLE output_chunks (
     PRIMARY KEY (loop_id, offset)
 ) WITHOUT ROWID;
 )sql",
-        // 1 → 2: what the agents said (SPEC §4): per-attempt failure class, tokens, cost, turns,
+        // 1 → 2: what the agents said (README, "Failures"): per-attempt failure class, tokens,
+        // cost, turns,
         // tool calls and summary, their sums per loop, the events of every attempt's stream, and
         // the agents held by a usage limit until a reset.
         R"sql(
@@ -96,7 +97,8 @@ CREATE TABLE agent_holds (
     reason TEXT NOT NULL
 );
 )sql",
-        // 2 → 3: the loop's memory and judgement (SPEC §3): per attempt the workspace's HEAD
+        // 2 → 3: the loop's memory and judgement (README, "Memory, completion and progress"): per
+        // attempt the workspace's HEAD
         // before/after, diff stats, whether it made progress, the agent's feedback and the
         // --verify result; steering hints queued for a loop's next iteration.
         R"sql(
@@ -119,7 +121,8 @@ CREATE TABLE steering (
 );
 CREATE INDEX steering_by_loop ON steering (loop_id, iteration);
 )sql",
-        // 3 → 4: the scheduler and budgets (SPEC §5): settings changed at run time (JSON values
+        // 3 → 4: the scheduler and budgets (README, "Scheduling, budgets"): settings changed at run
+        // time (JSON values
         // by key: "scheduler", "budget"), and the attempts by start time, from which every
         // budget window is computed.
         R"sql(
@@ -135,7 +138,8 @@ CREATE INDEX attempts_by_start ON attempts (started_at);
 ALTER TABLE loops ADD COLUMN worktree_path TEXT NOT NULL DEFAULT '';
 ALTER TABLE loops ADD COLUMN worktree_branch TEXT NOT NULL DEFAULT '';
 )sql",
-        // 5 → 6: submit --idempotency-key (SPEC §7): at most one loop per key; NULL = none.
+        // 5 → 6: submit --idempotency-key (README, "Using it"): at most one loop per key; NULL =
+        // none.
         R"sql(
 ALTER TABLE loops ADD COLUMN idempotency_key TEXT;
 CREATE UNIQUE INDEX loops_by_idempotency_key ON loops (idempotency_key)

@@ -1,7 +1,8 @@
 // What an iteration did to its workspace: snapshots taken before and after it, compared into
 // "did HEAD move, did the tree change, how many files/lines", the dirty check at submit, the
-// optional commit of an iteration's work (SPEC §3, Git and Progress), and the git worktree a
-// `--worktree` loop runs in (SPEC §5).
+// optional commit of an iteration's work (README, "Memory, completion and progress"), and the git
+// worktree a
+// `--worktree` loop runs in (README, "Worktrees").
 //
 // In a git work tree a snapshot is HEAD plus the id of a tree object of the working tree as
 // `git add -A` would stage it (untracked files included, .gitignore respected), staged in a copy

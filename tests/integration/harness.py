@@ -1019,8 +1019,8 @@ class Daemon:
 
     Paths: d.root (temp dir), d.socket, d.db, d.runtime_dir, d.state_dir, d.config_dir, d.home.
     default_paths=True starts ralphd without --socket/--db, so it must pick them from the XDG
-    variables (then d.socket and d.db are where SPEC §2/§6 put them). `parent`: where d.root is
-    made (default: the temporary directory).
+    variables (then d.socket and d.db are where the README's "The daemon" puts them). `parent`:
+    where d.root is made (default: the temporary directory).
     """
 
     def __init__(self, extra_args=(), env=None, kill_grace=1, default_paths=False,

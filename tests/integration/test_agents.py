@@ -1,8 +1,8 @@
-"""The agent adapters end to end (SPEC §4): each real agent CLI is replaced by the replay agent
-(tests/agents/replay-agent.py), which replays the recorded streams of tests/fixtures/agents
-and the variants in tests/agents/streams through the real ralphd. Checked: the argv and stdin
-each agent gets, events, tokens, cost, final answers and completion, false completions, the
-failure taxonomy, rate-limit parking across loops, `ralphctl agents`, `show` and `tail`."""
+"""The agent adapters end to end (README, "Agents"): each real agent CLI is replaced by the replay
+agent (tests/agents/replay-agent.py), which replays the recorded streams of tests/fixtures/agents
+and the variants in tests/agents/streams through the real ralphd. Checked: the argv and stdin each
+agent gets, events, tokens, cost, final answers and completion, false completions, the failure
+taxonomy, rate-limit parking across loops, `ralphctl agents`, `show` and `tail`."""
 
 import json
 import os

@@ -66,7 +66,7 @@ class DaemonProcessTest(DaemonTestCase):
 
     def test_with_default_paths_the_socket_is_0600_in_a_0700_directory_and_the_db_is_in_xdg_state_home(self):
         d = self.daemon(default_paths=True)
-        # SPEC §2: $XDG_RUNTIME_DIR/ralph/ralphd.sock; SPEC §6: $XDG_STATE_HOME/ralph/ralph.db
+        # README, "The daemon": $XDG_RUNTIME_DIR/ralph/ralphd.sock, $XDG_STATE_HOME/ralph/ralph.db
         sock_dir = os.path.dirname(d.socket)
         self.assertEqual(stat.S_IMODE(os.stat(sock_dir).st_mode), 0o700)
         st = os.stat(d.socket)

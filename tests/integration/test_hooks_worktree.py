@@ -1,4 +1,5 @@
-"""On-done hooks and --worktree end to end (SPEC §5, §8), through the real ralphd and ralphctl.
+"""On-done hooks and --worktree end to end (README, "Worktrees", "Hooks and notifications"),
+through the real ralphd and ralphctl.
 
 Hooks: the loop's own (`submit --on-done`) and the daemon-wide one (`ralphd --on-done`) run once
 when a loop ends — completed, failed, exhausted, cancelled while running or while queued — in the

@@ -1,10 +1,10 @@
-"""The loop's memory and judgement end to end (SPEC §3), through the real ralphd and ralphctl:
-completion rules and their stop reasons, min iterations and --verify, notes, feedback and
-.ralph/loop.md, a PROMPT.md the agent edits, stall detection, git snapshots and --commit, each
-attempt's diff (loop.diff), the dirty check at submit, steering, the init templates run to completion, and the inactivity
-timeout. The agent is tests/agents/scripted-agent.py (it keeps a copy of each prompt it got,
-and of .ralph/loop.md and .ralph/notes.md as they were, under .ralph/agent/), or
-claude-slow-tool.py installed as `claude`."""
+"""The loop's memory and judgement end to end (README, "Memory, completion and progress", "Judge"),
+through the real ralphd and ralphctl: completion rules and their stop reasons, min iterations and
+--verify, notes, feedback and .ralph/loop.md, a PROMPT.md the agent edits, stall detection, git
+snapshots and --commit, each attempt's diff (loop.diff), the dirty check at submit, steering, the
+init templates run to completion, and the inactivity timeout. The agent is
+tests/agents/scripted-agent.py (it keeps a copy of each prompt it got, and of .ralph/loop.md and
+.ralph/notes.md as they were, under .ralph/agent/), or claude-slow-tool.py installed as `claude`."""
 
 import json
 import os

@@ -292,6 +292,27 @@ class NotificationTest(DaemonTestCase):
         wait_until(lambda: not sqlite3.connect(d.db).execute(
             "SELECT count(*) FROM notifications").fetchone()[0], 10, "the outbox to empty")
 
+    def test_a_planned_restart_is_not_announced_and_a_crash_is(self):
+        # systemd's restart (SIGTERM: the agents go on, the next ralphd adopts them) is what the
+        # user asked for: no daemon.recovered. A kill -9 after it is a crash: one.
+        r = self.receiver()
+        d = self.notify_daemon([r.url("/hook")])
+        running = d.submit(d.workspace(), agent_command("sleep.sh", "60"))
+        wait_until(lambda: d.attempts(running["id"]) and d.attempts(running["id"])[0]["pid"],
+                   10, "the agent to run")
+        d.stop(leave_running=True)
+        d.start()
+        wait_until(lambda: "adopting iteration" in d.log_text(), 10, "the agent to be adopted")
+        self.assertEqual(d.get(running["id"])["state"], "running")
+        d.kill9()
+        d.start()
+        posts = self.wait_posts(r, "/hook", 1)
+        time.sleep(1)
+        self.assertEqual([p["body"]["event"] for p in r.received("/hook")], ["daemon.recovered"])
+        self.assertEqual(posts[0]["body"]["adopted"], 1)
+        d.call("loop.cancel", {"id": running["id"]})
+        d.wait_state(running["id"], "cancelled")
+
     def test_given_up_after_a_day_of_failures(self):
         r = self.receiver()
         d = self.notify_daemon([r.url("/hook")], more_args=["--test-clock", "0"])
@@ -355,14 +376,50 @@ class NotificationTest(DaemonTestCase):
         posts = self.wait_posts(good, "/hook", 1)
         self.assertEqual(posts[0]["body"]["event"], "loop.completed")
         # ralphctl notify test: delivered to the good one, refused for the rogue certificate.
-        sent = d.ctl_json("notify", "test", good.url("/probe"))
-        self.assertEqual(sent["notify"]["delivered"], True)
-        self.assertEqual(sent["notify"]["status"], 200)
+        sent = d.ctl_json("notify", "test", good.url("/probe"))["notify"]
+        self.assertEqual(len(sent), 1)
+        self.assertEqual(sent[0]["delivered"], True)
+        self.assertEqual(sent[0]["status"], 200)
         self.assertEqual(good.received("/probe")[0]["body"]["event"], "test")
         proc = d.ctl("notify", "test", rogue.url("/probe"), check=False)
         self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
         self.assertIn("not delivered: TLS: certificate verify failed", proc.stdout)
         self.assertEqual(rogue.received(), [])
+
+    def test_notify_test_without_a_url_tests_each_webhook_and_status_lists_them_masked(self):
+        r = self.receiver()
+        down = self.receiver()
+        down.stop()
+        secret = "tk_0123456789secret"
+        d = self.notify_daemon([r.url("/hook/" + secret), down.url("/gone")])
+        # daemon status, daemon.info and doctor name each target, never its path or token.
+        status = d.ctl("daemon", "status").stdout
+        self.assertIn("notify", status)
+        self.assertIn("http://127.0.0.1:%d/…" % r.port, status)
+        self.assertIn("http://127.0.0.1:%d/…" % down.port, status)
+        self.assertEqual(d.call("daemon.info")["notify_targets"],
+                         ["http://127.0.0.1:%d/…" % r.port, "http://127.0.0.1:%d/…" % down.port])
+        doctor = d.ctl_json("doctor", check=False)
+        notify = [c for c in doctor["checks"] if c["check"] == "notify"][0]
+        self.assertIn("http://127.0.0.1:%d/…" % r.port, notify["detail"])
+        for text in (status, json.dumps(doctor), d.ctl("doctor", check=False).stdout):
+            self.assertNotIn(secret, text)
+        # No URL: every one of ralphd's, each said; one not delivered is exit 1.
+        proc = d.ctl("notify", "test", check=False)
+        self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+        self.assertIn("delivered (HTTP 200)", proc.stdout)
+        self.assertIn("not delivered: ", proc.stdout)
+        self.assertNotIn(secret, proc.stdout)
+        self.assertEqual([p["body"]["event"] for p in r.received("/hook/")], ["test"])
+        sent = d.ctl_json("notify", "test", check=False)["notify"]
+        self.assertEqual([s["delivered"] for s in sent], [True, False])
+        # A daemon without targets says how to give one, exit 1 (a refused request).
+        bare = self.notify_daemon([])
+        proc = bare.ctl("notify", "test", check=False)
+        self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+        self.assertIn("no --notify target to test", proc.stderr)
+        self.assertIn("ralphctl notify test URL", proc.stderr)
+        self.assertIn("no webhook", bare.ctl("daemon", "status").stdout)
 
     def test_an_endless_answer_is_read_up_to_its_cap(self):
         # 300 MB of an answer that never parses: ralphd reads a bounded part of it and is done.
@@ -413,7 +470,7 @@ class NotificationTest(DaemonTestCase):
         self.assertIn("no chat", refused.exception.message)
         # A receiver whose answer is larger than ralphd reads (64 KiB): its status decides.
         chatty = self.receiver(answer=b"x" * (1 << 20))
-        self.assertEqual(d.ctl_json("notify", "test", chatty.url("/big"))["notify"]["status"],
+        self.assertEqual(d.ctl_json("notify", "test", chatty.url("/big"))["notify"][0]["status"],
                          200)
         proc = d.ctl("notify", "test", "https://user:pw@example.org/x", check=False)
         self.assertEqual(proc.returncode, 1)

@@ -1,14 +1,16 @@
-"""The scheduler and budgets (SPEC §5) with a clock the tests control: ralphd runs with
---test-clock and the tests move its wall clock with debug.clock instead of sleeping for hours.
-Priority order, concurrency limits changed at run time, one loop per workspace, budgets per
-rolling hour/day (global and per loop, iterations, tokens, cost) that free up with their window
-and survive a restart, per-loop caps, a usage limit's reset taken on the daemon's clock, the daily time window, pause/resume of a loop and of the
-scheduler, cancel of a paused loop, and kill -9 during three concurrent loops."""
+"""The scheduler and budgets (README, "Scheduling, budgets") with a clock the tests control: ralphd
+runs with --test-clock and the tests move its wall clock with debug.clock instead of sleeping for
+hours. Priority order, concurrency limits changed at run time, one loop per workspace, budgets per
+rolling hour/day (global and per loop, iterations, tokens, cost) that free up with their window and
+survive a restart, per-loop caps, a usage limit's reset taken on the daemon's clock, the daily time
+window, pause/resume of a loop and of the scheduler, cancel of a paused loop, and kill -9 during
+three concurrent loops."""
 
 import datetime
 import os
 import shlex
 import shutil
+import signal
 import sqlite3
 
 from harness import (DaemonTestCase, agent_command, command_agent, fake_agent_bin, main,
@@ -50,6 +52,25 @@ class SchedulerTestCase(DaemonTestCase):
 
 
 class QueueTest(SchedulerTestCase):
+
+    def test_a_run_time_concurrency_stands_until_the_configuration_changes(self):
+        d = self.clock_daemon("--max-concurrent", "2")
+
+        def max_concurrent():
+            return d.call("scheduler.get")["max_concurrent"]
+
+        self.assertEqual(max_concurrent(), 2)
+        d.ctl("scheduler", "set", "--max-concurrent", "5")
+        # The same configuration at a restart and at SIGHUP: the user's 5 stands.
+        d.restart()
+        self.assertEqual(max_concurrent(), 5)
+        d.proc.send_signal(signal.SIGHUP)
+        wait_until(lambda: "configuration reloaded" in d.log_text(), 10, "the reload")
+        self.assertEqual(max_concurrent(), 5)
+        # Another value in the configuration: it applies.
+        d.extra_args[d.extra_args.index("--max-concurrent") + 1] = "3"
+        d.restart()
+        self.assertEqual(max_concurrent(), 3)
 
     def test_priority_then_submit_order_and_max_concurrent_changed_at_run_time(self):
         d = self.clock_daemon()

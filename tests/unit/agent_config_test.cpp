@@ -275,4 +275,11 @@ TEST_CASE("classify: a missing variable is a configuration failure whose error s
     classify_attempt(attempt, ralph::attempt_end::by_itself, 1 << 8, said);
     CHECK(attempt.failure == ralph::proto::failure_class::config);
     CHECK(attempt.error.find("ralphctl agents") != std::string::npos);
+
+    ralph::proto::attempt_info untrusted;
+    said.error = "Gemini CLI is not running in a trusted directory. To proceed, ...";
+    classify_attempt(untrusted, ralph::attempt_end::by_itself, 55 << 8, said);
+    CHECK(untrusted.failure == ralph::proto::failure_class::config);
+    CHECK(untrusted.error.find("--env GEMINI_CLI_TRUST_WORKSPACE=true") != std::string::npos);
+    CHECK(untrusted.error.find("ralphctl agents") == std::string::npos);
 }

@@ -439,6 +439,12 @@ TEST_CASE("gemini: an error result gives the failure hint") {
         const auto r = run_recorded(format::gemini, "gemini", "refused");
         CHECK(r.summary.failure == failure_hint::transient);
     }
+    SUBCASE("a workspace it does not trust: nothing on stdout, its words on stderr, config") {
+        const auto r = run_recorded(format::gemini, "gemini", "untrusted");
+        CHECK(r.events.empty());
+        CHECK(r.summary.failure == failure_hint::config);
+        CHECK(contains(r.summary.error, "Gemini CLI is not running in a trusted directory."));
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -747,6 +753,7 @@ TEST_CASE("classify: keywords give the failure class, rate limits first") {
         {"HTTP 401 Unauthorized", failure_hint::auth},
         {"Credit balance is too low", failure_hint::auth},
         {"Error: 403", failure_hint::auth},
+        {"Invalid auth method selected.", failure_hint::auth},
         {"Missing environment variable: `MYGATEWAY_KEY`.", failure_hint::config},
         {"Model azure/gpt-4o: Missing these environment variables:", failure_hint::config},
         {"unexpected status 404: The model `gpt-9` does not exist or you do not have access to it.",

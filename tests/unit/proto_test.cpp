@@ -173,7 +173,8 @@ proto::daemon_info sample() {
             "box",
             "work",
             {{"build1", "ssh://me@build1", true, "", t0},
-             {"build2", "ssh://build2:2222", false, "ssh exited with status 255", t0}}};
+             {"build2", "ssh://build2:2222", false, "ssh exited with status 255", t0}},
+            {"https://ntfy.sh/…"}};
 }
 
 template <>
@@ -307,7 +308,8 @@ proto::notify_test_request sample() {
 }
 template <>
 proto::notify_test_result sample() {
-    return {"https://ntfy.example.org/…", "ntfy", false, 503, "answered 503 Service Unavailable"};
+    return {{{"https://ntfy.example.org/…", "ntfy", false, 503, "answered 503 Service Unavailable"},
+             {"http://127.0.0.1:9/…", "generic", true, 200, ""}}};
 }
 template <>
 proto::web_info sample() {
