@@ -78,6 +78,9 @@ class ralphd {
     // An exception that left a handler of the io_context: true (ralphd goes on, degraded) when the
     // storage refused a write, false for anything else (a bug).
     bool storage_failed(const std::exception& e);
+    // The API's methods over this daemon, as the server dispatches them: the handlers' unit
+    // tests call them in-process (tests/support/daemon_in_process.hpp).
+    const rpc::method_registry& registry() const { return registry_; }
 
   private:
     // An attempt of an earlier ralphd to follow to its end.

@@ -314,11 +314,9 @@ void register_loop_methods(method_registry& registry, method_services& services)
         return page;
     });
 
+    // loop.tail and events.subscribe come on a WebSocket session only (their policy, which the
+    // registry enforces): ctx.session is there.
     registry.add<loop_tail>([&services](const proto::output_request& request, call_context& ctx) {
-        if (ctx.session == nullptr)
-            throw rpc_error(error_kind::invalid_params,
-                            "loop.tail sends notifications and needs a WebSocket session (GET "
-                            "/rpc with Upgrade: websocket)");
         tail_request tail;
         tail.loop = services.db.loops().get_loop(request.id);
         tail.loop_id = request.id;
@@ -335,10 +333,6 @@ void register_loop_methods(method_registry& registry, method_services& services)
     // From now on the session gets a loop.changed notification (the loop's summary) at every
     // state change of every loop, submits included.
     registry.add<events_subscribe>([](const proto::no_params&, call_context& ctx) {
-        if (ctx.session == nullptr)
-            throw rpc_error(error_kind::invalid_params,
-                            "events.subscribe sends notifications and needs a WebSocket session "
-                            "(GET /rpc with Upgrade: websocket)");
         ctx.session->subscribe_events();
         return proto::subscription{true};
     });

@@ -15,13 +15,10 @@ void register_peer_methods(method_registry& registry, method_services& services)
     using proto::error_kind;
     using proto::rpc_error;
     // The caller's holds are learnt first, then the session hears this daemon's ledger: its
-    // own holds are not sent back to it.
+    // own holds are not sent back to it. (Its policy has the registry refuse a call without a
+    // session, or from a web client.)
     registry.add<proto::method::peer_link>([&services](const proto::peer_link_request& request,
                                                        call_context& ctx) {
-        if (ctx.session == nullptr)
-            throw rpc_error(error_kind::invalid_params,
-                            "peer.link sends notifications and needs a WebSocket session "
-                            "(GET /rpc with Upgrade: websocket)");
         if (request.holds.size() > max_peer_holds)
             throw rpc_error(error_kind::invalid_params,
                             "peer.link: more than " + std::to_string(max_peer_holds) + " holds");

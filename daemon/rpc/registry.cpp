@@ -173,11 +173,34 @@ json number_overflow_error(std::string_view body) {
                                                "API accepts)"));
 }
 
+// Throws the refusal of a call of `method` that its `policy` does not allow on the connection of
+// `ctx`: a web client's call of a method not for the web, a plain POST of one that needs a session.
+void check_policy(const std::string& method, proto::method_policy policy, const call_context& ctx) {
+    // JSON-RPC's -32601 is "the method does not exist / is not available".
+    if (ctx.web && !policy.web_allowed())
+        throw proto::rpc_error(proto::error_kind::method_not_found,
+                               method +
+                                   " is not available to a web client (ralphd --listen): it "
+                                   "is for ralphd --peer's link, which comes over ssh to the "
+                                   "Unix socket");
+    if (policy.needs_session && ctx.session == nullptr)
+        throw proto::rpc_error(proto::error_kind::invalid_params,
+                               method +
+                                   " sends notifications and needs a WebSocket session (GET "
+                                   "/rpc with Upgrade: websocket)");
+}
+
 }  // namespace
 
-void method_registry::add_handler(std::string name, handler fn) {
-    if (handlers_.contains(name)) throw std::logic_error("method registered twice: " + name);
-    handlers_.emplace(std::move(name), std::move(fn));
+void method_registry::add_handler(std::string name, proto::method_policy policy, handler fn) {
+    if (methods_.contains(name)) throw std::logic_error("method registered twice: " + name);
+    methods_.emplace(std::move(name), entry{policy, std::move(fn)});
+}
+
+std::map<std::string, proto::method_policy, std::less<>> method_registry::policies() const {
+    std::map<std::string, proto::method_policy, std::less<>> result;
+    for (const auto& [name, method] : methods_) result.emplace(name, method.policy);
+    return result;
 }
 
 awaitable<std::optional<json>> method_registry::handle(const json& request,
@@ -190,8 +213,8 @@ awaitable<std::optional<json>> method_registry::handle(const json& request,
     const bool notification = id_it == request.end();
     json id = notification ? json(nullptr) : *id_it;
 
-    auto handler_it = handlers_.find(method);
-    if (handler_it == handlers_.end()) {
+    auto method_it = methods_.find(method);
+    if (method_it == methods_.end()) {
         if (notification) co_return std::nullopt;
         co_return standard_error(std::move(id), proto::error_kind::method_not_found,
                                  "no method named '" + method + "'");
@@ -203,7 +226,8 @@ awaitable<std::optional<json>> method_registry::handle(const json& request,
 
     json response;
     try {
-        json result = co_await handler_it->second(params, ctx);
+        check_policy(method, method_it->second.policy, ctx);
+        json result = co_await method_it->second.fn(params, ctx);
         response = json{{"jsonrpc", "2.0"}, {"result", std::move(result)}, {"id", id}};
     } catch (const proto::rpc_error& e) {
         response = error_from(std::move(id), e);

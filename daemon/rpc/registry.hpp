@@ -1,6 +1,8 @@
-// The method registry and JSON-RPC 2.0 dispatcher: maps "loop.submit" to a handler and is the
-// one place where requests are validated, batches are split, notifications are kept silent and
-// exceptions become error objects (rpc_error → its code; anything else → -32603, logged).
+// The method registry and JSON-RPC 2.0 dispatcher: maps "loop.submit" to a handler and its
+// policy (proto::method_policy), and is the one place where requests are validated, batches are
+// split, notifications are kept silent, a call the method's policy refuses to its connection is
+// answered, and exceptions become error objects (rpc_error → its code; anything else → -32603,
+// logged).
 // Dispatch is a coroutine on the io thread: most handlers answer at once, and a handler that has
 // blocking work to do (the submit's git checks) awaits it on a pool thread meanwhile.
 #pragma once
@@ -25,6 +27,8 @@ namespace ralph::rpc {
 struct call_context {
     // The WebSocket session, able to carry notifications; nullptr for a plain HTTP POST.
     tail_sink* session = nullptr;
+    // A web client's: the connection is one of ralphd --listen's (TCP), not the Unix socket's.
+    bool web = false;
 };
 
 struct dispatch_limits {
@@ -73,31 +77,35 @@ class method_registry {
     using handler =
         std::function<awaitable<nlohmann::json>(const nlohmann::json& params, call_context& ctx)>;
 
-    // Registers `name`; registering a name twice is a programming error (throws logic_error).
-    // `fn(params, ctx)` returns the result as JSON, or an awaitable of it. The registry keeps
-    // `fn` as long as it lives, which is longer than any call.
+    // Registers `name` with `policy`; registering a name twice is a programming error (throws
+    // logic_error). `fn(params, ctx)` returns the result as JSON, or an awaitable of it. The
+    // registry keeps `fn` as long as it lives, which is longer than any call. (The API's methods
+    // are added typed, below; this is for the dispatcher's own tests.)
     template <typename Fn>
-    void add(std::string name, Fn fn) {
+    void add(std::string name, proto::method_policy policy, Fn fn) {
         if constexpr (is_awaitable_v<
                           std::invoke_result_t<Fn&, const nlohmann::json&, call_context&>>) {
-            add_handler(std::move(name), handler(std::move(fn)));
+            add_handler(std::move(name), policy, handler(std::move(fn)));
         } else {
-            add_handler(std::move(name),
+            add_handler(std::move(name), policy,
                         [fn = std::move(fn)](const nlohmann::json& params, call_context& ctx) {
                             return call_plain(fn, params, ctx);
                         });
         }
     }
 
-    // Registers the handler of `Method` (proto/methods.hpp): it takes the method's request
-    // type and returns its result type, or an awaitable of it (call_typed).
+    // Registers the handler of `Method` (proto/methods.hpp) under its name and policy: it takes
+    // the method's request type and returns its result type, or an awaitable of it (call_typed).
     template <typename Method, typename Fn>
     void add(Fn fn) {
-        add_handler(std::string(Method::name),
+        add_handler(std::string(Method::name), Method::policy,
                     [fn = std::move(fn)](const nlohmann::json& params, call_context& ctx) {
                         return call_typed<Method>(fn, params, ctx);
                     });
     }
+
+    // Every method registered, by name, with its policy.
+    std::map<std::string, proto::method_policy, std::less<>> policies() const;
 
     // Handles a request body: a single request or a batch (its requests one after the other).
     // Returns the serialized response, or nullopt when nothing must be sent (notifications only).
@@ -114,7 +122,12 @@ class method_registry {
     }
 
   private:
-    void add_handler(std::string name, handler fn);
+    struct entry {
+        proto::method_policy policy;
+        handler fn;
+    };
+
+    void add_handler(std::string name, proto::method_policy policy, handler fn);
     // Handles one parsed request object. Returns the response, or nullopt for a notification.
     awaitable<std::optional<nlohmann::json>> handle(const nlohmann::json& request,
                                                     call_context& ctx) const;
@@ -122,7 +135,7 @@ class method_registry {
     // when the storage refused a write, else -32603.
     nlohmann::json failure_response(nlohmann::json id, std::string_view method) const;
 
-    std::map<std::string, handler, std::less<>> handlers_;
+    std::map<std::string, entry, std::less<>> methods_;
     dispatch_limits limits_;
     std::function<bool(const std::exception&)> is_storage_error_;
 };

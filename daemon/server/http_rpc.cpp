@@ -58,7 +58,7 @@ std::string_view path_of(beast::string_view target) {
 }
 
 awaitable<http_response> answer_request(const http_request& req,
-                                        const rpc::method_registry& registry) {
+                                        const rpc::method_registry& registry, bool web) {
     if (std::optional<http_response> page = answer_page(req)) co_return std::move(*page);
     if (path_of(req.target()) != rpc_path)
         co_return error_reply(http::status::not_found, req.version(),
@@ -71,7 +71,7 @@ awaitable<http_response> answer_request(const http_request& req,
         co_return res;
     }
 
-    rpc::call_context ctx;  // no session: a plain POST cannot carry notifications
+    rpc::call_context ctx{.web = web};  // no session: a plain POST cannot carry notifications
     std::optional<std::string> reply = co_await registry.handle_text(req.body(), ctx);
 
     http_response res{reply ? http::status::ok : http::status::no_content, req.version()};

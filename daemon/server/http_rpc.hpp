@@ -36,9 +36,10 @@ std::string_view path_of(beast::string_view target);
 // POST /rpc is handled by `registry` (200 with the reply, 204 for notifications only); any
 // other path is 404, any other method on /rpc 405. The caller sets
 // keep-alive from the request. (A GET /rpc WebSocket upgrade is the caller's to take first.)
+// `web`: the request came on a TCP connection of ralphd --listen (rpc::call_context::web).
 // `req` must outlive the call.
 awaitable<http_response> answer_request(const http_request& req,
-                                        const rpc::method_registry& registry);
+                                        const rpc::method_registry& registry, bool web);
 
 // The answer to a request the parser refused with `ec`: 413 (body too large), 431 (header too
 // large) or 400 (malformed), each closing the connection. nullopt when there is nothing to

@@ -62,13 +62,13 @@ awaitable<void> http_session::serve() {
                         limits.max_websocket_sessions, closed, id());
                 }
                 // The WebSocket session takes the socket; this session ends without closing it.
-                auto ws =
-                    std::make_shared<websocket_session>(state_, stream_.release_socket(), id());
+                auto ws = std::make_shared<websocket_session>(state_, stream_.release_socket(),
+                                                              id(), peer_.tcp);
                 ws->start(std::move(*req));
                 co_return;
             }
 
-            http_response res = co_await answer_request(*req, state_->context.registry);
+            http_response res = co_await answer_request(*req, state_->context.registry, peer_.tcp);
             res.keep_alive(req->keep_alive());
             spdlog::debug("connection {}: {} {} -> {}", id(), to_std(req->method_string()),
                           to_std(req->target()), res.result_int());

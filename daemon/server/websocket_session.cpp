@@ -83,9 +83,10 @@ std::string serialize_output_notification(std::int64_t loop_id, std::int64_t off
 }
 
 websocket_session::websocket_session(std::shared_ptr<shared_state> state, api_socket socket,
-                                     std::uint64_t id)
+                                     std::uint64_t id, bool web)
     : connection(id, true),
       state_(std::move(state)),
+      web_(web),
       ws_(std::move(socket)),
       wake_(ws_.get_executor()) {
     state_->connections.add(this);
@@ -203,7 +204,7 @@ awaitable<void> websocket_session::close_with(websocket::close_code code) {
 awaitable<void> websocket_session::dispatch(const std::string& message) {
     touch();
     spdlog::debug("connection {}: WebSocket message of {} bytes", id(), message.size());
-    rpc::call_context ctx{this};
+    rpc::call_context ctx{this, web_};
     // Handling a request may queue notifications (e.g. a state change it caused); its reply
     // goes before them, hence the insertion at the position the queue had before, less what the
     // writer took from its front while the call waited.

@@ -49,7 +49,9 @@ class websocket_session : public connection,
                           public tail_sink,
                           public std::enable_shared_from_this<websocket_session> {
   public:
-    websocket_session(std::shared_ptr<shared_state> state, api_socket socket, std::uint64_t id);
+    // `web`: on a TCP connection of ralphd --listen (rpc::call_context::web).
+    websocket_session(std::shared_ptr<shared_state> state, api_socket socket, std::uint64_t id,
+                      bool web);
     ~websocket_session() override;
 
     // Completes the handshake answering `upgrade`, then serves the session.
@@ -108,6 +110,7 @@ class websocket_session : public connection,
     void wake_writer() { wake_.cancel(); }
 
     std::shared_ptr<shared_state> state_;
+    const bool web_;
     beast::websocket::stream<api_socket> ws_;
     net::steady_timer wake_;  // the idle writer waits on it; cancelled when there is work
     std::deque<std::string> outbox_;

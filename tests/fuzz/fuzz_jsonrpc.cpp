@@ -90,6 +90,7 @@ struct echo {
     static constexpr const char* name = Method::name;
     using request = typename Method::request;
     using result = json;
+    static constexpr proto::method_policy policy = Method::policy;
 };
 
 template <typename... Methods>
@@ -106,7 +107,7 @@ const rpc::method_registry& registry() {
         rpc::method_registry r;
         add_echoes(r, std::type_identity<proto::method::all_methods>{});
         // A handler with a bug: the registry must answer -32603 and go on.
-        r.add("fuzz.throw",
+        r.add("fuzz.throw", proto::any_caller,
               [](const json&, rpc::call_context&) -> json { throw std::runtime_error("a bug"); });
         return r;
     }();
@@ -337,7 +338,7 @@ std::size_t serve(piece_stream& stream) {
         check_gate(req);
         // The daemon hands a WebSocket upgrade over to a websocket_session.
         if (beast::websocket::is_upgrade(req) && path_of(req.target()) == rpc_path) return answered;
-        const http_response res = test::run_awaitable(answer_request(req, registry()));
+        const http_response res = test::run_awaitable(answer_request(req, registry(), false));
         check_answer(req, res);
         if (path_of(req.target()) == rpc_path && req.method() == http::verb::post) {
             check_reply(req.body(), res.result() == http::status::ok

@@ -6,7 +6,8 @@ then opens the API, as does `Authorization: Bearer T`; a Host that is not this s
 rebinding) and an Origin of another site on a POST or a WebSocket upgrade get 403; every
 response carries the Content-Security-Policy; more than 10 failed logins a minute from one address
 are answered slowly; `ralphctl web` prints the login URL, `--rotate-token` replaces the token (the
-old one and its cookie stop working); the Unix socket needs no token."""
+old one and its cookie stop working); the Unix socket needs no token; a web client may call
+every method but the peers'."""
 
 import http.client
 import json
@@ -130,6 +131,31 @@ class WebGateTest(DaemonTestCase):
             ws.send_json({"jsonrpc": "2.0", "id": 7, "method": "daemon.info"})
             self.assertEqual(ws.recv_json()["result"]["pid"], self.d.pid)
         self.assertIn("refused a request from 127.0.0.1 for host 'evil.example", self.d.log_text())
+
+    def test_a_web_client_may_not_call_the_peers_methods(self):
+        # A peer's link comes over ssh to the Unix socket, never on TCP: -32601 there, on a
+        # POST and on a WebSocket session, and nothing of the call is recorded.
+        until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600))
+        hold = {"agent": "claude", "until": until, "reason": "limit", "origin": "build1"}
+        status, _, body = self.request(
+            "POST", "/rpc", json.dumps({"jsonrpc": "2.0", "id": 1, "method": "peer.hold",
+                                        "params": hold}),
+            {"Authorization": "Bearer " + self.token})
+        self.assertEqual(status, 200)
+        error = json.loads(body)["error"]
+        self.assertEqual((error["code"], error["message"]), (-32601, "Method not found"))
+        self.assertIn("not available to a web client", error["data"])
+        with WebSocket(("127.0.0.1", self.port),
+                       headers={"Authorization": "Bearer " + self.token}) as ws:
+            ws.send_json({"jsonrpc": "2.0", "id": 2, "method": "peer.link",
+                          "params": {"host": "build1", "holds": [hold]}})
+            self.assertEqual(ws.recv_json()["error"]["code"], -32601)
+            ws.send_json({"jsonrpc": "2.0", "id": 3, "method": "events.subscribe"})
+            self.assertEqual(ws.recv_json()["result"], {"subscribed": True})
+        self.assertEqual(self.d.call("budget.get")["holds"], [])
+        # On the Unix socket, the same hold is taken.
+        self.assertTrue(self.d.call("peer.hold", hold)["changed"])
+        self.assertEqual([h["agent"] for h in self.d.call("budget.get")["holds"]], ["claude"])
 
     def test_failed_logins_are_slowed_down(self):
         wrong = "/login?token=" + "e" * 64

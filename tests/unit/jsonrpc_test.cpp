@@ -18,6 +18,7 @@
 #include <vector>
 
 using nlohmann::json;
+using ralph::proto::any_caller;
 using ralph::rpc::call_context;
 using ralph::rpc::method_registry;
 
@@ -38,16 +39,19 @@ std::int64_t subtract(const json& params) {
 // The methods the specification's examples call; "foobar" and "foo.get" stay unknown.
 method_registry spec_registry() {
     method_registry registry;
-    registry.add("subtract",
+    registry.add("subtract", any_caller,
                  [](const json& params, call_context&) { return json(subtract(params)); });
-    registry.add("sum", [](const json& params, call_context&) {
+    registry.add("sum", any_caller, [](const json& params, call_context&) {
         std::int64_t total = 0;
         for (const auto& term : params) total += term.get<std::int64_t>();
         return json(total);
     });
-    registry.add("update", [](const json&, call_context&) { return json(nullptr); });
-    registry.add("notify_hello", [](const json&, call_context&) { return json(nullptr); });
-    registry.add("get_data", [](const json&, call_context&) { return json::array({"hello", 5}); });
+    registry.add("update", any_caller, [](const json&, call_context&) { return json(nullptr); });
+    registry.add("notify_hello", any_caller,
+                 [](const json&, call_context&) { return json(nullptr); });
+    registry.add("get_data", any_caller, [](const json&, call_context&) {
+        return json::array({"hello", 5});
+    });
     return registry;
 }
 
@@ -105,6 +109,7 @@ struct count_method {
     static constexpr const char* name = "count";
     using request = typed_params;
     using result = std::int64_t;
+    static constexpr ralph::proto::method_policy policy = any_caller;
 };
 
 class recording_sink : public ralph::tail_sink {
@@ -265,7 +270,7 @@ TEST_CASE(
     "jsonrpc: a handler failing with an unexpected exception gives Internal error without its "
     "text") {
     method_registry registry;
-    registry.add("explode", [](const json&, call_context&) -> json {
+    registry.add("explode", any_caller, [](const json&, call_context&) -> json {
         throw std::runtime_error("secret detail /home/user/.ralph");
     });
 
@@ -294,7 +299,7 @@ ralph::awaitable<json> after_a_pause(std::int64_t value) {
 
 TEST_CASE("jsonrpc: a handler that waits answers as the others do, in its place in a batch") {
     method_registry registry = spec_registry();
-    registry.add("later", [](const json& params, call_context&) {
+    registry.add("later", any_caller, [](const json& params, call_context&) {
         return after_a_pause(params.at(0).get<std::int64_t>());
     });
     const json replies = call(registry, R"([
@@ -311,9 +316,9 @@ TEST_CASE("jsonrpc: a handler that waits answers as the others do, in its place 
 
 TEST_CASE("jsonrpc: a notification never gets a reply, not even for an error") {
     method_registry registry;
-    registry.add("explode",
+    registry.add("explode", any_caller,
                  [](const json&, call_context&) -> json { throw std::runtime_error("boom"); });
-    registry.add("refuse", [](const json&, call_context&) -> json {
+    registry.add("refuse", any_caller, [](const json&, call_context&) -> json {
         throw ralph::proto::rpc_error(ralph::proto::error_kind::loop_not_found, "no loop 4");
     });
     call_context ctx;
@@ -325,7 +330,7 @@ TEST_CASE("jsonrpc: a notification never gets a reply, not even for an error") {
 
 TEST_CASE("jsonrpc: an application error keeps its code, its message and its data") {
     method_registry registry;
-    registry.add("find", [](const json&, call_context&) -> json {
+    registry.add("find", any_caller, [](const json&, call_context&) -> json {
         throw ralph::proto::rpc_error(ralph::proto::error_kind::loop_not_found, "no loop with id 4",
                                       json{{"id", 4}});
     });
@@ -339,7 +344,7 @@ TEST_CASE(
     "jsonrpc: a standard error thrown by a handler keeps the standard message, its detail in "
     "data") {
     method_registry registry;
-    registry.add("strict", [](const json&, call_context&) -> json {
+    registry.add("strict", any_caller, [](const json&, call_context&) -> json {
         throw ralph::proto::rpc_error(ralph::proto::error_kind::invalid_request, "batch too deep");
     });
     const json reply = call(registry, R"({"jsonrpc":"2.0","method":"strict","id":1})");
@@ -444,14 +449,15 @@ TEST_CASE(
 
 TEST_CASE("jsonrpc: a result holding invalid UTF-8 is still sent, with the bad bytes replaced") {
     method_registry registry;
-    registry.add("bytes", [](const json&, call_context&) { return json(std::string("ok\xff")); });
+    registry.add("bytes", any_caller,
+                 [](const json&, call_context&) { return json(std::string("ok\xff")); });
     const json reply = call(registry, R"({"jsonrpc":"2.0","method":"bytes","id":1})");
     CHECK(reply.at("result") == "ok\xEF\xBF\xBD");
 }
 
 TEST_CASE("jsonrpc: the handler sees the call context of its connection") {
     method_registry registry;
-    registry.add("who",
+    registry.add("who", any_caller,
                  [](const json&, call_context& ctx) { return json(ctx.session != nullptr); });
     recording_sink sink;
     call_context ws_ctx{&sink};
@@ -463,9 +469,10 @@ TEST_CASE("jsonrpc: the handler sees the call context of its connection") {
 
 TEST_CASE("jsonrpc: registering a method twice is a programming error") {
     method_registry registry;
-    registry.add("once", [](const json&, call_context&) { return json(1); });
-    CHECK_THROWS_AS(registry.add("once", [](const json&, call_context&) { return json(2); }),
-                    std::logic_error);
+    registry.add("once", any_caller, [](const json&, call_context&) { return json(1); });
+    CHECK_THROWS_AS(
+        registry.add("once", any_caller, [](const json&, call_context&) { return json(2); }),
+        std::logic_error);
 }
 
 TEST_CASE("jsonrpc: a notification from the daemon has no id") {
