@@ -215,7 +215,7 @@ flood_with_tails() {
     [[ -n $id ]] || { echo "bench: the flood was not submitted" >&2; exit 1; }
     local sockets; sockets=$(socket_count) pids=()
     if ((tails > 0)); then
-        { "$ralphctl" tail -f "$id" 2>>"$tmp/tails.err" || true; } | cksum >"$tmp/tail.cksum" &
+        { "$ralphctl" tail -f --raw "$id" 2>>"$tmp/tails.err" || true; } | cksum >"$tmp/tail.cksum" &
         pids+=($!)
         for _ in $(seq $((tails - 1))); do
             "$ralphctl" tail -f "$id" >/dev/null 2>>"$tmp/tails.err" &
