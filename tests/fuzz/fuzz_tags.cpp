@@ -89,18 +89,21 @@ void check_status(std::string_view text, std::string_view tag, std::string_view 
 }
 
 // A verdict's reasons are kept text. A verdict added at the end of any answer is that verdict or
-// none (the answer said the other one, or left a quote open): never the other verdict. Added to
-// an answer that quotes nothing and tags nothing, as the judge's prompt spells it, it is the
-// verdict.
+// none (the answer said the other one, or left a quote open): never the other verdict — unless
+// the answer gave that one itself and left a quote open that takes in what is added (a code
+// fence never closed): then the answer's own stands. Added to an answer that quotes nothing and
+// tags nothing, as the judge's prompt spells it, it is the verdict.
 void check_verdict(std::string_view text) {
-    if (auto verdict = extract_verdict(text))
-        check_kept_text(verdict->reasons, max_note_bytes, "verdict reasons");
+    const auto own = extract_verdict(text);
+    if (own) check_kept_text(own->reasons, max_note_bytes, "verdict reasons");
     const bool plain = text.find_first_of("<>`~") == std::string_view::npos;
     for (const bool accept : {true, false}) {
         const std::string answer = std::string(text) + "\n<ralph_verdict>" +
                                    (accept ? "ACCEPT" : "REJECT") + "</ralph_verdict>";
         const auto verdict = extract_verdict(answer);
-        fuzz::check(!verdict || verdict->accepted == accept, "the other verdict was taken", answer);
+        fuzz::check(
+            !verdict || verdict->accepted == accept || (own && own->accepted == verdict->accepted),
+            "the other verdict was taken", answer);
         fuzz::check(!plain || (verdict && verdict->accepted == accept),
                     "the verdict given is not the verdict", answer);
     }
