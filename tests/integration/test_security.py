@@ -17,6 +17,7 @@ must fail to get through.
 
 import json
 import os
+import shlex
 import shutil
 import socket
 import subprocess
@@ -355,10 +356,13 @@ class WorkspaceLinkTest(DaemonTestCase):
         elsewhere = os.path.join(d.root, "elsewhere")
         os.mkdir(elsewhere)
         swap = os.path.join(d.root, "swap.sh")
-        write_executable(swap, "#!/bin/sh\n[ -e %s/swapped ] && exit 0\ntouch %s/swapped\n"
-                               "mv %s %s.moved && ln -s %s %s && echo swapped\n"
-                               % ((d.root,) * 2 + (ws,) * 2 + (elsewhere, ws)))
-        loop = d.ctl_submit(ws, "Work.", "-m", "3", "--command", swap)
+        # Quoted: the tests also run from a directory with spaces in its path (test-clone.sh).
+        flag, moved = shlex.quote(os.path.join(d.root, "swapped")), shlex.quote(ws + ".moved")
+        write_executable(swap, "#!/bin/sh\n[ -e %s ] && exit 0\ntouch %s\n"
+                               "mv %s %s && ln -s %s %s && echo swapped\n"
+                               % (flag, flag, shlex.quote(ws), moved, shlex.quote(elsewhere),
+                                  shlex.quote(ws)))
+        loop = d.ctl_submit(ws, "Work.", "-m", "3", "--command", shlex.quote(swap))
         final = d.wait_state(loop["id"], ["failed", "exhausted", "completed"], timeout=30)
         self.assertEqual(final["state"], "failed", final)
         self.assertIn("workspace %s is not the directory the loop was submitted with any more: "
