@@ -102,4 +102,12 @@ failure_hint failure_from_status(std::int64_t status);
 event make_event(event_kind kind, std::string text, std::string tool = {});
 event make_error(std::string_view message, failure_hint hint);
 
+// The failure the words of `lower` (lowercased text) name, by classify_error_text's rules, and
+// where its deciding word starts (error_text.cpp); hint none when no word matches.
+struct failure_match {
+    failure_hint hint = failure_hint::none;
+    std::size_t position = 0;
+};
+failure_match match_failure(std::string_view lower);
+
 }  // namespace ralph::agent_stream::detail
