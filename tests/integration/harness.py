@@ -294,6 +294,19 @@ def commit_all(ws, message="setup"):
     git(ws, "commit", "-q", "-m", message)
 
 
+def codex_gateway_config(base_url, model=""):
+    """$CODEX_HOME/config.toml as codex's users configure a company gateway: a model provider of
+    their own whose key is in MYGATEWAY_KEY and with a header from TEAM_TOKEN."""
+    return ("# a company gateway, as codex's users configure it\n"
+            'model_provider = "gateway"\n'
+            + ('model = "%s"\n' % model if model else "")
+            + "\n[model_providers.gateway]\n"
+            'name = "Company gateway"\n'
+            'base_url = "%s/v1"\n'
+            'env_key = "MYGATEWAY_KEY"\n'
+            'env_http_headers = { "X-Team" = "TEAM_TOKEN" }\n' % base_url)
+
+
 def write_text(path, text):
     """Writes `text` (UTF-8) to `path`, creating its directory."""
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)

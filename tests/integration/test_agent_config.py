@@ -13,7 +13,7 @@ import json
 import os
 import threading
 
-from harness import DaemonTestCase, fake_agent_bin, main
+from harness import DaemonTestCase, codex_gateway_config, fake_agent_bin, main, write_text
 
 # ralphd's environment: what each configuration below names, and a secret nobody names.
 GATEWAY_ENV = {
@@ -38,34 +38,21 @@ NAMED = {
 CONFIG_NAMED = sorted({name for names in NAMED.values() for name in names}
                       - {"GOOGLE_GEMINI_BASE_URL"})
 
-CODEX_CONFIG = """# a company gateway, as codex's users configure it
-model_provider = "gateway"
 
-[model_providers.gateway]
-name = "Company gateway"
-base_url = "http://127.0.0.1:9/v1"
-env_key = "MYGATEWAY_KEY"
-env_http_headers = { "X-Team" = "TEAM_TOKEN" }
-"""
-
-
-def write(path, text):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w") as f:
-        f.write(text)
 
 
 def configure_agents(d):
     """Each agent's own configuration in daemon d's HOME (and XDG_CONFIG_HOME), naming the
     variables of NAMED."""
     home = d.home
-    write(os.path.join(home, ".codex", "config.toml"), CODEX_CONFIG)
-    write(os.path.join(d.config_dir, "opencode", "opencode.json"), json.dumps(
+    write_text(os.path.join(home, ".codex", "config.toml"),
+               codex_gateway_config("http://127.0.0.1:9"))
+    write_text(os.path.join(d.config_dir, "opencode", "opencode.json"), json.dumps(
         {"provider": {"gateway": {"options": {"baseURL": "http://127.0.0.1:9/v1",
                                                "apiKey": "{env:OC_GATEWAY_KEY}"}}}}))
-    write(os.path.join(home, ".claude", "settings.json"),
+    write_text(os.path.join(home, ".claude", "settings.json"),
           json.dumps({"apiKeyHelper": 'printf %s "$VAULT_TOKEN"'}))
-    write(os.path.join(home, ".aider.conf.yml"), "model: azure/gpt-4o  # the company's\n")
+    write_text(os.path.join(home, ".aider.conf.yml"), "model: azure/gpt-4o  # the company's\n")
 
 
 class GeminiGateway:
@@ -179,8 +166,9 @@ class ConfiguredAgentsTest(DaemonTestCase):
         d = self.agent_daemon(GATEWAY_ENV, "--env-policy", "-MYGATEWAY_KEY")
         configure_agents(d)
         other = os.path.join(d.root, "other-codex")
-        write(os.path.join(other, "config.toml"),
-              CODEX_CONFIG.replace("MYGATEWAY_KEY", "NOWHERE_KEY"))
+        write_text(os.path.join(other, "config.toml"),
+                   codex_gateway_config("http://127.0.0.1:9").replace("MYGATEWAY_KEY",
+                                                                      "NOWHERE_KEY"))
         d.start()
         withheld, _ = self.submit(d, "codex", ["ralph-iter1"], retries="3")
         unset, _ = self.submit(d, "codex", ["ralph-iter1"], "--env", "CODEX_HOME=" + other,

@@ -19,7 +19,7 @@ import os
 import subprocess
 import tempfile
 
-from harness import DaemonTestCase, main, skip_test
+from harness import DaemonTestCase, codex_gateway_config, main, skip_test, write_text
 from model_servers import GeminiServer, ResponsesServer, usage
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -30,22 +30,7 @@ ANSWERS = ["Iteration 1: the first tasks are done. More work remains.",
 PROMPT = ("Work through the task list in this repository. When every task is done, reply with "
           "<promise>COMPLETE</promise>.")
 
-CODEX_CONFIG = """# a company gateway, as codex's users configure it
-model_provider = "gateway"
-model = "company-model"
 
-[model_providers.gateway]
-name = "Company gateway"
-base_url = "%s/v1"
-env_key = "MYGATEWAY_KEY"
-env_http_headers = { "X-Team" = "TEAM_TOKEN" }
-"""
-
-
-def write(path, text):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w") as f:
-        f.write(text)
 
 
 def require_cli(name):
@@ -90,7 +75,8 @@ class RealCliTest(DaemonTestCase):
 
     def codex_daemon(self, server, *extra_args):
         d = self.cli_daemon({"MYGATEWAY_KEY": "codex-gateway-secret"}, *extra_args)
-        write(os.path.join(d.home, ".codex", "config.toml"), CODEX_CONFIG % server.url)
+        write_text(os.path.join(d.home, ".codex", "config.toml"),
+                   codex_gateway_config(server.url, model="company-model"))
         d.start()
         return d
 
@@ -130,10 +116,10 @@ class RealCliTest(DaemonTestCase):
                              "GEMINI_API_KEY": "gemini-gateway-key"})
         # What a user who chose "Use Gemini API key" keeps in ~/.gemini/settings.json, and the
         # folders they trusted (gemini-cli refuses to run headless in any other).
-        write(os.path.join(d.home, ".gemini", "settings.json"),
+        write_text(os.path.join(d.home, ".gemini", "settings.json"),
               json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}}))
         if trusted:
-            write(os.path.join(d.home, ".gemini", "trustedFolders.json"),
+            write_text(os.path.join(d.home, ".gemini", "trustedFolders.json"),
                   json.dumps({d.work_dir: "TRUST_FOLDER"}))
         d.start()
         return d
